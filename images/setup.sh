@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# One set-up for `npm start` and `npm test` (and the Dockerfile's build stage):
+# Debian packages from images/pins.env, npm dependencies from package-lock.json,
+# and the jail's native helper. Idempotent: each step checks before it acts, so a
+# second run takes well under a second.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+say() { printf 'setup: %s\n' "$*" >&2; }
+
+# shellcheck source=images/pins.env
+. images/pins.env
+
+# --- Debian packages -------------------------------------------------------
+# name:binary-or-file that proves it is installed : pin variable
+pkgs=(
+  "bubblewrap:/usr/bin/bwrap:$DEB_BUBBLEWRAP"
+  "libseccomp-dev:/usr/include/seccomp.h:$DEB_LIBSECCOMP_DEV"
+  "clangd:/usr/bin/clangd:$DEB_CLANGD"
+  "golang-go:/usr/bin/go:$DEB_GOLANG_GO"
+  "gopls:/usr/bin/gopls:$DEB_GOPLS"
+  "shellcheck:/usr/bin/shellcheck:$DEB_SHELLCHECK"
+)
+missing=()
+for row in "${pkgs[@]}"; do
+  IFS=: read -r name file version <<<"$row"
+  # versions may hold an epoch colon: take everything after the second field
+  version=${row#*:*:}
+  [ -e "$file" ] || missing+=("$name=$version")
+done
+need_cc=0
+command -v cc >/dev/null 2>&1 || need_cc=1
+command -v make >/dev/null 2>&1 || need_cc=1
+if [ ${#missing[@]} -gt 0 ] || [ $need_cc = 1 ]; then
+  if [ "$(uname -s)" != Linux ] || ! command -v apt-get >/dev/null 2>&1; then
+    say "missing: ${missing[*]:-a C compiler}. This host has no apt-get: install them by hand (see README, 'Other hosts')."
+    exit 1
+  fi
+  if [ "$(id -u)" != 0 ]; then
+    say "missing: ${missing[*]:-a C compiler}. Run as root once (or: sudo apt-get install ${missing[*]})."
+    exit 1
+  fi
+  say "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  extra=()
+  [ $need_cc = 1 ] && extra+=(gcc make libc6-dev)
+  if ! apt-get install -y -qq --no-install-recommends "${missing[@]}" "${extra[@]}" >/dev/null; then
+    # A Debian point release replaces old versions; rather than fail the set-up,
+    # take the current one and say loudly that images/pins.env needs a bump.
+    say "WARNING: a pinned version is gone from the archive; installing the current one. Update images/pins.env."
+    apt-get install -y -qq --no-install-recommends "${missing[@]%%=*}" "${extra[@]}" >/dev/null
+  fi
+fi
+
+# --- npm dependencies ------------------------------------------------------
+stamp=node_modules/.lspd-lock-hash
+want=$(sha256sum package-lock.json | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  say "installing npm dependencies (npm ci --ignore-scripts)"
+  # No dependency's install script runs: none of ours needs one, and lspd runs
+  # no code it has not chosen.
+  npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+  echo "$want" >"$stamp"
+fi
+
+# --- the jail's native helper ----------------------------------------------
+if [ -f jail/Makefile ]; then
+  make -s -C jail
+fi

@@ -1,0 +1,167 @@
+// The one configuration object. Every setting is declared here once, with a
+// default and a description; `loadConfig` reads the environment (and an optional
+// JSON file named by LSPD_CONFIG, which the environment overrides), validates it,
+// and freezes it. Nothing else in lspd reads process.env.
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { z } from 'zod';
+
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+
+const int = (def: number, min = 0) => z.coerce.number().int().min(min).default(def);
+const bool = (def: boolean) =>
+  z
+    .union([z.boolean(), z.enum(['true', 'false', '1', '0'])])
+    .transform((v) => v === true || v === 'true' || v === '1')
+    .default(def);
+const list = (def: string[]) =>
+  z
+    .union([z.array(z.string()), z.string()])
+    .transform((v) => (Array.isArray(v) ? v : v.split(',').map((s) => s.trim()).filter(Boolean)))
+    .default(def);
+
+/** host:port, IPv6 hosts in brackets. */
+const listen = z
+  .string()
+  .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'expected host:port, e.g. 127.0.0.1:7420')
+  .default('127.0.0.1:7420');
+
+export const configSchema = z.object({
+  // --- service ---
+  listen: listen.describe('Address the HTTP server listens on (host:port). Off loopback only with tokens.'),
+  dataDir: z.string().min(1).default('./data').describe('Directory for roots, dependency caches and server caches.'),
+  tokensFile: z.string().optional().describe('Path to the tokens file; when unset, only loopback is served.'),
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('pino log level.'),
+  shutdownGraceMs: int(10_000).describe('How long SIGTERM waits for in-flight requests before closing sessions.'),
+  jsonBodyLimitBytes: int(1 * MiB, 1024).describe('Largest JSON request body accepted.'),
+
+  // --- tree store ---
+  maxTreeBytes: int(4 * GiB, 1).describe('Largest total size of the files of one uploaded tree (bytes, uncompressed).'),
+  maxTreeFiles: int(200_000, 1).describe('Most entries one uploaded tree may hold.'),
+  maxFileBytes: int(256 * MiB, 1).describe('Largest single file in an uploaded tree.'),
+  diskQuotaBytes: int(50 * GiB, 1).describe('Disk for roots and their dependency caches; past it, least recently used unheld roots are evicted.'),
+
+  // --- query bounds (DESIGN.md "Bounds") ---
+  maxTargetFileBytes: int(2 * MiB, 1).describe('Largest file a query may target.'),
+  maxFrameBytes: int(16 * MiB, 1024).describe('Largest LSP frame (Content-Length) read from a server.'),
+  maxMessagesPerRequest: int(64, 1).describe('Most server messages inspected while answering one request.'),
+  maxInspectBytes: int(32 * MiB, 1024).describe('Most bytes of server JSON inspected while answering one request.'),
+  maxLocations: int(200, 1).describe('Most locations rendered in one answer (the total is still reported).'),
+  maxHoverBytes: int(64 * 1024, 256).describe('Longest hover text returned.'),
+  maxAnswerBytes: int(1 * MiB, 1024).describe('Largest answer body.'),
+  queryTimeoutMs: int(70_000, 100).describe('Deadline for one query in all, cleanup included.'),
+  cleanupReserveMs: int(3_000, 0).describe('Part of the query deadline kept for cancelling and cleanup.'),
+  maxQueuedQueries: int(256, 1).describe('Queries waiting for a server past which new ones get 503 with Retry-After.'),
+  resultCacheEntries: int(10_000, 0).describe('Entries in the result cache (roots are immutable, so a hit is exact).'),
+
+  // --- sessions ---
+  typescriptServer: z.enum(['native', 'tsserver']).default('native').describe('TS/JS server: the native TypeScript 7 server, or typescript-language-server with the pinned TypeScript 5.'),
+  idleTimeoutMs: int(10 * 60_000, 1000).describe('Idle time after which a session nobody holds is shut down.'),
+  reapIntervalMs: int(30_000, 100).describe('How often the reaper looks for idle sessions.'),
+  initializeTimeoutMs: int(30_000, 100).describe('Deadline for the initialize handshake.'),
+  shutdownTimeoutMs: int(3_000, 100).describe('Deadline for shutdown/exit before the process group is killed.'),
+  readyTimeoutMs: int(20_000, 0).describe('How long a query waits for a server that is indexing before answering incomplete.'),
+  readyGraceMs: int(150, 0).describe('Quiet time after the last $/progress end before a server counts as ready.'),
+  diagnosticsWindowMs: int(4_000, 100).describe('How long to wait for pushed diagnostics after didOpen.'),
+  maxSessions: int(64, 1).describe('Most live language-server sessions; past it the least recently used idle one is stopped.'),
+  spawnBackoffMaxMs: int(60_000, 100).describe('Longest back-off after repeated spawn failures (never a permanent mark).'),
+  stderrRingBytes: int(64 * 1024, 1024).describe('Bytes of each server stderr kept (a ring).'),
+
+  // --- jail ---
+  bwrapPath: z.string().default('/usr/bin/bwrap').describe('bubblewrap binary.'),
+  jailHelperPath: z.string().default('jail/build/lspd-seccomp').describe('The seccomp filter helper built from jail/.'),
+  jailUidBase: int(200_000, 1000).describe('First host uid of the pool jails run as (the daemon must be root to use it).'),
+  jailUidCount: int(256, 1).describe('Size of the uid pool.'),
+  jailMemoryBytes: int(4 * GiB, 16 * MiB).describe('cgroup memory cap of one jail.'),
+  jailPids: int(512, 8).describe('cgroup pids cap of one jail.'),
+  jailTmpBytes: int(512 * MiB, MiB).describe('Size of each jail private tmpfs (/tmp and HOME).'),
+  cgroupRoot: z.string().default('/sys/fs/cgroup').describe('Where cgroup v2 (or v1 controllers) are mounted.'),
+
+  // --- fetch ---
+  fetchRegistries: list([
+    'registry.npmjs.org:443',
+    'proxy.golang.org:443',
+    'sum.golang.org:443',
+    'repo.packagist.org:443',
+    'index.crates.io:443',
+    'static.crates.io:443',
+  ]).describe('host:port pairs the FETCH egress proxy lets through; nothing else leaves.'),
+  fetchTimeoutMs: int(15 * 60_000, 1000).describe('Deadline of one root dependency fetch.'),
+  fetchMaxBytes: int(8 * GiB, MiB).describe('Most bytes a fetch may write into a root dependency dir.'),
+  goProxy: z.string().default('https://proxy.golang.org').describe('GOPROXY used by the Go fetcher.'),
+  npmRegistry: z.string().default('https://registry.npmjs.org/').describe('npm registry used by the npm fetcher.'),
+});
+
+export type Config = Readonly<z.infer<typeof configSchema>>;
+
+/** Environment variable of a key: API.md names a few; the rest are LSPD_<SNAKE>. */
+const envOverrides: Partial<Record<keyof z.infer<typeof configSchema>, string>> = {
+  listen: 'LSPD_LISTEN',
+  dataDir: 'LSPD_DATA',
+  tokensFile: 'LSPD_TOKENS',
+  logLevel: 'LOG_LEVEL',
+};
+
+export function envName(key: string): string {
+  return (
+    envOverrides[key as keyof typeof envOverrides] ??
+    'LSPD_' + key.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()
+  );
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Parse env (+ LSPD_CONFIG file), validate, resolve paths, freeze. Throws ConfigError naming the bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
+  let raw: Record<string, unknown> = {};
+  if (env.LSPD_CONFIG) {
+    try {
+      raw = JSON.parse(readFileSync(env.LSPD_CONFIG, 'utf8')) as Record<string, unknown>;
+    } catch (err) {
+      throw new ConfigError(`LSPD_CONFIG: cannot read ${env.LSPD_CONFIG}: ${(err as Error).message}`);
+    }
+    for (const k of Object.keys(raw)) {
+      if (!(k in configSchema.shape)) throw new ConfigError(`LSPD_CONFIG: unknown setting "${k}"`);
+    }
+  }
+  for (const key of Object.keys(configSchema.shape)) {
+    const v = env[envName(key)];
+    if (v !== undefined && v !== '') raw[key] = v;
+  }
+  const parsed = configSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const key = String(issue.path[0] ?? '');
+    throw new ConfigError(`${envName(key)}: ${issue.message}`);
+  }
+  const c = parsed.data;
+  if (c.cleanupReserveMs >= c.queryTimeoutMs) {
+    throw new ConfigError(`${envName('cleanupReserveMs')}: must be less than ${envName('queryTimeoutMs')}`);
+  }
+  return Object.freeze({
+    ...c,
+    dataDir: resolve(cwd, c.dataDir),
+    jailHelperPath: resolve(cwd, c.jailHelperPath),
+    tokensFile: c.tokensFile === undefined ? undefined : resolve(cwd, c.tokensFile),
+    fetchRegistries: Object.freeze([...c.fetchRegistries]) as string[],
+  });
+}
+
+/** Rows for README's table of variables. */
+export function describeConfig(): { env: string; default: string; description: string }[] {
+  return Object.entries(configSchema.shape).map(([key, schema]) => {
+    const s = schema as z.ZodType;
+    let def = '';
+    const r = s.safeParse(undefined);
+    if (r.success && r.data !== undefined) def = Array.isArray(r.data) ? r.data.join(',') : String(r.data);
+    return { env: envName(key), default: def, description: s.description ?? '' };
+  });
+}
+
+export function isLoopback(listenAddr: string): boolean {
+  const host = listenAddr.slice(0, listenAddr.lastIndexOf(':')).replace(/^\[|\]$/g, '');
+  return host === 'localhost' || host === '::1' || /^127\./.test(host);
+}

@@ -1,0 +1,42 @@
+// What /readyz reports: the jail canary's verdict per phase, whether the store is
+// writable, and each server row's availability. Readiness is only ever claimed
+// from facts proved at boot; until the canary has run, everything is "unproved".
+
+export interface PhaseVerdict {
+  ok: boolean;
+  /** Why not, in one sentence (missing bwrap, filter not applied, …). */
+  reason?: string;
+}
+
+export interface ServerAvailability {
+  available: boolean;
+  version?: string;
+  reason?: string;
+}
+
+export class Health {
+  jail: { serve: PhaseVerdict; fetch: PhaseVerdict } = {
+    serve: { ok: false, reason: 'jail canary has not run' },
+    fetch: { ok: false, reason: 'jail canary has not run' },
+  };
+  store: PhaseVerdict = { ok: false, reason: 'store not opened' };
+  servers: Record<string, ServerAvailability> = {};
+
+  /** True only when both jail phases were proved and the store is writable. */
+  get ready(): boolean {
+    return this.jail.serve.ok && this.jail.fetch.ok && this.store.ok;
+  }
+
+  /** The first reason lspd is not ready, or undefined. */
+  get reason(): string | undefined {
+    if (!this.jail.serve.ok) return `serve jail: ${this.jail.serve.reason ?? 'not proved'}`;
+    if (!this.jail.fetch.ok) return `fetch jail: ${this.jail.fetch.reason ?? 'not proved'}`;
+    if (!this.store.ok) return `store: ${this.store.reason ?? 'not writable'}`;
+    return undefined;
+  }
+
+  /** Whether a request that would run a jailed process may proceed. */
+  get jailReady(): boolean {
+    return this.jail.serve.ok && this.jail.fetch.ok;
+  }
+}

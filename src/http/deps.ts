@@ -1,0 +1,15 @@
+// What buildServer needs, passed in by main.ts (and by tests). Nothing in http/
+// reaches for a singleton.
+import type { Config } from '../config.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
+import type { Health } from '../health.js';
+import type { RootStore } from '../store/store.js';
+
+export interface Deps {
+  config: Config;
+  log: Logger;
+  metrics: Metrics;
+  health: Health;
+  store: RootStore;
+}

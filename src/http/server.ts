@@ -1,0 +1,38 @@
+// buildServer(deps): the fastify instance with every route, the one error handler
+// and the body parsers. It does not listen; main.ts (or a test) does.
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Deps } from './deps.js';
+import { installErrorHandler } from './error-handler.js';
+import { healthRoutes } from './routes/health.js';
+import { rootRoutes } from './routes/roots.js';
+import { queryRoutes } from './routes/query.js';
+
+/** Content types a tree upload may use; the body stays a stream for the route. */
+export const TAR_TYPES = ['application/x-tar', 'application/tar', 'application/gzip', 'application/x-gzip', 'application/octet-stream'];
+
+export async function buildServer(deps: Deps): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: deps.log.child({ mod: 'http' }),
+    bodyLimit: deps.config.jsonBodyLimitBytes,
+    disableRequestLogging: true,
+    // Uploads are long; the per-route logic bounds them by size, not by a socket timeout.
+    requestTimeout: 0,
+    return503OnClosing: true,
+  });
+  installErrorHandler(app);
+
+  // Leave upload bodies unread: the store streams them straight from the socket.
+  app.addContentTypeParser(TAR_TYPES, (_req, _payload, done) => done(null, undefined));
+
+  app.addHook('onResponse', async (req, reply) => {
+    const route = req.routeOptions.url ?? 'unknown';
+    const op = (req as { lspdOp?: string }).lspdOp ?? '';
+    const server = (req as { lspdServer?: string }).lspdServer ?? '';
+    deps.metrics.httpSeconds.observe({ route, op, server, status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+  });
+
+  await healthRoutes(app, deps);
+  await rootRoutes(app, deps);
+  await queryRoutes(app, deps);
+  return app;
+}

@@ -1,0 +1,81 @@
+// lspd's entry point: config → log → metrics → store → jail → pool → http, then
+// signals and shutdown. The only process.exit in lspd lives here.
+import { ConfigError, isLoopback, loadConfig, type Config } from './config.js';
+import { createLogger, type Logger } from './log.js';
+import { createMetrics } from './metrics.js';
+import { Health } from './health.js';
+import { RootStore } from './store/store.js';
+import { buildServer } from './http/server.js';
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`lspd: bad configuration: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const log = createLogger(config.logLevel);
+  if (!config.tokensFile && !isLoopback(config.listen)) {
+    log.fatal({ listen: config.listen }, 'refusing to listen off loopback without LSPD_TOKENS');
+    process.exit(2);
+  }
+
+  const metrics = createMetrics();
+  const health = new Health();
+  const store = await RootStore.open({ config, log: log.child({ mod: 'store' }), metrics });
+  health.store = await store.checkWritable();
+
+  const app = await buildServer({ config, log, metrics, health, store });
+  const [host, port] = splitListen(config.listen);
+  const address = await app.listen({ host, port });
+  log.info({ address, ready: health.ready, reason: health.reason }, 'listening');
+
+  installShutdown(log, config, async () => {
+    await app.close();
+    await store.close();
+  });
+}
+
+function splitListen(listen: string): [string, number] {
+  const i = listen.lastIndexOf(':');
+  return [listen.slice(0, i).replace(/^\[|\]$/g, ''), Number(listen.slice(i + 1))];
+}
+
+/** SIGTERM/SIGINT: stop accepting, drain in-flight requests, stop servers, exit 0. A second signal exits at once. */
+function installShutdown(log: Logger, config: Config, close: () => Promise<void>): void {
+  let closing = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (closing) {
+      log.warn({ signal }, 'second signal, exiting now');
+      process.exit(1);
+    }
+    closing = true;
+    log.info({ signal }, 'shutting down');
+    const force = setTimeout(() => {
+      log.error({ graceMs: config.shutdownGraceMs }, 'shutdown grace passed, exiting');
+      process.exit(1);
+    }, config.shutdownGraceMs + config.shutdownTimeoutMs);
+    force.unref();
+    close().then(
+      () => {
+        log.info('stopped');
+        process.exit(0);
+      },
+      (err: unknown) => {
+        log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`lspd: failed to start: ${(err as Error)?.message ?? String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,89 @@
+// The zod schemas of every request body and path parameter. Routes validate with
+// them, /v1/tools and OpenAPI are generated from them, and the typed client infers
+// its types from them: one definition, so the four never drift apart.
+import { z } from 'zod';
+
+export const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+export const SHA_RE = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+
+export const orgName = z
+  .string()
+  .regex(NAME_RE)
+  .refine((s) => s !== '.' && s !== '..')
+  .describe('Organisation name: letters, digits, . _ -; 1-100 characters.');
+export const repoName = orgName.describe('Repository name: letters, digits, . _ -; 1-100 characters.');
+export const sha = z.string().regex(SHA_RE).describe('Commit sha: 40 or 64 lowercase hex digits (never a branch or tag).');
+
+export const rootParams = z.object({ org: orgName, repo: repoName, sha });
+export type RootKey = z.infer<typeof rootParams>;
+
+/** A root-relative, /-separated path: no leading /, no `..` segment, no control characters. */
+export const relPath = z
+  .string()
+  .min(1)
+  .max(4096)
+  .refine((p) => !p.startsWith('/') && !/[\u0000-\u001f\u007f]/.test(p), 'path must be relative and free of control characters')
+  .refine((p) => !p.split('/').some((seg) => seg === '..'), 'path must not contain a .. segment')
+  .refine((p) => !/^[A-Za-z]:[\\/]/.test(p) && !p.includes('\\'), 'path must use / separators')
+  .describe('File path relative to the root of the tree, with / separators.');
+
+export const encoding = z.enum(['utf-16', 'utf-8', 'codepoint']).default('utf-16')
+  .describe('Unit of `character` in positions given and returned: utf-16 code units (LSP default), utf-8 bytes, or Unicode code points.');
+
+export const lspOps = ['definition', 'typeDefinition', 'implementation', 'references', 'hover', 'documentSymbols', 'workspaceSymbols', 'diagnostics'] as const;
+export type LspOp = (typeof lspOps)[number];
+
+export const lspQuery = z
+  .object({
+    org: orgName,
+    repo: repoName,
+    sha,
+    op: z.enum(lspOps).describe('The LSP operation.'),
+    path: relPath.optional(),
+    line: z.number().int().min(0).max(10_000_000).optional().describe('Zero-based line.'),
+    character: z.number().int().min(0).max(10_000_000).optional().describe('Zero-based column, in `encoding` units.'),
+    encoding,
+    includeDeclaration: z.boolean().default(true).describe('references: include the declaration itself.'),
+    query: z.string().max(512).optional().describe('Symbol name filter (workspaceSymbols: required; documentSymbols: optional).'),
+    context: z.number().int().min(0).max(20).default(0).describe('Lines of context around each location preview.'),
+    limit: z.number().int().min(1).max(1000).optional().describe('Most locations to return in this page.'),
+    cursor: z.string().max(200).optional().describe('Cursor from a previous truncated answer, to get the next page.'),
+  })
+  .strict()
+  .superRefine((q, ctx) => {
+    const positional = ['definition', 'typeDefinition', 'implementation', 'references', 'hover'].includes(q.op);
+    if (q.op !== 'workspaceSymbols' && q.path === undefined) ctx.addIssue({ code: 'custom', message: `op ${q.op} needs a path`, path: ['path'] });
+    if (q.op === 'workspaceSymbols' && q.path !== undefined) ctx.addIssue({ code: 'custom', message: 'workspaceSymbols takes no path', path: ['path'] });
+    if (q.op === 'workspaceSymbols' && q.query === undefined) ctx.addIssue({ code: 'custom', message: 'workspaceSymbols needs a query', path: ['query'] });
+    if (positional && (q.line === undefined || q.character === undefined))
+      ctx.addIssue({ code: 'custom', message: `op ${q.op} needs line and character`, path: ['line'] });
+  });
+export type LspQuery = z.infer<typeof lspQuery>;
+
+export const askOps = ['locate', 'references', 'hover'] as const;
+export const askQuery = z
+  .object({
+    org: orgName,
+    repo: repoName,
+    sha,
+    symbol: z.string().min(1).max(512).describe('Plain or qualified name: Greet, dep.Greet, Server.close, pkg.mod.func.'),
+    op: z.enum(askOps).default('locate').describe('locate (where is it defined), references, or hover.'),
+    path: relPath.optional().describe('Optional file that scopes the search to where the name is used.'),
+    encoding,
+    context: z.number().int().min(0).max(20).default(0),
+    grouped: z.boolean().default(false).describe('references: group locations by file with counts.'),
+    limit: z.number().int().min(1).max(1000).optional(),
+    cursor: z.string().max(200).optional(),
+  })
+  .strict();
+export type AskQuery = z.infer<typeof askQuery>;
+
+export const askBatchItem = askQuery.omit({ org: true, repo: true, sha: true });
+export const askBatch = z
+  .object({ org: orgName, repo: repoName, sha, queries: z.array(z.unknown()).min(1).max(100) })
+  .strict();
+
+export const listQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  after: z.string().max(400).optional(),
+});
