@@ -1,0 +1,56 @@
+// The jail's public face. Everything that runs a third-party program (a language
+// server, a dependency fetcher, the canary probe) goes through `Jail.spawn`.
+import type { Readable, Writable } from 'node:stream';
+
+/** The closed set of phases (DESIGN.md "Two jail phases"). Never a free-form setting. */
+export type Phase = 'fetch' | 'serve';
+
+export interface Bind {
+  /** Host path (a directory or file the daemon controls). */
+  host: string;
+  /** Where it appears inside the jail. */
+  at: string;
+  /** Read-write; only ever a root's dependency dir in FETCH. Default read-only. */
+  rw?: boolean;
+}
+
+export interface JailSpawnOptions {
+  phase: Phase;
+  /** argv[0] is an absolute path as seen inside the jail. */
+  argv: string[];
+  /** The whole environment inside the jail (the jail starts from --clearenv). */
+  env?: Record<string, string>;
+  /**
+   * The uploaded tree, bound read-only by a directory fd the jail opens and checks
+   * (--ro-bind-fd), so a path swapped after admission cannot redirect the mount.
+   */
+  tree?: { hostDir: string; at: string };
+  binds?: Bind[];
+  cwd?: string;
+  /** Bytes of stderr kept in the ring. */
+  stderrRingBytes?: number;
+  /** Aborting kills the whole jail. */
+  signal?: AbortSignal;
+}
+
+export interface JailExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface JailedProcess {
+  /** Host pid of bwrap (the jail's process-group leader). */
+  readonly pid: number;
+  readonly stdin: Writable;
+  readonly stdout: Readable;
+  /** The last stderrRingBytes of stderr, host paths scrubbed. */
+  stderrTail(): string;
+  /** Settles when the jail is gone (every process in it). */
+  readonly exited: Promise<JailExit>;
+  /** SIGKILL to the process group (and the cgroup), idempotent. */
+  kill(): void;
+}
+
+export interface Jail {
+  spawn(opts: JailSpawnOptions): Promise<JailedProcess>;
+}
