@@ -6,6 +6,7 @@ import { createMetrics } from './metrics.js';
 import { Health } from './health.js';
 import { RootStore } from './store/store.js';
 import { buildServer } from './http/server.js';
+import { TokenSet } from './http/auth.js';
 
 async function main(): Promise<void> {
   let config: Config;
@@ -24,12 +25,28 @@ async function main(): Promise<void> {
     process.exit(2);
   }
 
+  // A tokens file that cannot be read or parsed at start refuses to start: serving
+  // with no tokens, or yesterday's, is not a choice to make silently.
+  let tokens: TokenSet | undefined;
+  if (config.tokensFile) {
+    try {
+      tokens = TokenSet.load(config.tokensFile);
+    } catch (err) {
+      log.fatal({ reason: (err as Error).message }, 'bad tokens file (LSPD_TOKENS)');
+      process.exit(2);
+    }
+    const t = tokens;
+    log.info({ tokens: t.size }, 'tokens loaded');
+    // SIGHUP re-reads it; a bad file keeps the tokens in force (TokenSet.reload logs why).
+    process.on('SIGHUP', () => t.reload(log.child({ mod: 'auth' })));
+  }
+
   const metrics = createMetrics();
   const health = new Health();
   const store = await RootStore.open({ config, log: log.child({ mod: 'store' }), metrics });
   health.store = await store.checkWritable();
 
-  const app = await buildServer({ config, log, metrics, health, store });
+  const app = await buildServer({ config, log, metrics, health, store, ...(tokens ? { tokens } : {}) });
   const [host, port] = splitListen(config.listen);
   const address = await app.listen({ host, port });
   log.info({ address, ready: health.ready, reason: health.reason }, 'listening');

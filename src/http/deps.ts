@@ -5,6 +5,7 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { Health } from '../health.js';
 import type { RootStore } from '../store/store.js';
+import type { TokenSet } from './auth.js';
 
 export interface Deps {
   config: Config;
@@ -12,4 +13,6 @@ export interface Deps {
   metrics: Metrics;
   health: Health;
   store: RootStore;
+  /** Bearer tokens (LSPD_TOKENS); absent means auth is off (main then allows loopback only). */
+  tokens?: TokenSet;
 }

@@ -3,6 +3,8 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Deps } from './deps.js';
 import { installErrorHandler } from './error-handler.js';
+import { installAuth } from './auth.js';
+import { installDocs } from './routes/docs.js';
 import { healthRoutes } from './routes/health.js';
 import { rootRoutes } from './routes/roots.js';
 import { queryRoutes } from './routes/query.js';
@@ -20,6 +22,10 @@ export async function buildServer(deps: Deps): Promise<FastifyInstance> {
     return503OnClosing: true,
   });
   installErrorHandler(app);
+  // Before any route: auth's onRoute check refuses a route with no access rule,
+  // and docs collects every route for the OpenAPI document.
+  installAuth(app, deps.tokens, deps.log);
+  installDocs(app);
 
   // Leave upload bodies unread: the store streams them straight from the socket.
   app.addContentTypeParser(TAR_TYPES, (_req, _payload, done) => done(null, undefined));

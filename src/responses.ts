@@ -1,0 +1,104 @@
+// The zod schemas of lspd's answers, as API.md states them. Requests live in
+// schemas.ts; these are their replies. The OpenAPI document (/docs/json) and the
+// typed client (lspd/client) both derive from them, so a client's types and the
+// published document cannot disagree. Objects are loose: the contract lets the
+// daemon add fields, and a client must not break when it does.
+import { z } from 'zod';
+import { lspOps, rootParams } from './schemas.js';
+
+export const errorBody = z
+  .looseObject({
+    error: z.string().describe('Stable error code (bad_request, need_tree, unauthorized, ...).'),
+    message: z.string().describe('One sentence; never a host path.'),
+    retry_after: z.number().optional().describe('Seconds to wait before retrying (also sent as Retry-After).'),
+    need: z.literal('tree').optional().describe('What the caller must supply first: the tree (upload it, then retry).'),
+  })
+  .describe('Every error answer.');
+
+export const fetchState = z.enum(['none', 'queued', 'running', 'done', 'failed', 'refused']);
+
+export const putRootAnswer = z.looseObject({
+  root: rootParams,
+  created: z.boolean().describe('false when the root already existed (roots are immutable; nothing changed).'),
+  files: z.number().int(),
+  bytes: z.number().int(),
+  languages: z.array(z.string()),
+  fetch: z.looseObject({ state: fetchState }),
+});
+
+export const rootAnswer = z.looseObject({
+  root: rootParams,
+  files: z.number().int(),
+  bytes: z.number().int(),
+  languages: z.array(z.string()),
+  fetch: z.looseObject({ state: fetchState, error: z.string().optional() }),
+  sessions: z.array(z.looseObject({ server: z.string(), state: z.string() })).optional(),
+});
+
+export const rootList = z.looseObject({
+  roots: z.array(z.looseObject({ root: rootParams.optional() })),
+  next: z.string().optional().describe('Pass as ?after= to get the next page.'),
+});
+
+const position = z.object({ line: z.number().int(), character: z.number().int() });
+const range = z.object({ start: position, end: position });
+
+export const location = z.looseObject({
+  path: z.string().describe('Root-relative path, or the path inside the dependency when external.'),
+  range,
+  preview: z.string().optional(),
+  external: z.boolean().optional().describe('The location is in a fetched dependency.'),
+  module: z.string().optional().describe('Dependency coordinate (module or package) when external.'),
+  version: z.string().optional(),
+});
+
+export const lspAnswer = z.looseObject({
+  op: z.enum(lspOps).or(z.string()),
+  server: z.string().optional(),
+  elapsed_ms: z.number().optional(),
+  locations: z.array(location).optional(),
+  contents: z.string().optional().describe('hover: markdown, host paths removed.'),
+  range: range.optional(),
+  symbols: z
+    .array(z.looseObject({ name: z.string(), kind: z.string().or(z.number()), path: z.string().optional(), range, container: z.string().optional() }))
+    .optional(),
+  diagnostics: z
+    .array(z.looseObject({ range, severity: z.string().or(z.number()).optional(), code: z.string().or(z.number()).optional(), source: z.string().optional(), message: z.string() }))
+    .optional(),
+  total: z.number().int().optional(),
+  other: z.number().int().optional().describe('Locations outside the root and its dependencies (not rendered).'),
+  truncated: z.boolean().optional(),
+  incomplete: z.boolean().optional().describe('The server had not finished indexing within its readiness bound.'),
+  untrusted: z.literal(true).optional().describe('Everything a language server produced is labelled untrusted.'),
+  dependency_freshness: z.string().optional(),
+  matches: z.number().int().optional().describe('/ask: how many symbols the name matched.'),
+  cursor: z.string().optional().describe('Pass back to get the next page of a truncated answer.'),
+});
+
+export const askBatchAnswer = z.looseObject({
+  answers: z.array(z.union([lspAnswer, errorBody])),
+});
+
+export const readyAnswer = z.looseObject({
+  ready: z.boolean(),
+  reason: z.string().optional(),
+  jail: z.looseObject({
+    serve: z.looseObject({ ok: z.boolean(), reason: z.string().optional() }),
+    fetch: z.looseObject({ ok: z.boolean(), reason: z.string().optional() }),
+  }),
+  store: z.looseObject({ ok: z.boolean(), reason: z.string().optional() }).optional(),
+  servers: z.record(z.string(), z.looseObject({ available: z.boolean(), version: z.string().optional(), reason: z.string().optional() })),
+});
+
+export const toolsAnswer = z.looseObject({
+  tools: z.array(z.looseObject({ name: z.string(), description: z.string(), inputSchema: z.record(z.string(), z.unknown()) })),
+});
+
+export type ErrorBody = z.infer<typeof errorBody>;
+export type PutRootAnswer = z.infer<typeof putRootAnswer>;
+export type RootAnswer = z.infer<typeof rootAnswer>;
+export type RootList = z.infer<typeof rootList>;
+export type LspAnswer = z.infer<typeof lspAnswer>;
+export type AskBatchAnswer = z.infer<typeof askBatchAnswer>;
+export type ReadyAnswer = z.infer<typeof readyAnswer>;
+export type ToolsAnswer = z.infer<typeof toolsAnswer>;
