@@ -1,0 +1,161 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { classify, coordinateKey, createResolver, decodeGoEscaped, resolveCoordinate } from './coordinates.js';
+
+const versions: Record<string, string> = {
+  '/src/node_modules/dep': '1.2.3',
+  '/src/node_modules/@scope/pkg': '2.0.0-beta.1',
+  '/deps/npm/top/node_modules/lodash': '4.17.21',
+  '/src/node_modules/.pnpm/x@1.0.0/node_modules/x': '1.0.0',
+  '/src/node_modules/evil': '1.0.0"; rm -rf /',
+};
+const readPackageVersion = (dir: string) => versions[dir];
+
+test('tree files are root-relative', async () => {
+  assert.deepEqual(await resolveCoordinate('file:///src/src/app.ts'), { kind: 'tree', path: 'src/app.ts', jailPath: '/src/src/app.ts' });
+  assert.deepEqual(await resolveCoordinate('/src/a%20b.ts'), { kind: 'tree', path: 'a%20b.ts', jailPath: '/src/a%20b.ts' });
+  assert.deepEqual(await resolveCoordinate('file:///src/a%20b.ts'), { kind: 'tree', path: 'a b.ts', jailPath: '/src/a b.ts' });
+  assert.deepEqual(await resolveCoordinate('file:///src/vendor/example.com/dep/x.go'), {
+    kind: 'tree',
+    path: 'vendor/example.com/dep/x.go',
+    jailPath: '/src/vendor/example.com/dep/x.go',
+  });
+});
+
+test('Go module cache paths become module@version coordinates, with !-escapes decoded', async () => {
+  assert.deepEqual(await resolveCoordinate('file:///deps/go/pkg/mod/example.com/dep@v1.0.0/greet.go'), {
+    kind: 'external',
+    ecosystem: 'go',
+    module: 'example.com/dep',
+    version: 'v1.0.0',
+    path: 'greet.go',
+    jailPath: '/deps/go/pkg/mod/example.com/dep@v1.0.0/greet.go',
+  });
+  const c = await resolveCoordinate('file:///deps/go/pkg/mod/github.com/!burnt!sushi/toml@v1.3.2-!r!c1/internal/x.go');
+  assert.equal(c.kind, 'external');
+  if (c.kind !== 'external') return;
+  assert.equal(c.module, 'github.com/BurntSushi/toml');
+  assert.equal(c.version, 'v1.3.2-RC1');
+  assert.equal(c.path, 'internal/x.go');
+  // %40 is how vscode-uri writes @
+  const enc = await resolveCoordinate('file:///deps/go/pkg/mod/example.com/dep%40v1.0.0/greet.go');
+  assert.equal(enc.kind === 'external' && enc.module, 'example.com/dep');
+  // a module that ships a node_modules directory is still the Go module
+  const nm = await resolveCoordinate('/deps/go/pkg/mod/example.com/web@v0.1.0/node_modules/x/i.js');
+  assert.equal(nm.kind === 'external' && nm.ecosystem, 'go');
+});
+
+test('bad Go cache paths are other', async () => {
+  for (const p of [
+    '/deps/go/pkg/mod/cache/download/example.com/dep/@v/v1.0.0.zip',
+    '/deps/go/pkg/mod/example.com/dep@v1.0.0', // the directory, no file
+    '/deps/go/pkg/mod/example.com/dep/greet.go', // no @version
+    '/deps/go/pkg/mod/github.com/BurntSushi/toml@v1.0.0/x.go', // upper case is never in escaped form
+    '/deps/go/pkg/mod/example.com/!!x@v1.0.0/x.go',
+    '/deps/go/pkg/mod/example.com/x!@v1.0.0/x.go',
+    '/deps/go/pkg/mod/example.com/x@1.0.0/x.go', // versions start with v
+    '/deps/go/pkg/mod/example.com/x@/x.go',
+    '/deps/go/pkg/mod',
+  ]) {
+    assert.equal((await resolveCoordinate(p)).kind, 'other', p);
+  }
+  assert.deepEqual(await resolveCoordinate('/deps/go/pkg/mod/golang.org/toolchain@v0.0.1-go1.22.0.linux-amd64/src/fmt/print.go'), {
+    kind: 'other',
+    reason: 'toolchain',
+  });
+});
+
+test('node_modules packages become npm coordinates with their version read through the callback', async () => {
+  const r = createResolver({ readPackageVersion });
+  assert.deepEqual(await r('file:///src/node_modules/dep/lib/index.d.ts'), {
+    kind: 'external',
+    ecosystem: 'npm',
+    module: 'dep',
+    version: '1.2.3',
+    path: 'lib/index.d.ts',
+    jailPath: '/src/node_modules/dep/lib/index.d.ts',
+  });
+  const scoped = await r('file:///src/node_modules/%40scope/pkg/index.js');
+  assert.equal(scoped.kind === 'external' && `${scoped.module}@${scoped.version}:${scoped.path}`, '@scope/pkg@2.0.0-beta.1:index.js');
+  const deps = await r('/deps/npm/top/node_modules/lodash/map.js');
+  assert.equal(deps.kind === 'external' && `${deps.module}@${deps.version}`, 'lodash@4.17.21');
+  const pnpm = await r('/src/node_modules/.pnpm/x@1.0.0/node_modules/x/i.js');
+  assert.equal(pnpm.kind === 'external' && `${pnpm.module}@${pnpm.version}:${pnpm.path}`, 'x@1.0.0:i.js');
+  const ws = await r('/src/packages/web/node_modules/dep/i.js');
+  assert.equal(ws.kind === 'external' && `${ws.module}@${ws.version}`, 'dep@unknown');
+});
+
+test('versions from package.json are checked; a throwing reader is unknown', async () => {
+  const evil = await resolveCoordinate('/src/node_modules/evil/i.js', { readPackageVersion });
+  assert.equal(evil.kind === 'external' && evil.version, 'unknown');
+  const throws = await resolveCoordinate('/src/node_modules/dep/i.js', {
+    readPackageVersion: () => {
+      throw new Error('EACCES /host/secret');
+    },
+  });
+  assert.equal(throws.kind === 'external' && throws.version, 'unknown');
+  const rejects = await resolveCoordinate('/src/node_modules/dep/i.js', { readPackageVersion: async () => Promise.reject(new Error('x')) });
+  assert.equal(rejects.kind === 'external' && rejects.version, 'unknown');
+  const none = await resolveCoordinate('/src/node_modules/dep/i.js');
+  assert.equal(none.kind === 'external' && none.version, 'unknown');
+});
+
+test('the resolver reads each package version once', async () => {
+  let reads = 0;
+  const r = createResolver({ readPackageVersion: (d) => (reads++, versions[d]) });
+  await Promise.all([r('/src/node_modules/dep/a.js'), r('/src/node_modules/dep/b.js'), r('/src/node_modules/dep/a.js')]);
+  assert.equal(reads, 1);
+});
+
+test('odd node_modules entries are other', async () => {
+  for (const p of [
+    '/src/node_modules/.bin/tsc',
+    '/src/node_modules/.package-lock.json',
+    '/src/node_modules/dep', // the directory itself
+    '/src/node_modules/@scope', // scope without name
+    '/src/node_modules/@scope/pkg',
+    '/src/node_modules',
+    '/src/node_modules/@/x/i.js',
+  ]) {
+    assert.equal((await resolveCoordinate(p)).kind, 'other', p);
+  }
+});
+
+test('anything outside the tree and deps is other, and never unsafe input is let through', async () => {
+  const cases: [string, string][] = [
+    ['file:///etc/passwd', 'outside'],
+    ['/proc/self/environ', 'outside'],
+    ['file:///src/../etc/passwd', 'unsafe'],
+    ['file:///src/%2e%2e/etc/passwd', 'unsafe'],
+    ['file:///src/a/..%2F..%2Fetc/passwd', 'unsafe'],
+    ['file:///src/a%00b', 'unsafe'],
+    ['file://host/src/a.ts', 'unsafe'],
+    ['untitled:Untitled-1', 'not-file'],
+    ['https://example.com/src/a.ts', 'not-file'],
+    ['src/a.ts', 'not-file'],
+    ['file:///srcx/a.ts', 'outside'],
+    ['file:///src', 'malformed'],
+    ['file:///opt/lspd/node_modules/pyright/dist/typeshed-fallback/stdlib/builtins.pyi', 'toolchain'],
+    ['file:///usr/local/go/src/fmt/print.go', 'toolchain'],
+    ['file:///opt/lspd/node_modules/typescript/lib/lib.es5.d.ts', 'outside'],
+    ['/deps/python/x.py', 'outside'],
+  ];
+  for (const [uri, reason] of cases) assert.deepEqual(await resolveCoordinate(uri), { kind: 'other', reason }, uri);
+  assert.equal(classify(undefined as unknown as string).kind, 'other');
+});
+
+test('decodeGoEscaped', () => {
+  assert.equal(decodeGoEscaped('github.com/!azure/azure-sdk'), 'github.com/Azure/azure-sdk');
+  assert.equal(decodeGoEscaped('!a!b!c'), 'ABC');
+  assert.equal(decodeGoEscaped('a!'), undefined);
+  assert.equal(decodeGoEscaped('a!1'), undefined);
+  assert.equal(decodeGoEscaped('A'), undefined);
+});
+
+test('coordinate keys separate tree and external files', () => {
+  assert.equal(coordinateKey({ kind: 'tree', path: 'a.ts', jailPath: '/src/a.ts' }), 't:a.ts');
+  assert.equal(
+    coordinateKey({ kind: 'external', ecosystem: 'npm', module: 'a', version: '1', path: 'b.js', jailPath: '/x' }),
+    'e:npm:a@1/b.js',
+  );
+});
