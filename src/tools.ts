@@ -1,0 +1,193 @@
+// Tool definitions for LLM agents: what GET /v1/tools lists and what /mcp serves.
+// Each tool's input JSON Schema is generated from the same zod schemas the HTTP
+// routes validate with (src/schemas.ts), and every call is re-validated by the
+// route's own schema before it runs, so a tool can never accept what the route
+// would refuse or drift from it. Tools are only listed when they could answer:
+// while the jail canary has not proved both phases, no query tool is listed, and
+// a server reported unavailable is named in every description.
+import { z } from 'zod';
+import { errors, isAppError } from './errors.js';
+import type { Health } from './health.js';
+import { askBatch, askBatchItem, askQuery, lspQuery, type LspOp, type LspQuery } from './schemas.js';
+
+/** One tool as /v1/tools and MCP's tools/list publish it. */
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  /** JSON Schema (draft-07) of the arguments object. */
+  inputSchema: Record<string, unknown>;
+}
+
+/** What a tool call needs from the daemon: the same entry points the HTTP routes use. */
+export interface ToolRunner {
+  /** POST /v1/code/lsp with this body, checks included (need_tree, not_ready, ...). */
+  lsp(body: LspQuery, signal: AbortSignal): Promise<unknown>;
+  /** POST /ask with this body (single or batch), checks included. */
+  ask(body: unknown, signal: AbortSignal): Promise<unknown>;
+  /** Throws 403 when the caller may not touch this org. */
+  assertOrg(org: string): void;
+}
+
+const s = lspQuery.shape;
+/** A field that is optional in lspQuery but required by this tool, keeping its description. */
+const required = <T extends z.ZodType>(f: z.ZodOptional<T>): T => f.unwrap().describe(f.description ?? f.unwrap().description ?? '') as T;
+const root = { org: s.org, repo: s.repo, sha: s.sha };
+const position = { path: required(s.path), line: required(s.line), character: required(s.character), encoding: s.encoding };
+const paging = { context: s.context, limit: s.limit, cursor: s.cursor };
+/** Fields lspQuery has gained since this file was written (e.g. `grouped`) come along when named here. */
+const optionalLspFields = (...names: string[]): z.ZodRawShape =>
+  Object.fromEntries(names.filter((n) => n in s).map((n) => [n, (s as Record<string, z.ZodType>)[n]!]));
+
+interface ToolSpec {
+  name: string;
+  /** One paragraph for a model: what it answers, when to use it, what comes back. */
+  about: string;
+  input: z.ZodObject;
+  run(args: Record<string, unknown>, runner: ToolRunner, signal: AbortSignal): Promise<unknown>;
+}
+
+const ROOT_NOTE =
+  'The tree is named by org, repo and the full commit sha it was uploaded under; if it was never uploaded the call fails with need_tree.';
+
+function positional(name: string, op: LspOp, about: string, extra: z.ZodRawShape = {}): ToolSpec {
+  return {
+    name,
+    about,
+    input: z.object({ ...root, ...position, ...extra }).strict(),
+    run: (args, runner, signal) => runner.lsp(check(lspQuery, { ...args, op }), signal),
+  };
+}
+
+const specs: ToolSpec[] = [
+  {
+    name: 'lsp_locate',
+    about:
+      'Find a symbol by name when you do not know its position: where it is defined (op "locate", the default), every reference to it ("references"), or its type and documentation ("hover"). ' +
+      'Give a plain name ("greet") or a qualified one ("Server.close" for the method close of class Server, "pkg.mod.func" for a module member, "dep.Greet" for a dependency\'s export); ' +
+      'add path to resolve the name as it is used in that file. Names from dependencies land on the dependency with external: true and its module and version. ' +
+      'If the name matches several symbols the answer says matches: N and lists candidates instead of guessing; qualify the name or give a path to pick one. An unknown name is a symbol_not_found error with near suggestions.',
+    input: askQuery,
+    run: (args, runner, signal) => runner.ask(check(askQuery, args), signal),
+  },
+  {
+    name: 'lsp_ask_batch',
+    about:
+      'Ask several name-based questions (each like lsp_locate: symbol, op, path, ...) about one tree in one call. Answers come back in the same order in "answers"; ' +
+      'a query that fails gets its own {error, message} entry and does not fail the others. Use it to resolve many names at once, e.g. every symbol a diff touches.',
+    // The same bounds as askBatch.queries (1..100); the route re-checks with askBatch itself.
+    input: z.object({ ...root, queries: z.array(askBatchItem).min(1).max(100) }).strict(),
+    run: (args, runner, signal) => runner.ask(check(askBatch, args), signal),
+  },
+  positional(
+    'lsp_definition',
+    'definition',
+    'Go to definition: given a file and a zero-based line and character on an identifier, return where that symbol is defined, each location with its path, range and preview line (context: N adds N lines around it). ' +
+      'Definitions in dependencies have external: true with the module and version. Use lsp_locate instead when you know the name but not a position.',
+    paging,
+  ),
+  positional(
+    'lsp_type_definition',
+    'typeDefinition',
+    'Go to type definition: given a position on an expression or variable, return where its type is declared (a class, interface or type alias), with path, range and preview line.',
+    paging,
+  ),
+  positional(
+    'lsp_implementation',
+    'implementation',
+    'Find implementations: given a position on an interface, abstract method or type, return the concrete classes or methods that implement it, with path, range and preview line.',
+    paging,
+  ),
+  positional(
+    'lsp_references',
+    'references',
+    'Find references: given a position on an identifier, return every place in the tree that refers to the same symbol (includeDeclaration adds the declaration itself). ' +
+      'Long lists are paged: the answer reports total and truncated, and passing back its cursor with the same arguments returns the next page; limit sets the page size.',
+    { includeDeclaration: s.includeDeclaration, ...paging, ...optionalLspFields('grouped') },
+  ),
+  positional(
+    'lsp_hover',
+    'hover',
+    "Hover: given a position on an identifier, return the language server's markdown for it: its type signature and documentation comment.",
+  ),
+  {
+    name: 'lsp_symbols',
+    about:
+      'List symbols. With path: the declarations in that file (classes, functions, methods, variables) with their kind, range and container, optionally filtered by query. ' +
+      'Without path: search the whole tree for declarations whose name matches query (required then). Useful to get an outline of a file before reading it.',
+    input: z
+      .object({
+        ...root,
+        path: s.path.describe('File to outline; omit to search the whole tree by query.'),
+        query: s.query.describe('Name filter; required when path is omitted.'),
+        encoding: s.encoding,
+        limit: s.limit,
+        cursor: s.cursor,
+      })
+      .strict(),
+    run: (args, runner, signal) =>
+      runner.lsp(check(lspQuery, { ...args, op: args.path === undefined ? 'workspaceSymbols' : 'documentSymbols' }), signal),
+  },
+  {
+    name: 'lsp_diagnostics',
+    about:
+      "Diagnostics: the language server's errors and warnings for one file (type errors, unresolved imports, syntax errors), each with range, severity and message. " +
+      'incomplete: true means the server said nothing within its window: that is not a clean file.',
+    input: z.object({ ...root, path: required(s.path), encoding: s.encoding }).strict(),
+    run: (args, runner, signal) => runner.lsp(check(lspQuery, { ...args, op: 'diagnostics' }), signal),
+  },
+];
+
+function describe(spec: ToolSpec, health: Health): string {
+  const down = Object.entries(health.servers)
+    .filter(([, a]) => a.available === false)
+    .map(([name, a]) => (a.reason ? `${name} (${a.reason})` : name));
+  const note = down.length > 0 ? ` Unavailable on this daemon: ${down.join(', ')}; files of those languages cannot be answered.` : '';
+  return `${spec.about} ${ROOT_NOTE}${note}`;
+}
+
+/** Validate with a route schema; a failure is the route's own 400 bad_request naming the field. */
+function check<T extends z.ZodType>(schema: T, data: unknown): z.infer<T> {
+  const r = schema.safeParse(data);
+  if (r.success) return r.data;
+  const i = r.error.issues[0];
+  throw errors.badRequest(`${i?.path.length ? i.path.join('.') + ': ' : ''}${i?.message ?? 'invalid arguments'}`.replace(/\.?$/, '.'));
+}
+
+/** The JSON Schema of a tool's arguments: input side (defaults make fields optional), draft-07 for the widest client support. */
+export function inputSchemaOf(input: z.ZodType): Record<string, unknown> {
+  const schema = z.toJSONSchema(input, { io: 'input', target: 'draft-7' }) as Record<string, unknown>;
+  // `$schema` is noise to a model and some tool-calling APIs refuse unknown top-level keys.
+  delete schema.$schema;
+  return schema;
+}
+
+const schemas = new Map(specs.map((t) => [t.name, inputSchemaOf(t.input)]));
+
+/** The tools a caller may use right now: none while the jail is unproved (they would all be refused). */
+export function listTools(health: Health): ToolDefinition[] {
+  if (!health.jailReady) return [];
+  return specs.map((t) => ({ name: t.name, description: describe(t, health), inputSchema: schemas.get(t.name)! }));
+}
+
+/** Every tool name, listed or not (for docs and tests). */
+export const toolNames: readonly string[] = specs.map((t) => t.name);
+
+/**
+ * Run a tool: validate its arguments, check the org, call the route's entry point.
+ * Throws AppError (400 for unknown tools and bad arguments, 503 not_ready while
+ * the jail is unproved, and whatever the route would answer).
+ */
+export async function callTool(name: string, args: unknown, health: Health, runner: ToolRunner, signal: AbortSignal): Promise<unknown> {
+  const spec = specs.find((t) => t.name === name);
+  if (!spec) throw errors.badRequest(`No tool named ${JSON.stringify(name)}.`);
+  if (!health.jailReady) throw errors.notReady(`Nothing is served: ${health.reason}.`);
+  const parsed = check(spec.input, args ?? {}) as Record<string, unknown>;
+  runner.assertOrg(String(parsed.org));
+  return spec.run(parsed, runner, signal);
+}
+
+/** An error as a tool result body: the same `{error, message, ...}` the HTTP route would answer. */
+export function toolErrorBody(err: unknown): Record<string, unknown> {
+  if (isAppError(err)) return { ...err.toJSON(), status: err.status };
+  return { error: 'internal', message: 'Internal error.', status: 500 };
+}
