@@ -6,7 +6,7 @@ import { createMetrics } from './metrics.js';
 import { Health } from './health.js';
 import { RootStore } from './store/store.js';
 import { buildServer } from './http/server.js';
-import { TokenSet } from './http/auth.js';
+import { TokenSet } from './tokens.js';
 
 async function main(): Promise<void> {
   let config: Config;

@@ -5,7 +5,7 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { Health } from '../health.js';
 import type { RootStore } from '../store/store.js';
-import type { TokenSet } from './auth.js';
+import type { TokenSet } from '../tokens.js';
 
 export interface Deps {
   config: Config;

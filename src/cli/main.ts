@@ -1,0 +1,252 @@
+// The `lspd` command line: push | status | ask | lsp | config | token | jail.
+// Built on the typed client (lspd/client); every daemon error is printed with its
+// message and code and exits 1; usage errors exit 2. The daemon's own entry point
+// is src/main.ts, not this.
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { describeConfig } from '../config.js';
+import { hashToken, permissions, type Permission } from '../tokens.js';
+import { LspdClient, LspdError, type LspQuery, type RootAnswer } from '../client/index.js';
+import { readCliEnv } from './env.js';
+import { archive, rootKeyOf, UsageError } from './git.js';
+import { pushRoot } from './push.js';
+import { formatAnswer, formatReady, formatRoot, humanBytes } from './print.js';
+
+const HELP = `usage: lspd <command> [flags]
+
+  push     upload this checkout's HEAD (or --sha) as a root        [--org --repo --sha --dir --no-gzip --retries N]
+  status   readiness, jail, servers, roots and their sessions
+  ask      SYMBOL: where a name is defined (--op references|hover) [--path P]
+  lsp      OP [PATH[:LINE:COL]]: one LSP operation (LINE:COL 1-based, as printed; or --line/--character 0-based)
+  config   --markdown: the table of every daemon variable
+  token    new --name N --orgs a,b|* --permissions upload,query,read,delete | hash (token on stdin)
+  jail     the jail's own tool (src/cli/jail.ts)
+
+common flags: --url (LSPD_URL, default http://127.0.0.1:7420), --token (LSPD_TOKEN; prefer the variable:
+argv is visible to other users), --json (print the daemon's answer as JSON).
+ask/lsp take --org/--repo/--sha like push (default: this checkout) and --upload (on 409 need_tree,
+upload this checkout and retry).`;
+
+const common = {
+  url: { type: 'string' },
+  token: { type: 'string' },
+  json: { type: 'boolean', default: false },
+  help: { type: 'boolean', short: 'h', default: false },
+  org: { type: 'string' },
+  repo: { type: 'string' },
+  sha: { type: 'string' },
+  dir: { type: 'string' },
+} as const satisfies ParseArgsConfig['options'];
+
+function args<O extends ParseArgsConfig['options']>(argv: string[], options: O) {
+  try {
+    return parseArgs({ args: argv, options: { ...common, ...options }, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
+type Common = { url?: string | undefined; token?: string | undefined };
+
+function client(v: Common): LspdClient {
+  const env = readCliEnv();
+  const token = v.token ?? env.LSPD_TOKEN;
+  return new LspdClient({ url: v.url ?? env.LSPD_URL, ...(token ? { token } : {}) });
+}
+
+const out = (s: string) => process.stdout.write(s.endsWith('\n') ? s : s + '\n');
+const err = (s: string) => process.stderr.write(s.endsWith('\n') ? s : s + '\n');
+
+async function push(argv: string[]): Promise<number> {
+  const { values: v } = args(argv, { 'no-gzip': { type: 'boolean', default: false }, retries: { type: 'string', default: '5' } });
+  const retries = Number(v.retries);
+  if (!Number.isInteger(retries) || retries < 0 || retries > 20) throw new UsageError('--retries: a whole number 0-20.');
+  const { top, key } = await rootKeyOf(v.dir ?? process.cwd(), v, readCliEnv().LSPD_ORG);
+  const c = client(v);
+  try {
+    const a = await pushRoot(c, top, key, { gzip: !v['no-gzip'], retries, note: err });
+    if (v.json) out(JSON.stringify(a, null, 2));
+    else
+      out(
+        `${a.created ? 'stored' : 'already stored'} ${key.org}/${key.repo}@${key.sha}: ${a.files} files, ${humanBytes(a.bytes)}` +
+          `${a.languages.length ? `, ${a.languages.join(', ')}` : ''}; dependency fetch ${a.fetch.state}`,
+      );
+    return 0;
+  } finally {
+    await c.close();
+  }
+}
+
+async function status(argv: string[]): Promise<number> {
+  const { values: v } = args(argv, { limit: { type: 'string', default: '50' } });
+  const c = client(v);
+  try {
+    const ready = await c.ready();
+    // Roots need a token with `read`; readiness does not. Show what we may see.
+    const list = await c.listRoots({ limit: Number(v.limit) }).catch((e: unknown) => e as LspdError);
+    const roots: RootAnswer[] = [];
+    if (!(list instanceof LspdError)) {
+      for (const item of list.roots) {
+        if (item.root) roots.push(await c.getRoot(item.root).catch(() => item as unknown as RootAnswer));
+      }
+    }
+    if (v.json) {
+      out(JSON.stringify({ ...ready, roots, ...(list instanceof LspdError ? { rootsError: list.message } : {}) }, null, 2));
+    } else {
+      out(formatReady(ready));
+      if (list instanceof LspdError) out(`roots: not listed (${list.message})`);
+      else {
+        out(`roots: ${roots.length}${list.next ? '+ (more with --limit)' : ''}`);
+        for (const r of roots) if (r.root && typeof r.files === 'number') out(formatRoot(r));
+      }
+    }
+    return ready.ready ? 0 : 1;
+  } finally {
+    await c.close();
+  }
+}
+
+const askOpts = { op: { type: 'string' }, path: { type: 'string' }, upload: { type: 'boolean', default: false } } as const;
+
+async function queryTarget(v: Common & { org?: string | undefined; repo?: string | undefined; sha?: string | undefined; dir?: string | undefined; upload?: boolean | undefined }) {
+  const { top, key } = await rootKeyOf(v.dir ?? process.cwd(), v, readCliEnv().LSPD_ORG);
+  const opts = v.upload ? { tree: () => archive(top, key.sha, true), gzip: true } : {};
+  return { key, opts };
+}
+
+async function ask(argv: string[]): Promise<number> {
+  const { values: v, positionals } = args(argv, askOpts);
+  const symbol = positionals[0];
+  if (!symbol || positionals.length > 1) throw new UsageError('usage: lspd ask SYMBOL [--op locate|references|hover] [--path P]');
+  const { key, opts } = await queryTarget(v);
+  const c = client(v);
+  try {
+    const a = await c.ask(
+      { ...key, symbol, ...(v.op ? { op: v.op as 'locate' } : {}), ...(v.path ? { path: v.path } : {}) },
+      opts,
+    );
+    out(v.json ? JSON.stringify(a, null, 2) : formatAnswer(a));
+    return 0;
+  } finally {
+    await c.close();
+  }
+}
+
+async function lsp(argv: string[]): Promise<number> {
+  const { values: v, positionals } = args(argv, {
+    ...askOpts,
+    line: { type: 'string' },
+    character: { type: 'string' },
+    query: { type: 'string' },
+    cursor: { type: 'string' },
+  });
+  const [op, target] = positionals;
+  if (!op || positionals.length > 2) throw new UsageError('usage: lspd lsp OP [PATH[:LINE:COL]] [--query Q]');
+  const q: Record<string, unknown> = { op };
+  if (target) {
+    // path:line:col, 1-based as lspd prints them; a path may itself hold colons.
+    const m = /^(.*?):(\d+):(\d+)$/.exec(target);
+    if (m) {
+      if (Number(m[2]) < 1 || Number(m[3]) < 1) throw new UsageError('LINE:COL are 1-based.');
+      Object.assign(q, { path: m[1], line: Number(m[2]) - 1, character: Number(m[3]) - 1 });
+    } else q.path = target;
+  }
+  if (v.line !== undefined) q.line = Number(v.line);
+  if (v.character !== undefined) q.character = Number(v.character);
+  if (v.query !== undefined) q.query = v.query;
+  if (v.cursor !== undefined) q.cursor = v.cursor;
+  const { key, opts } = await queryTarget(v);
+  const c = client(v);
+  try {
+    const a = await c.lsp({ ...key, ...q } as LspQuery, opts);
+    out(v.json ? JSON.stringify(a, null, 2) : formatAnswer(a));
+    return 0;
+  } finally {
+    await c.close();
+  }
+}
+
+/** The README's configuration table: every variable of src/config.ts, its default and its description. */
+function configTable(): string {
+  const cell = (s: string) => s.replace(/\|/g, '\\|');
+  const rows = describeConfig().map((r) => `| \`${r.env}\` | ${r.default === '' ? '' : '`' + cell(r.default) + '`'} | ${cell(r.description)} |`);
+  return ['| variable | default | meaning |', '|---|---|---|', ...rows].join('\n');
+}
+
+async function config(argv: string[]): Promise<number> {
+  const { values: v } = args(argv, { markdown: { type: 'boolean', default: false } });
+  out(v.markdown ? configTable() : JSON.stringify(describeConfig(), null, 2));
+  return 0;
+}
+
+async function token(argv: string[]): Promise<number> {
+  const { values: v, positionals } = args(argv, { name: { type: 'string' }, orgs: { type: 'string' }, permissions: { type: 'string' } });
+  if (positionals[0] === 'hash') {
+    const chunks: Buffer[] = [];
+    for await (const c of process.stdin) chunks.push(c as Buffer);
+    const t = Buffer.concat(chunks).toString('utf8').trim();
+    if (!t) throw new UsageError('lspd token hash: give the token on stdin.');
+    out(hashToken(t));
+    return 0;
+  }
+  if (positionals[0] !== 'new') throw new UsageError('usage: lspd token new --name N --orgs a,b|* --permissions p,q | lspd token hash');
+  if (!v.name || !v.orgs || !v.permissions) throw new UsageError('lspd token new needs --name, --orgs and --permissions.');
+  const perms = v.permissions.split(',').map((s) => s.trim());
+  const bad = perms.find((p) => !(permissions as readonly string[]).includes(p));
+  if (bad) throw new UsageError(`unknown permission ${JSON.stringify(bad)}: use ${permissions.join(', ')}.`);
+  // 32 random bytes: far past guessing, which is what lets the file keep an unsalted sha256.
+  const secret = 'lspd_' + randomBytes(32).toString('base64url');
+  const orgs = v.orgs === '*' ? '*' : v.orgs.split(',').map((s) => s.trim());
+  const entry = { name: v.name, sha256: hashToken(secret), orgs, permissions: perms as Permission[] };
+  if (v.json) out(JSON.stringify({ token: secret, entry }, null, 2));
+  else {
+    out(`token (shown once; give it to the client, e.g. as LSPD_TOKEN): ${secret}`);
+    out(`add to the "tokens" array of the tokens file, then send the daemon SIGHUP:\n${JSON.stringify(entry)}`);
+  }
+  return 0;
+}
+
+/** `lspd jail ...` belongs to the jail's engineer: src/cli/jail.ts exports `main(argv): Promise<number>`. */
+async function jail(argv: string[]): Promise<number> {
+  const file = new URL('./jail.ts', import.meta.url);
+  if (!existsSync(file)) throw new UsageError('lspd jail is not available in this build.');
+  const mod = (await import(file.href)) as { main?: (a: string[]) => Promise<number | void> };
+  if (typeof mod.main !== 'function') throw new UsageError('src/cli/jail.ts exports no main(argv).');
+  return (await mod.main(argv)) ?? 0;
+}
+
+const commands: Record<string, (argv: string[]) => Promise<number>> = { push, status, ask, lsp, config, token, jail };
+
+export async function run(argv: string[]): Promise<number> {
+  const [cmd, ...rest] = argv;
+  if (!cmd || cmd === '-h' || cmd === '--help' || cmd === 'help') {
+    out(HELP);
+    return cmd ? 0 : 2;
+  }
+  const f = commands[cmd];
+  if (!f) {
+    err(`lspd: unknown command ${JSON.stringify(cmd)}\n\n${HELP}`);
+    return 2;
+  }
+  if (cmd !== 'jail' && (rest.includes('--help') || rest.includes('-h'))) {
+    out(HELP);
+    return 0;
+  }
+  try {
+    return await f(rest);
+  } catch (e) {
+    if (e instanceof LspdError) {
+      err(`lspd: ${e.message} (${e.code}${e.status ? `, HTTP ${e.status}` : ''})`);
+      return 1;
+    }
+    if (e instanceof UsageError) {
+      err(`lspd: ${e.message}`);
+      return 2;
+    }
+    err(`lspd: ${(e as Error)?.message ?? String(e)}`);
+    return 1;
+  }
+}
+
+process.exitCode = await run(process.argv.slice(2));

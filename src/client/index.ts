@@ -1,0 +1,229 @@
+// lspd/client: a typed client for the lspd HTTP API, on undici. Request types are
+// the zod *input* types of src/schemas.ts (so defaults stay optional) and answers
+// the types of src/responses.ts: the same definitions the daemon validates with
+// and publishes in /docs/json. Every failure is an LspdError with the daemon's
+// code and message; a connection failure has status 0 and code `unreachable`.
+//
+// Scale-out: every request about a root carries `x-lspd-route-key: <org>/<repo>`
+// so an ingress hashing on it keeps a repo's roots and warm sessions on one
+// replica. A replica that lacks the root answers 409 need_tree; given a `tree`
+// source, lsp/ask/askBatch upload it and retry once.
+import type { Readable } from 'node:stream';
+import { Agent, request, type Dispatcher } from 'undici';
+import type { z } from 'zod';
+import type { askBatchItem, askQuery, lspQuery, RootKey } from '../schemas.js';
+import type { AskBatchAnswer, LspAnswer, PutRootAnswer, ReadyAnswer, RootAnswer, RootList, ToolsAnswer } from '../responses.js';
+
+export type { RootKey };
+export type { AskBatchAnswer, LspAnswer, PutRootAnswer, ReadyAnswer, RootAnswer, RootList, ToolsAnswer };
+export type LspQuery = z.input<typeof lspQuery>;
+export type AskQuery = z.input<typeof askQuery>;
+export type AskBatchItem = z.input<typeof askBatchItem>;
+
+export const ROUTE_KEY_HEADER = 'x-lspd-route-key';
+
+/** An error answer from lspd (or status 0: the daemon could not be reached). */
+export class LspdError extends Error {
+  override name = 'LspdError';
+  readonly status: number;
+  readonly code: string;
+  /** Seconds the daemon asked to wait (Retry-After / retry_after), when it did. */
+  readonly retryAfter: number | undefined;
+  /** The whole error body, for codes that carry more (need, entry, limit, ...). */
+  readonly body: Record<string, unknown>;
+  constructor(status: number, code: string, message: string, retryAfter?: number, body: Record<string, unknown> = {}, cause?: unknown) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.status = status;
+    this.code = code;
+    this.retryAfter = retryAfter;
+    this.body = body;
+  }
+  /** Worth retrying as is: the daemon was unreachable, overloaded or failed (5xx). */
+  get retryable(): boolean {
+    return this.status === 0 || this.status >= 500;
+  }
+}
+
+/** A tree to upload: a stream (used once) or a function making a fresh one per attempt. */
+export type TreeSource = Readable | Buffer | (() => Readable | Buffer | Promise<Readable | Buffer>);
+
+export interface UploadOptions {
+  /** The body is gzip'd tar (sent as application/gzip); default plain tar. */
+  gzip?: boolean;
+  signal?: AbortSignal;
+}
+
+export interface QueryOptions {
+  /** Upload this tree and retry once when the replica answers 409 need_tree. */
+  tree?: TreeSource;
+  gzip?: boolean;
+  signal?: AbortSignal;
+}
+
+export interface LspdClientOptions {
+  /** Base URL, e.g. http://127.0.0.1:7420 */
+  url: string;
+  /** Bearer token, when the daemon has tokens configured. */
+  token?: string;
+  /** An undici dispatcher (pool, proxy, mock); by default the client owns an Agent. */
+  dispatcher?: Dispatcher;
+}
+
+type Method = 'GET' | 'PUT' | 'POST' | 'DELETE';
+
+interface Call {
+  method: Method;
+  path: string;
+  routeKey?: { org: string; repo: string };
+  json?: unknown;
+  body?: Readable | Buffer;
+  contentType?: string;
+  signal?: AbortSignal | undefined;
+  /** Statuses answered with a body rather than thrown (e.g. /readyz's 503). */
+  accept?: number[];
+}
+
+export class LspdClient {
+  readonly url: URL;
+  readonly #token: string | undefined;
+  readonly #dispatcher: Dispatcher;
+  readonly #owned: Agent | undefined;
+
+  constructor(opts: LspdClientOptions) {
+    this.url = new URL(opts.url);
+    this.#token = opts.token;
+    // Queries may take the daemon's whole deadline (70 s by default); uploads as
+    // long as the tree takes. undici's default 300 s header/body timeouts cover both.
+    this.#owned = opts.dispatcher ? undefined : new Agent({ connections: 16 });
+    this.#dispatcher = opts.dispatcher ?? this.#owned!;
+  }
+
+  /** Upload a root's tree (tar or gzip'd tar). 201 created, or 200 when it was already stored. */
+  async putRoot(key: RootKey, tree: TreeSource, opts: UploadOptions = {}): Promise<PutRootAnswer> {
+    const body = typeof tree === 'function' ? await tree() : tree;
+    return this.#call<PutRootAnswer>({
+      method: 'PUT',
+      path: rootPath(key),
+      routeKey: key,
+      body,
+      contentType: opts.gzip ? 'application/gzip' : 'application/x-tar',
+      signal: opts.signal,
+    });
+  }
+
+  getRoot(key: RootKey, opts: { signal?: AbortSignal } = {}): Promise<RootAnswer> {
+    return this.#call<RootAnswer>({ method: 'GET', path: rootPath(key), routeKey: key, signal: opts.signal });
+  }
+
+  async deleteRoot(key: RootKey, opts: { signal?: AbortSignal } = {}): Promise<void> {
+    await this.#call<unknown>({ method: 'DELETE', path: rootPath(key), routeKey: key, signal: opts.signal });
+  }
+
+  listRoots(page: { limit?: number; after?: string } = {}, opts: { signal?: AbortSignal } = {}): Promise<RootList> {
+    const q = new URLSearchParams();
+    if (page.limit !== undefined) q.set('limit', String(page.limit));
+    if (page.after !== undefined) q.set('after', page.after);
+    const qs = q.toString();
+    return this.#call<RootList>({ method: 'GET', path: '/v1/roots' + (qs ? '?' + qs : ''), signal: opts.signal });
+  }
+
+  lsp(query: LspQuery, opts: QueryOptions = {}): Promise<LspAnswer> {
+    return this.#query<LspAnswer>('/v1/code/lsp', query, query, opts);
+  }
+
+  ask(query: AskQuery, opts: QueryOptions = {}): Promise<LspAnswer> {
+    return this.#query<LspAnswer>('/ask', query, query, opts);
+  }
+
+  askBatch(key: RootKey, queries: AskBatchItem[], opts: QueryOptions = {}): Promise<AskBatchAnswer> {
+    return this.#query<AskBatchAnswer>('/ask', key, { ...key, queries }, opts);
+  }
+
+  /** /readyz: answers the body whether ready (200) or not (503). */
+  ready(opts: { signal?: AbortSignal } = {}): Promise<ReadyAnswer> {
+    return this.#call<ReadyAnswer>({ method: 'GET', path: '/readyz', accept: [503], signal: opts.signal });
+  }
+
+  tools(opts: { signal?: AbortSignal } = {}): Promise<ToolsAnswer> {
+    return this.#call<ToolsAnswer>({ method: 'GET', path: '/v1/tools', signal: opts.signal });
+  }
+
+  /** Finish what is in flight, then close the client's own connections. */
+  async close(): Promise<void> {
+    await this.#owned?.close();
+  }
+
+  /** Fail everything in flight now. */
+  async destroy(err?: Error): Promise<void> {
+    await this.#owned?.destroy(err ?? null);
+  }
+
+  async #query<T>(path: string, key: RootKey, json: unknown, opts: QueryOptions): Promise<T> {
+    const call: Call = { method: 'POST', path, routeKey: key, json, signal: opts.signal };
+    try {
+      return await this.#call<T>(call);
+    } catch (err) {
+      if (!(err instanceof LspdError) || err.status !== 409 || err.body.need !== 'tree' || !opts.tree) throw err;
+      // This replica lacks the root (another replica had it, or it was evicted): upload and ask again, once.
+      await this.putRoot({ org: key.org, repo: key.repo, sha: key.sha }, opts.tree, {
+        ...(opts.gzip !== undefined ? { gzip: opts.gzip } : {}),
+        ...(opts.signal ? { signal: opts.signal } : {}),
+      });
+      return this.#call<T>(call);
+    }
+  }
+
+  async #call<T>(c: Call): Promise<T> {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (this.#token) headers.authorization = `Bearer ${this.#token}`;
+    if (c.routeKey) headers[ROUTE_KEY_HEADER] = `${c.routeKey.org}/${c.routeKey.repo}`;
+    let body: string | Readable | Buffer | undefined;
+    if (c.json !== undefined) {
+      headers['content-type'] = 'application/json';
+      body = JSON.stringify(c.json);
+    } else if (c.body !== undefined) {
+      headers['content-type'] = c.contentType ?? 'application/octet-stream';
+      body = c.body;
+    }
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await request(new URL(c.path, this.url), {
+        method: c.method,
+        headers,
+        body: body ?? null,
+        dispatcher: this.#dispatcher,
+        signal: c.signal ?? null,
+      });
+    } catch (err) {
+      if ((err as Error).name === 'AbortError') throw err;
+      // The body's own source failed (e.g. `git archive` died): that error, not "unreachable".
+      const sourceErr = body && typeof body === 'object' && 'errored' in body ? (body as Readable).errored : null;
+      if (sourceErr) throw sourceErr;
+      const code = (err as NodeJS.ErrnoException).code ?? 'error';
+      throw new LspdError(0, 'unreachable', `lspd at ${this.url.origin} could not be reached: ${code}.`, undefined, {}, err);
+    }
+    const text = await res.body.text();
+    let parsed: unknown;
+    try {
+      parsed = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    if (res.statusCode < 400 || c.accept?.includes(res.statusCode)) return parsed as T;
+    const b = (parsed && typeof parsed === 'object' ? parsed : {}) as Record<string, unknown>;
+    const header = res.headers['retry-after'];
+    const retryAfter =
+      typeof b.retry_after === 'number' ? b.retry_after : typeof header === 'string' && /^\d+$/.test(header) ? Number(header) : undefined;
+    throw new LspdError(
+      res.statusCode,
+      typeof b.error === 'string' ? b.error : `http_${res.statusCode}`,
+      typeof b.message === 'string' ? b.message : `lspd answered ${res.statusCode}.`,
+      retryAfter,
+      b,
+    );
+  }
+}
+
+function rootPath(k: RootKey): string {
+  return `/v1/roots/${encodeURIComponent(k.org)}/${encodeURIComponent(k.repo)}/${encodeURIComponent(k.sha)}`;
+}
