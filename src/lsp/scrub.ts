@@ -52,17 +52,21 @@ const SENSITIVE_ROOTS = new Set([
 
 const QUOTE_SCAN_MAX = 4096;
 const T = new Uint8Array(128);
-// Characters that end a bare path token.
-for (const c of ' \t\n\r\f\v"\'`<>|()[]{},;*') T[c.charCodeAt(0)] |= 1;
-for (let c = 0; c < 0x20; c++) T[c] |= 1;
-T[0x7f] |= 1;
-// Characters after which a path cannot start (it would be the middle of a word or path).
-for (const c of 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-~/\\%+@$#&') T[c.charCodeAt(0)] |= 2;
-// Characters that end a URL (parentheses are balanced separately).
-for (const c of ' \t\n\r\f\v"\'`<>|\\^{}') T[c.charCodeAt(0)] |= 4;
-for (let c = 0; c < 0x20; c++) T[c] |= 4;
+const mark = (chars: string, bit: number) => {
+  for (let k = 0; k < chars.length; k++) T[chars.charCodeAt(k)]! |= bit;
+};
+const CONTROLS = String.fromCharCode(...Array.from({ length: 0x20 }, (_, k) => k));
+// 1: characters that end a bare path token.
+mark(' \t\n\r\f\v"\'`<>|()[]{},;*\x7f' + CONTROLS, 1);
+// 2: characters after which a path cannot start (it would be the middle of a word or path).
+mark('abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-~/\\%+@$#&', 2);
+// 4: characters that end a URL (parentheses are balanced separately).
+mark(' \t\n\r\f\v"\'`<>|\\^{}' + CONTROLS, 4);
 
-const isSpace = (c: number) => c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
+/** Unicode white space outside ASCII (what \s matches there). */
+const isSpace = (c: number) =>
+  c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 ||
+  c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
 const endsPath = (c: number) => (c < 128 ? (T[c]! & 1) !== 0 : isSpace(c));
 const inWord = (c: number) => (c < 128 ? (T[c]! & 2) !== 0 : !isSpace(c));
 const endsUrl = (c: number) => (c < 128 ? (T[c]! & 4) !== 0 : isSpace(c));
