@@ -1,0 +1,108 @@
+# syntax=docker/dockerfile:1
+# lspd's image. Every version comes from one place:
+#   - Debian packages: images/pins.env (the builder runs images/setup.sh itself; the
+#     runtime stage installs the same DEB_* pins, derived from the same file);
+#   - npm packages (the language servers among them): package-lock.json, by `npm ci`;
+#   - Node: NODE_VERSION below, which test/ops-pins.test.ts holds equal to pins.env;
+#   - rust-analyzer: RUST_ANALYZER_* below (Debian bookworm has no package of it; the
+#     upstream release binary, checked against its sha256, is the one place it can
+#     be had). test/ops-pins.test.ts checks all of this, since docker cannot run on
+#     the machines that develop lspd.
+# Build:  docker build -t lspd:$(git rev-parse --short HEAD) .
+
+# Keep equal to NODE_VERSION in images/pins.env (a test checks it).
+ARG NODE_VERSION=20.20.2
+
+# --- builder: the same set-up as a laptop or CI -----------------------------
+FROM node:${NODE_VERSION}-bookworm-slim AS builder
+WORKDIR /opt/lspd
+# Inputs of the set-up first, so source edits do not re-run apt and npm.
+COPY package.json package-lock.json ./
+COPY images/ images/
+COPY jail/ jail/
+# setup.sh: Debian packages at the pins.env versions (and a C compiler), `npm ci
+# --ignore-scripts` from the lockfile, and `make -C jail` (the seccomp helper,
+# the cgroup gate and the probe). Running the script itself, not a copy of its
+# steps, is what keeps the image and a laptop on the same versions.
+RUN bash images/setup.sh \
+ # Dev-only packages (type definitions, ajv, yaml) are not shipped; tsx is a runtime dependency.
+ && npm prune --omit=dev --ignore-scripts --no-audit --no-fund
+COPY tsconfig.json ./
+COPY src/ src/
+COPY bin/ bin/
+
+# --- rust-analyzer: downloaded and verified in a stage of its own -------------
+# curl and ca-certificates here are unpinned on purpose: they only carry bytes,
+# and the sha256 check below is what decides whether those bytes are accepted.
+# None of this stage reaches the runtime image except the checked binary.
+FROM node:${NODE_VERSION}-bookworm-slim AS rust-analyzer
+# A dated upstream release; the sha256 is of its x86_64 .gz asset.
+ARG RUST_ANALYZER_VERSION=2026-07-13
+ARG RUST_ANALYZER_SHA256=5ee1754afa7a1eb7f56606847b61328e6fac2f316e40ebf314dcefb30263df4d
+RUN apt-get update -qq \
+ && apt-get install -y -qq --no-install-recommends ca-certificates curl \
+ && curl -fsSL -o /tmp/rust-analyzer.gz \
+      "https://github.com/rust-lang/rust-analyzer/releases/download/${RUST_ANALYZER_VERSION}/rust-analyzer-x86_64-unknown-linux-gnu.gz" \
+ && echo "${RUST_ANALYZER_SHA256}  /tmp/rust-analyzer.gz" | sha256sum -c - \
+ && gunzip -c /tmp/rust-analyzer.gz > /usr/local/bin/rust-analyzer \
+ && chmod 0755 /usr/local/bin/rust-analyzer
+
+# --- runtime ----------------------------------------------------------------
+FROM node:${NODE_VERSION}-bookworm-slim AS runtime
+COPY images/pins.env /opt/lspd/images/pins.env
+# Every DEB_<NAME>=<version> of pins.env, installed as <name>=<version> (NAME
+# lower-cased, _ as -): the same rows images/setup.sh installs, so the runtime has
+# bubblewrap, clangd, go, gopls, shellcheck... at exactly the pinned versions.
+# libseccomp-dev brings libseccomp2, which the jail's filter helper links.
+RUN set -eu; \
+    . /opt/lspd/images/pins.env; \
+    pkgs=""; \
+    for var in $(sed -n 's/^\(DEB_[A-Z0-9_]*\)=.*/\1/p' /opt/lspd/images/pins.env); do \
+      name=$(echo "${var#DEB_}" | tr 'A-Z_' 'a-z-'); \
+      eval "version=\${$var}"; \
+      pkgs="$pkgs $name=$version"; \
+    done; \
+    apt-get update -qq; \
+    apt-get install -y -qq --no-install-recommends $pkgs; \
+    rm -rf /var/lib/apt/lists/*; \
+    # The server table and the jail run /usr/bin/node; the node image keeps it in
+    # /usr/local/bin. The jail binds all of /usr, so a link inside /usr resolves there too.
+    ln -sf /usr/local/bin/node /usr/bin/node
+COPY --from=rust-analyzer /usr/local/bin/rust-analyzer /usr/local/bin/rust-analyzer
+WORKDIR /opt/lspd
+COPY --from=builder /opt/lspd/package.json /opt/lspd/package-lock.json /opt/lspd/tsconfig.json ./
+COPY --from=builder /opt/lspd/node_modules/ node_modules/
+COPY --from=builder /opt/lspd/jail/build/ jail/build/
+COPY --from=builder /opt/lspd/src/ src/
+COPY --from=builder /opt/lspd/bin/ bin/
+RUN ln -s /opt/lspd/bin/lspd.js /usr/local/bin/lspd
+
+# Configuration is environment (API.md "Running"; every variable in README).
+# Off loopback, lspd refuses to start without LSPD_TOKENS: mount a tokens file.
+ENV LSPD_LISTEN=0.0.0.0:7420 \
+    LSPD_DATA=/var/lib/lspd \
+    LOG_LEVEL=info \
+    NODE_ENV=production
+VOLUME /var/lib/lspd
+EXPOSE 7420
+
+# Runs as root, on purpose, and only as root *inside a user namespace*:
+# - every jail runs as its own uid from a pool (LSPD_JAIL_UID_BASE..+COUNT), so
+#   jails cannot signal, ptrace or starve one another (RLIMIT_NPROC is per uid);
+#   starting a process as another uid needs root or CAP_SETUID/CAP_SETGID, and
+#   giving a non-root user those capabilities is root by another name;
+# - bwrap itself is unprivileged: it needs unprivileged user namespaces (it makes
+#   its own), not setuid or CAP_SYS_ADMIN.
+# So run this image where uid 0 is not the host's root: Kubernetes with
+# `hostUsers: false` (images/k8s/), or docker/podman with user-namespace remapping
+# (rootless podman, or dockerd --userns-remap). There, the pool's uids are mapped
+# host uids with no privilege at all.
+USER root
+
+# `docker run --init` is advised: lspd waits for its own children, and an init
+# reaps any grandchild orphaned when a jail is killed.
+HEALTHCHECK --interval=30s --timeout=3s --start-period=30s \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:7420/livez').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+STOPSIGNAL SIGTERM
+# Not `npm start`: its prestart runs the set-up, which is already done in the image.
+CMD ["node", "--import", "tsx", "src/main.ts"]
