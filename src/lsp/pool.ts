@@ -1,0 +1,243 @@
+// The session pool: one Session per (server, root, workspace), spawned lazily,
+// shared by every query on it, reaped when idle. Leases are taken in the same
+// synchronous step that selects (or creates) the session, so the reaper, which also
+// runs synchronously up to its decision, can never take a session between a query
+// choosing it and holding it. A crashed session leaves the map at once and the next
+// query spawns a fresh one; spawn failures back off exponentially and always retry
+// once the back-off has passed (never a permanent "broken" mark).
+import type { Config } from '../config.js';
+import { errors } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
+import type { Jail } from '../jail/types.js';
+import type { ServerRow } from './server-table.js';
+import { Session, SessionFailedError } from './session.js';
+
+export interface PoolDeps {
+  config: Config;
+  log: Logger;
+  metrics: Metrics;
+  jail: Jail;
+}
+
+export interface SessionSpec {
+  row: ServerRow;
+  rootId: string;
+  /** Root-relative workspace directory ('' for the tree's top). */
+  workspace: string;
+  treeHostDir: string;
+  depsHostDir?: string;
+}
+
+export interface Lease {
+  readonly session: Session;
+  /** Idempotent; the session becomes reapable once no lease holds it. */
+  release(): void;
+}
+
+interface Backoff {
+  failures: number;
+  until: number;
+  lastError: string;
+}
+
+type PoolState = 'open' | 'closing' | 'closed';
+
+export class SessionPool {
+  private readonly deps: PoolDeps;
+  private readonly log: Logger;
+  private readonly sessions = new Map<string, Session>();
+  private readonly backoffs = new Map<string, Backoff>();
+  /** Sessions taken out of the map and still shutting down; close() waits for them. */
+  private readonly stopping = new Set<Promise<void>>();
+  private readonly gaugeLabels = new Set<string>();
+  private state: PoolState = 'open';
+  private closing: Promise<void> | undefined;
+  private readonly reaper: NodeJS.Timeout;
+
+  constructor(deps: PoolDeps) {
+    this.deps = deps;
+    this.log = deps.log.child({ mod: 'pool' });
+    this.reaper = setInterval(() => this.reap(), deps.config.reapIntervalMs);
+    this.reaper.unref();
+  }
+
+  static keyOf(server: string, rootId: string, workspace: string): string {
+    return `${server}\u0000${rootId}\u0000${workspace}`;
+  }
+
+  get size(): number {
+    return this.sessions.size;
+  }
+
+  /** Select or create the session and lease it, in one synchronous step. */
+  acquire(spec: SessionSpec): Lease {
+    if (this.state !== 'open') throw errors.shuttingDown('lspd is shutting down.');
+    const key = SessionPool.keyOf(spec.row.name, spec.rootId, spec.workspace);
+    const now = Date.now();
+    let s = this.sessions.get(key);
+    if (s && (s.state.kind === 'failed' || s.state.kind === 'stopped')) {
+      this.sessions.delete(key);
+      s = undefined;
+    }
+    if (!s) {
+      const b = this.backoffs.get(key);
+      if (b && now < b.until) {
+        throw errors.serverUnavailable(
+          `${spec.row.name} failed to start ${b.failures} time(s) in a row (${b.lastError}); it is retried after a back-off.`,
+          Math.max(1, Math.ceil((b.until - now) / 1000)),
+        );
+      }
+      if (this.sessions.size >= this.deps.config.maxSessions && !this.evictOneIdle()) {
+        throw errors.busy(`All ${this.deps.config.maxSessions} language-server sessions are in use.`, 5);
+      }
+      s = this.spawn(key, spec);
+    }
+    const session = s;
+    session.leases++;
+    session.lastUsed = now;
+    let released = false;
+    return {
+      session,
+      release: () => {
+        if (released) return;
+        released = true;
+        session.leases--;
+        session.lastUsed = Date.now();
+      },
+    };
+  }
+
+  private spawn(key: string, spec: SessionSpec): Session {
+    const s = new Session({
+      row: spec.row,
+      key: { server: spec.row.name, rootId: spec.rootId, workspace: spec.workspace },
+      jail: this.deps.jail,
+      config: this.deps.config,
+      log: this.deps.log,
+      metrics: this.deps.metrics,
+      treeHostDir: spec.treeHostDir,
+      ...(spec.depsHostDir ? { depsHostDir: spec.depsHostDir } : {}),
+    });
+    this.sessions.set(key, s);
+    s.onEnd(() => {
+      if (this.sessions.get(key) === s) this.sessions.delete(key);
+      this.updateGauge();
+    });
+    s.started.then(
+      () => {
+        this.backoffs.delete(key);
+        this.updateGauge();
+      },
+      (err: unknown) => {
+        if (this.state !== 'open' || !(err instanceof SessionFailedError) || err.cause_ === 'stopped') return;
+        const prev = this.backoffs.get(key)?.failures ?? 0;
+        const failures = prev + 1;
+        const delay = Math.min(this.deps.config.spawnBackoffMaxMs, 1000 * 2 ** (failures - 1));
+        this.backoffs.set(key, { failures, until: Date.now() + delay, lastError: err.message });
+        this.deps.metrics.restarts.inc({ server: spec.row.name, reason: 'spawn_failed' });
+        this.log.warn({ server: spec.row.name, root: spec.rootId, failures, backoffMs: delay }, 'session failed to start, backing off');
+      },
+    );
+    this.updateGauge();
+    return s;
+  }
+
+  /** Stop the least recently used session nobody holds; false when every one is held. */
+  private evictOneIdle(): boolean {
+    let victim: [string, Session] | undefined;
+    for (const e of this.sessions) {
+      if (e[1].leases === 0 && (!victim || e[1].lastUsed < victim[1].lastUsed)) victim = e;
+    }
+    if (!victim) return false;
+    this.retireKey(victim[0], victim[1], 'evicted');
+    return true;
+  }
+
+  private retireKey(key: string, s: Session, why: string): void {
+    if (this.sessions.get(key) === s) this.sessions.delete(key);
+    this.log.info({ server: s.key.server, root: s.key.rootId, why }, 'stopping session');
+    const p = s.stop().finally(() => {
+      this.stopping.delete(p);
+      this.updateGauge();
+    });
+    this.stopping.add(p);
+    this.updateGauge();
+  }
+
+  /** Stop sessions idle past idleTimeoutMs. Never one with a lease. */
+  reap(now = Date.now()): number {
+    let n = 0;
+    for (const [key, s] of [...this.sessions]) {
+      if (s.leases > 0) continue;
+      const dead = s.state.kind === 'failed' || s.state.kind === 'stopped';
+      if (dead || now - s.lastUsed >= this.deps.config.idleTimeoutMs) {
+        this.retireKey(key, s, dead ? 'dead' : 'idle');
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** Is a query holding a session on this root (so eviction must not take it)? */
+  holds(rootId: string): boolean {
+    for (const s of this.sessions.values()) if (s.key.rootId === rootId && s.leases > 0) return true;
+    return false;
+  }
+
+  /** The root was deleted or evicted: stop its sessions (queries on them fail). */
+  async stopRoot(rootId: string): Promise<void> {
+    const stops: Promise<void>[] = [];
+    for (const [key, s] of [...this.sessions]) {
+      if (s.key.rootId !== rootId) continue;
+      this.sessions.delete(key);
+      stops.push(s.stop());
+    }
+    for (const key of [...this.backoffs.keys()]) if (key.includes(`\u0000${rootId}\u0000`)) this.backoffs.delete(key);
+    this.updateGauge();
+    await Promise.all(stops);
+  }
+
+  /** The root's sessions, for GET /v1/roots/{...}. */
+  sessionsOf(rootId: string): { server: string; workspace: string; state: string }[] {
+    const out: { server: string; workspace: string; state: string }[] = [];
+    for (const s of this.sessions.values()) {
+      if (s.key.rootId === rootId) out.push({ server: s.key.server, workspace: s.key.workspace, state: s.state.kind });
+    }
+    return out;
+  }
+
+  /** Every session in the map (tests and metrics). */
+  list(): Session[] {
+    return [...this.sessions.values()];
+  }
+
+  /** Shut every session down (bounded per session). Once; concurrent callers wait for the same close. */
+  close(): Promise<void> {
+    this.closing ??= this.doClose();
+    return this.closing;
+  }
+
+  private async doClose(): Promise<void> {
+    this.state = 'closing';
+    clearInterval(this.reaper);
+    const all = [...this.sessions.values()];
+    this.sessions.clear();
+    await Promise.all([...all.map((s) => s.stop()), ...this.stopping]);
+    this.state = 'closed';
+    this.updateGauge();
+  }
+
+  private updateGauge(): void {
+    const counts = new Map<string, number>();
+    for (const s of this.sessions.values()) {
+      const k = `${s.key.server}\u0000${s.state.kind}`;
+      counts.set(k, (counts.get(k) ?? 0) + 1);
+    }
+    for (const k of counts.keys()) this.gaugeLabels.add(k);
+    for (const k of this.gaugeLabels) {
+      const [server, state] = k.split('\u0000') as [string, string];
+      this.deps.metrics.sessions.set({ server, state }, counts.get(k) ?? 0);
+    }
+  }
+}

@@ -1,0 +1,140 @@
+// What a session knows about a server's progress and its pushed diagnostics, and
+// the waits built on them: "has it finished indexing" (per the row's strategy) and
+// "has it published diagnostics for this document". Fed by the session's
+// notification handler; everything here is bounded (tokens, documents, items).
+//
+// $/progress: https://microsoft.github.io/language-server-protocol/specifications/lsp/3.17/specification/#progress
+// publishDiagnostics: https://microsoft.github.io/language-server-protocol/specifications/lsp/3.17/specification/#textDocument_publishDiagnostics
+import type { Readiness } from './server-table.js';
+
+/** A server cannot make us track more open progress tokens than this. */
+const MAX_TOKENS = 1024;
+/** Diagnostics kept per document; more are cut (the answer says truncated). */
+export const MAX_DIAGNOSTICS_PER_DOC = 1000;
+
+export interface Published {
+  items: unknown[];
+  /** The server sent more than we keep. */
+  cut: boolean;
+  at: number;
+}
+
+export class ReadinessTracker {
+  private readonly strategy: Readiness;
+  private readonly graceMs: number;
+  private readonly open = new Set<string>();
+  private readonly ignored = new Set<string>();
+  private quietSince: number;
+  /** Diagnostics last published per document URI, only for documents we opened. */
+  private readonly published = new Map<string, Published>();
+  private readonly watched = new Set<string>();
+  private waiters = new Set<() => void>();
+
+  constructor(strategy: Readiness, graceMs: number, now = Date.now()) {
+    this.strategy = strategy;
+    this.graceMs = graceMs;
+    // A server may begin its first progress a little after `initialized`
+    // (typescript-language-server: ~0.4 s); the grace covers the gap.
+    this.quietSince = now;
+  }
+
+  /** Start keeping diagnostics for a document (called at didOpen). */
+  watch(uri: string): void {
+    this.watched.add(uri);
+  }
+
+  onProgress(params: unknown): void {
+    if (typeof params !== 'object' || params === null) return;
+    const { token, value } = params as { token?: unknown; value?: { kind?: unknown; title?: unknown } };
+    if ((typeof token !== 'string' && typeof token !== 'number') || typeof value !== 'object' || value === null) return;
+    const key = String(token);
+    if (value.kind === 'begin') {
+      const title = typeof value.title === 'string' ? value.title : '';
+      if (this.strategy.ignoreTitles?.test(title)) {
+        if (this.ignored.size < MAX_TOKENS) this.ignored.add(key);
+      } else if (this.open.size < MAX_TOKENS) {
+        this.open.add(key);
+      }
+    } else if (value.kind === 'end') {
+      this.ignored.delete(key);
+      if (this.open.delete(key)) this.quietSince = Date.now();
+    }
+    this.wake();
+  }
+
+  onDiagnostics(params: unknown): void {
+    if (typeof params !== 'object' || params === null) return;
+    const { uri, diagnostics } = params as { uri?: unknown; diagnostics?: unknown };
+    if (typeof uri !== 'string' || !this.watched.has(uri) || !Array.isArray(diagnostics)) return;
+    const cut = diagnostics.length > MAX_DIAGNOSTICS_PER_DOC;
+    this.published.set(uri, { items: cut ? diagnostics.slice(0, MAX_DIAGNOSTICS_PER_DOC) : diagnostics, cut, at: Date.now() });
+    this.wake();
+  }
+
+  /** The last diagnostics the server pushed for a document, if any. */
+  diagnosticsFor(uri: string): Published | undefined {
+    return this.published.get(uri);
+  }
+
+  /** How long until the server counts as idle (0: now; Infinity: progress is open). */
+  msUntilQuiet(now = Date.now()): number {
+    if (this.open.size > 0) return Infinity;
+    return Math.max(0, this.quietSince + this.graceMs - now);
+  }
+
+  isReady(uri: string | undefined, now = Date.now()): boolean {
+    if (this.msUntilQuiet(now) > 0) return false;
+    if (this.strategy.kind === 'documentDiagnostics' && uri !== undefined) return this.published.has(uri);
+    return true;
+  }
+
+  /**
+   * Wait until ready for `uri`, at most `maxMs`. Resolves true when ready, false
+   * when the bound passed or `signal` aborted (the caller then answers incomplete,
+   * or checks the signal itself).
+   */
+  async waitReady(uri: string | undefined, maxMs: number, signal?: AbortSignal): Promise<boolean> {
+    const until = Date.now() + maxMs;
+    for (;;) {
+      const now = Date.now();
+      if (this.isReady(uri, now)) return true;
+      if (now >= until || signal?.aborted) return false;
+      const quietIn = this.msUntilQuiet(now);
+      await this.changed(Math.min(until - now, quietIn > 0 && quietIn !== Infinity ? quietIn : until - now), signal);
+    }
+  }
+
+  /** Wait for diagnostics published at or after `since` for `uri`, at most maxMs. */
+  async waitDiagnostics(uri: string, since: number, maxMs: number, signal?: AbortSignal): Promise<Published | undefined> {
+    const until = Date.now() + maxMs;
+    for (;;) {
+      const p = this.published.get(uri);
+      if (p && p.at >= since) return p;
+      const now = Date.now();
+      if (now >= until || signal?.aborted) return undefined;
+      await this.changed(until - now, signal);
+    }
+  }
+
+  /** Resolve on the next progress/diagnostics event, after ms, or on abort. */
+  changed(ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.waiters.delete(done);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.max(0, ms));
+      this.waiters.add(done);
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  /** Wake every waiter (events, and the session ending). */
+  wake(): void {
+    const w = this.waiters;
+    this.waiters = new Set();
+    for (const fn of w) fn();
+  }
+}

@@ -1,0 +1,251 @@
+// The closed table of language servers: for each, the command run inside the SERVE
+// jail, the languages it serves, its workspace root markers, what it is told at
+// initialize, how to tell it has finished indexing, and the quirks that make it
+// behave. No caller ever supplies a command; adding a language is adding a row
+// here (and a fixture test). Availability and version are probed at boot from the
+// installed files (nothing is executed outside the jail) and shown in /readyz; a
+// row whose server is absent stays in the table, reported unavailable with why.
+import { access, readFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { join } from 'node:path';
+import type { Config } from '../config.js';
+import type { ServerAvailability } from '../health.js';
+import type { Language } from '../languages.js';
+import type { Bind } from '../jail/types.js';
+import { JAIL_HOME, JAIL_NODE_MODULES, JAIL_TMP, PROJECT_DIR } from '../jail/policy.js';
+import type { Encoding } from './encoding.js';
+
+/**
+ * How a session decides a server has finished loading the project, so an answer
+ * given before then is marked `incomplete` (never passed off as "no results").
+ * Every strategy also waits while a `$/progress` token it does not ignore is open,
+ * and for `readyGraceMs` after the last one ended.
+ */
+export type Readiness =
+  /**
+   * Ready when no (non-ignored) progress is open. Right for servers that hold
+   * requests until they can answer them right: TS 7 loads the project inside
+   * didOpen and queues requests behind it; pyright holds them until analysis.
+   */
+  | { kind: 'progress'; ignoreTitles?: RegExp }
+  /**
+   * A document is ready once the server has published diagnostics for it: the
+   * semantic checker has then loaded the project holding it. For servers whose
+   * early answers come from a syntax-only pass (typescript-language-server).
+   */
+  | { kind: 'documentDiagnostics'; ignoreTitles?: RegExp };
+
+export interface ServerRow {
+  /** Stable name: answers' `server`, /readyz, metrics, session keys. */
+  name: string;
+  languages: readonly Language[];
+  /** argv inside the jail; argv[0] absolute. */
+  argv: readonly string[];
+  /** Environment inside the jail (the jail starts from nothing). */
+  env: Readonly<Record<string, string>>;
+  /** Extra read-only binds this server needs (tests bind their fakes this way). */
+  binds?: readonly Bind[];
+  /** Files whose presence in a directory makes it a workspace (nearest ancestor wins). */
+  rootMarkers: readonly string[];
+  initializationOptions?: unknown;
+  /** Answers to `workspace/configuration`, by section (a dotted section is looked up by path). */
+  settings?: Readonly<Record<string, unknown>>;
+  readiness: Readiness;
+  /** Position encodings offered at initialize, preferred first (LSP 3.17 general.positionEncodings). */
+  encodings: readonly Encoding[];
+  /** Most requests in flight on one session; more wait in the pool's queue. */
+  maxInFlight: number;
+  /** Chosen among rows claiming the same language only when this holds (default: always). */
+  selectedWhen?: (config: Config) => boolean;
+  /** Is it installed, which version. Runs at boot; must not execute anything outside the jail. */
+  probe: () => Promise<ServerAvailability>;
+}
+
+/** Where the daemon's own node_modules are on the host and inside the SERVE jail. */
+export interface ServerPaths {
+  nodeModulesHost: string;
+  nodeModulesAt: string;
+}
+
+/** The daemon's node_modules as the SERVE jail binds it. */
+export function defaultServerPaths(): ServerPaths {
+  return { nodeModulesHost: join(PROJECT_DIR, 'node_modules'), nodeModulesAt: JAIL_NODE_MODULES };
+}
+
+/** HOME, caches and temp inside the jail's private tmpfs mounts, so nothing writes elsewhere. */
+const JAIL_ENV = {
+  PATH: '/usr/local/bin:/usr/bin:/bin',
+  HOME: JAIL_HOME,
+  XDG_CACHE_HOME: `${JAIL_HOME}/.cache`,
+  XDG_CONFIG_HOME: `${JAIL_HOME}/.config`,
+  XDG_DATA_HOME: `${JAIL_HOME}/.local/share`,
+  TMPDIR: JAIL_TMP,
+  LANG: 'C.UTF-8',
+} as const;
+
+const NODE = '/usr/bin/node';
+
+const PYRIGHT_ANALYSIS = { typeCheckingMode: 'standard', diagnosticMode: 'openFilesOnly', autoSearchPaths: true, logLevel: 'Error' };
+
+/** The real table. Order matters: among rows claiming a language and selected, the first wins. */
+export function defaultServerRows(p: ServerPaths): ServerRow[] {
+  const host = (rel: string) => join(p.nodeModulesHost, rel);
+  const at = (rel: string) => `${p.nodeModulesAt}/${rel}`;
+  return [
+    {
+      // TypeScript 7 (typescript-go). Its platform binary is run directly: the
+      // package's bin/tsc wrapper cannot exec it on Node 20 and stays resident.
+      name: 'typescript',
+      languages: ['typescript', 'javascript'],
+      argv: [at('@typescript/typescript-linux-x64/lib/tsc'), '--lsp', '--stdio'],
+      env: { ...JAIL_ENV },
+      rootMarkers: ['tsconfig.json', 'jsconfig.json', 'package.json'],
+      // Automatic type acquisition runs `npm install types-registry` for JS projects
+      // (measured: it does, unasked). It is turned off through the settings TS 7
+      // reads with workspace/configuration: the unified `js/ts` key and the older one.
+      settings: {
+        'js/ts': { tsserver: { automaticTypeAcquisition: { enabled: false } } },
+        typescript: { disableAutomaticTypeAcquisition: true, tsserver: { automaticTypeAcquisition: { enabled: false } } },
+        javascript: {},
+        editor: {},
+      },
+      // TS 7 loads the project synchronously inside didOpen, and requests queue
+      // behind it: the first answer is already right (94 ms cold on the fixture).
+      readiness: { kind: 'progress' },
+      // It negotiates utf-8 when offered; we offer utf-16 first and convert if not.
+      encodings: ['utf-16', 'utf-8'],
+      maxInFlight: 32,
+      selectedWhen: (c) => c.typescriptServer === 'native',
+      probe: () => probeFiles([host('@typescript/typescript-linux-x64/lib/tsc')], host('@typescript/typescript-linux-x64/package.json')),
+    },
+    {
+      // typescript-language-server over the daemon's pinned TypeScript 5: tsserver's
+      // exact semantics for projects that need them. `tsserver.path` pins it so the
+      // tree's own node_modules/typescript (dependency-authored code) is never run.
+      name: 'typescript-language-server',
+      languages: ['typescript', 'javascript'],
+      argv: [NODE, at('typescript-language-server/lib/cli.mjs'), '--stdio'],
+      env: { ...JAIL_ENV },
+      rootMarkers: ['tsconfig.json', 'jsconfig.json', 'package.json'],
+      initializationOptions: {
+        tsserver: { path: at('typescript/lib/tsserver.js'), logVerbosity: 'off' },
+        // The typings installer starts npm and reaches for the network; it also outlived the server.
+        disableAutomaticTypingAcquisition: true,
+        preferences: {},
+      },
+      // Its syntax server answers definitions with the local import line before the
+      // project loads (non-empty and wrong), and its progress can end seconds before
+      // the right answer: wait for the document's first semantic diagnostics.
+      readiness: { kind: 'documentDiagnostics' },
+      encodings: ['utf-16'],
+      maxInFlight: 32,
+      selectedWhen: (c) => c.typescriptServer === 'tsserver',
+      probe: () =>
+        probeFiles(
+          [host('typescript-language-server/lib/cli.mjs'), host('typescript/lib/tsserver.js')],
+          host('typescript-language-server/package.json'),
+          host('typescript/package.json'),
+        ),
+    },
+    {
+      name: 'pyright',
+      languages: ['python'],
+      argv: [NODE, at('pyright/langserver.index.js'), '--stdio'],
+      env: { ...JAIL_ENV },
+      rootMarkers: ['pyrightconfig.json', 'pyproject.toml', 'setup.py', 'setup.cfg'],
+      settings: {
+        // Pin the interpreter pyright asks for sys.path to the image's own, never a
+        // `python` a tree could put first; check what a tree's config does not say.
+        // logLevel error: its info logs are notifications each request would pay for.
+        python: { pythonPath: '/usr/bin/python3', analysis: PYRIGHT_ANALYSIS },
+        'python.analysis': PYRIGHT_ANALYSIS,
+        pyright: {},
+      },
+      // Pyright holds requests until its first analysis is done, but it also opens
+      // a progress token for every references request: those are not indexing.
+      readiness: { kind: 'progress', ignoreTitles: /^(Finding references|Searching|Renaming)/i },
+      encodings: ['utf-16'],
+      maxInFlight: 32,
+      probe: () => probeFiles([host('pyright/langserver.index.js'), host('pyright/dist/pyright-langserver.js')], host('pyright/package.json')),
+    },
+  ];
+}
+
+/** A view of the rows for one configuration: choice per language, lookups by name. */
+export class ServerTable {
+  readonly rows: readonly ServerRow[];
+  private readonly byName = new Map<string, ServerRow>();
+  private readonly config: Config;
+
+  constructor(rows: readonly ServerRow[], config: Config) {
+    this.rows = rows;
+    this.config = config;
+    for (const r of rows) {
+      if (this.byName.has(r.name)) throw new Error(`server table: duplicate row ${r.name}`);
+      if (!r.argv[0]?.startsWith('/')) throw new Error(`server table: ${r.name} argv[0] must be absolute`);
+      this.byName.set(r.name, r);
+    }
+  }
+
+  get(name: string): ServerRow | undefined {
+    return this.byName.get(name);
+  }
+
+  /**
+   * The server for a language: the first row claiming it whose `selectedWhen`
+   * holds. Deterministic by table order; there is no fallback to another row when
+   * the chosen one is unavailable (an operator who chose tsserver wants tsserver).
+   */
+  choose(language: Language): ServerRow | undefined {
+    return this.rows.find((r) => r.languages.includes(language) && (r.selectedWhen?.(this.config) ?? true));
+  }
+
+  /** Probe every row; absent servers are reported with the reason, never dropped. */
+  async probeAll(): Promise<Record<string, ServerAvailability>> {
+    const out: Record<string, ServerAvailability> = {};
+    await Promise.all(
+      this.rows.map(async (r) => {
+        try {
+          out[r.name] = await r.probe();
+        } catch (err) {
+          out[r.name] = { available: false, reason: `probe failed: ${(err as Error).message}` };
+        }
+      }),
+    );
+    return out;
+  }
+}
+
+/** Available when every file is readable; version from the first package.json (plus the others, joined). */
+export async function probeFiles(files: string[], ...packageJsons: string[]): Promise<ServerAvailability> {
+  for (const f of files) {
+    try {
+      await access(f, constants.R_OK);
+    } catch {
+      return { available: false, reason: `not installed (${f.split('/node_modules/').pop() ?? 'file'} missing)` };
+    }
+  }
+  const versions: string[] = [];
+  for (const pj of packageJsons) {
+    try {
+      const j = JSON.parse(await readFile(pj, 'utf8')) as { name?: string; version?: string };
+      if (j.version) versions.push(versions.length === 0 ? j.version : `${j.name ?? '?'} ${j.version}`);
+    } catch {
+      /* version unknown is not unavailability */
+    }
+  }
+  return versions.length ? { available: true, version: versions.join(', ') } : { available: true };
+}
+
+/** The value of a `workspace/configuration` item for a row: exact section, else walk a dotted path. */
+export function settingFor(row: ServerRow, section: unknown): unknown {
+  const s = row.settings;
+  if (!s || typeof section !== 'string') return null;
+  if (section in s) return s[section];
+  let cur: unknown = s;
+  for (const part of section.split('.')) {
+    if (typeof cur !== 'object' || cur === null || !(part in cur)) return null;
+    cur = (cur as Record<string, unknown>)[part];
+  }
+  return cur ?? null;
+}

@@ -1,0 +1,459 @@
+// One language server running in the SERVE jail for one (server, root, workspace):
+// its lifecycle as a state union, the bounded initialize and shutdown/exit, didOpen
+// once per document, readiness, requests under a deadline with $/cancelRequest,
+// and retirement when the server crashes, floods, breaks framing or stops answering.
+//
+//   starting ──▶ ready ──▶ stopped
+//       │          │          ▲
+//       └──────────┴─▶ failed ┘        (any other transition throws)
+//
+// A session never recovers in place: once failed it stays failed, and the pool
+// replaces it on the next query. That keeps every field valid only in its state.
+import { basename } from 'node:path';
+import type { Config } from '../config.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
+import type { Jail, JailedProcess } from '../jail/types.js';
+import { encodingFromLsp, encodingToLsp, type Encoding } from './encoding.js';
+import { DEPS_AT, TREE_AT, jailPathToFileUri, treeFileUri, treeJailPath } from './paths.js';
+import { ReadinessTracker, type Published } from './readiness.js';
+import { settingFor, type ServerRow } from './server-table.js';
+import { FrameError } from './frame-reader.js';
+import { Budget, BudgetExceededError, ConnectionClosedError, LspConnection, METHOD_NOT_FOUND } from './transport.js';
+
+export interface SessionKey {
+  server: string;
+  rootId: string;
+  /** Root-relative workspace directory; '' is the tree's top. */
+  workspace: string;
+}
+
+export type SessionState =
+  | { kind: 'starting'; since: number; proc?: JailedProcess; conn?: LspConnection }
+  | { kind: 'ready'; since: number; proc: JailedProcess; conn: LspConnection; caps: Record<string, unknown>; encoding: Encoding }
+  | { kind: 'failed'; error: SessionFailedError }
+  | { kind: 'stopped' };
+export type SessionStateKind = SessionState['kind'];
+
+const TRANSITIONS: Record<SessionStateKind, readonly SessionStateKind[]> = {
+  starting: ['ready', 'failed', 'stopped'],
+  ready: ['failed', 'stopped'],
+  failed: ['stopped'],
+  stopped: [],
+};
+
+/** Why a session cannot serve: failed to start, or ended while serving. */
+export class SessionFailedError extends Error {
+  override name = 'SessionFailedError';
+  constructor(
+    readonly phase: 'start' | 'run',
+    readonly cause_: 'spawn' | 'initialize' | 'exit' | 'protocol' | 'flood' | 'wedged' | 'stopped',
+    message: string,
+    readonly stderrTail = '',
+  ) {
+    super(message);
+  }
+}
+
+export class IllegalTransitionError extends Error {
+  override name = 'IllegalTransitionError';
+}
+
+export interface SessionDeps {
+  row: ServerRow;
+  key: SessionKey;
+  jail: Jail;
+  config: Config;
+  log: Logger;
+  metrics: Metrics;
+  treeHostDir: string;
+  depsHostDir?: string;
+}
+
+export class Session {
+  readonly key: SessionKey;
+  readonly row: ServerRow;
+  /** Queries holding this session; the reaper never takes a leased session. */
+  leases = 0;
+  lastUsed = Date.now();
+  /** Settles when ready (or rejects with SessionFailedError). */
+  readonly started: Promise<void>;
+  private st: SessionState = { kind: 'starting', since: Date.now() };
+  private readonly deps: SessionDeps;
+  private log: Logger;
+  private readonly tracker: ReadinessTracker;
+  private readonly opened = new Set<string>();
+  private readonly endListeners = new Set<(s: Session) => void>();
+  private stopping: Promise<void> | undefined;
+  private inFlight = 0;
+  private readonly slotWaiters: (() => void)[] = [];
+
+  constructor(deps: SessionDeps) {
+    this.deps = deps;
+    this.key = deps.key;
+    this.row = deps.row;
+    this.log = deps.log.child({ mod: 'session', root: deps.key.rootId, server: deps.row.name, workspace: deps.key.workspace });
+    this.tracker = new ReadinessTracker(deps.row.readiness, deps.config.readyGraceMs);
+    deps.metrics.spawns.inc({ server: deps.row.name });
+    this.started = this.run();
+    this.started.catch(() => {}); // observed by whoever awaits it; never an unhandled rejection
+  }
+
+  get state(): SessionState {
+    return this.st;
+  }
+
+  get pid(): number | undefined {
+    return this.st.kind === 'starting' || this.st.kind === 'ready' ? this.st.proc?.pid : undefined;
+  }
+
+  /** The position encoding negotiated with the server (utf-16 until ready). */
+  get encoding(): Encoding {
+    return this.st.kind === 'ready' ? this.st.encoding : 'utf-16';
+  }
+
+  /** Does the server answer pull diagnostics (textDocument/diagnostic)? */
+  get pullsDiagnostics(): boolean {
+    return this.st.kind === 'ready' && this.st.caps.diagnosticProvider !== undefined && this.st.caps.diagnosticProvider !== false;
+  }
+
+  /** Does the server advertise `<name>Provider`? */
+  supports(provider: string): boolean {
+    if (this.st.kind !== 'ready') return false;
+    const v = this.st.caps[provider];
+    return v !== undefined && v !== null && v !== false;
+  }
+
+  /** Called once when the session fails or stops. */
+  onEnd(fn: (s: Session) => void): void {
+    this.endListeners.add(fn);
+  }
+
+  private transition(next: SessionState): void {
+    if (!TRANSITIONS[this.st.kind].includes(next.kind)) {
+      throw new IllegalTransitionError(`session ${this.row.name}: ${this.st.kind} → ${next.kind}`);
+    }
+    const prev = this.st.kind;
+    this.st = next;
+    this.log.debug({ from: prev, to: next.kind }, 'session state');
+    if (next.kind === 'failed' || next.kind === 'stopped') {
+      this.tracker.wake();
+      for (const w of this.slotWaiters.splice(0)) w();
+      if (prev === 'starting' || prev === 'ready') for (const fn of this.endListeners) fn(this);
+    }
+  }
+
+  private async run(): Promise<void> {
+    const { row, config, jail, key } = this.deps;
+    const t0 = Date.now();
+    const wsPath = treeJailPath(key.workspace);
+    let proc: JailedProcess;
+    try {
+      proc = await jail.spawn({
+        phase: 'serve',
+        argv: [...row.argv],
+        env: { ...row.env },
+        tree: { hostDir: this.deps.treeHostDir, at: TREE_AT },
+        binds: [...(row.binds ?? []), ...(this.deps.depsHostDir ? [{ host: this.deps.depsHostDir, at: DEPS_AT }] : [])],
+        cwd: wsPath,
+        stderrRingBytes: config.stderrRingBytes,
+      });
+    } catch (err) {
+      throw this.fail(new SessionFailedError('start', 'spawn', `the jail could not start ${row.name}: ${(err as Error).message}`));
+    }
+    if (this.st.kind !== 'starting') {
+      proc.kill();
+      throw this.endedError();
+    }
+    this.log = this.log.child({ serverPid: proc.pid }); // `pid` is the daemon's, set on the root logger
+    const conn = new LspConnection({
+      input: proc.stdout,
+      output: proc.stdin,
+      maxFrameBytes: config.maxFrameBytes,
+      onNotification: (method, params) => this.onNotification(method, params),
+      onRequest: (method, params) => this.onServerRequest(method, params),
+      onClose: (err) => {
+        if (!err) return;
+        if (err instanceof FrameError) this.retire('protocol', `${row.name} broke the LSP framing: ${err.message}`);
+        else if (/stopped reading its input/.test(err.message)) this.retire('wedged', `${row.name}: ${err.message}`);
+        else this.retire('exit', `${row.name} exited or closed its output`);
+      },
+    });
+    this.st = { ...this.st, proc, conn };
+    void proc.exited.then((exit) => {
+      if (this.st.kind === 'starting' || this.st.kind === 'ready') {
+        this.retire('exit', `${row.name} exited (${exit.signal ?? `code ${exit.code}`})`);
+      }
+    });
+    const wsUri = jailPathToFileUri(wsPath);
+    let init: { capabilities?: Record<string, unknown> };
+    try {
+      init = (await conn.request('initialize', this.initializeParams(wsUri, wsPath), {
+        signal: AbortSignal.timeout(config.initializeTimeoutMs),
+        budget: new Budget(config.maxMessagesPerRequest, config.maxInspectBytes),
+      })) as typeof init;
+    } catch (err) {
+      const e = err as Error;
+      const timedOut = e.name === 'TimeoutError';
+      const msg = timedOut ? `${row.name} did not answer initialize within ${config.initializeTimeoutMs} ms` : `${row.name} failed to initialize: ${e.message}`;
+      const now = this.st as SessionState; // changed while we awaited
+      if (now.kind === 'failed') throw now.error;
+      throw this.fail(new SessionFailedError('start', timedOut ? 'initialize' : 'protocol', msg, proc.stderrTail()));
+    }
+    if (this.st.kind !== 'starting') throw this.endedError();
+    const caps = typeof init?.capabilities === 'object' && init.capabilities !== null ? init.capabilities : {};
+    conn.notify('initialized', {});
+    this.transition({ kind: 'ready', since: Date.now(), proc, conn, caps, encoding: encodingFromLsp(caps.positionEncoding) });
+    this.log.info({ encoding: this.encoding, ms: Date.now() - t0 }, 'session ready');
+  }
+
+  private initializeParams(wsUri: string, wsPath: string): object {
+    const { row } = this.deps;
+    return {
+      // In the jail's PID namespace our pid names nothing: Node servers and tsgo
+      // poll it and exit after 3-5 s when it is given. null means "no parent to watch".
+      processId: null,
+      clientInfo: { name: 'lspd' },
+      rootUri: wsUri,
+      rootPath: wsPath,
+      workspaceFolders: [{ uri: wsUri, name: basename(wsPath) || 'src' }],
+      initializationOptions: row.initializationOptions,
+      trace: 'off',
+      capabilities: {
+        general: { positionEncodings: row.encodings.map(encodingToLsp) },
+        window: { workDoneProgress: true },
+        workspace: { configuration: true, workspaceFolders: true, symbol: { dynamicRegistration: false } },
+        textDocument: {
+          synchronization: { dynamicRegistration: false, didSave: false },
+          definition: { linkSupport: true },
+          typeDefinition: { linkSupport: true },
+          implementation: { linkSupport: true },
+          references: {},
+          hover: { contentFormat: ['markdown', 'plaintext'] },
+          documentSymbol: { hierarchicalDocumentSymbolSupport: true },
+          publishDiagnostics: { relatedInformation: false, versionSupport: false },
+          // TS 7 answers textDocument/diagnostic only when the client says it can pull.
+          diagnostic: { dynamicRegistration: false, relatedDocumentSupport: false },
+        },
+      },
+    };
+  }
+
+  private onNotification(method: string, params: unknown): void {
+    if (method === '$/progress') {
+      this.tracker.onProgress(params);
+      if (this.log.isLevelEnabled('debug')) this.log.debug({ kind: (params as { value?: { kind?: unknown } })?.value?.kind }, 'server progress');
+    } else if (method === 'textDocument/publishDiagnostics') {
+      this.tracker.onDiagnostics(params);
+      if (this.log.isLevelEnabled('debug')) this.log.debug('server published diagnostics');
+    }
+    // window/logMessage, telemetry/event, …: dropped unread (they may quote source).
+  }
+
+  private onServerRequest(method: string, params: unknown): unknown {
+    switch (method) {
+      case 'workspace/configuration': {
+        const items = (params as { items?: { section?: unknown }[] } | undefined)?.items;
+        return Array.isArray(items) ? items.slice(0, 256).map((i) => settingFor(this.row, i?.section)) : [];
+      }
+      case 'workspace/workspaceFolders': {
+        const p = treeJailPath(this.key.workspace);
+        return [{ uri: jailPathToFileUri(p), name: basename(p) || 'src' }];
+      }
+      case 'client/registerCapability':
+      case 'client/unregisterCapability':
+      case 'window/workDoneProgress/create':
+      case 'window/showMessageRequest':
+        return null;
+      case 'window/showDocument':
+        return { success: false };
+      case 'workspace/applyEdit':
+        return { applied: false, failureReason: 'lspd serves read-only trees' };
+      default:
+        return METHOD_NOT_FOUND;
+    }
+  }
+
+  /** Wait until ready (bounded by the caller's signal). */
+  async whenReady(signal: AbortSignal): Promise<void> {
+    if (this.st.kind === 'ready') return;
+    if (this.st.kind === 'failed') throw this.st.error;
+    if (this.st.kind === 'stopped') throw this.endedError();
+    await raceAbort(this.started, signal);
+  }
+
+  /** Take one of the row's in-flight slots; resolves to its release. */
+  async slot(signal: AbortSignal): Promise<() => void> {
+    while (this.inFlight >= this.row.maxInFlight) {
+      if (this.st.kind === 'failed' || this.st.kind === 'stopped') throw this.endedError();
+      await raceAbort(new Promise<void>((r) => this.slotWaiters.push(r)), signal);
+    }
+    this.inFlight++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.inFlight--;
+      this.slotWaiters.shift()?.();
+    };
+  }
+
+  /**
+   * didOpen, once per document per session: it is not idempotent, and a root never
+   * changes, so the first text is the text for good. Returns the document's URI.
+   */
+  open(rel: string, languageId: string, text: string): string {
+    const st = this.readyState();
+    const uri = treeFileUri(rel);
+    if (!this.opened.has(uri)) {
+      this.opened.add(uri);
+      this.tracker.watch(uri);
+      st.conn.notify('textDocument/didOpen', { textDocument: { uri, languageId, version: 1, text } });
+    }
+    return uri;
+  }
+
+  /** Wait for the server to finish indexing (per the row's strategy); false when the bound passed. */
+  waitReady(uri: string | undefined, maxMs: number, signal: AbortSignal): Promise<boolean> {
+    return this.tracker.waitReady(uri, maxMs, signal);
+  }
+
+  /** One request under the caller's deadline, with the per-request inspection budget. */
+  async request(method: string, params: unknown, signal: AbortSignal): Promise<unknown> {
+    const st = this.readyState();
+    const { config } = this.deps;
+    this.lastUsed = Date.now();
+    try {
+      return await st.conn.request(method, params, {
+        signal,
+        budget: new Budget(config.maxMessagesPerRequest, config.maxInspectBytes),
+        // A server that does not even answer a cancel within the cleanup reserve has
+        // stopped working: retire it so the next query gets a fresh one.
+        cancelGraceMs: config.cleanupReserveMs,
+        onUnanswered: () => this.retire('wedged', `${this.row.name} did not answer a cancelled ${method}`),
+      });
+    } catch (err) {
+      if (err instanceof BudgetExceededError) {
+        this.retire('flood', `${this.row.name}: ${err.message}`);
+        throw this.st.kind === 'failed' ? this.st.error : err;
+      }
+      if (err instanceof ConnectionClosedError) throw this.st.kind === 'failed' ? this.st.error : this.endedError();
+      throw err;
+    } finally {
+      this.lastUsed = Date.now();
+    }
+  }
+
+  /** Diagnostics the server pushed for `uri`, waiting up to windowMs for the first. */
+  async pushedDiagnostics(uri: string, windowMs: number, signal: AbortSignal): Promise<Published | undefined> {
+    const first = this.tracker.diagnosticsFor(uri) ?? (await this.tracker.waitDiagnostics(uri, 0, windowMs, signal));
+    if (!first) return undefined;
+    // A server may publish twice in quick succession (syntax, then semantic): take
+    // what the grace brings, no longer.
+    await this.tracker.changed(Math.min(this.deps.config.readyGraceMs, windowMs), signal);
+    return this.tracker.diagnosticsFor(uri) ?? first;
+  }
+
+  /** Retire now: kill the process group, close the transport, mark failed. Idempotent. */
+  retire(cause: SessionFailedError['cause_'], message: string): void {
+    const st = this.st;
+    if (st.kind !== 'starting' && st.kind !== 'ready') return;
+    const tail = st.proc?.stderrTail() ?? '';
+    this.fail(new SessionFailedError(st.kind === 'starting' ? 'start' : 'run', cause, message, tail));
+  }
+
+  private fail(error: SessionFailedError): SessionFailedError {
+    const st = this.st;
+    if (st.kind !== 'starting' && st.kind !== 'ready') return st.kind === 'failed' ? st.error : error;
+    // While we stop it, a server exiting is the point, not a failure.
+    const stopping = this.stopping !== undefined;
+    this.transition(stopping ? { kind: 'stopped' } : { kind: 'failed', error });
+    st.proc?.kill();
+    st.conn?.close();
+    if (!stopping) {
+      this.deps.metrics.crashes.inc({ server: this.row.name });
+      this.log.warn({ cause: error.cause_, phase: error.phase, err: error.message, stderrTail: tailForLog(error.stderrTail) }, 'session failed');
+    }
+    return error;
+  }
+
+  /**
+   * Shut down within shutdownTimeoutMs: `shutdown` (no params: TS 7 rejects
+   * `params: [null]`), `exit`, wait for the process; past the deadline kill the
+   * process group and close the transport (a blocked write is released only
+   * then), then join. Idempotent; concurrent callers share the one stop.
+   */
+  stop(): Promise<void> {
+    this.stopping ??= this.doStop();
+    return this.stopping;
+  }
+
+  private async doStop(): Promise<void> {
+    const { config } = this.deps;
+    const st = this.st;
+    const deadline = AbortSignal.timeout(config.shutdownTimeoutMs);
+    let proc: JailedProcess | undefined;
+    if (st.kind === 'ready') {
+      proc = st.proc;
+      try {
+        await st.conn.request('shutdown', undefined, { signal: deadline });
+        st.conn.notify('exit');
+        await raceAbort(proc.exited, deadline);
+      } catch {
+        /* past the deadline or already gone: killed below */
+      }
+    } else if (st.kind === 'starting') {
+      proc = st.proc;
+      if (!proc) await raceAbort(this.started, deadline).catch(() => {});
+    }
+    if (this.st.kind === 'starting' || this.st.kind === 'ready') {
+      const live = this.st;
+      proc ??= live.proc;
+      this.transition({ kind: 'stopped' });
+      live.proc?.kill();
+      live.conn?.close();
+    } else if (this.st.kind === 'failed') {
+      this.transition({ kind: 'stopped' });
+    }
+    if (proc) {
+      proc.kill();
+      await proc.exited;
+    }
+    this.log.info('session stopped');
+  }
+
+  private readyState(): Extract<SessionState, { kind: 'ready' }> {
+    if (this.st.kind === 'ready') return this.st;
+    if (this.st.kind === 'failed') throw this.st.error;
+    throw this.endedError();
+  }
+
+  private endedError(): SessionFailedError {
+    if (this.st.kind === 'failed') return this.st.error;
+    return new SessionFailedError(this.st.kind === 'starting' ? 'start' : 'run', 'stopped', `the ${this.row.name} session was stopped`);
+  }
+}
+
+/** Await p, or reject with the signal's reason when it aborts first. */
+export function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e as Error);
+      },
+    );
+  });
+}
+
+/** The last few hundred bytes of stderr for a log line (the jail already scrubbed host paths). */
+function tailForLog(tail: string): string {
+  return tail.length > 1024 ? tail.slice(-1024) : tail;
+}

@@ -1,0 +1,154 @@
+// The bounded transport on its own: framing limits before allocation, garbage,
+// request/response matching, cancellation, per-request budgets, server requests.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { PassThrough } from 'node:stream';
+import { FrameError, FrameReader } from '../src/lsp/frame-reader.js';
+import { Budget, BudgetExceededError, ConnectionClosedError, LspConnection, METHOD_NOT_FOUND, ResponseError } from '../src/lsp/transport.js';
+
+const frame = (obj: unknown) => {
+  const body = Buffer.from(JSON.stringify(obj));
+  return Buffer.concat([Buffer.from(`Content-Length: ${body.length}\r\n\r\n`), body]);
+};
+
+function reader(max = 1024) {
+  const msgs: unknown[] = [];
+  const errs: FrameError[] = [];
+  const r = new FrameReader({ maxFrameBytes: max, onMessage: (m) => msgs.push(m), onError: (e) => errs.push(e) });
+  return { r, msgs, errs };
+}
+
+test('frames split anywhere are reassembled, several per chunk', () => {
+  const { r, msgs, errs } = reader();
+  const all = Buffer.concat([frame({ a: 1 }), frame({ b: 'é' }), frame({ c: [1, 2] })]);
+  for (let i = 0; i < all.length; i += 3) r.push(all.subarray(i, i + 3));
+  assert.deepEqual(msgs, [{ a: 1 }, { b: 'é' }, { c: [1, 2] }]);
+  assert.equal(errs.length, 0);
+});
+
+test('a Content-Length over the limit is refused from the header alone', () => {
+  const { r, msgs, errs } = reader(1024);
+  r.push(Buffer.from('Content-Length: 1073741824\r\n\r\n{"jsonrpc"'));
+  assert.equal(msgs.length, 0);
+  assert.equal(errs.length, 1);
+  assert.match(errs[0]!.message, /1073741824-byte frame, over the 1024-byte limit/);
+  r.push(Buffer.from('more bytes are ignored'));
+  assert.equal(errs.length, 1);
+});
+
+test('garbage on stdout is a protocol error, not an endless header scan', () => {
+  const a = reader();
+  a.r.push(Buffer.from('Debugger listening on ws://127.0.0.1:9229/\r\n\r\n'));
+  assert.equal(a.errs.length, 1);
+  const b = reader();
+  b.r.push(Buffer.alloc(5000, 'x'));
+  assert.equal(b.errs.length, 1);
+  assert.match(b.errs[0]!.message, /longer than 4 KiB/);
+  const c = reader();
+  c.r.push(Buffer.from('Content-Length: 3\r\n\r\nabc'));
+  assert.match(c.errs[0]!.message, /not JSON/);
+  const d = reader();
+  d.r.push(Buffer.from('Content-Length: -5\r\n\r\n'));
+  assert.match(d.errs[0]!.message, /not a number/);
+});
+
+function pair(opts: { onRequest?: (m: string, p: unknown) => unknown } = {}) {
+  const toServer = new PassThrough();
+  const fromServer = new PassThrough();
+  const sent: Record<string, unknown>[] = [];
+  const sr = new FrameReader({ maxFrameBytes: 1 << 20, onMessage: (m) => sent.push(m as Record<string, unknown>), onError: () => {} });
+  toServer.on('data', (d: Buffer) => sr.push(d));
+  const notes: string[] = [];
+  let closedWith: Error | undefined | null = null;
+  const conn = new LspConnection({
+    input: fromServer,
+    output: toServer,
+    maxFrameBytes: 1 << 20,
+    onNotification: (m) => notes.push(m),
+    ...(opts.onRequest ? { onRequest: opts.onRequest } : {}),
+    onClose: (e) => (closedWith = e),
+  });
+  const reply = (obj: unknown) => fromServer.write(frame(obj));
+  return { conn, sent, notes, reply, fromServer, closed: () => closedWith };
+}
+
+const tick = () => new Promise((r) => setImmediate(r));
+
+test('requests match responses by id; errors become ResponseError; shutdown carries no params', async () => {
+  const { conn, sent, reply } = pair();
+  const a = conn.request('textDocument/hover', { x: 1 });
+  const b = conn.request('shutdown');
+  await tick();
+  assert.deepEqual(sent[1], { jsonrpc: '2.0', id: 2, method: 'shutdown' });
+  assert.ok(!('params' in sent[1]!));
+  reply({ jsonrpc: '2.0', id: 2, result: null });
+  reply({ jsonrpc: '2.0', id: 1, error: { code: -32603, message: 'boom' } });
+  assert.equal(await b, null);
+  await assert.rejects(a, (e: unknown) => e instanceof ResponseError && e.code === -32603);
+});
+
+test('abort sends $/cancelRequest; an unanswered cancel is reported', async () => {
+  const { conn, sent } = pair();
+  const ac = new AbortController();
+  let unanswered = false;
+  const p = conn.request('textDocument/references', {}, { signal: ac.signal, cancelGraceMs: 30, onUnanswered: () => (unanswered = true) });
+  ac.abort(new Error('deadline'));
+  await assert.rejects(p, /deadline/);
+  await tick();
+  assert.deepEqual(sent.at(-1), { jsonrpc: '2.0', method: '$/cancelRequest', params: { id: 1 } });
+  await new Promise((r) => setTimeout(r, 60));
+  assert.equal(unanswered, true);
+});
+
+test('a cancelled request that is answered in time is not reported', async () => {
+  const { conn, reply } = pair();
+  const ac = new AbortController();
+  let unanswered = false;
+  const p = conn.request('x', {}, { signal: ac.signal, cancelGraceMs: 50, onUnanswered: () => (unanswered = true) });
+  ac.abort(new Error('deadline'));
+  await assert.rejects(p);
+  reply({ jsonrpc: '2.0', id: 1, error: { code: -32800, message: 'cancelled' } });
+  await new Promise((r) => setTimeout(r, 80));
+  assert.equal(unanswered, false);
+});
+
+test('a notification flood trips the budget of the waiting request', async () => {
+  const { conn, reply } = pair();
+  const p = conn.request('x', {}, { budget: new Budget(64, 1 << 20) });
+  for (let i = 0; i < 100; i++) reply({ jsonrpc: '2.0', method: 'window/logMessage', params: { type: 3, message: 'x' } });
+  await assert.rejects(p, BudgetExceededError);
+});
+
+test('unsolicited messages are shared among concurrent waiters', async () => {
+  const { conn, reply } = pair();
+  const ps = Array.from({ length: 10 }, () => conn.request('x', {}, { budget: new Budget(64, 1 << 20) }));
+  // 300 notifications over 10 waiters is 30 each: under every budget.
+  for (let i = 0; i < 300; i++) reply({ jsonrpc: '2.0', method: '$/progress', params: { token: i, value: { kind: 'end' } } });
+  for (let i = 1; i <= 10; i++) reply({ jsonrpc: '2.0', id: i, result: i });
+  assert.deepEqual(await Promise.all(ps), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+});
+
+test('server requests are answered; unknown methods get MethodNotFound', async () => {
+  const { sent, reply } = pair({ onRequest: (m) => (m === 'workspace/configuration' ? [null] : METHOD_NOT_FOUND) });
+  reply({ jsonrpc: '2.0', id: 'a', method: 'workspace/configuration', params: { items: [{}] } });
+  reply({ jsonrpc: '2.0', id: 'b', method: 'weird/thing' });
+  await tick();
+  assert.deepEqual(sent[0], { jsonrpc: '2.0', id: 'a', result: [null] });
+  assert.equal((sent[1]!.error as { code: number }).code, -32601);
+});
+
+test('a protocol violation closes the connection and fails what is pending', async () => {
+  const { conn, fromServer, closed } = pair();
+  const p = conn.request('x');
+  fromServer.write('Content-Length: 99999999999\r\n\r\n');
+  await assert.rejects(p, (e: unknown) => e instanceof ConnectionClosedError && /protocol violation/.test((e as Error).message));
+  assert.ok(closed() instanceof FrameError);
+  await assert.rejects(conn.request('y'), ConnectionClosedError);
+});
+
+test('output end closes the connection', async () => {
+  const { conn, fromServer } = pair();
+  const p = conn.request('x');
+  fromServer.end();
+  await assert.rejects(p, /closed its output/);
+});
