@@ -8,6 +8,9 @@ import { installDocs } from './routes/docs.js';
 import { healthRoutes } from './routes/health.js';
 import { rootRoutes } from './routes/roots.js';
 import { queryRoutes } from './routes/query.js';
+import { askRoutes } from './routes/ask.js';
+import { toolRoutes } from './routes/tools.js';
+import { mcpRoutes } from './routes/mcp.js';
 
 /** Content types a tree upload may use; the body stays a stream for the route. */
 export const TAR_TYPES = ['application/x-tar', 'application/tar', 'application/gzip', 'application/x-gzip', 'application/octet-stream'];
@@ -40,5 +43,8 @@ export async function buildServer(deps: Deps): Promise<FastifyInstance> {
   await healthRoutes(app, deps);
   await rootRoutes(app, deps);
   await queryRoutes(app, deps);
+  await askRoutes(app, deps);
+  await toolRoutes(app, deps);
+  await mcpRoutes(app, deps);
   return app;
 }

@@ -1,8 +1,8 @@
-// POST /v1/code/lsp and POST /ask. Bodies are validated with the shared schemas;
+// POST /v1/code/lsp (POST /ask lives in ask.ts). Bodies are validated with the shared schemas;
 // a root that was never uploaded answers 409 need_tree so the caller can upload
 // and retry; nothing that would start a server runs until the jail is proved.
 import type { FastifyInstance } from 'fastify';
-import { askBatch, askQuery, lspQuery } from '../../schemas.js';
+import { lspQuery } from '../../schemas.js';
 import { errors } from '../../errors.js';
 import { parse } from '../error-handler.js';
 import type { Deps } from '../deps.js';
@@ -11,14 +11,6 @@ export async function queryRoutes(app: FastifyInstance, deps: Deps): Promise<voi
   app.post('/v1/code/lsp', async (req) => {
     const q = parse(lspQuery, req.body);
     (req as { lspdOp?: string }).lspdOp = q.op;
-    if (!deps.store.get(q)) throw errors.needTree();
-    if (!deps.health.jailReady) throw errors.notReady(`Nothing is served: ${deps.health.reason}.`);
-    throw errors.serverUnavailable('No language server session manager is configured.', 5);
-  });
-
-  app.post('/ask', async (req) => {
-    const body = req.body as Record<string, unknown> | undefined;
-    const q = body && 'queries' in body ? parse(askBatch, body) : parse(askQuery, body);
     if (!deps.store.get(q)) throw errors.needTree();
     if (!deps.health.jailReady) throw errors.notReady(`Nothing is served: ${deps.health.reason}.`);
     throw errors.serverUnavailable('No language server session manager is configured.', 5);

@@ -1,0 +1,246 @@
+// POST /ask's engine: resolve a name (resolve-name.ts), then answer locate /
+// references / hover the way /v1/code/lsp answers, plus `matches`. A batch runs
+// its queries in order of answer (bounded concurrency), shares one memo of
+// server answers and file reads (a batch about one root asks the same questions
+// often: the workspace symbols of a leaf, a file's document symbols), and turns
+// each query's failure into its own `{error, message}` entry.
+//
+// Deadlines: DESIGN.md bounds "one query" at queryTimeoutMs in all. A name query
+// is several LSP requests, so the bound is applied here to the whole resolution
+// and answer (each LSP request also keeps the service's own deadline).
+import type { Logger } from '../log.js';
+import { AppError, errors, isAppError } from '../errors.js';
+import { askBatchItem, lspQuery, type AskQuery, type LspQuery, type RootKey } from '../schemas.js';
+import { resolveName, type Candidate, type Resolution } from './resolve-name.js';
+import type { AskContext, AskLimits, Loc, LspAnswer, LspRequest } from './types.js';
+import { pageLocations } from './paging.js';
+
+/** The query service's one entry point (src/lsp/query-service.ts), as /ask uses it. */
+export type LspCall = (q: LspQuery, signal: AbortSignal) => Promise<LspAnswer>;
+
+/** Read access to a stored root's files. */
+export interface TreeFiles {
+  /** UTF-8 text of a root-relative file; undefined when absent, not a regular file, too large or not UTF-8. */
+  readText(root: RootKey, path: string, maxBytes: number): Promise<string | undefined>;
+  /** Root-relative paths of the root's regular files. */
+  listFiles(root: RootKey): Promise<readonly string[]>;
+}
+
+export interface AskServiceOptions {
+  lsp: LspCall;
+  files: TreeFiles;
+  log: Logger;
+  /** The whole-query deadline (config.queryTimeoutMs). */
+  queryTimeoutMs: number;
+  /** Default page size of locate (config.maxLocations). */
+  maxLocations: number;
+  limits?: Partial<AskLimits>;
+}
+
+export const defaultAskLimits: AskLimits = {
+  maxCandidates: 20,
+  maxProbes: 6,
+  maxScanFiles: 5000,
+  maxScanBytes: 64 * 1024 * 1024,
+  maxScanFileBytes: 2 * 1024 * 1024,
+  perQueryConcurrency: 4,
+  batchConcurrency: 4,
+};
+
+export type AskAnswer = Record<string, unknown>;
+
+export interface AskBatchBody extends RootKey {
+  queries: unknown[];
+}
+
+/** Per-request memo: a batch asks the same questions of the same root many times. */
+class Memo {
+  readonly #answers = new Map<string, Promise<LspAnswer>>();
+  readonly #texts = new Map<string, Promise<string | undefined>>();
+  #files: Promise<readonly string[]> | undefined;
+
+  answer(key: string, make: () => Promise<LspAnswer>): Promise<LspAnswer> {
+    let p = this.#answers.get(key);
+    if (!p) {
+      p = make();
+      this.#answers.set(key, p);
+      // A failure (a deadline, a crashed session) is not an answer: the next asker tries again.
+      p.catch(() => this.#answers.delete(key));
+    }
+    return p;
+  }
+
+  text(path: string, make: () => Promise<string | undefined>): Promise<string | undefined> {
+    let p = this.#texts.get(path);
+    if (!p) this.#texts.set(path, (p = make()));
+    return p;
+  }
+
+  files(make: () => Promise<readonly string[]>): Promise<readonly string[]> {
+    return (this.#files ??= make());
+  }
+}
+
+/** What one query's LSP answers said about themselves, folded into its answer. */
+interface Seen {
+  incomplete: boolean;
+  servers: Set<string>;
+  freshness?: string;
+}
+
+export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
+export class AskService {
+  readonly #o: AskServiceOptions;
+  readonly #limits: AskLimits;
+
+  constructor(o: AskServiceOptions) {
+    this.#o = o;
+    this.#limits = { ...defaultAskLimits, ...o.limits };
+  }
+
+  /** One query. Throws AppError (404 symbol_not_found, 504 timeout, whatever the query service throws). */
+  async ask(q: AskQuery, signal: AbortSignal): Promise<AskAnswer> {
+    return this.#one(q, signal, new Memo());
+  }
+
+  /** Many queries about one root; answers in order; one failing query fails only its own entry. */
+  async batch(b: AskBatchBody, signal: AbortSignal): Promise<{ answers: AskAnswer[] }> {
+    const memo = new Memo();
+    const root: RootKey = { org: b.org, repo: b.repo, sha: b.sha };
+    const answers = await mapLimit(b.queries, this.#limits.batchConcurrency, async (raw) => {
+      if (signal.aborted) return errorEntry(errors.timeout('The batch was cancelled before this query ran.'));
+      const item = askBatchItem.safeParse(raw);
+      if (!item.success) {
+        const i = item.error.issues[0];
+        return errorEntry(errors.badRequest(`${i?.path.length ? i.path.join('.') + ': ' : ''}${i?.message ?? 'invalid query'}`.replace(/\.?$/, '.')));
+      }
+      try {
+        return await this.#one({ ...root, ...item.data }, signal, memo);
+      } catch (err) {
+        return errorEntry(this.#appError(err));
+      }
+    });
+    return { answers };
+  }
+
+  async #one(q: AskQuery, outer: AbortSignal, memo: Memo): Promise<AskAnswer> {
+    const started = performance.now();
+    const deadline = AbortSignal.timeout(this.#o.queryTimeoutMs);
+    const signal = AbortSignal.any([outer, deadline]);
+    const seen: Seen = { incomplete: false, servers: new Set() };
+    const ctx = this.#context(q, signal, memo, seen);
+    try {
+      const res = await resolveName(ctx, { root: q, symbol: q.symbol, path: q.path, encoding: q.encoding, context: q.context });
+      const body = await this.#answer(ctx, q, res);
+      return {
+        op: q.op,
+        symbol: q.symbol,
+        ...(seen.servers.size > 0 ? { server: [...seen.servers].join(',') } : {}),
+        elapsed_ms: Math.round(performance.now() - started),
+        matches: res.matches,
+        ...(res.exact ? {} : { exact: false }),
+        ...body,
+        incomplete: seen.incomplete || body.incomplete === true,
+        untrusted: true,
+        ...(seen.freshness ? { dependency_freshness: seen.freshness } : {}),
+      };
+    } catch (err) {
+      if (!isAppError(err) && deadline.aborted) throw errors.timeout(`The query did not finish within ${this.#o.queryTimeoutMs} ms.`);
+      throw err;
+    }
+  }
+
+  #context(q: AskQuery, signal: AbortSignal, memo: Memo, seen: Seen): AskContext {
+    const { lsp, files } = this.#o;
+    const limits = this.#limits;
+    return {
+      limits,
+      lsp: async (req: LspRequest) => {
+        const parsed = lspQuery.safeParse(req);
+        // Resolution builds these queries itself; one that does not validate is a bug here, not the caller's.
+        if (!parsed.success) throw errors.internal('A name query built an invalid position query.');
+        const a = await memo.answer(JSON.stringify(parsed.data), () => lsp(parsed.data, signal));
+        if (a.incomplete) seen.incomplete = true;
+        if (typeof a.server === 'string') seen.servers.add(a.server);
+        if (typeof a.dependency_freshness === 'string') seen.freshness ??= a.dependency_freshness;
+        return a;
+      },
+      readText: (root, path) => memo.text(path, () => files.readText(root, path, limits.maxScanFileBytes)),
+      listFiles: (root) => memo.files(() => files.listFiles(root)),
+      map: (items, fn) => mapLimit(items, limits.perQueryConcurrency, fn),
+    };
+  }
+
+  async #answer(ctx: AskContext, q: AskQuery, res: Resolution): Promise<AskAnswer> {
+    const cands = res.candidates.map(renderCandidate);
+    const listed = res.matches > 1 ? { candidates: cands, ...(res.matches > cands.length ? { candidates_truncated: true } : {}) } : {};
+    if (q.op === 'locate') {
+      const all = dedupe(res.candidates.flatMap((c) => c.definitions));
+      return { ...pageLocations(all, { limit: q.limit ?? this.#o.maxLocations, cursor: q.cursor }), ...listed };
+    }
+    if (res.matches > 1) {
+      // References or hover of "one of these" would be a guess: say which names to ask instead.
+      return {
+        ambiguous: true,
+        message: `${JSON.stringify(q.symbol)} matches ${res.matches} symbols; ask again with one of the candidates' qualified names, or give path.`,
+        ...listed,
+      };
+    }
+    const c = res.candidates[0]!;
+    const at = { org: q.org, repo: q.repo, sha: q.sha, path: c.probe.path, line: c.probe.line, character: c.probe.character, encoding: q.encoding };
+    const a =
+      q.op === 'references'
+        ? await ctx.lsp({ ...at, op: 'references', includeDeclaration: true, context: q.context, limit: q.limit, cursor: q.cursor, ...groupedOf(q) })
+        : await ctx.lsp({ ...at, op: 'hover' });
+    const { op: _op, server: _server, elapsed_ms: _ms, untrusted: _u, ...rest } = a;
+    return { ...rest, resolved: renderCandidate(c) };
+  }
+
+  #appError(err: unknown): AppError {
+    if (isAppError(err)) return err;
+    this.#o.log.error({ err }, 'ask query failed');
+    return errors.internal('Internal error.');
+  }
+}
+
+/** `grouped` reaches the query service only once lspQuery knows it (the projection's grouping). */
+function groupedOf(q: AskQuery): Record<string, unknown> {
+  return q.grouped && 'grouped' in lspQuery.shape ? { grouped: true } : {};
+}
+
+function renderCandidate(c: Candidate): Record<string, unknown> {
+  const d = c.definitions[0];
+  return {
+    name: c.name,
+    ...(c.kind !== undefined ? { kind: c.kind } : {}),
+    ...(c.container !== undefined ? { container: c.container } : {}),
+    qualified: c.qualified,
+    ...(d ?? {}),
+  };
+}
+
+function dedupe(locs: Loc[]): Loc[] {
+  const seen = new Set<string>();
+  return locs.filter((l) => {
+    const k = `${l.external ? `${String(l.module)}@${String(l.version)}` : ''}|${l.path}|${l.range.start.line}:${l.range.start.character}`;
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  });
+}
+
+function errorEntry(e: AppError): Record<string, unknown> {
+  return { ...e.toJSON(), status: e.status };
+}

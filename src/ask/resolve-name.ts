@@ -1,0 +1,289 @@
+// Name → symbol(s), with the language servers. Every step is an ordinary query of
+// the LSP query service, so resolution inherits the jail, the bounds, the result
+// cache and the deadlines of /v1/code/lsp; this module only decides which
+// questions to ask and how to read the answers.
+//
+// 1. `path` given: the name is resolved where it is used: probe positions come
+//    from that file's text (findOccurrences) and the server says what each one
+//    means (definition).
+// 2. Otherwise: workspaceSymbols(leaf), ranked by container chain (name-match.ts);
+//    each chosen declaration is pinned by asking definition at its name, so the
+//    answer is the server's own location (with preview) and two spellings of one
+//    declaration (an overload, a re-export) group into one match.
+// 3. Nothing exact: the name may be defined outside the tree (`greet` from
+//    node_modules, `dep.Greet`). Files of the tree that mention it are scanned for
+//    use sites and definition is asked there; the answer lands on the dependency's
+//    `external` coordinate.
+// 4. Still nothing: 404 symbol_not_found with near names, never an empty success.
+import { errors } from '../errors.js';
+import { languageOf } from '../languages.js';
+import type { RootKey } from '../schemas.js';
+import { chainOf, leafOf, matchQualifiers, parseSymbolName, select, type ParsedName, type SymbolLike } from './name-match.js';
+import { findNameFrom, findOccurrences, fromUtf16, splitLines, toUtf16, type Encoding, type Pos } from './text-scan.js';
+import type { AskContext, Loc, LspAnswer, Range } from './types.js';
+
+export interface Probe {
+  /** Root-relative file and a position on the name, in the caller's encoding. */
+  path: string;
+  line: number;
+  character: number;
+}
+
+/** One resolved symbol: where the server says it is defined, and a position in the tree to ask more from. */
+export interface Candidate {
+  name: string;
+  kind?: string | number;
+  container?: string;
+  /** A name that selects this candidate alone when asked again (`Server.close`, `src.a.parse`). */
+  qualified: string;
+  probe: Probe;
+  definitions: Loc[];
+  exact: boolean;
+}
+
+export interface Resolution {
+  name: ParsedName;
+  /** Distinct symbols the name matched (candidates may list fewer: they are bounded). */
+  matches: number;
+  candidates: Candidate[];
+  exact: boolean;
+  via: 'symbols' | 'use-site';
+}
+
+export interface ResolveInput {
+  root: RootKey;
+  symbol: string;
+  path?: string;
+  encoding: Encoding;
+  context: number;
+}
+
+type Sym = SymbolLike & { path: string; range: Range };
+
+export async function resolveName(ctx: AskContext, input: ResolveInput): Promise<Resolution> {
+  const name = parseSymbolName(input.symbol);
+  if (input.path !== undefined) {
+    const found = await fromUseSites(ctx, input, name, [input.path]);
+    if (found.length > 0) return finish(ctx, name, found, 'use-site');
+    throw errors.notFoundSymbol(
+      `${JSON.stringify(name.raw)} is neither declared nor resolvable where it appears in ${input.path}; ask without path to search the whole tree.`,
+    );
+  }
+
+  const ws = await ctx.lsp({ ...rootOf(input), op: 'workspaceSymbols', query: name.leaf, encoding: input.encoding, limit: 1000 });
+  const symbols = ((ws.symbols ?? []) as SymbolLike[]).filter((x): x is Sym => typeof x.path === 'string' && x.range !== undefined);
+  await fillContainers(ctx, input, name, symbols);
+  const sel = select(name, symbols);
+
+  if (sel.tier === 'exact') {
+    const found = await pin(ctx, input, name, sel.chosen.map((r) => r.symbol), true);
+    if (found.length > 0) return finish(ctx, name, found, 'symbols');
+  }
+  // Not declared in the tree under that name: find a use of it and ask the server.
+  const files = await scanOrder(ctx, input.root, name);
+  const used = await fromUseSites(ctx, input, name, files);
+  if (used.some((c) => c.exact)) return finish(ctx, name, used, 'use-site');
+  if (sel.tier === 'loose') {
+    const found = await pin(ctx, input, name, sel.chosen.map((r) => r.symbol), false);
+    if (found.length > 0) return finish(ctx, name, found, 'symbols');
+  }
+  if (used.length > 0) return finish(ctx, name, used, 'use-site');
+
+  const near = sel.suggestions.map((x) => qualifiedOf(x, leafOf(x.name)));
+  const hint = near.length > 0 ? ` Near names: ${near.slice(0, 5).join(', ')}.` : '';
+  throw errors.notFoundSymbol(`No symbol named ${JSON.stringify(name.raw)} was found in this tree or its dependencies.${hint}`, {
+    symbol: name.raw,
+    suggestions: near,
+  });
+}
+
+const rootOf = (i: ResolveInput): RootKey => ({ org: i.root.org, repo: i.root.repo, sha: i.root.sha });
+
+/** Servers that name no container (or only some) get it from the file's document symbols, when a qualifier needs it. */
+async function fillContainers(ctx: AskContext, input: ResolveInput, name: ParsedName, symbols: Sym[]): Promise<void> {
+  if (name.qualifiers.length === 0) return;
+  const bare = symbols.filter((x) => x.container === undefined && leafOf(x.name) === name.leaf);
+  const paths = [...new Set(bare.map((x) => x.path))].slice(0, ctx.limits.maxCandidates);
+  await ctx.map(paths, async (path) => {
+    const doc = await ctx.lsp({ ...rootOf(input), op: 'documentSymbols', path, encoding: input.encoding });
+    for (const x of bare.filter((b) => b.path === path)) {
+      const host = enclosing((doc.symbols ?? []) as Sym[], x);
+      if (host?.container) x.container = host.container;
+    }
+  });
+}
+
+/** The document symbol that is `x` (same name, range holding x's start). */
+function enclosing(docSymbols: Sym[], x: { name: string; range: Range }): Sym | undefined {
+  const leaf = leafOf(x.name);
+  return docSymbols.find((d) => leafOf(d.name) === leaf && d.range !== undefined && contains(d.range, x.range.start));
+}
+
+function contains(r: Range, p: Pos): boolean {
+  const after = p.line > r.start.line || (p.line === r.start.line && p.character >= r.start.character);
+  const before = p.line < r.end.line || (p.line === r.end.line && p.character <= r.end.character);
+  return after && before;
+}
+
+/** Ask definition at each chosen declaration's name: the server's own location, with preview and context. */
+async function pin(ctx: AskContext, input: ResolveInput, name: ParsedName, chosen: Sym[], exact: boolean): Promise<Candidate[]> {
+  const found = await ctx.map(chosen.slice(0, ctx.limits.maxCandidates), async (x): Promise<Candidate | undefined> => {
+    const probe = await nameProbe(ctx, input, x, name.leaf);
+    if (!probe) return undefined;
+    const defs = await definitionsAt(ctx, input, probe);
+    const own: Loc = { path: x.path, range: x.range };
+    return {
+      name: leafOf(x.name),
+      kind: x.kind,
+      ...(x.container !== undefined ? { container: x.container } : {}),
+      qualified: qualifiedOf(x, name.leaf),
+      probe,
+      // A server that has no definition for a declaration's own name still told us where it is.
+      definitions: defs.length > 0 ? defs : [own],
+      exact,
+    };
+  });
+  return found.filter((c) => c !== undefined);
+}
+
+/** The position of the symbol's name at or after the start of its range (ranges may start at `export`). */
+async function nameProbe(ctx: AskContext, input: ResolveInput, x: Sym, leaf: string): Promise<Probe | undefined> {
+  const text = await ctx.readText(input.root, x.path);
+  if (text === undefined) return undefined;
+  const lines = splitLines(text);
+  const line = lines[x.range.start.line];
+  if (line === undefined) return undefined;
+  const from = { line: x.range.start.line, character: toUtf16(line, x.range.start.character, input.encoding) };
+  const at = findNameFrom(text, leaf, from) ?? from;
+  return { path: x.path, line: at.line, character: fromUtf16(lines[at.line] ?? '', at.character, input.encoding) };
+}
+
+async function definitionsAt(ctx: AskContext, input: ResolveInput, p: Probe): Promise<Loc[]> {
+  const a: LspAnswer = await ctx.lsp({
+    ...rootOf(input),
+    op: 'definition',
+    path: p.path,
+    line: p.line,
+    character: p.character,
+    encoding: input.encoding,
+    context: input.context,
+  });
+  return (a.locations ?? []) as Loc[];
+}
+
+/**
+ * Use sites: the best probe positions of `files` (in order), definition at each
+ * (bounded), kept when the definition fits the qualifiers: a probe written with
+ * its qualifier (`dep.Greet`) fits as written; otherwise the target's chain must.
+ */
+async function fromUseSites(ctx: AskContext, input: ResolveInput, name: ParsedName, files: string[]): Promise<Candidate[]> {
+  const probes: { probe: Probe; qualified: boolean; rank: number }[] = [];
+  for (const path of files) {
+    if (probes.length >= ctx.limits.maxProbes * 2) break;
+    const text = await ctx.readText(input.root, path);
+    if (text === undefined || !text.includes(name.leaf)) continue;
+    const lines = splitLines(text);
+    for (const o of findOccurrences(text, name.leaf, name.qualifiers, ctx.limits.maxProbes)) {
+      probes.push({ probe: { path, line: o.line, character: fromUtf16(lines[o.line]!, o.character, input.encoding) }, qualified: o.qualified, rank: o.rank });
+    }
+  }
+  probes.sort((a, b) => a.rank - b.rank);
+  const found = await ctx.map(probes.slice(0, ctx.limits.maxProbes), async ({ probe, qualified }): Promise<Candidate | undefined> => {
+    const defs = await definitionsAt(ctx, input, probe);
+    if (defs.length === 0) return undefined;
+    const fit: Fit | 'none' = qualified ? { fit: 'exact' } : await targetFit(ctx, input, name, defs[0]!);
+    if (fit === 'none') return undefined;
+    const d = defs[0]!;
+    const sym: SymbolLike = { name: name.leaf, path: d.path, external: d.external === true, module: d.module as string | undefined };
+    if (fit.container !== undefined) sym.container = fit.container;
+    return {
+      name: name.leaf,
+      ...(fit.kind !== undefined ? { kind: fit.kind } : {}),
+      ...(fit.container !== undefined ? { container: fit.container } : {}),
+      qualified: qualifiedOf(sym, name.leaf),
+      probe,
+      definitions: defs,
+      exact: fit.fit === 'exact',
+    };
+  });
+  return found.filter((c) => c !== undefined);
+}
+
+interface Fit {
+  fit: 'exact' | 'loose';
+  container?: string;
+  kind?: string | number;
+}
+
+/** Does a definition target fit the qualifiers? In the tree: by its document symbol's container; outside: by module. */
+async function targetFit(ctx: AskContext, input: ResolveInput, name: ParsedName, d: Loc): Promise<Fit | 'none'> {
+  let host: Sym | undefined;
+  if (!d.external && d.range) {
+    const doc = await ctx.lsp({ ...rootOf(input), op: 'documentSymbols', path: d.path, encoding: input.encoding });
+    host = enclosing((doc.symbols ?? []) as Sym[], { name: name.leaf, range: d.range });
+  }
+  const sym: SymbolLike = { name: name.leaf, path: d.path, external: d.external === true, module: d.module as string | undefined, container: host?.container };
+  const q = matchQualifiers(name.qualifiers, chainOf(sym));
+  if (q.fit === 'none') return 'none';
+  return { fit: q.fit, ...(host?.container !== undefined ? { container: host.container } : {}), ...(host?.kind !== undefined ? { kind: host.kind } : {}) };
+}
+
+// Directories whose files are dependencies or build output, not uses in the tree.
+const NOT_SOURCE = new Set(['node_modules', '.git', 'vendor', 'dist', 'build', '__pycache__', '.venv', 'venv', 'site-packages', 'target']);
+
+/**
+ * Files to look for use sites in: source files a server can serve, outside
+ * dependency and build directories, those that mention the outermost qualifier
+ * (`dep`, `greeter`) first. Bounded by files and bytes read.
+ */
+async function scanOrder(ctx: AskContext, root: RootKey, name: ParsedName): Promise<string[]> {
+  const all = (await ctx.listFiles(root)).filter((p) => languageOf(p) !== undefined && !p.split('/').some((s) => NOT_SOURCE.has(s)));
+  const hits: { path: string; score: number }[] = [];
+  let bytes = 0;
+  for (const path of all.slice(0, ctx.limits.maxScanFiles)) {
+    if (bytes >= ctx.limits.maxScanBytes) break;
+    const text = await ctx.readText(root, path);
+    if (text === undefined) continue;
+    bytes += text.length;
+    if (!text.includes(name.leaf)) continue;
+    const q = name.qualifiers[0];
+    hits.push({ path, score: q !== undefined && text.includes(q) ? 0 : 1 });
+  }
+  return hits.sort((a, b) => a.score - b.score).map((h) => h.path);
+}
+
+/** A name that picks this symbol alone: container-qualified, else module-qualified. */
+function qualifiedOf(x: SymbolLike, leaf: string): string {
+  const c = chainOf(x);
+  if (c.container.length > 0) return [...c.container, leaf].join('.');
+  return [...c.module, leaf].join('.');
+}
+
+function keyOf(l: Loc): string {
+  const s = l.range?.start;
+  return `${l.external ? `x:${String(l.module)}@${String(l.version)}:` : 't:'}${l.path}:${s?.line}:${s?.character}`;
+}
+
+/**
+ * Candidates whose definitions overlap are one symbol (the same function reached
+ * from two use sites, an overload and its implementation): union them, keep the
+ * first of each group (exact ones first), count the groups.
+ */
+function finish(ctx: AskContext, name: ParsedName, found: Candidate[], via: Resolution['via']): Resolution {
+  const anyExact = found.some((c) => c.exact);
+  const pool = anyExact ? found.filter((c) => c.exact) : found;
+  const groups: Candidate[] = [];
+  const owner = new Map<string, Candidate>();
+  for (const c of pool) {
+    const keys = c.definitions.map(keyOf);
+    const into = keys.map((k) => owner.get(k)).find((g) => g !== undefined);
+    if (into) {
+      for (const d of c.definitions) if (!into.definitions.some((e) => keyOf(e) === keyOf(d))) into.definitions.push(d);
+    } else groups.push(c);
+    for (const k of keys) if (!owner.has(k)) owner.set(k, into ?? c);
+  }
+  // Stable order for callers: in-tree before external, then by path and line.
+  groups.sort((a, b) => keyOf(a.definitions[0]!).localeCompare(keyOf(b.definitions[0]!)));
+  return { name, matches: groups.length, candidates: groups.slice(0, ctx.limits.maxCandidates), exact: anyExact, via };
+}
+

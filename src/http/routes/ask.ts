@@ -1,0 +1,79 @@
+// POST /ask: name-based questions, one or a batch. The body is validated with the
+// shared schemas; a root that was never uploaded answers 409 need_tree (a batch
+// as a whole: none of its queries could be answered); nothing that would start a
+// server runs until the jail is proved. The same entry point serves the
+// lsp_locate / lsp_ask_batch tools over MCP (routes/mcp.ts), so both answer alike.
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { AskService, type LspCall, type TreeFiles } from '../../ask/ask-service.js';
+import { errors } from '../../errors.js';
+import { treeFiles } from '../../ask/tree-files.js';
+import { askBatch, askOps, askQuery, lspQuery, type LspQuery } from '../../schemas.js';
+import type { Deps } from '../deps.js';
+import { parse } from '../error-handler.js';
+
+const services = new WeakMap<Deps, AskService>();
+
+/** One AskService per server (per Deps), built on the query service and the store. */
+export function askServiceOf(deps: Deps): AskService {
+  let s = services.get(deps);
+  if (!s) {
+    s = new AskService({
+      lsp: lspCallOf(deps),
+      files: treeFilesOf(deps),
+      log: deps.log.child({ mod: 'ask' }),
+      queryTimeoutMs: deps.config.queryTimeoutMs,
+      maxLocations: deps.config.maxLocations,
+    });
+    services.set(deps, s);
+  }
+  return s;
+}
+
+// TODO(integration): the query service (src/lsp/query-service.ts) is not wired into Deps yet.
+function lspCallOf(_deps: Deps): LspCall {
+  return async () => {
+    throw errors.serverUnavailable('No language server session manager is configured.', 5);
+  };
+}
+
+function treeFilesOf(deps: Deps): TreeFiles {
+  return treeFiles({ treeDir: (k) => deps.store.treeDir(k) });
+}
+
+/** POST /v1/code/lsp's checks and answer, for the position tools. */
+export async function answerLsp(deps: Deps, body: LspQuery, signal: AbortSignal): Promise<unknown> {
+  const q = parse(lspQuery, body);
+  if (!deps.store.get(q)) throw errors.needTree();
+  if (!deps.health.jailReady) throw errors.notReady(`Nothing is served: ${deps.health.reason}.`);
+  return lspCallOf(deps)(q, signal);
+}
+
+/** The body of POST /ask, answered: a single query or a batch. Throws AppError like the route. */
+export async function answerAsk(deps: Deps, body: unknown, signal: AbortSignal): Promise<unknown> {
+  const isBatch = typeof body === 'object' && body !== null && 'queries' in body;
+  const q = isBatch ? parse(askBatch, body) : parse(askQuery, body);
+  if (!deps.store.get(q)) throw errors.needTree();
+  if (!deps.health.jailReady) throw errors.notReady(`Nothing is served: ${deps.health.reason}.`);
+  const svc = askServiceOf(deps);
+  return 'queries' in q ? svc.batch(q, signal) : svc.ask(q, signal);
+}
+
+/** Aborts when the caller hangs up before the answer was sent (DESIGN.md: a disconnect cancels like a deadline). */
+export function clientSignal(reply: FastifyReply): AbortSignal {
+  const ac = new AbortController();
+  // `close` on the response fires on both completion and hang-up; only an unfinished response is a hang-up.
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) ac.abort();
+  });
+  return ac.signal;
+}
+
+export async function askRoutes(app: FastifyInstance, deps: Deps): Promise<void> {
+  app.post('/ask', async (req, reply) => {
+    const body = req.body as Record<string, unknown> | undefined;
+    // Only known ops become metric labels: a label per caller-chosen string would grow without bound.
+    const op = body && 'queries' in body ? 'batch' : (askOps as readonly unknown[]).includes(body?.op) ? String(body?.op) : 'locate';
+    (req as { lspdOp?: string }).lspdOp = op;
+    return answerAsk(deps, req.body, clientSignal(reply));
+  });
+}

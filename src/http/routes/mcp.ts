@@ -1,0 +1,96 @@
+// /mcp: the tools of src/tools.ts over MCP's Streamable HTTP transport
+// (https://modelcontextprotocol.io/specification/2025-06-18/basic/transports#streamable-http),
+// so an agent can attach lspd directly. Each tool call runs the same entry point as
+// the HTTP route it mirrors, so it answers alike, errors included.
+//
+// Stateless (no Mcp-Session-Id): every POST gets a fresh server and transport.
+// The tools are plain request/answer and the root is an argument of every call,
+// so a session would hold nothing worth keeping, while it would cost a session
+// table to bound and reap, pin a client to one replica behind a load balancer,
+// and be lost on every restart. GET (a server-initiated stream) and DELETE (end
+// a session) have nothing to serve and answer 405, as the transport spec allows.
+//
+// Auth: the same bearer token as every route. The org is inside each call's
+// arguments, not at the top of the body, so the route declares `org: 'none'` and
+// every tool call checks its org with assertOrg before it runs.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { assertOrg, type Access } from '../auth.js';
+import { callTool, listTools, toolErrorBody, type ToolRunner } from '../../tools.js';
+import type { Deps } from '../deps.js';
+import { answerAsk, answerLsp, clientSignal } from './ask.js';
+
+const access: Access = { permission: 'query', org: 'none' };
+
+const INSTRUCTIONS =
+  'lspd answers code-intelligence questions (definition, references, hover, symbols, diagnostics, and lookups by name) ' +
+  'about source trees uploaded to it, using real language servers. Every tool names the tree by org, repo and commit sha. ' +
+  'Start with lsp_locate when you know a name, or lsp_symbols to outline a file.';
+
+function mcpServer(deps: Deps, runner: ToolRunner, hangup: AbortSignal): Server {
+  const server = new Server({ name: 'lspd', version: '1' }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({
+    tools: listTools(deps.health).map((t) => ({
+      ...t,
+      inputSchema: t.inputSchema as { type: 'object' },
+      // Every tool reads an immutable tree: safe to retry, touches nothing outside lspd.
+      annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+    })),
+  }));
+  server.setRequestHandler(CallToolRequestSchema, async (req, extra): Promise<CallToolResult> => {
+    // Cancelled by the client (notifications/cancelled) or by the HTTP request going away.
+    const signal = AbortSignal.any([extra.signal, hangup]);
+    try {
+      const answer = (await callTool(req.params.name, req.params.arguments, deps.health, runner, signal)) as Record<string, unknown>;
+      return { content: [{ type: 'text', text: JSON.stringify(answer) }], structuredContent: answer };
+    } catch (err) {
+      const body = toolErrorBody(err);
+      if (body.error === 'internal') deps.log.error({ err, tool: req.params.name }, 'mcp tool failed');
+      return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body };
+    }
+  });
+  return server;
+}
+
+function runnerFor(deps: Deps, req: FastifyRequest): ToolRunner {
+  return {
+    lsp: (body, signal) => answerLsp(deps, body, signal),
+    ask: (body, signal) => answerAsk(deps, body, signal),
+    assertOrg: (org) => assertOrg(req, org),
+  };
+}
+
+function methodNotAllowed(reply: FastifyReply) {
+  return reply
+    .code(405)
+    .header('allow', 'POST')
+    .send({ jsonrpc: '2.0', error: { code: -32000, message: 'This MCP endpoint is stateless: POST only.' }, id: null });
+}
+
+export async function mcpRoutes(app: FastifyInstance, deps: Deps): Promise<void> {
+  app.post('/mcp', { config: { access } }, async (req, reply) => {
+    const hangup = clientSignal(reply);
+    const server = mcpServer(deps, runnerFor(deps, req), hangup);
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    // The transport writes the raw response itself; fastify must not answer too.
+    reply.hijack();
+    reply.raw.once('close', () => {
+      void transport.close();
+      void server.close();
+    });
+    try {
+      await server.connect(transport);
+      await transport.handleRequest(req.raw, reply.raw, req.body);
+    } catch (err) {
+      deps.log.error({ err }, 'mcp request failed');
+      if (!reply.raw.headersSent) {
+        reply.raw.writeHead(500, { 'content-type': 'application/json' });
+        reply.raw.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'Internal error.' }, id: null }));
+      }
+    }
+  });
+  app.get('/mcp', { config: { access } }, async (_req, reply) => methodNotAllowed(reply));
+  app.delete('/mcp', { config: { access } }, async (_req, reply) => methodNotAllowed(reply));
+}
