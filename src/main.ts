@@ -6,6 +6,7 @@ import { createMetrics } from './metrics.js';
 import { Health } from './health.js';
 import { RootStore } from './store/store.js';
 import { buildServer } from './http/server.js';
+import { createJail } from './jail/jail.js';
 import { TokenSet } from './tokens.js';
 
 async function main(): Promise<void> {
@@ -46,13 +47,20 @@ async function main(): Promise<void> {
   const store = await RootStore.open({ config, log: log.child({ mod: 'store' }), metrics });
   health.store = await store.checkWritable();
 
-  const app = await buildServer({ config, log, metrics, health, store, ...(tokens ? { tokens } : {}) });
+  // The jail: both seccomp filters, cgroups, the FETCH egress proxy, then the boot
+  // canary in each phase. Until a phase is proved, /readyz is 503 and jail.spawn
+  // itself refuses that phase (not_ready); nothing turns this off.
+  const jail = await createJail({ config, log: log.child({ mod: 'jail' }), metrics });
+  health.jail = await jail.canary();
+
+  const app = await buildServer({ config, log, metrics, health, store, jail, ...(tokens ? { tokens } : {}) });
   const [host, port] = splitListen(config.listen);
   const address = await app.listen({ host, port });
   log.info({ address, ready: health.ready, reason: health.reason }, 'listening');
 
   installShutdown(log, config, async () => {
     await app.close();
+    await jail.close();
     await store.close();
   });
 }

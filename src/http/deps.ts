@@ -6,6 +6,7 @@ import type { Metrics } from '../metrics.js';
 import type { Health } from '../health.js';
 import type { RootStore } from '../store/store.js';
 import type { TokenSet } from '../tokens.js';
+import type { Jail } from '../jail/types.js';
 
 export interface Deps {
   config: Config;
@@ -15,4 +16,6 @@ export interface Deps {
   store: RootStore;
   /** Bearer tokens (LSPD_TOKENS); absent means auth is off (main then allows loopback only). */
   tokens?: TokenSet;
+  /** Runs every third-party process; refuses (not_ready) any phase the boot canary has not proved. */
+  jail?: Jail;
 }

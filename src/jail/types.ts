@@ -24,13 +24,20 @@ export interface JailSpawnOptions {
    * The uploaded tree, bound read-only by a directory fd the jail opens and checks
    * (--ro-bind-fd), so a path swapped after admission cannot redirect the mount.
    */
-  tree?: { hostDir: string; at: string };
+  tree?: {
+    hostDir: string;
+    at: string;
+    /** The directory admitted earlier (e.g. lstat at upload); the opened fd must be this inode. */
+    expect?: { dev: number | bigint; ino: number | bigint };
+  };
   binds?: Bind[];
   cwd?: string;
   /** Bytes of stderr kept in the ring. */
   stderrRingBytes?: number;
   /** Aborting kills the whole jail. */
   signal?: AbortSignal;
+  /** Also see stderr live (the `lspd jail` CLI); the ring is kept either way. */
+  onStderr?: (chunk: Buffer) => void;
 }
 
 export interface JailExit {

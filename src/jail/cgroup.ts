@@ -1,0 +1,233 @@
+// Memory and pids caps per jail, with cgroup v2 where the host delegates it and
+// cgroup v1 where it does not (this Debian VM: v1 memory and pids hierarchies,
+// and a hybrid /sys/fs/cgroup/unified with no controllers). Each jail gets its own
+// cgroup under one directory per daemon, nested under the daemon's own cgroup so
+// whatever limit the host puts on lspd still bounds its jails.
+// The jail is placed in its cgroups while lspd-gate holds it before exec'ing bwrap
+// (jail/gate.c), so no process of the jail is ever forked outside them.
+// RLIMIT_AS is no substitute: V8 reserves far more address space than it uses.
+// cgroups(7), https://docs.kernel.org/admin-guide/cgroup-v2.html
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export type CgroupVersion = 'v1' | 'v2';
+
+export interface JailCgroup {
+  /** Place a process (blocked in lspd-gate) in every controller. */
+  attach(pid: number): void;
+  /** Processes still in the jail's cgroup. */
+  pids(): number[];
+  /** SIGKILL every process in it (cgroup.kill on v2, else one by one). */
+  killAll(): void;
+  /** rmdir; false while processes remain. */
+  remove(): boolean;
+}
+
+export interface Cgroups {
+  readonly version: CgroupVersion;
+  create(name: string, limits: { memoryBytes: number; pids: number }): JailCgroup;
+  /** Remove the daemon's (empty) cgroup directories. */
+  close(): void;
+}
+
+export class CgroupError extends Error {
+  override name = 'CgroupError';
+}
+
+interface Mount {
+  point: string;
+  root: string;
+  fstype: string;
+  superOpts: string[];
+}
+
+function mounts(): Mount[] {
+  // mountinfo(5): id parent maj:min root mountpoint opts [optional...] - fstype source superopts
+  return readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => {
+      const [left, right = ''] = line.split(' - ');
+      const f = left!.split(' ');
+      const r = right.split(' ');
+      const unesc = (s: string) => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+      return { root: unesc(f[3] ?? ''), point: unesc(f[4] ?? ''), fstype: r[0] ?? '', superOpts: (r[2] ?? '').split(',') };
+    });
+}
+
+/** /proc/self/cgroup as controller → path ('' for the v2 unified line). */
+function selfCgroups(): Map<string, string> {
+  const m = new Map<string, string>();
+  for (const line of readFileSync('/proc/self/cgroup', 'utf8').split('\n')) {
+    const match = /^\d+:([^:]*):(.*)$/.exec(line);
+    if (!match) continue;
+    const ctrls = match[1] === '' ? [''] : match[1]!.split(',');
+    for (const c of ctrls) m.set(c, match[2]!);
+  }
+  return m;
+}
+
+function dirOf(mount: Mount, cgPath: string): string {
+  const rel = mount.root !== '/' && cgPath.startsWith(mount.root) ? cgPath.slice(mount.root.length) : cgPath;
+  return join(mount.point, rel);
+}
+
+const readPids = (file: string): number[] =>
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map(Number);
+
+function killPids(pids: number[]): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* already gone */
+    }
+  }
+}
+
+function tryRmdir(dir: string): boolean {
+  try {
+    rmdirSync(dir);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOENT';
+  }
+}
+
+/** Remove `lspd-<pid>` directories left by daemons that were SIGKILLed (their jails died with them). */
+function sweepStale(parent: string, prefix: string): void {
+  let names: string[] = [];
+  try {
+    names = readdirSync(parent);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const m = new RegExp(`^${prefix}(\\d+)$`).exec(name);
+    if (!m || Number(m[1]) === process.pid || existsSync(`/proc/${m[1]}`)) continue;
+    const dir = join(parent, name);
+    try {
+      for (const child of readdirSync(dir, { withFileTypes: true })) if (child.isDirectory()) tryRmdir(join(dir, child.name));
+    } catch {
+      /* raced */
+    }
+    tryRmdir(dir);
+  }
+}
+
+function write(file: string, value: string): void {
+  try {
+    writeFileSync(file, value);
+  } catch (err) {
+    throw new CgroupError(`cannot write ${value.trim()} to ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+}
+
+function openV2(cgroupRoot: string): Cgroups | string {
+  const mount = mounts().find((m) => m.fstype === 'cgroup2' && m.point === cgroupRoot);
+  if (!mount) return 'no cgroup v2 mounted at the cgroup root';
+  const self = dirOf(mount, selfCgroups().get('') ?? '/');
+  const available = readFileSync(join(self, 'cgroup.controllers'), 'utf8').trim().split(' ');
+  if (!available.includes('memory') || !available.includes('pids')) return 'cgroup v2 does not delegate memory and pids to lspd';
+  try {
+    const enabled = () => readFileSync(join(self, 'cgroup.subtree_control'), 'utf8');
+    if (!/\bmemory\b/.test(enabled()) || !/\bpids\b/.test(enabled())) {
+      // "No internal processes": controllers can be enabled for children only once
+      // our own cgroup holds no process, so move its processes into a leaf first.
+      const leaf = join(self, `lspd-daemon-${process.pid}`);
+      mkdirSync(leaf, { recursive: true });
+      for (let i = 0; i < 10; i++) {
+        const left = readPids(join(self, 'cgroup.procs'));
+        if (left.length === 0) break;
+        for (const pid of left) write(join(leaf, 'cgroup.procs'), String(pid));
+      }
+      write(join(self, 'cgroup.subtree_control'), '+memory +pids');
+    }
+    sweepStale(self, 'lspd-');
+    const base = join(self, `lspd-${process.pid}`);
+    mkdirSync(base, { recursive: true });
+    write(join(base, 'cgroup.subtree_control'), '+memory +pids');
+    return {
+      version: 'v2',
+      create(name, limits) {
+        const dir = join(base, name);
+        mkdirSync(dir);
+        write(join(dir, 'memory.max'), String(limits.memoryBytes));
+        if (existsSync(join(dir, 'memory.swap.max'))) write(join(dir, 'memory.swap.max'), '0');
+        write(join(dir, 'pids.max'), String(limits.pids));
+        const procs = join(dir, 'cgroup.procs');
+        return {
+          attach: (pid) => write(procs, String(pid)),
+          pids: () => readPids(procs),
+          killAll() {
+            // cgroup.kill (Linux 5.14) kills atomically, forks in flight included.
+            if (existsSync(join(dir, 'cgroup.kill'))) write(join(dir, 'cgroup.kill'), '1');
+            else killPids(readPids(procs));
+          },
+          remove: () => tryRmdir(dir),
+        };
+      },
+      close: () => void tryRmdir(base),
+    };
+  } catch (err) {
+    return `cgroup v2 is not usable: ${(err as Error).message}`;
+  }
+}
+
+function openV1(cgroupRoot: string): Cgroups | string {
+  const self = selfCgroups();
+  const all = mounts();
+  const dirs: Record<'memory' | 'pids', string> = { memory: '', pids: '' };
+  for (const ctrl of ['memory', 'pids'] as const) {
+    const m = all.find((x) => x.fstype === 'cgroup' && x.superOpts.includes(ctrl) && x.point.startsWith(cgroupRoot));
+    const path = self.get(ctrl);
+    if (!m || path === undefined) return `no cgroup v1 ${ctrl} hierarchy under the cgroup root`;
+    const parent = dirOf(m, path);
+    sweepStale(parent, 'lspd-');
+    dirs[ctrl] = join(parent, `lspd-${process.pid}`);
+  }
+  try {
+    for (const d of Object.values(dirs)) mkdirSync(d, { recursive: true });
+  } catch (err) {
+    return `cgroup v1 is not writable: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`;
+  }
+  return {
+    version: 'v1',
+    create(name, limits) {
+      const mem = join(dirs.memory, name);
+      const pids = join(dirs.pids, name);
+      mkdirSync(mem);
+      mkdirSync(pids);
+      write(join(mem, 'memory.limit_in_bytes'), String(limits.memoryBytes));
+      // memsw (memory+swap) must not be below the memory limit, so it is written after it.
+      if (existsSync(join(mem, 'memory.memsw.limit_in_bytes'))) write(join(mem, 'memory.memsw.limit_in_bytes'), String(limits.memoryBytes));
+      write(join(pids, 'pids.max'), String(limits.pids));
+      return {
+        attach(pid) {
+          write(join(mem, 'cgroup.procs'), String(pid));
+          write(join(pids, 'cgroup.procs'), String(pid));
+        },
+        pids: () => readPids(join(pids, 'cgroup.procs')),
+        // v1 has no cgroup.kill; the jail's PID namespace makes this a backstop (its
+        // init dying takes every process in it), so a fork racing the sweep is moot.
+        killAll: () => killPids(readPids(join(pids, 'cgroup.procs'))),
+        remove: () => tryRmdir(pids) && tryRmdir(mem),
+      };
+    },
+    close() {
+      for (const d of Object.values(dirs)) tryRmdir(d);
+    },
+  };
+}
+
+/** v2 where the host delegates memory and pids, else v1; throws CgroupError saying what is missing. */
+export function openCgroups(cgroupRoot: string): Cgroups {
+  const v2 = existsSync(join(cgroupRoot, 'cgroup.controllers')) ? openV2(cgroupRoot) : 'cgroup root is not a cgroup v2 mount';
+  if (typeof v2 !== 'string') return v2;
+  const v1 = openV1(cgroupRoot);
+  if (typeof v1 !== 'string') return v1;
+  throw new CgroupError(`no usable cgroups for memory and pids caps (${v2}; ${v1})`);
+}

@@ -1,0 +1,176 @@
+// The FETCH jail's only way out. FETCH runs in its own network namespace (only lo);
+// the daemon binds this proxy's unix socket into the jail, and an in-jail forwarder
+// (jail/egress-forwarder.mjs) lets tools reach it as http://127.0.0.1:PORT.
+// The proxy speaks just enough HTTP/1.1 for npm, go and composer:
+//   CONNECT host:port            → a TCP tunnel (what HTTPS through a proxy uses)
+//   GET http://host[:port]/path  → plain-HTTP forwarding (origin-form request line)
+// and only to the host:port pairs of config.fetchRegistries. The allowlist binds
+// the TCP destination, not the HTTP content: once a connection is allowed, every
+// byte on it goes to that destination and nowhere else, so pipelined requests or a
+// forged Host header cannot redirect anything. Names are resolved by the daemon.
+// RFC 9110 §9.3.6 (CONNECT), §7.1 (absolute-form targets).
+import { chmodSync, lstatSync, unlinkSync } from 'node:fs';
+import { connect, createServer, isIP, type Server, type Socket } from 'node:net';
+import type { Logger } from '../log.js';
+
+const MAX_HEAD_BYTES = 16 * 1024;
+const HEAD_TIMEOUT_MS = 30_000;
+const IDLE_TIMEOUT_MS = 5 * 60_000;
+const CONNECT_TIMEOUT_MS = 30_000;
+const MAX_CONNECTIONS = 512;
+
+/** "host:port" in canonical form: lower-case host, IPv6 in brackets; undefined if malformed. */
+export function canonicalAuthority(host: string, port: string | number): string | undefined {
+  const p = Number(port);
+  if (!Number.isInteger(p) || p < 1 || p > 65535 || String(p) !== String(port).replace(/^0+(?=\d)/, '')) return undefined;
+  let h = host.toLowerCase();
+  if (h.startsWith('[') && h.endsWith(']')) h = h.slice(1, -1);
+  if (h === '' || /[\s/@?#\\]/.test(h)) return undefined;
+  if (isIP(h) === 6) return `[${h}]:${p}`;
+  if (h.includes(':')) return undefined;
+  return `${h.replace(/\.$/, '')}:${p}`;
+}
+
+/** Split "host:port" / "[v6]:port". */
+export function splitAuthority(a: string): { host: string; port: string } | undefined {
+  const m = /^(\[[^\]]+\]|[^:[\]]+):(\d{1,5})$/.exec(a);
+  return m ? { host: m[1]!, port: m[2]! } : undefined;
+}
+
+export interface ParsedHead {
+  method: string;
+  /** Canonical host:port the request wants to reach. */
+  authority: string;
+  connect: boolean;
+  /** For plain HTTP: the head to send upstream (origin-form, proxy headers dropped). */
+  upstreamHead?: string;
+}
+
+/** Parse a request head (without the final CRLFCRLF). Returns a string saying why it is refused. */
+export function parseProxyHead(head: string): ParsedHead | string {
+  const lines = head.split('\r\n');
+  const m = /^([A-Z]{1,16}) (\S+) HTTP\/1\.[01]$/.exec(lines[0] ?? '');
+  if (!m) return 'malformed request line';
+  const [, method, target] = m as unknown as [string, string, string];
+  if (method === 'CONNECT') {
+    const hp = splitAuthority(target);
+    const authority = hp && canonicalAuthority(hp.host, hp.port);
+    return authority ? { method, authority, connect: true } : 'malformed CONNECT target';
+  }
+  let url: URL;
+  try {
+    url = new URL(target);
+  } catch {
+    return 'a proxy request needs an absolute http:// target';
+  }
+  if (url.protocol !== 'http:' || url.username || url.password) return 'only http:// targets are forwarded (https goes through CONNECT)';
+  const authority = canonicalAuthority(url.hostname, url.port || '80');
+  if (!authority) return 'malformed target host';
+  const headers = lines
+    .slice(1)
+    .filter((l) => !/^(proxy-connection|proxy-authorization|connection|keep-alive)\s*:/i.test(l));
+  const upstreamHead = [`${method} ${url.pathname}${url.search} HTTP/1.1`, ...headers, 'Connection: close', '', ''].join('\r\n');
+  return { method, authority, connect: false, upstreamHead };
+}
+
+export interface EgressProxy {
+  readonly socketPath: string;
+  close(): Promise<void>;
+}
+
+/** Listen on `socketPath` (mode 0666: jail uids must be able to connect) and forward to `allow` only. */
+export async function startEgressProxy(opts: { socketPath: string; allow: readonly string[]; log: Logger }): Promise<EgressProxy> {
+  const allow = new Set<string>();
+  for (const a of opts.allow) {
+    const hp = splitAuthority(a.trim());
+    const c = hp && canonicalAuthority(hp.host, hp.port);
+    if (!c) throw new Error(`fetch registry ${JSON.stringify(a)} is not host:port`);
+    allow.add(c);
+  }
+  const log = opts.log;
+  const live = new Set<Socket>();
+
+  const refuse = (client: Socket, status: string, why: string) => {
+    client.end(`HTTP/1.1 ${status}\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n${why}\n`);
+  };
+
+  const server: Server = createServer({ allowHalfOpen: false }, (client) => {
+    if (live.size >= MAX_CONNECTIONS) return refuse(client, '503 Service Unavailable', 'too many connections');
+    live.add(client);
+    client.on('close', () => live.delete(client));
+    client.on('error', () => client.destroy());
+    client.setTimeout(HEAD_TIMEOUT_MS, () => client.destroy());
+    let buf = Buffer.alloc(0);
+    const onData = (chunk: Buffer) => {
+      buf = Buffer.concat([buf, chunk]);
+      const end = buf.indexOf('\r\n\r\n');
+      if (end < 0) {
+        if (buf.length > MAX_HEAD_BYTES) refuse(client, '431 Request Header Fields Too Large', 'request head too large');
+        return;
+      }
+      client.off('data', onData);
+      client.pause();
+      const head = buf.subarray(0, end).toString('latin1');
+      const rest = buf.subarray(end + 4);
+      const req = parseProxyHead(head);
+      if (typeof req === 'string') {
+        log.warn({ why: req }, 'egress refused');
+        return refuse(client, '400 Bad Request', req);
+      }
+      if (!allow.has(req.authority)) {
+        log.warn({ dest: req.authority, method: req.method }, 'egress refused');
+        return refuse(client, '403 Forbidden', `${req.authority} is not an allowed fetch registry`);
+      }
+      const { host, port } = splitAuthority(req.authority)!;
+      const upstream = connect({ host: host.replace(/^\[|\]$/g, ''), port: Number(port) });
+      live.add(upstream);
+      upstream.on('close', () => live.delete(upstream));
+      upstream.setTimeout(CONNECT_TIMEOUT_MS, () => upstream.destroy());
+      upstream.once('error', (err) => {
+        log.warn({ dest: req.authority, code: (err as NodeJS.ErrnoException).code }, 'egress upstream failed');
+        if (!client.destroyed) refuse(client, '502 Bad Gateway', `cannot reach ${req.authority}`);
+        client.resume();
+      });
+      upstream.once('connect', () => {
+        log.info({ dest: req.authority, method: req.method }, 'egress allowed');
+        upstream.setTimeout(IDLE_TIMEOUT_MS, () => upstream.destroy());
+        client.setTimeout(IDLE_TIMEOUT_MS, () => client.destroy());
+        if (req.connect) client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+        else upstream.write(req.upstreamHead!, 'latin1');
+        if (rest.length) upstream.write(rest);
+        client.pipe(upstream);
+        upstream.pipe(client);
+        client.on('close', () => upstream.destroy());
+        upstream.on('close', () => client.destroy());
+        upstream.on('error', () => client.destroy());
+        client.resume();
+      });
+    };
+    client.on('data', onData);
+  });
+
+  // A socket file left by a daemon that was SIGKILLed would make listen fail.
+  try {
+    if (lstatSync(opts.socketPath).isSocket()) unlinkSync(opts.socketPath);
+  } catch {
+    /* absent */
+  }
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.socketPath, () => resolve());
+  });
+  // connect(2) on a unix socket needs write permission on its inode; jails run as pool uids.
+  chmodSync(opts.socketPath, 0o666);
+  return {
+    socketPath: opts.socketPath,
+    async close() {
+      for (const s of live) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      try {
+        unlinkSync(opts.socketPath);
+      } catch {
+        /* gone */
+      }
+    },
+  };
+}

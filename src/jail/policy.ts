@@ -1,0 +1,141 @@
+// The two phase policies as data (DESIGN.md "Two jail phases"): what each jail
+// sees of the host, which network it has, and the in-jail layout other modules
+// build paths against. Only host-dependent facts (where the project lives, how
+// /bin is laid out) are filled in by `phasePolicy`; bwrap-argv.ts turns a policy
+// into bubblewrap options and decides nothing itself.
+import { lstatSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { Phase } from './types.js';
+
+/** The lspd project directory on the host (src/jail/ → ../..). */
+export const PROJECT_DIR = resolve(import.meta.dirname, '..', '..');
+/** Where `make -C jail` puts the helper, the gate, the probe and the forwarder. */
+export const JAIL_BUILD_DIR = join(PROJECT_DIR, 'jail', 'build');
+export const GATE_PATH = join(JAIL_BUILD_DIR, 'lspd-gate');
+export const PROBE_PATH = join(JAIL_BUILD_DIR, 'lspd-probe');
+export const FORWARDER_PATH = join(JAIL_BUILD_DIR, 'egress-forwarder.mjs');
+
+// --- the in-jail layout (constants the session and fetch code build on) ---
+/** Where the tree is bound by the CLI and the tests; the same as src/lsp/paths.ts TREE_AT. */
+export const JAIL_SRC = '/src';
+/** The project's node_modules (pyright, intelephense, bash-language-server, tsc, …), read-only, SERVE only. */
+export const JAIL_NODE_MODULES = '/opt/lspd/node_modules';
+/** jail/build: the probe and the egress forwarder, read-only. */
+export const JAIL_TOOLS = '/opt/lspd/jail';
+export const JAIL_PROBE = `${JAIL_TOOLS}/lspd-probe`;
+export const JAIL_FORWARDER = `${JAIL_TOOLS}/egress-forwarder.mjs`;
+/** Private, size-bounded tmpfs per jail. */
+export const JAIL_HOME = '/home/lspd';
+export const JAIL_TMP = '/tmp';
+/** The uid/gid a jailed process has inside its user namespace (the host uid is the pool's). */
+export const JAIL_INNER_UID = 1000;
+/** FETCH: the daemon's egress proxy, bound into the jail. */
+export const JAIL_EGRESS_SOCKET = '/run/lspd/egress.sock';
+/** FETCH: what the in-jail forwarder listens on; each jail has its own network namespace, so a fixed port is fine. */
+export const FETCH_PROXY_PORT = 3128;
+export const FETCH_PROXY_URL = `http://127.0.0.1:${FETCH_PROXY_PORT}`;
+
+export interface RoBind {
+  host: string;
+  at: string;
+  /** Skip silently when the host path is absent (e.g. /lib32 on a host without it). */
+  optional?: boolean;
+}
+
+export interface PhasePolicy {
+  readonly phase: Phase;
+  /** 'none': a network namespace with only lo. 'egress-proxy': the same, plus the daemon's proxy socket and an in-jail forwarder on 127.0.0.1. */
+  readonly network: 'none' | 'egress-proxy';
+  /** Read-only binds of host paths (toolchains, the few /etc files that are needed). */
+  readonly roBinds: readonly RoBind[];
+  /** Symlinks created in the jail root (merged-/usr hosts: /bin → usr/bin). */
+  readonly symlinks: readonly { target: string; at: string }[];
+  /** Size-bounded private tmpfs mounts. */
+  readonly tmpfs: readonly string[];
+  /** Environment every command starts from (the caller's env is laid over it). */
+  readonly env: Readonly<Record<string, string>>;
+  readonly hostname: string;
+}
+
+/** Host facts a policy depends on; gathered once at boot. */
+export interface HostLayout {
+  projectDir: string;
+  /** Daemon-written files bound over /etc/passwd, /etc/group, /etc/hosts (a uid with a name; nothing of the host's users). */
+  etcDir: string;
+  /** The daemon's egress proxy socket (host path). */
+  egressSocket: string;
+  /** Top-level entries that are symlinks into /usr on this host (merged /usr), by name. */
+  usrMerged: Readonly<Record<string, string>>;
+}
+
+/** /bin, /sbin, /lib* as symlinks where the host has them so, else read-only binds. */
+export function topLevelDirs(): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of ['bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32']) {
+    try {
+      const st = lstatSync(`/${name}`);
+      out[name] = st.isSymbolicLink() ? 'symlink' : 'dir';
+    } catch {
+      /* absent */
+    }
+  }
+  return out;
+}
+
+const BASE_ENV = {
+  PATH: '/usr/local/bin:/usr/bin:/bin',
+  HOME: JAIL_HOME,
+  TMPDIR: JAIL_TMP,
+  USER: 'lspd',
+  LANG: 'C.UTF-8',
+} as const;
+
+export function phasePolicy(phase: Phase, host: HostLayout): PhasePolicy {
+  const symlinks: { target: string; at: string }[] = [];
+  // /usr holds every toolchain (node, go, gopls, clangd, npm); read-only.
+  const roBinds: RoBind[] = [{ host: '/usr', at: '/usr' }];
+  for (const [name, kind] of Object.entries(host.usrMerged)) {
+    if (kind === 'symlink') symlinks.push({ target: `usr/${name}`, at: `/${name}` });
+    else roBinds.push({ host: `/${name}`, at: `/${name}`, optional: true });
+  }
+  // As little of /etc as works: the dynamic linker's cache (clangd's LLVM libraries),
+  // and daemon-written passwd/group/hosts so the jail uid has a name (os.userInfo(),
+  // Go's os/user) without exposing the host's accounts.
+  roBinds.push(
+    { host: '/etc/ld.so.cache', at: '/etc/ld.so.cache', optional: true },
+    { host: join(host.etcDir, 'passwd'), at: '/etc/passwd' },
+    { host: join(host.etcDir, 'group'), at: '/etc/group' },
+    { host: join(host.etcDir, 'hosts'), at: '/etc/hosts' },
+    { host: join(host.projectDir, 'jail', 'build'), at: JAIL_TOOLS },
+  );
+  if (phase === 'serve') {
+    roBinds.push({ host: join(host.projectDir, 'node_modules'), at: JAIL_NODE_MODULES });
+    return Object.freeze({
+      phase,
+      network: 'none',
+      roBinds,
+      symlinks,
+      tmpfs: [JAIL_TMP, JAIL_HOME],
+      env: { ...BASE_ENV },
+      hostname: 'lspd',
+    });
+  }
+  // FETCH verifies TLS: Go and composer read the system CA bundle (npm carries its own).
+  roBinds.push({ host: '/etc/ssl', at: '/etc/ssl', optional: true }, { host: '/etc/ca-certificates', at: '/etc/ca-certificates', optional: true });
+  roBinds.push({ host: host.egressSocket, at: JAIL_EGRESS_SOCKET });
+  return Object.freeze({
+    phase,
+    network: 'egress-proxy',
+    roBinds,
+    symlinks,
+    tmpfs: [JAIL_TMP, JAIL_HOME],
+    env: {
+      ...BASE_ENV,
+      HTTPS_PROXY: FETCH_PROXY_URL,
+      HTTP_PROXY: FETCH_PROXY_URL,
+      https_proxy: FETCH_PROXY_URL,
+      http_proxy: FETCH_PROXY_URL,
+    },
+    hostname: 'lspd',
+  });
+}

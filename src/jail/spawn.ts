@@ -1,0 +1,345 @@
+// Starting one jail: open and check the tree, take a uid and a cgroup, hand bwrap
+// its options, filter and tree by descriptor, release it through lspd-gate once it
+// sits in its cgroups, and confirm the sandbox was set up before anyone talks to it.
+// The JailedProcess it returns owns the process group, the cgroup and the uid until
+// every process of the jail is gone.
+//
+// Descriptors of the gate/bwrap process (the numbers bwrap-argv.ts is given):
+//   0-2 stdio · 3 --json-status-fd · 4 --args · 5 --seccomp · 6 gate · 7 --ro-bind-fd (tree)
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chownSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { lchown, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Duplex } from 'node:stream';
+import { errors } from '../errors.js';
+import type { Logger } from '../log.js';
+import { bwrapOptions, isJailPath, jailCommand } from './bwrap-argv.js';
+import type { Cgroups, JailCgroup } from './cgroup.js';
+import { JAIL_HOME, type PhasePolicy } from './policy.js';
+import { StderrRing, makeScrubber } from './stderr-ring.js';
+import type { Bind, JailExit, JailSpawnOptions, JailedProcess, Phase } from './types.js';
+import type { UidPool } from './uid-pool.js';
+
+const FD = { jsonStatus: 3, args: 4, seccomp: 5, gate: 6, tree: 7 } as const;
+/** bwrap reports this when the tree's path no longer leads to the fd's directory. */
+const RACE = 'Race condition binding dirfd';
+const RACE_ATTEMPTS = 5;
+const SETUP_TIMEOUT_MS = 10_000;
+const DRAIN_TIMEOUT_MS = 5_000;
+
+export interface SpawnContext {
+  bwrapPath: string;
+  gatePath: string;
+  filters: Readonly<Record<Phase, Buffer>>;
+  policies: Readonly<Record<Phase, PhasePolicy>>;
+  uids: UidPool;
+  cgroups: Cgroups;
+  limits: { memoryBytes: number; pids: number; tmpBytes: number; stderrRingBytes: number };
+  /** Host path → what to show instead, for stderr tails. */
+  scrub: readonly (readonly [string, string])[];
+  log: Logger;
+  /** Every jail not yet gone, for close(). */
+  live: Set<JailedProcess>;
+}
+
+let seq = 0;
+
+/** Spawn `opts` in a jail of its phase. The caller has checked that the phase is proved. */
+export async function spawnInJail(ctx: SpawnContext, opts: JailSpawnOptions): Promise<JailedProcess> {
+  assert.ok(opts.argv.length > 0 && opts.argv[0]!.startsWith('/'), 'argv[0] must be an absolute in-jail path');
+  for (const b of opts.binds ?? []) assert.ok(!b.rw || opts.phase === 'fetch', 'read-write binds exist only in FETCH');
+  opts.signal?.throwIfAborted();
+  const treeFd = opts.tree ? openTree(opts.tree) : undefined;
+  try {
+    if (opts.tree && treeFd !== undefined) preCreateMountPoints(treeFd, opts.tree.at, opts.binds ?? []);
+    for (let attempt = 1; ; attempt++) {
+      const j = launch(ctx, opts, treeFd);
+      const setup = await j.setup;
+      if (setup === 'ok') return j;
+      await j.exited;
+      if (setup.includes(RACE) && attempt < RACE_ATTEMPTS) {
+        ctx.log.warn({ attempt }, 'tree path changed while binding it; retrying');
+        continue;
+      }
+      if (setup.includes(RACE)) throw errors.serverUnavailable('The tree moved while its jail was being set up.', 1);
+      if (opts.signal?.aborted) throw opts.signal.reason;
+      throw errors.serverUnavailable(`The jail could not be set up: ${setup}`, 5);
+    }
+  } finally {
+    if (treeFd !== undefined) closeSync(treeFd);
+  }
+}
+
+/** O_DIRECTORY|O_NOFOLLOW, owned by the daemon, and the expected inode if the caller gave one. */
+function openTree(tree: NonNullable<JailSpawnOptions['tree']>): number {
+  assert.ok(isJailPath(tree.at), 'tree.at');
+  let fd: number;
+  try {
+    fd = openSync(tree.hostDir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  } catch {
+    throw errors.serverUnavailable('The tree is not available.', 1);
+  }
+  const st = fstatSync(fd, { bigint: true });
+  const why = !st.isDirectory()
+    ? 'not a directory'
+    : st.uid !== BigInt(process.getuid!())
+      ? 'not owned by lspd'
+      : tree.expect && (st.dev !== BigInt(tree.expect.dev) || st.ino !== BigInt(tree.expect.ino))
+        ? 'not the admitted directory'
+        : undefined;
+  if (why) {
+    closeSync(fd);
+    throw errors.serverUnavailable(`The tree was refused (${why}).`, 1);
+  }
+  return fd;
+}
+
+/**
+ * bwrap cannot create a mount point inside a read-only bind, so a bind that lands
+ * inside the tree (a dependency dir over <ws>/node_modules) needs its mount point to
+ * exist first. Created through the checked fd; a symlink or file on the way is refused
+ * (a tree could point one anywhere in the jail).
+ */
+function preCreateMountPoints(treeFd: number, treeAt: string, binds: readonly Bind[]): void {
+  for (const b of binds) {
+    if (!b.at.startsWith(treeAt + '/')) continue;
+    const parts = b.at.slice(treeAt.length + 1).split('/');
+    const hostIsDir = lstatSync(b.host).isDirectory();
+    let rel = '';
+    parts.forEach((part, i) => {
+      rel += '/' + part;
+      const p = `/proc/self/fd/${treeFd}${rel}`;
+      const last = i === parts.length - 1;
+      let st;
+      try {
+        st = lstatSync(p);
+      } catch {
+        if (last && !hostIsDir) writeFileSync(p, '', { flag: 'wx', mode: 0o644 });
+        else mkdirSync(p, { mode: 0o755 });
+        return;
+      }
+      if (st.isSymbolicLink() || (!st.isDirectory() && !(last && !hostIsDir))) {
+        throw errors.serverUnavailable('The tree holds a link or file where a dependency directory is mounted.', 60);
+      }
+    });
+  }
+}
+
+interface Launched extends JailedProcess {
+  /** 'ok' once the sandbox is set up (its PID 1 runs under the filter), else bwrap's scrubbed complaint. */
+  readonly setup: Promise<'ok' | string>;
+}
+
+function launch(ctx: SpawnContext, opts: JailSpawnOptions, treeFd: number | undefined): Launched {
+  const policy = ctx.policies[opts.phase];
+  const uid = ctx.uids.acquire();
+  let cg: JailCgroup;
+  try {
+    cg = ctx.cgroups.create(`j${uid}-${++seq}`, ctx.limits);
+  } catch (err) {
+    ctx.uids.release(uid);
+    throw err;
+  }
+  const rwBinds = (opts.binds ?? []).filter((b) => b.rw);
+  // A FETCH jail writes its dependency dir as its pool uid; handed back to root when it is gone.
+  for (const b of rwBinds) chownSync(b.host, uid, uid);
+
+  const bwrapArgs = bwrapOptions({
+    policy,
+    fds: { jsonStatus: FD.jsonStatus, seccomp: FD.seccomp, ...(treeFd !== undefined ? { tree: FD.tree } : {}) },
+    ...(opts.tree ? { treeAt: opts.tree.at } : {}),
+    binds: opts.binds ?? [],
+    tmpBytes: ctx.limits.tmpBytes,
+    env: opts.env ?? {},
+    cwd: opts.cwd ?? opts.tree?.at ?? JAIL_HOME,
+  });
+  const cmd = jailCommand(policy, opts.argv);
+  const stdio: ('pipe' | number)[] = ['pipe', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe'];
+  if (treeFd !== undefined) stdio.push(treeFd);
+  // An empty environment: bwrap's PID 1 keeps the environ it was started with, and
+  // /proc/1/environ is readable inside the jail. detached: the gate (then bwrap) leads
+  // its own process group, which kill() signals as a whole.
+  const child: ChildProcess = spawn(ctx.gatePath, [String(FD.gate), ctx.bwrapPath, '--args', String(FD.args), '--', ...cmd], {
+    uid,
+    gid: uid,
+    env: {},
+    cwd: '/',
+    detached: true,
+    stdio,
+  });
+
+  const scrub = makeScrubber([
+    ...(opts.tree ? [[opts.tree.hostDir, opts.tree.at] as const] : []),
+    ...(opts.binds ?? []).map((b) => [b.host, b.at] as const),
+    ...policy.roBinds.map((b) => [b.host, b.at] as const),
+    ...ctx.scrub,
+  ]);
+  const ring = new StderrRing(opts.stderrRingBytes ?? ctx.limits.stderrRingBytes);
+  child.stderr!.on('data', (d: Buffer) => {
+    ring.push(d);
+    opts.onStderr?.(d);
+  });
+
+  let killed = false;
+  const kill = () => {
+    if (killed) return;
+    killed = true;
+    if (child.pid !== undefined) {
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        /* group already gone */
+      }
+    }
+    cg.killAll();
+  };
+  const onAbort = () => kill();
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
+
+  // --- the process is gone: drain the cgroup, hand back what the jail held ---
+  const bwrapExit = new Promise<JailExit>((resolve) => {
+    child.once('exit', (code, signal) => resolve({ code, signal }));
+    child.once('error', () => resolve({ code: 127, signal: null }));
+  });
+  const exited = bwrapExit.then(async (exit) => {
+    opts.signal?.removeEventListener('abort', onAbort);
+    const gone = await drain(cg);
+    if (gone) {
+      for (const b of rwBinds) await chownBack(b.host, ctx.log);
+      ctx.uids.release(uid);
+    } else {
+      // Never reuse a uid while a process of it may live (D state); leak it loudly.
+      ctx.log.error({ uid, pids: cg.pids() }, 'jail processes survived SIGKILL; uid quarantined');
+    }
+    ctx.live.delete(jailed);
+    return exit;
+  });
+
+  // --- hand over options, filter, cgroup placement, go-ahead ---
+  const fds = child.stdio as unknown as (Duplex | null)[];
+  const setup = (async (): Promise<'ok' | string> => {
+    if (child.pid === undefined) {
+      await exited;
+      return 'the jail gate could not be started (is jail/build built and reachable by the jail uids?)';
+    }
+    fds[FD.args]!.end(Buffer.from(bwrapArgs.map((a) => a + '\0').join('')));
+    fds[FD.seccomp]!.end(ctx.filters[opts.phase]);
+    try {
+      cg.attach(child.pid);
+    } catch (err) {
+      kill();
+      await exited;
+      return `cannot place the jail in its cgroup (${(err as Error).message})`;
+    }
+    fds[FD.gate]!.end('G');
+    return confirmSetup(child, fds[FD.jsonStatus]!, exited, opts.signal).then(
+      (r) => (r === 'ok' ? 'ok' : scrub(firstLine(ring.text()) || r)),
+    );
+  })();
+
+  const jailed: Launched = {
+    pid: child.pid ?? -1,
+    stdin: child.stdin!,
+    stdout: child.stdout!,
+    stderrTail: () => scrub(ring.text()),
+    exited,
+    kill,
+    setup,
+  };
+  ctx.live.add(jailed);
+  return jailed;
+}
+
+/**
+ * bwrap writes {"child-pid": N} on --json-status-fd right after clone(), and
+ * {"exit-code": N} at the end only if the sandbox got as far as exec. In between,
+ * N (the sandbox's PID 1) loads the seccomp filter only after every mount, the tree's
+ * race check included: so "N has Seccomp: 2" or an exit-code record means set up.
+ */
+function confirmSetup(child: ChildProcess, status: Duplex, exited: Promise<JailExit>, signal?: AbortSignal): Promise<'ok' | string> {
+  return new Promise((resolve) => {
+    let buf = '';
+    let childPid: number | undefined;
+    let sawExitCode = false;
+    let settled = false;
+    const done = (r: 'ok' | string) => {
+      if (settled) return;
+      settled = true;
+      clearInterval(poll);
+      clearTimeout(deadline);
+      resolve(r);
+    };
+    status.setEncoding('utf8');
+    status.on('data', (d: string) => {
+      buf += d;
+      for (;;) {
+        const nl = buf.indexOf('\n');
+        if (nl < 0) break;
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        try {
+          const rec = JSON.parse(line) as Record<string, unknown>;
+          if (typeof rec['child-pid'] === 'number') childPid = rec['child-pid'];
+          if ('exit-code' in rec) {
+            sawExitCode = true;
+            done('ok');
+          }
+        } catch {
+          /* not ours to judge */
+        }
+      }
+    });
+    status.on('error', () => {});
+    const poll = setInterval(() => {
+      if (childPid === undefined) return;
+      try {
+        if (/^Seccomp:\s*2$/m.test(readFileSync(`/proc/${childPid}/status`, 'utf8'))) done('ok');
+      } catch {
+        /* gone: the exit path decides */
+      }
+    }, 1);
+    const deadline = setTimeout(() => {
+      child.kill('SIGKILL');
+      done('the sandbox was not set up in time');
+    }, SETUP_TIMEOUT_MS);
+    void exited.then(() => {
+      // The exit-code record is written before bwrap exits; give the stream its last bytes.
+      const end = () => done(sawExitCode ? 'ok' : signal?.aborted ? 'aborted' : 'bwrap failed');
+      if (status.readableEnded || status.destroyed) end();
+      else {
+        status.once('close', end);
+        setTimeout(end, 200).unref();
+      }
+    });
+  });
+}
+
+function firstLine(s: string): string {
+  return (s.split('\n').find((l) => l.startsWith('bwrap:')) ?? s.split('\n')[0] ?? '').trim().slice(0, 300);
+}
+
+/** Wait for the jail's cgroup to empty, SIGKILLing stragglers; then remove it. */
+async function drain(cg: JailCgroup): Promise<boolean> {
+  const until = Date.now() + DRAIN_TIMEOUT_MS;
+  for (let i = 0; ; i++) {
+    if (cg.pids().length === 0 && cg.remove()) return true;
+    if (Date.now() > until) return false;
+    if (i > 0) cg.killAll();
+    await new Promise((r) => setTimeout(r, Math.min(50, 2 ** i)));
+  }
+}
+
+/** Give a FETCH dependency dir back to root, never following a link the jail left there. */
+async function chownBack(dir: string, log: Logger): Promise<void> {
+  try {
+    await lchown(dir, 0, 0);
+    for (const e of await readdir(dir, { withFileTypes: true })) {
+      const p = join(dir, e.name);
+      if (e.isDirectory()) await chownBack(p, log);
+      else await lchown(p, 0, 0);
+    }
+  } catch (err) {
+    log.warn({ code: (err as NodeJS.ErrnoException).code }, 'could not hand a dependency dir back to root');
+  }
+}
