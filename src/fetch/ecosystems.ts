@@ -1,0 +1,141 @@
+// Which dependencies a stored tree has, per workspace, and whether FETCH may get
+// them. A workspace is a directory holding an ecosystem's lockfile (go.mod counts:
+// go.sum is its lock). Only first-party toolchains with scripts off are ever run;
+// installers that execute package code are refused with a reason the caller sees.
+import { lstat, readFile, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Ecosystem, PlanItem, Toolchains } from './types.js';
+
+export interface DetectLimits {
+  /** Directory entries looked at before the walk gives up (the tree's file cap is a fine value). */
+  maxEntries: number;
+  /** Deepest directory looked into. */
+  maxDepth: number;
+  /** Most workspaces fetched per ecosystem; more are reported skipped, not run (each is a jail spawn). */
+  maxWorkspaces: number;
+}
+
+export const defaultDetectLimits: DetectLimits = { maxEntries: 200_000, maxDepth: 32, maxWorkspaces: 16 };
+
+/**
+ * Directories never searched: installed dependencies (node_modules, vendor) are not
+ * the tree's own workspaces, .git is not source, and Go ignores testdata (its
+ * go.mod files are fixtures whose requirements are usually fake).
+ */
+const skipDirs = new Set(['node_modules', 'vendor', '.git', 'testdata', '.hg', '.svn']);
+
+const pythonMarkers = ['requirements.txt', 'pyproject.toml', 'setup.py', 'Pipfile', 'poetry.lock'];
+
+const PY_REASON =
+  'Python dependencies were not fetched: pip and Python build backends run package code, which FETCH never does.';
+const CARGO_REASON =
+  'Rust dependencies were not fetched: no pinned cargo toolchain is installed under /usr (a per-user rustup cargo is not pinned), and no pinned rust-analyzer would read them.';
+const COMPOSER_MISSING = 'PHP dependencies were not fetched: no pinned composer (and php) is installed.';
+const COMPOSER_UNWRITTEN = 'PHP dependencies were not fetched: lspd has no composer fetcher yet.';
+const NPM_NO_LOCK = 'npm dependencies were not fetched: package.json has no package-lock.json or npm-shrinkwrap.json, and without a lockfile an install would resolve versions at fetch time.';
+const YARN_PNPM = 'npm dependencies were not fetched: only a yarn or pnpm lockfile is present and neither tool is pinned.';
+const GO_MISSING = 'Go dependencies were not fetched: the go toolchain is not installed.';
+const NPM_MISSING = 'npm dependencies were not fetched: npm is not installed.';
+
+/** Walk the tree (never following links) and plan one item per (ecosystem, workspace). */
+export async function detect(treeDir: string, tools: Toolchains, limits: DetectLimits = defaultDetectLimits): Promise<PlanItem[]> {
+  const found: PlanItem[] = [];
+  let seen = 0;
+  // Breadth-first so that when a cap bites, the shallow (usually main) workspaces win.
+  let level: string[] = [''];
+  for (let depth = 0; depth <= limits.maxDepth && level.length > 0; depth++) {
+    const next: string[] = [];
+    for (const rel of level) {
+      let entries;
+      try {
+        entries = await readdir(join(treeDir, rel), { withFileTypes: true });
+      } catch {
+        continue; // vanished or unreadable: nothing to plan there
+      }
+      seen += entries.length;
+      if (seen > limits.maxEntries) return cap(found, limits);
+      const files = new Set(entries.filter((e) => e.isFile()).map((e) => e.name));
+      const bareNpm = rel === '' && files.has('package.json') && (await declaresDependencies(join(treeDir, 'package.json')));
+      found.push(...planDir(rel, files, tools, bareNpm));
+      for (const e of entries) {
+        // Dirent.isDirectory() is false for a symlink, so links are never followed.
+        if (e.isDirectory() && !skipDirs.has(e.name)) next.push(rel === '' ? e.name : `${rel}/${e.name}`);
+      }
+    }
+    level = next.sort();
+  }
+  return cap(found, limits);
+}
+
+function planDir(dir: string, files: Set<string>, tools: Toolchains, bareNpm: boolean): PlanItem[] {
+  const out: PlanItem[] = [];
+  const fetch = (ecosystem: 'go' | 'npm'): PlanItem => ({ ecosystem, dir, action: 'fetch' });
+  const refuse = (ecosystem: Ecosystem, reason: string): PlanItem => ({ ecosystem, dir, action: 'refuse', reason });
+
+  if (files.has('go.mod')) out.push(tools.go ? fetch('go') : refuse('go', GO_MISSING));
+
+  if (files.has('package-lock.json') || files.has('npm-shrinkwrap.json')) {
+    out.push(tools.npm && tools.node ? fetch('npm') : refuse('npm', NPM_MISSING));
+  } else if (files.has('yarn.lock') || files.has('pnpm-lock.yaml')) {
+    out.push(refuse('npm', YARN_PNPM));
+  } else if (bareNpm) {
+    out.push(refuse('npm', NPM_NO_LOCK));
+  }
+
+  // A pinned composer is not in the image yet, so its fetcher is not written: say
+  // which of the two it is rather than fail a job on a step that cannot run.
+  if (files.has('composer.lock')) out.push(refuse('composer', tools.composer && tools.php ? COMPOSER_UNWRITTEN : COMPOSER_MISSING));
+
+  if (files.has('Cargo.lock')) out.push(refuse('cargo', CARGO_REASON));
+
+  if (pythonMarkers.some((m) => files.has(m))) out.push(refuse('python', PY_REASON));
+  return out;
+}
+
+/**
+ * A package.json without a lockfile is reported (refused) only at the top of the
+ * tree and only when it declares dependencies: nested ones are usually members of
+ * a monorepo whose lock is higher up, and one with no dependencies needs nothing.
+ */
+async function declaresDependencies(file: string): Promise<boolean> {
+  try {
+    const st = await lstat(file);
+    if (!st.isFile() || st.size > 4 * 1024 * 1024) return false;
+    const pkg = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
+    return ['dependencies', 'devDependencies', 'optionalDependencies', 'peerDependencies'].some(
+      (k) => typeof pkg[k] === 'object' && pkg[k] !== null && Object.keys(pkg[k] as object).length > 0,
+    );
+  } catch {
+    return false; // unreadable or not JSON: the language server will say so; nothing to fetch
+  }
+}
+
+function cap(items: PlanItem[], limits: DetectLimits): PlanItem[] {
+  const count = new Map<Ecosystem, number>();
+  return items.map((it) => {
+    if (it.action !== 'fetch') return it;
+    const n = (count.get(it.ecosystem) ?? 0) + 1;
+    count.set(it.ecosystem, n);
+    if (n <= limits.maxWorkspaces) return it;
+    return { ...it, action: 'refuse', reason: `Not fetched: more than ${limits.maxWorkspaces} ${it.ecosystem} workspaces in one tree.` };
+  });
+}
+
+/** True when a tree-relative dir is safe to join under a host dir (detection only yields such, but state files are re-read). */
+export function isSafeRelDir(dir: string): boolean {
+  if (dir === '') return true;
+  if (dir.startsWith('/') || dir.includes('\\') || dir.includes('\0')) return false;
+  return dir.split('/').every((seg) => seg !== '' && seg !== '.' && seg !== '..');
+}
+
+/** lstat every component: true when `rel` under `base` is a real directory reached through no symlink. */
+export async function isPlainDir(base: string, rel: string): Promise<boolean> {
+  let p = base;
+  for (const seg of rel === '' ? [] : rel.split('/')) {
+    p = join(p, seg);
+    const st = await lstat(p).catch(() => undefined);
+    if (!st || !st.isDirectory()) return false;
+  }
+  const st = await lstat(base).catch(() => undefined);
+  return !!st && st.isDirectory();
+}

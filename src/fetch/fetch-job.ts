@@ -1,0 +1,332 @@
+// One root's fetch: its state machine, and the run that takes it from queued to
+// done or failed. The manager (fetch-manager.ts) owns the queue, persistence and
+// callers; this module owns what happens while a job runs: one FETCH-jail spawn per
+// workspace in turn, a deadline and a byte bound over the whole job, and the
+// bounded, scrubbed log tail the caller sees.
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Jail } from '../jail/types.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
+import { diskUsage } from './disk-usage.js';
+import { goHint, goServeMounts, prepareGo } from './go.js';
+import { LogTail } from './log-tail.js';
+import { npmHint, npmServeMounts, prepareNpm } from './npm.js';
+import { openForJail, seal } from './perms.js';
+import { NPM_CACHE_REL, OUTPUT_DIRS, type ServeMount, type StepContext, type StepSpawn } from './step.js';
+import type { Ecosystem, FetchView, PlanItem, StepStatus } from './types.js';
+
+/** Why a running job was stopped; each ends differently (see FetchManager). */
+export type AbortCause = 'timeout' | 'bytes' | 'cancelled' | 'shutdown';
+
+export class FetchAbort extends Error {
+  constructor(readonly cause_: AbortCause) {
+    super(`fetch aborted: ${cause_}`);
+    this.name = 'FetchAbort';
+  }
+}
+
+interface Common {
+  steps: StepStatus[];
+  /** How many times a run began (a daemon crash mid-run re-queues with attempt+1). */
+  attempt: number;
+}
+/** The job's states; a field exists only where it means something. */
+export type JobState =
+  | { name: 'none' }
+  | ({ name: 'queued' } & Common)
+  | ({ name: 'running'; startedAt: string; abort: AbortController } & Common)
+  | ({ name: 'done'; startedAt: string; finishedAt: string; bytes: number; log: string; mounts: ServeMount[] } & Common)
+  | ({ name: 'failed'; error: string; startedAt?: string; finishedAt: string; bytes?: number; log: string; mounts: ServeMount[] } & Common)
+  | ({ name: 'refused'; error: string } & Common)
+  | { name: 'cancelled' };
+
+export type JobStateName = JobState['name'];
+
+/** Legal transitions. Initial states (from detection or a state file) are set by `FetchJob`'s constructor. */
+const next: Record<JobStateName, readonly JobStateName[]> = {
+  none: [],
+  queued: ['running', 'cancelled', 'failed'],
+  running: ['done', 'failed', 'cancelled'],
+  done: [],
+  failed: [],
+  refused: [],
+  cancelled: [],
+};
+
+export class IllegalTransition extends Error {
+  constructor(from: JobStateName, to: JobStateName) {
+    super(`fetch job: illegal transition ${from} -> ${to}`);
+    this.name = 'IllegalTransition';
+  }
+}
+
+export class FetchJob {
+  private s: JobState;
+  constructor(initial: JobState) {
+    this.s = initial;
+  }
+  get state(): JobState {
+    return this.s;
+  }
+  to(s: JobState): void {
+    if (!next[this.s.name].includes(s.name)) throw new IllegalTransition(this.s.name, s.name);
+    this.s = s;
+  }
+  get settled(): boolean {
+    return next[this.s.name].length === 0;
+  }
+
+  /** What callers see (API.md `fetch`); cancelled never reaches one (its root is gone). */
+  view(): FetchView {
+    const s = this.s;
+    switch (s.name) {
+      case 'none':
+      case 'cancelled':
+        return { state: 'none' };
+      case 'queued':
+        return { state: 'queued', ecosystems: copy(s.steps) };
+      case 'running':
+        return { state: 'running', ecosystems: copy(s.steps), startedAt: s.startedAt };
+      case 'done':
+        return { state: 'done', ecosystems: copy(s.steps), log: s.log, startedAt: s.startedAt, finishedAt: s.finishedAt, bytes: s.bytes };
+      case 'failed':
+        return { state: 'failed', error: s.error, ecosystems: copy(s.steps), log: s.log, ...(s.startedAt ? { startedAt: s.startedAt } : {}), finishedAt: s.finishedAt, ...(s.bytes !== undefined ? { bytes: s.bytes } : {}) };
+      case 'refused':
+        return { state: 'refused', error: s.error, ecosystems: copy(s.steps) };
+    }
+  }
+}
+
+const copy = (steps: StepStatus[]): StepStatus[] => steps.map((s) => ({ ...s }));
+
+/** Steps as detection planned them: fetches queued, refusals final. */
+export function initialSteps(plan: PlanItem[]): StepStatus[] {
+  return plan.map((p) =>
+    p.action === 'fetch' ? { ecosystem: p.ecosystem, dir: p.dir, state: 'queued' } : { ecosystem: p.ecosystem, dir: p.dir, state: 'refused', reason: p.reason },
+  );
+}
+
+export interface RunDeps {
+  jail: Jail;
+  log: Logger;
+  metrics: Pick<Metrics, 'fetchSeconds'>;
+}
+
+export interface RunOptions {
+  ctx: Omit<StepContext, 'log'>;
+  steps: StepStatus[];
+  signal: AbortSignal;
+  maxBytes: number;
+  byteCheckIntervalMs: number;
+  logTailBytes: number;
+  stderrRingBytes: number;
+  /** Host dirs replaced by a label in the log tail. */
+  scrub: Record<string, string>;
+  /** Called after each step changes state, so the manager can persist and show progress. */
+  onStep: () => void;
+}
+
+export interface RunResult {
+  steps: StepStatus[];
+  /** First failure's reason, or the abort's. */
+  error?: string;
+  aborted?: AbortCause;
+  bytes: number;
+  log: string;
+  mounts: ServeMount[];
+}
+
+interface Fetcher {
+  prepare(ctx: StepContext, ws: string): Promise<StepSpawn>;
+  hint(output: string): string | undefined;
+}
+const fetchers: Partial<Record<Ecosystem, Fetcher>> = {
+  go: { prepare: prepareGo, hint: goHint },
+  npm: { prepare: prepareNpm, hint: npmHint },
+};
+
+/** Run every queued step of a job in turn. Never throws for a step's failure; the result says. */
+export async function runJob(deps: RunDeps, o: RunOptions): Promise<RunResult> {
+  const tail = new LogTail(o.logTailBytes, o.scrub);
+  const ctx: StepContext = { ...o.ctx, log: tail };
+  // Mutated in place: the running state holds this array, so GET shows progress.
+  const steps = o.steps;
+  // The job's signal (deadline, cancel, shutdown) joined with the byte watcher's.
+  const bytesCtl = new AbortController();
+  const signal = AbortSignal.any([o.signal, bytesCtl.signal]);
+  const watcher = watchBytes(o.ctx.depsDir, o.maxBytes, o.byteCheckIntervalMs, signal, () => bytesCtl.abort(new FetchAbort('bytes')));
+  let error: string | undefined;
+  try {
+    for (const step of steps) {
+      if (step.state !== 'queued') continue;
+      if (signal.aborted) {
+        step.state = 'skipped';
+        step.reason = 'not run: the fetch was stopped';
+        continue;
+      }
+      step.state = 'running';
+      o.onStep();
+      const reason = await runStep(deps, ctx, step, o, signal, tail);
+      step.state = reason === undefined ? 'done' : 'failed';
+      if (reason !== undefined) {
+        step.reason = reason;
+        error ??= `${step.ecosystem} in ${step.dir || '.'}: ${reason}`;
+      }
+      o.onStep();
+    }
+  } finally {
+    watcher.stop();
+  }
+  await rm(join(o.ctx.depsDir, NPM_CACHE_REL), { recursive: true, force: true, maxRetries: 3 });
+  for (const rel of OUTPUT_DIRS) await seal(join(o.ctx.depsDir, rel));
+  let bytes = await diskUsage(o.ctx.depsDir);
+  const aborted = signal.aborted ? abortCause(signal) : undefined;
+  if (aborted === 'bytes' || bytes > o.maxBytes) {
+    // Over the bound: what was fetched is not kept (partly installed trees mislead
+    // servers more than absent ones), and the disk is handed back at once.
+    tail.line(`lspd: dependency dir used ${bytes} bytes, over the bound of ${o.maxBytes}; fetched files removed`);
+    await removeOutputs(o.ctx.depsDir);
+    bytes = await diskUsage(o.ctx.depsDir);
+    return { steps, error: `the dependencies took more than ${o.maxBytes} bytes`, aborted: 'bytes', bytes, log: tail.tail(), mounts: [] };
+  }
+  if (aborted === 'timeout') error = 'the fetch did not finish within its deadline';
+  const mounts = aborted === 'cancelled' || aborted === 'shutdown' ? [] : await serveMounts(o.ctx.treeDir, o.ctx.depsDir, steps, (l) => tail.line(l));
+  return { steps, ...(error !== undefined ? { error } : {}), ...(aborted ? { aborted } : {}), bytes, log: tail.tail(), mounts };
+}
+
+/** One workspace in the FETCH jail. Resolves to undefined on success, else a one-sentence reason. */
+async function runStep(deps: RunDeps, ctx: StepContext, step: StepStatus, o: RunOptions, signal: AbortSignal, tail: LogTail): Promise<string | undefined> {
+  const fetcher = fetchers[step.ecosystem];
+  const started = performance.now();
+  const observe = (result: string) => deps.metrics.fetchSeconds.observe({ ecosystem: step.ecosystem, result }, (performance.now() - started) / 1000);
+  if (!fetcher) {
+    observe('failed');
+    return `no fetcher for ${step.ecosystem}`;
+  }
+  tail.line(`== ${step.ecosystem} ${step.dir || '.'}`);
+  let spawn: StepSpawn;
+  try {
+    spawn = await fetcher.prepare(ctx, step.dir);
+  } catch (err) {
+    observe('failed');
+    const msg = (err as Error).message;
+    tail.line(`lspd: preparing failed: ${msg}`);
+    return `could not prepare the workspace (${msg})`;
+  }
+  try {
+    for (const b of spawn.binds) if (b.rw) await openForJail(b.host);
+  } catch (err) {
+    observe('failed');
+    return `could not prepare the dependency dir (${(err as NodeJS.ErrnoException).code ?? 'error'})`;
+  }
+  tail.line(`$ ${spawn.argv.slice(spawn.argv[0]?.endsWith('/node') ? 1 : 0).map((a) => a.slice(a.lastIndexOf('/') + 1)).join(' ')}`);
+  let output = '';
+  const keep = (d: Buffer) => {
+    const s = d.toString('utf8');
+    tail.append(s);
+    output = (output + s).slice(-o.stderrRingBytes);
+  };
+  try {
+    const proc = await deps.jail.spawn({ phase: 'fetch', ...spawn, signal: signal, stderrRingBytes: o.stderrRingBytes });
+    proc.stdin.end();
+    proc.stdout.on('data', keep);
+    const exit = await proc.exited;
+    const err = proc.stderrTail();
+    tail.append(err);
+    output += err;
+    deps.log.debug({ ecosystem: step.ecosystem, dir: step.dir, code: exit.code, signal: exit.signal }, 'fetch step exited');
+    if (signal.aborted) {
+      observe(abortCause(signal));
+      return describeAbort(abortCause(signal));
+    }
+    if (exit.code === 0) {
+      observe('done');
+      return undefined;
+    }
+    observe('failed');
+    const hint = fetcher.hint(output);
+    if (hint) tail.line(`lspd: ${hint}`);
+    return hint ?? `${spawn.argv[0]?.endsWith('/go') ? 'go' : 'npm'} exited with ${exit.code ?? exit.signal}`;
+  } catch (err) {
+    observe(signal.aborted ? abortCause(signal) : 'failed');
+    if (signal.aborted) return describeAbort(abortCause(signal));
+    deps.log.warn({ err, ecosystem: step.ecosystem }, 'fetch jail spawn failed');
+    tail.line(`lspd: the FETCH jail could not start: ${(err as Error).message}`);
+    return 'the FETCH jail could not start';
+  }
+}
+
+export function abortCause(signal: AbortSignal): AbortCause {
+  const r: unknown = signal.reason;
+  return r instanceof FetchAbort ? r.cause_ : 'cancelled';
+}
+
+function describeAbort(c: AbortCause): string {
+  switch (c) {
+    case 'timeout':
+      return 'stopped: the fetch did not finish within its deadline';
+    case 'bytes':
+      return 'stopped: the dependencies took more bytes than allowed';
+    case 'cancelled':
+      return 'stopped: the root was removed';
+    case 'shutdown':
+      return 'stopped: the daemon shut down';
+  }
+}
+
+/**
+ * The byte bound, checked while the jail writes: a walk of the deps dir every
+ * interval (at least four times the last walk's duration, so a huge node_modules
+ * does not keep a core busy). Over the bound, the job is aborted, which kills the
+ * jail. A fetcher can overshoot by what it writes between two checks; the result
+ * is measured again after the run and the store's disk quota covers the rest. A
+ * hard bound would need a size-limited filesystem per root (a loop device or
+ * project quotas), which the host may not offer.
+ */
+function watchBytes(dir: string, maxBytes: number, intervalMs: number, signal: AbortSignal, onOver: () => void) {
+  const ctl = new AbortController();
+  const state = {
+    overBytes: false,
+    stop: () => ctl.abort(),
+  };
+  const onAbort = () => ctl.abort();
+  signal.addEventListener('abort', onAbort, { once: true });
+  void (async () => {
+    let wait = intervalMs;
+    while (!ctl.signal.aborted) {
+      await new Promise<void>((res) => {
+        const t = setTimeout(res, wait);
+        ctl.signal.addEventListener('abort', () => (clearTimeout(t), res()), { once: true });
+      });
+      if (ctl.signal.aborted) break;
+      const t0 = performance.now();
+      const used = await diskUsage(dir, maxBytes, ctl.signal);
+      wait = Math.max(intervalMs, 4 * (performance.now() - t0));
+      if (used > maxBytes && !ctl.signal.aborted) {
+        state.overBytes = true;
+        onOver();
+        break;
+      }
+    }
+    signal.removeEventListener('abort', onAbort);
+  })();
+  return state;
+}
+
+/** Remove what the fetchers wrote (not the state file). */
+export async function removeOutputs(depsDir: string): Promise<void> {
+  for (const rel of [...OUTPUT_DIRS, NPM_CACHE_REL]) {
+    await rm(join(depsDir, rel), { recursive: true, force: true, maxRetries: 3 });
+  }
+}
+
+/** SERVE mounts of every step that finished (a failed job still serves what did finish). */
+export async function serveMounts(treeDir: string, depsDir: string, steps: StepStatus[], notes?: (line: string) => void): Promise<ServeMount[]> {
+  const out: ServeMount[] = [];
+  if (steps.some((s) => s.ecosystem === 'go' && s.state === 'done')) out.push(...(await goServeMounts(depsDir)));
+  for (const s of steps) {
+    if (s.ecosystem === 'npm' && s.state === 'done') out.push(...(await npmServeMounts(treeDir, depsDir, s.dir, notes)));
+  }
+  return out;
+}

@@ -1,0 +1,385 @@
+// The FETCH phase as the rest of lspd sees it: one job per root, queued after
+// upload and run in the background, at most `concurrency` at a time.
+//
+// - States per root: none | queued | running | done | failed | refused (types.ts),
+//   persisted as <deps>/fetch.json on every change, written by rename so a crash
+//   leaves the old or the new file. At the next start `resume` re-queues a job a
+//   crash interrupted, once; interrupted twice, it is marked failed (a fetch that
+//   takes the daemon down must not do so at every start).
+// - Bounded: each job has a deadline (fetchTimeoutMs; aborting kills the jail) and
+//   a byte bound on the deps dir (fetchMaxBytes; see fetch-job.ts for how).
+// - Root removal cancels its job (queued: dropped; running: the jail is killed).
+// - Sessions ask for the SERVE-side binds and env (serveBinds/serveEnv), wait for a
+//   running fetch within their query budget (wait), and restart what they started
+//   before a fetch finished (onDone).
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Config } from '../config.js';
+import type { Bind, Jail } from '../jail/types.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
+import { rootId, type RootKey } from '../store/types.js';
+import { defaultDetectLimits, detect, isSafeRelDir, type DetectLimits } from './ecosystems.js';
+import { FetchAbort, FetchJob, abortCause, initialSteps, runJob, serveMounts, type JobState } from './fetch-job.js';
+import { goServeEnv } from './go.js';
+import { STATE_FILE, type ServeMount } from './step.js';
+import type { Ecosystem, FetchStore, FetchView, StepStatus, Toolchains } from './types.js';
+
+export interface FetchManagerOptions {
+  config: Pick<Config, 'fetchTimeoutMs' | 'fetchMaxBytes' | 'goProxy' | 'npmRegistry' | 'dataDir' | 'stderrRingBytes'>;
+  log: Logger;
+  metrics: Pick<Metrics, 'fetchSeconds'>;
+  jail: Jail;
+  store: FetchStore;
+  /** Pinned toolchains (in-jail paths); an absent one makes its ecosystem refused. */
+  tools: Toolchains;
+  /** Jobs running at once: 1 or 2 (each is a network- and disk-heavy process tree). */
+  concurrency?: 1 | 2;
+  /** Bytes of fetcher output kept per root for GET /v1/roots. */
+  logTailBytes?: number;
+  /** Smallest interval between two measurements of the deps dir while a job runs. */
+  byteCheckIntervalMs?: number;
+  detectLimits?: DetectLimits;
+}
+
+/** What is persisted: the view plus what resuming needs. */
+interface StateFile {
+  v: 1;
+  view: FetchView;
+  attempt: number;
+}
+
+const MAX_ATTEMPTS = 2;
+
+export class FetchManager {
+  private readonly jobs = new Map<string, { key: RootKey; job: FetchJob }>();
+  private readonly queue: string[] = [];
+  private readonly running = new Map<string, Promise<void>>();
+  private readonly pendingEnqueue = new Map<string, Promise<FetchView>>();
+  private readonly doneListeners = new Set<(key: RootKey, view: FetchView) => void>();
+  private readonly settleWaiters = new Map<string, Set<() => void>>();
+  private readonly writes = new Map<string, Promise<void>>();
+  private closed = false;
+  private readonly concurrency: number;
+  private readonly log: Logger;
+
+  constructor(private readonly o: FetchManagerOptions) {
+    this.concurrency = o.concurrency ?? 1;
+    this.log = o.log;
+    o.store.onRemove((key) => void this.cancel(key));
+  }
+
+  /**
+   * After an upload: detect what the tree needs and queue it. Idempotent: a root
+   * that already has a job answers that job's view. Resolves with the state the
+   * PUT answer shows ('queued', 'none' or 'refused').
+   */
+  enqueue(key: RootKey): Promise<FetchView> {
+    const id = rootId(key);
+    const have = this.jobs.get(id);
+    if (have) return Promise.resolve(have.job.view());
+    let p = this.pendingEnqueue.get(id);
+    if (!p) {
+      p = this.detectAndQueue(key, 1).finally(() => this.pendingEnqueue.delete(id));
+      this.pendingEnqueue.set(id, p);
+    }
+    return p;
+  }
+
+  /** The fetch state of a root ('none' when lspd has no job for it). */
+  state(key: RootKey): FetchView {
+    return this.jobs.get(rootId(key))?.job.view() ?? { state: 'none' };
+  }
+
+  /** One ecosystem's steps for a root, so an answer can say e.g. that Python dependencies were not fetched. */
+  ecosystemStatus(key: RootKey, ecosystem: Ecosystem): StepStatus[] {
+    return (this.state(key).ecosystems ?? []).filter((s) => s.ecosystem === ecosystem);
+  }
+
+  /**
+   * Resolve once the root's fetch is settled, or when `signal` aborts (a query's
+   * budget), whichever is first; either way with the view at that moment. The
+   * caller answers 503 fetch_running when it is still queued or running.
+   */
+  async wait(key: RootKey, signal?: AbortSignal): Promise<FetchView> {
+    const id = rootId(key);
+    await this.pendingEnqueue.get(id);
+    const entry = this.jobs.get(id);
+    if (!entry || entry.job.settled || signal?.aborted) return this.state(key);
+    await new Promise<void>((resolve) => {
+      const waiters = this.settleWaiters.get(id) ?? new Set();
+      this.settleWaiters.set(id, waiters);
+      const done = () => {
+        waiters.delete(done);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      waiters.add(done);
+      signal?.addEventListener('abort', done, { once: true });
+    });
+    return this.state(key);
+  }
+
+  /** Told when a queued or running job ends done or failed. Returns the unsubscribe. */
+  onDone(listener: (key: RootKey, view: FetchView) => void): () => void {
+    this.doneListeners.add(listener);
+    return () => this.doneListeners.delete(listener);
+  }
+
+  /**
+   * Read-only binds a SERVE jail of this root needs for its dependencies: the Go
+   * module cache at /deps/go/pkg/mod, and each npm workspace's node_modules over
+   * `<treeAt>/<workspace>/node_modules`. Bind them after the tree (they mount
+   * inside it). Empty until a fetch finished; every source was checked to be a
+   * plain directory after the jail that wrote it had exited.
+   */
+  serveBinds(key: RootKey, treeAt: string): Bind[] {
+    const s = this.jobs.get(rootId(key))?.job.state;
+    const mounts: ServeMount[] = s && (s.name === 'done' || s.name === 'failed') ? s.mounts : [];
+    return mounts.map((m) => ({ host: m.host, at: m.treeRel ? `${treeAt}/${m.at}` : m.at }));
+  }
+
+  /** Dependency-related environment for a SERVE jail of this root running `ecosystem`'s server. */
+  serveEnv(key: RootKey, ecosystem: Ecosystem): Record<string, string> {
+    if (ecosystem !== 'go') return {};
+    return goServeEnv(this.serveBinds(key, '/').some((b) => b.at.startsWith('/deps/go/')));
+  }
+
+  /**
+   * At start: load each stored root's state file. A job a crash interrupted is
+   * re-queued (attempt+1) or, past MAX_ATTEMPTS, marked failed; a root with no
+   * state file (the crash came between its upload and its enqueue) is detected anew.
+   */
+  async resume(keys: Iterable<RootKey>): Promise<void> {
+    for (const key of keys) {
+      const id = rootId(key);
+      if (this.jobs.has(id) || this.closed) continue;
+      const saved = await this.readState(key);
+      if (!saved) {
+        await this.enqueue(key);
+        continue;
+      }
+      const { view, attempt } = saved;
+      if (view.state === 'queued' || view.state === 'running') {
+        if (attempt >= MAX_ATTEMPTS) {
+          const steps = (view.ecosystems ?? []).map((s) => (s.state === 'queued' || s.state === 'running' ? { ...s, state: 'failed' as const, reason: 'interrupted by daemon restarts' } : s));
+          this.settle(key, new FetchJob({ name: 'failed', error: `the fetch was interrupted by a daemon restart ${attempt} times`, finishedAt: new Date().toISOString(), log: '', mounts: await this.mountsOf(key, steps), steps, attempt }));
+        } else {
+          const steps = (view.ecosystems ?? []).map((s) => (s.state === 'running' ? { ...s, state: 'queued' as const } : s));
+          this.add(key, new FetchJob({ name: 'queued', steps, attempt: attempt + 1 }));
+          this.log.info({ root: id, attempt: attempt + 1 }, 'fetch re-queued after restart');
+        }
+        continue;
+      }
+      this.jobs.set(id, { key, job: new FetchJob(await this.restore(key, view, attempt)) });
+    }
+    this.pump();
+  }
+
+  /** Drop a root's job: queued ones never run, a running one's jail is killed. Resolves when it has stopped. */
+  async cancel(key: RootKey): Promise<void> {
+    const id = rootId(key);
+    await this.pendingEnqueue.get(id)?.catch(() => undefined);
+    const entry = this.jobs.get(id);
+    if (!entry) return;
+    this.jobs.delete(id);
+    const s = entry.job.state;
+    if (s.name === 'queued') {
+      entry.job.to({ name: 'cancelled' });
+      this.queue.splice(this.queue.indexOf(id), 1);
+    } else if (s.name === 'running') {
+      s.abort.abort(new FetchAbort('cancelled'));
+      await this.running.get(id);
+    }
+    this.wake(id);
+  }
+
+  /**
+   * Shutdown: stop starting jobs, kill the running ones' jails and wait for them.
+   * Their state files still say queued/running, so the next start resumes them.
+   */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const { job } of this.jobs.values()) {
+      const s = job.state;
+      if (s.name === 'running') s.abort.abort(new FetchAbort('shutdown'));
+    }
+    await Promise.allSettled([...this.running.values()]);
+  }
+
+  // --- internals -------------------------------------------------------------
+
+  private async detectAndQueue(key: RootKey, attempt: number): Promise<FetchView> {
+    const plan = await detect(this.o.store.treeDir(key), this.o.tools, this.o.detectLimits ?? defaultDetectLimits);
+    const steps = initialSteps(plan);
+    let job: FetchJob;
+    if (plan.length === 0) job = new FetchJob({ name: 'none' });
+    else if (plan.every((p) => p.action === 'refuse')) {
+      job = new FetchJob({ name: 'refused', error: steps.map((s) => s.reason).filter((r, i, a) => a.indexOf(r) === i).join(' '), steps, attempt: 0 });
+    } else job = new FetchJob({ name: 'queued', steps, attempt });
+    if (this.closed) return job.view();
+    if (job.state.name === 'queued') this.add(key, job);
+    else this.jobs.set(rootId(key), { key, job });
+    await this.persist(key, job);
+    // The view before pump(): the PUT answer says queued even when a slot is free
+    // and the job starts at once.
+    const view = job.view();
+    this.pump();
+    return view;
+  }
+
+  private add(key: RootKey, job: FetchJob): void {
+    const id = rootId(key);
+    this.jobs.set(id, { key, job });
+    this.queue.push(id);
+  }
+
+  private pump(): void {
+    while (!this.closed && this.running.size < this.concurrency && this.queue.length > 0) {
+      const id = this.queue.shift()!;
+      const entry = this.jobs.get(id);
+      if (!entry || entry.job.state.name !== 'queued') continue;
+      const p = this.run(entry.key, entry.job).catch((err: unknown) => this.log.error({ err, root: id }, 'fetch job crashed'));
+      this.running.set(
+        id,
+        p.finally(() => {
+          this.running.delete(id);
+          this.pump();
+        }),
+      );
+    }
+  }
+
+  private async run(key: RootKey, job: FetchJob): Promise<void> {
+    const id = rootId(key);
+    const q = job.state;
+    if (q.name !== 'queued') return;
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(new FetchAbort('timeout')), this.o.config.fetchTimeoutMs);
+    const startedAt = new Date().toISOString();
+    job.to({ name: 'running', startedAt, abort, steps: q.steps, attempt: q.attempt });
+    const depsDir = this.o.store.depsDir(key);
+    const treeDir = this.o.store.treeDir(key);
+    this.log.info({ root: id, attempt: q.attempt }, 'fetch started');
+    try {
+      await mkdir(depsDir, { recursive: true });
+      await this.persist(key, job);
+      const result = await runJob(
+        { jail: this.o.jail, log: this.log, metrics: this.o.metrics },
+        {
+          ctx: { treeDir, depsDir, goProxy: this.o.config.goProxy, npmRegistry: this.o.config.npmRegistry, tools: this.o.tools },
+          steps: q.steps,
+          signal: abort.signal,
+          maxBytes: this.o.config.fetchMaxBytes,
+          byteCheckIntervalMs: this.o.byteCheckIntervalMs ?? 1000,
+          logTailBytes: this.o.logTailBytes ?? 16 * 1024,
+          stderrRingBytes: this.o.config.stderrRingBytes,
+          scrub: { [depsDir]: '<deps>', [treeDir]: '<tree>', [this.o.config.dataDir]: '<data>', ...goProxyLabels(this.o.config.goProxy) },
+          onStep: () => void this.persist(key, job),
+        },
+      );
+      if (job.state.name !== 'running') return;
+      const cause = result.aborted;
+      if (cause === 'shutdown') return; // state file still says running: resumed at next start
+      if (cause === 'cancelled') {
+        job.to({ name: 'cancelled' });
+        return;
+      }
+      const finishedAt = new Date().toISOString();
+      const failed = result.error !== undefined || result.steps.some((s) => s.state === 'failed');
+      const common = { steps: result.steps, attempt: q.attempt, startedAt, finishedAt, bytes: result.bytes, log: result.log, mounts: result.mounts };
+      job.to(failed ? { name: 'failed', error: result.error ?? 'a dependency fetch failed', ...common } : { name: 'done', ...common });
+      this.log.info({ root: id, state: job.state.name, bytes: result.bytes, error: result.error }, 'fetch finished');
+      await this.persist(key, job);
+      const view = job.view();
+      for (const l of this.doneListeners) {
+        try {
+          l(key, view);
+        } catch (err) {
+          this.log.error({ err, root: id }, 'fetch onDone listener threw');
+        }
+      }
+    } catch (err) {
+      // An internal error (not a fetcher's failure, which runJob reports): fail the job, say so.
+      if (job.state.name === 'running' && abortCause(abort.signal) !== 'shutdown') {
+        job.to({ name: 'failed', error: 'internal error while fetching', steps: q.steps, attempt: q.attempt, startedAt, finishedAt: new Date().toISOString(), log: '', mounts: [] });
+        await this.persist(key, job).catch(() => undefined);
+      }
+      throw err;
+    } finally {
+      clearTimeout(timer);
+      this.wake(id);
+    }
+  }
+
+  private settle(key: RootKey, job: FetchJob): void {
+    this.jobs.set(rootId(key), { key, job });
+    void this.persist(key, job);
+  }
+
+  private wake(id: string): void {
+    for (const w of [...(this.settleWaiters.get(id) ?? [])]) w();
+    this.settleWaiters.delete(id);
+  }
+
+  private async persist(key: RootKey, job: FetchJob): Promise<void> {
+    const id = rootId(key);
+    // Writes of one root are chained: two writers of one .tmp file could interleave.
+    const prev = this.writes.get(id) ?? Promise.resolve();
+    const p = prev.then(async () => {
+      const s = job.state;
+      // A removed root's job (cancelled, or replaced) must not recreate its deps dir's file.
+      if (s.name === 'cancelled' || this.jobs.get(id)?.job !== job) return;
+      const file: StateFile = { v: 1, view: job.view(), attempt: 'attempt' in s ? s.attempt : 0 };
+      const path = join(this.o.store.depsDir(key), STATE_FILE);
+      try {
+        await writeFile(`${path}.tmp`, JSON.stringify(file));
+        await rename(`${path}.tmp`, path);
+      } catch (err) {
+        // The root may have been removed meanwhile; anything else is worth a warning.
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.log.warn({ err, root: id }, 'cannot persist fetch state');
+      }
+    });
+    this.writes.set(id, p);
+    await p;
+    if (this.writes.get(id) === p) this.writes.delete(id);
+  }
+
+  private async readState(key: RootKey): Promise<StateFile | undefined> {
+    try {
+      const f = JSON.parse(await readFile(join(this.o.store.depsDir(key), STATE_FILE), 'utf8')) as StateFile;
+      if (f.v !== 1 || typeof f.view?.state !== 'string' || typeof f.attempt !== 'number') return undefined;
+      // The file is the daemon's own, but a workspace dir is joined under host dirs: re-check it.
+      if ((f.view.ecosystems ?? []).some((s) => !isSafeRelDir(s.dir))) return undefined;
+      return f;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async mountsOf(key: RootKey, steps: StepStatus[]): Promise<ServeMount[]> {
+    return serveMounts(this.o.store.treeDir(key), this.o.store.depsDir(key), steps);
+  }
+
+  /** A settled state from its file; done/failed recompute (and re-check) their mounts. */
+  private async restore(key: RootKey, v: FetchView, attempt: number): Promise<JobState> {
+    const steps = v.ecosystems ?? [];
+    const now = new Date().toISOString();
+    switch (v.state) {
+      case 'done':
+        return { name: 'done', steps, attempt, startedAt: v.startedAt ?? now, finishedAt: v.finishedAt ?? now, bytes: v.bytes ?? 0, log: v.log ?? '', mounts: await this.mountsOf(key, steps) };
+      case 'failed':
+        return { name: 'failed', error: v.error ?? 'failed', steps, attempt, finishedAt: v.finishedAt ?? now, log: v.log ?? '', mounts: await this.mountsOf(key, steps), ...(v.startedAt ? { startedAt: v.startedAt } : {}), ...(v.bytes !== undefined ? { bytes: v.bytes } : {}) };
+      case 'refused':
+        return { name: 'refused', error: v.error ?? 'refused', steps, attempt };
+      default:
+        return { name: 'none' };
+    }
+  }
+}
+
+function goProxyLabels(goProxy: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const e of goProxy.split(/[,|]/)) if (e.trim().startsWith('file://')) out[new URL(e.trim()).pathname] = '<goproxy>';
+  return out;
+}

@@ -1,0 +1,104 @@
+// The Go fetcher: `go mod download all` in each Go module of the tree, in the
+// FETCH jail, with the module cache under the root's dependency dir.
+//
+// Why each setting (go 1.19; `go help environment`, `go help module-auth`):
+// - `all`, not the bare form: bare `go mod download` fetches the build list but
+//   records only go.mod hashes; `all` downloads every module providing a package
+//   the main module imports, which is what gopls needs to resolve definitions.
+// - The tree is bound read-only, so go can never rewrite go.mod or go.sum.
+//   GOFLAGS=-mod=readonly makes that explicit: the tree's go.sum is the law and
+//   every downloaded zip is checked against it ("SECURITY ERROR … checksum
+//   mismatch" fails the fetch). A go.sum missing entries fails too ("updating
+//   go.sum: read-only file system"): SERVE runs -mod=readonly as well and would
+//   fail on the same entries, so the fix is the tree's (`go mod tidy`), not ours.
+// - GOSUMDB is left at Go's default (sum.golang.org, an allowed registry). With a
+//   complete go.sum it is never consulted, so a file:// proxy in tests needs no
+//   GOSUMDB=off; when go.sum lacks an entry, go verifies against the checksum
+//   database *before* extracting, so the module cache never holds unverified code
+//   (with GOSUMDB=off the unverified module is extracted first, then go fails to
+//   write go.sum).
+// - GOTOOLCHAIN=local (never download a toolchain), GOTELEMETRY=off, GOENV=off (no
+//   user go/env file), GOWORK=off (each module on its own: a go.work would make one
+//   module's fetch depend on its neighbours), GOVCS=*:off (a `direct` in GOPROXY
+//   must not run git or hg: VCS tools are far more attack surface than the proxy
+//   protocol), GOFLAGS=-modcacherw (the cache is bound read-only in SERVE anyway, and
+//   writable files let the store delete it without chmod).
+// - A file:// GOPROXY entry is bound read-only at the same path, so go sees the
+//   URL it was configured with.
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Bind } from '../jail/types.js';
+import { isPlainDir } from './ecosystems.js';
+import { GO_MODCACHE_REL, JAIL_GOMODCACHE, JAIL_TREE, baseEnv, under, type ServeMount, type StepContext, type StepSpawn } from './step.js';
+
+export async function prepareGo(ctx: StepContext, ws: string): Promise<StepSpawn> {
+  if (!ctx.tools.go) throw new Error('go toolchain not installed');
+  const modcache = join(ctx.depsDir, GO_MODCACHE_REL);
+  await mkdir(modcache, { recursive: true });
+  const binds: Bind[] = [{ host: modcache, at: JAIL_GOMODCACHE, rw: true }, ...goProxyBinds(ctx.goProxy)];
+  return {
+    argv: [ctx.tools.go, 'mod', 'download', 'all'],
+    env: {
+      ...baseEnv(),
+      GOPROXY: ctx.goProxy,
+      GOMODCACHE: JAIL_GOMODCACHE,
+      GOFLAGS: '-mod=readonly -modcacherw',
+      GOTOOLCHAIN: 'local',
+      GOTELEMETRY: 'off',
+      GOENV: 'off',
+      GOWORK: 'off',
+      GOVCS: '*:off',
+      GOCACHE: '/tmp/go-build',
+      GOPATH: '/tmp/go',
+    },
+    binds,
+    tree: { hostDir: ctx.treeDir, at: JAIL_TREE },
+    cwd: under(JAIL_TREE, ws),
+  };
+}
+
+/** Each file:// entry of a GOPROXY list (entries split on ',' and '|'), bound read-only at its own path. */
+export function goProxyBinds(goProxy: string): Bind[] {
+  const binds: Bind[] = [];
+  for (const entry of goProxy.split(/[,|]/)) {
+    const e = entry.trim();
+    if (!e.startsWith('file://')) continue;
+    const dir = fileURLToPath(e);
+    binds.push({ host: dir, at: dir });
+  }
+  return binds;
+}
+
+/** A one-line hint for the caller when go's own message is buried in the tail. */
+export function goHint(output: string): string | undefined {
+  if (/updating go\.sum|missing go\.sum entry|verifying [^\n]*\/lookup\//.test(output)) {
+    return 'go.sum lacks entries that `go mod download all` needs; the tree is read-only, so commit a complete go.sum (go mod tidy).';
+  }
+  if (/SECURITY ERROR|checksum mismatch/.test(output)) return 'a downloaded module does not match the hash in the tree\'s go.sum.';
+  if (/GOVCS|disabled by GOVCS/.test(output)) return 'a module is only reachable by version control (direct), which FETCH never runs.';
+  if (/Forbidden|403/.test(output)) return 'a module host is not among the allowed registries.';
+  return undefined;
+}
+
+/** The module cache, when it is a plain directory the SERVE side may bind read-only. */
+export async function goServeMounts(depsDir: string): Promise<ServeMount[]> {
+  return (await isPlainDir(depsDir, GO_MODCACHE_REL)) ? [{ host: join(depsDir, GO_MODCACHE_REL), at: JAIL_GOMODCACHE, treeRel: false }] : [];
+}
+
+/**
+ * gopls's dependency environment in SERVE: the cache read-only, no network
+ * (GOPROXY=off, so a missing module is an error, not a download attempt), and
+ * -mod=readonly as in FETCH. `fetched` false: dependencies are absent, say so by
+ * leaving GOMODCACHE to the session's private tmp.
+ */
+export function goServeEnv(fetched: boolean): Record<string, string> {
+  return {
+    ...(fetched ? { GOMODCACHE: JAIL_GOMODCACHE } : {}),
+    GOFLAGS: '-mod=readonly',
+    GOPROXY: 'off',
+    GOSUMDB: 'off',
+    GOTOOLCHAIN: 'local',
+    GOTELEMETRY: 'off',
+  };
+}

@@ -1,0 +1,80 @@
+// What one ecosystem fetcher is: host-side preparation that turns a workspace
+// into a FETCH-jail spawn, and the layout of a root's dependency dir that the
+// fetchers, the manager and the SERVE-side binds all agree on.
+//
+// <deps>/fetch.json        the fetch's state; the daemon's alone, never bound into a jail
+// <deps>/go/pkg/mod        GOMODCACHE, shared by every Go module of the root
+// <deps>/npm/top/          for the tree's top directory: package.json + lockfile
+//                          copies, and the node_modules npm ci builds
+// <deps>/npm/ws/<ws>/      the same for workspace dir <ws> (kept under ws/ so no
+//                          directory name can collide with `top`)
+// <deps>/npm-cache/        npm's download cache during the fetch; removed after it
+//
+// The in-jail names mirror these under /deps, as src/lsp/paths.ts lays them out
+// for sessions (DEPS_AT, GOMODCACHE_AT, npmModulesAt): keep the two in step.
+// Each step binds read-write only the subdirectory it writes, so no jailed
+// fetcher can reach the state file or another ecosystem's output.
+import type { Bind } from '../jail/types.js';
+import type { LogTail } from './log-tail.js';
+import type { Toolchains } from './types.js';
+
+export const STATE_FILE = 'fetch.json';
+export const GO_MODCACHE_REL = 'go/pkg/mod';
+export const NPM_CACHE_REL = 'npm-cache';
+/** Top-level <deps> dirs the fetchers' results live in (sealed after a job, removed when over the byte bound). */
+export const OUTPUT_DIRS = ['go', 'npm'] as const;
+
+/** <deps>-relative dir of an npm workspace's install ('' is the tree's top). */
+export function npmRel(ws: string): string {
+  return ws === '' ? 'npm/top' : `npm/ws/${ws}`;
+}
+
+/** Fixed in-jail paths: the same in FETCH and SERVE, so nothing in the cache records a different one. */
+export const JAIL_DEPS = '/deps';
+export const JAIL_GOMODCACHE = '/deps/go/pkg/mod';
+export const JAIL_TREE = '/src';
+
+export interface StepContext {
+  treeDir: string;
+  depsDir: string;
+  goProxy: string;
+  npmRegistry: string;
+  tools: Toolchains;
+  /** Notes for the caller (why a bind was skipped, …) go here, scrubbed later. */
+  log: LogTail;
+}
+
+/** A jail spawn minus what the runner adds (phase, signal, stderr ring). */
+export interface StepSpawn {
+  argv: string[];
+  env: Record<string, string>;
+  binds: Bind[];
+  tree?: { hostDir: string; at: string };
+  cwd: string;
+}
+
+/** A mount the SERVE side should make once the fetch is done (validated: plain dirs, no links). */
+export interface ServeMount {
+  host: string;
+  /** Absolute in-jail path, or (treeRel) a path relative to wherever the session binds the tree. */
+  at: string;
+  treeRel: boolean;
+}
+
+/**
+ * What every fetcher adds to the FETCH policy's environment (src/jail/policy.ts:
+ * PATH, a private HOME and TMPDIR, and HTTP(S)_PROXY pointing at the in-jail
+ * forwarder to the egress proxy, which the jail lays under ours; we never set those).
+ */
+export function baseEnv(): Record<string, string> {
+  return {
+    // Fetch output is read by people through GET /v1/roots: no colour codes, no spinners.
+    NO_COLOR: '1',
+    TERM: 'dumb',
+  };
+}
+
+/** tree-relative dir joined for a jail or host path ('' is the top). */
+export function under(base: string, rel: string): string {
+  return rel === '' ? base : `${base}/${rel}`;
+}

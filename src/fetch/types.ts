@@ -1,0 +1,63 @@
+// The FETCH phase's public vocabulary: ecosystems, the states a root's fetch goes
+// through, and the JSON-ready view that `GET /v1/roots/...` shows. Kept apart from
+// the manager so routes and sessions can import the types without the machinery.
+import type { RootKey } from '../schemas.js';
+
+/** The closed set of ecosystems lspd knows how to fetch (or knows it must refuse). */
+export type Ecosystem = 'go' | 'npm' | 'composer' | 'cargo' | 'python';
+
+/** A root's fetch, as API.md names it. */
+export type FetchStateName = 'none' | 'queued' | 'running' | 'done' | 'failed' | 'refused';
+
+/** One unit of work: an ecosystem in one workspace (a tree-relative dir, '' = top). */
+export interface Workspace {
+  ecosystem: Ecosystem;
+  /** Tree-relative, '/'-separated, '' for the top of the tree; never contains '..'. */
+  dir: string;
+}
+
+/** What detection decided for a workspace: fetch it, or refuse and say why. */
+export type PlanItem = (Workspace & { action: 'fetch' }) | (Workspace & { action: 'refuse'; reason: string });
+
+/** How one workspace's step ended (or where it stands). */
+export interface StepStatus extends Workspace {
+  state: 'queued' | 'running' | 'done' | 'failed' | 'refused' | 'skipped';
+  /** Why it was refused, failed or skipped: one sentence, no host paths. */
+  reason?: string;
+}
+
+/** The JSON a caller sees; fields beyond `state`/`error` are additions API.md allows. */
+export interface FetchView {
+  state: FetchStateName;
+  /** failed: what went wrong; refused: why nothing was fetched. */
+  error?: string;
+  ecosystems?: StepStatus[];
+  /** The bounded, host-path-scrubbed tail of the fetchers' output. */
+  log?: string;
+  startedAt?: string;
+  finishedAt?: string;
+  /** Disk used by the root's dependency dir after the fetch. */
+  bytes?: number;
+}
+
+/** The slice of the root store the fetcher needs (src/store/ provides it). */
+export interface FetchStore {
+  /** Host dir of the stored, immutable tree. */
+  treeDir(key: RootKey): string;
+  /** The root's dependency dir, created empty with the root. */
+  depsDir(key: RootKey): string;
+  /** Called when a root is removed (DELETE or eviction). */
+  onRemove(listener: (key: RootKey) => void): unknown;
+}
+
+/**
+ * Pinned toolchains, as absolute paths visible inside the jail (under /usr, which
+ * the jail binds read-only). Absent means "not installed": that ecosystem is refused.
+ */
+export interface Toolchains {
+  go?: string;
+  npm?: string;
+  node?: string;
+  composer?: string;
+  php?: string;
+}

@@ -1,0 +1,99 @@
+// FETCH for Go, hermetic: a module proxy laid out in a temp dir and reached as
+// GOPROXY=file://… (bound read-only into the real FETCH jail), a fixture tree
+// whose go.mod requires example.com/dep v1.0.0 and whose go.sum pins its hash.
+import assert from 'node:assert/strict';
+import { chmodSync, cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fetchEnv, fixtures, newKey, type FetchEnv } from './helpers/fetch-env.js';
+import { buildGoProxy } from './helpers/go-proxy.js';
+import { tempDir } from './helpers/daemon.js';
+
+describe('fetch: go', () => {
+  let env: FetchEnv;
+  let proxyDir: string;
+  before(async () => {
+    proxyDir = tempDir('lspd-goproxy-');
+    chmodSync(proxyDir, 0o755);
+    const goProxy = buildGoProxy(proxyDir);
+    // Nothing is allowed out: the file:// proxy needs no network, and the checksum
+    // database is never asked because the fixture's go.sum is complete.
+    env = await fetchEnv({ LSPD_GO_PROXY: goProxy, LSPD_FETCH_REGISTRIES: '127.0.0.1:9' });
+  });
+  after(async () => {
+    await env?.close();
+  });
+
+  it('downloads the module into the deps dir, verified against go.sum', async (t) => {
+    if (env.skipReason) return t.skip(env.skipReason);
+    if (!env.tools.go) return t.skip('go is not installed under /usr');
+    const m = env.manager();
+    const key = newKey('go-dep');
+    env.store.put(key, join(fixtures, 'go-dep'));
+    const queued = await m.enqueue(key);
+    assert.equal(queued.state, 'queued');
+    assert.deepEqual(queued.ecosystems, [{ ecosystem: 'go', dir: '', state: 'queued' }]);
+
+    const view = await m.wait(key);
+    assert.equal(view.state, 'done', view.log);
+    assert.deepEqual(view.ecosystems, [{ ecosystem: 'go', dir: '', state: 'done' }]);
+    const deps = env.store.depsDir(key);
+    const greet = join(deps, 'go', 'pkg', 'mod', 'example.com', 'dep@v1.0.0', 'greet.go');
+    assert.match(readFileSync(greet, 'utf8'), /func Greet\(name string\) string/);
+    assert.ok(view.bytes! > 0);
+    assert.ok(!view.log!.includes(env.dataDir), 'no host path in the log tail');
+
+    // The state survives the manager: a new one reads it back from the deps dir.
+    const state = JSON.parse(readFileSync(join(deps, 'fetch.json'), 'utf8')) as { view: { state: string } };
+    assert.equal(state.view.state, 'done');
+
+    // SERVE side: the module cache read-only at the fixed path, and gopls's env.
+    assert.deepEqual(m.serveBinds(key, '/src'), [{ host: join(deps, 'go', 'pkg', 'mod'), at: '/deps/go/pkg/mod' }]);
+    assert.deepEqual(m.serveEnv(key, 'go'), {
+      GOMODCACHE: '/deps/go/pkg/mod',
+      GOFLAGS: '-mod=readonly',
+      GOPROXY: 'off',
+      GOSUMDB: 'off',
+      GOTOOLCHAIN: 'local',
+      GOTELEMETRY: 'off',
+    });
+  });
+
+  it('fails, saying why, when a module does not match go.sum', async (t) => {
+    if (env.skipReason) return t.skip(env.skipReason);
+    if (!env.tools.go) return t.skip('go is not installed under /usr');
+    const m = env.manager();
+    const key = newKey('go-tampered');
+    const src = tempDir('lspd-go-tampered-');
+    cpSync(join(fixtures, 'go-dep'), src, { recursive: true });
+    const sum = readFileSync(join(src, 'go.sum'), 'utf8').replace(/dep v1\.0\.0 h1:.{4}/, 'dep v1.0.0 h1:AAAA');
+    writeFileSync(join(src, 'go.sum'), sum);
+    env.store.put(key, src);
+    await m.enqueue(key);
+    const view = await m.wait(key);
+    assert.equal(view.state, 'failed');
+    assert.match(view.error!, /does not match the hash in the tree's go\.sum/);
+    assert.match(view.log!, /checksum mismatch/);
+    assert.equal(existsSync(join(env.store.depsDir(key), 'go', 'pkg', 'mod', 'example.com', 'dep@v1.0.0')), false, 'nothing unverified extracted');
+    assert.deepEqual(m.serveBinds(key, '/src'), []);
+  });
+
+  it('fails with a clear reason when go.sum lacks entries (the tree is read-only)', async (t) => {
+    if (env.skipReason) return t.skip(env.skipReason);
+    if (!env.tools.go) return t.skip('go is not installed under /usr');
+    const m = env.manager();
+    const key = newKey('go-nosum');
+    const src = tempDir('lspd-go-nosum-');
+    cpSync(join(fixtures, 'go-dep'), src, { recursive: true });
+    writeFileSync(join(src, 'go.sum'), '');
+    env.store.put(key, src);
+    await m.enqueue(key);
+    const view = await m.wait(key);
+    assert.equal(view.state, 'failed');
+    // go asks the checksum database for the missing hash (through the egress proxy,
+    // which refuses it here) before it would extract anything.
+    assert.match(view.error!, /go\.sum lacks entries/);
+    assert.match(view.log!, /sum\.golang\.org/);
+    assert.equal(existsSync(join(env.store.depsDir(key), 'go', 'pkg', 'mod', 'example.com', 'dep@v1.0.0')), false, 'nothing unverified extracted');
+  });
+});

@@ -1,0 +1,99 @@
+// A Go module proxy laid out on disk, for GOPROXY=file://… (no network at all).
+// Layout per https://go.dev/ref/mod#goproxy-protocol:
+//   <dir>/<module>/@v/list, <version>.info, <version>.mod, <version>.zip
+// where the zip holds every file under the prefix "<module>@<version>/"
+// (https://go.dev/ref/mod#zip-files). Modules come from test/fixtures/go-proxy/,
+// one directory per "<module>@<version>". The zip is written here (stored, not
+// deflated: go accepts both) so the tests need no `zip` binary; go.sum's h1: hash
+// covers file names and contents only, so the fixture go.sum stays valid.
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { crc32 } from 'node:zlib';
+import { projectDir } from './daemon.js';
+
+export const goProxyFixtures = join(projectDir, 'test', 'fixtures', 'go-proxy');
+
+/** Build the proxy for every fixture module under `fixturesDir` into `outDir`; returns `file://` + outDir. */
+export function buildGoProxy(outDir: string, fixturesDir = goProxyFixtures): string {
+  const versions = new Map<string, string[]>();
+  for (const modDir of findModuleDirs(fixturesDir)) {
+    const rel = relative(fixturesDir, modDir); // example.com/dep@v1.0.0
+    const at = rel.lastIndexOf('@');
+    const mod = rel.slice(0, at);
+    const version = rel.slice(at + 1);
+    const v = join(outDir, mod, '@v');
+    mkdirSync(v, { recursive: true });
+    writeFileSync(join(v, `${version}.info`), JSON.stringify({ Version: version, Time: '2024-01-01T00:00:00Z' }));
+    writeFileSync(join(v, `${version}.mod`), readFileSync(join(modDir, 'go.mod')));
+    const files = listFiles(modDir).map((f) => ({ name: `${rel}/${relative(modDir, f)}`, data: readFileSync(f) }));
+    writeFileSync(join(v, `${version}.zip`), zipStored(files));
+    versions.set(v, [...(versions.get(v) ?? []), version]);
+  }
+  for (const [v, list] of versions) writeFileSync(join(v, 'list'), list.join('\n') + '\n');
+  return `file://${outDir}`;
+}
+
+function findModuleDirs(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    if (!statSync(p).isDirectory()) continue;
+    if (name.includes('@')) out.push(p);
+    else out.push(...findModuleDirs(p));
+  }
+  return out;
+}
+
+function listFiles(dir: string): string[] {
+  return readdirSync(dir)
+    .sort()
+    .flatMap((name) => {
+      const p = join(dir, name);
+      return statSync(p).isDirectory() ? listFiles(p) : [p];
+    });
+}
+
+/** A minimal zip (PKWARE APPNOTE 6.3.x: local headers, central directory, end record), method 0 (stored). */
+export function zipStored(files: { name: string; data: Buffer }[]): Buffer {
+  const parts: Buffer[] = [];
+  const central: Buffer[] = [];
+  let offset = 0;
+  for (const f of files) {
+    const name = Buffer.from(f.name, 'utf8');
+    const crc = crc32(f.data);
+    const local = Buffer.alloc(30);
+    local.writeUInt32LE(0x04034b50, 0);
+    local.writeUInt16LE(20, 4); // version needed
+    local.writeUInt16LE(0x0800, 6); // UTF-8 names
+    local.writeUInt16LE(0, 8); // stored
+    local.writeUInt32LE(0, 10); // time/date: 1980-00-00, fine for go
+    local.writeUInt32LE(crc, 14);
+    local.writeUInt32LE(f.data.length, 18);
+    local.writeUInt32LE(f.data.length, 22);
+    local.writeUInt16LE(name.length, 26);
+    local.writeUInt16LE(0, 28);
+    const cen = Buffer.alloc(46);
+    cen.writeUInt32LE(0x02014b50, 0);
+    cen.writeUInt16LE(20, 4);
+    cen.writeUInt16LE(20, 6);
+    cen.writeUInt16LE(0x0800, 8);
+    cen.writeUInt16LE(0, 10);
+    cen.writeUInt32LE(0, 12);
+    cen.writeUInt32LE(crc, 16);
+    cen.writeUInt32LE(f.data.length, 20);
+    cen.writeUInt32LE(f.data.length, 24);
+    cen.writeUInt16LE(name.length, 28);
+    cen.writeUInt32LE(offset, 42);
+    parts.push(local, name, f.data);
+    central.push(cen, name);
+    offset += local.length + name.length + f.data.length;
+  }
+  const cd = Buffer.concat(central);
+  const end = Buffer.alloc(22);
+  end.writeUInt32LE(0x06054b50, 0);
+  end.writeUInt16LE(files.length, 8);
+  end.writeUInt16LE(files.length, 10);
+  end.writeUInt32LE(cd.length, 12);
+  end.writeUInt32LE(offset, 16);
+  return Buffer.concat([...parts, cd, end]);
+}
