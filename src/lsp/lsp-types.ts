@@ -157,3 +157,14 @@ export function isLocation(v: unknown): v is Location {
 export function isLocationLink(v: unknown): v is LocationLink {
   return isObject(v) && typeof v.targetUri === 'string' && isRange(v.targetRange) && isRange(v.targetSelectionRange);
 }
+
+const MAX_COORD = 1e9;
+const int = (n: number) => (n > 0 ? Math.min(Math.floor(n), MAX_COORD) : 0);
+
+/** A copy with non-negative integer fields: keys, sorting and JSON stay sane whatever the server sent. */
+export function cleanRange(r: Range): Range {
+  return {
+    start: { line: int(r.start.line), character: int(r.start.character) },
+    end: { line: int(r.end.line), character: int(r.end.character) },
+  };
+}

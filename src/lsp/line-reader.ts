@@ -1,0 +1,116 @@
+// Line texts for one projection: previews, context lines, and the line texts that
+// position-encoding conversion needs. The caller owns the I/O (`ReadLines`: it
+// maps a coordinate to a host file via paths.hostPathOf and reads it); this module
+// only decides which lines to ask for, asks once per span, caches, and bounds what
+// it keeps. Only tree and external coordinates can reach ReadLines: an `other`
+// location has no FileCoordinate, so its file can never be read.
+import type { FileCoordinate, MaybePromise } from './coordinates.js';
+import { coordinateKey } from './coordinates.js';
+import type { Range } from './lsp-types.js';
+import { convertRange, type Encoding } from './encoding.js';
+
+/**
+ * Read lines [startLine, startLine + count) of a file: texts without terminators
+ * (split as encoding.splitLines does), fewer at the end of the file, undefined when
+ * the file cannot be read.
+ */
+export type ReadLines = (coord: FileCoordinate, startLine: number, count: number) => MaybePromise<readonly string[] | undefined>;
+
+/** Lines closer than this are read in one span rather than two calls. */
+const SPAN_GAP = 16;
+/** Files read at once. */
+const READ_CONCURRENCY = 8;
+/** Longest preview or context line; longer lines (minified code) are windowed. */
+export const PREVIEW_MAX_CHARS = 400;
+
+export class LineReader {
+  readonly #read: ReadLines;
+  readonly #files = new Map<string, Map<number, string>>();
+  readonly #wanted = new Map<string, { coord: FileCoordinate; lines: Set<number> }>();
+
+  constructor(read: ReadLines) {
+    this.#read = read;
+  }
+
+  /** Note lines to be loaded by the next `load()`. */
+  want(coord: FileCoordinate, ...lines: number[]): void {
+    const key = coordinateKey(coord);
+    let w = this.#wanted.get(key);
+    if (!w) this.#wanted.set(key, (w = { coord, lines: new Set() }));
+    for (const l of lines) if (Number.isSafeInteger(l) && l >= 0) w.lines.add(l);
+  }
+
+  /** Want the lines a range's conversion needs. */
+  wantRange(coord: FileCoordinate, r: Range): void {
+    this.want(coord, r.start.line, r.end.line);
+  }
+
+  /** Read every wanted line not yet cached, a few files at a time. */
+  async load(): Promise<void> {
+    const jobs = [...this.#wanted.entries()];
+    this.#wanted.clear();
+    let next = 0;
+    const worker = async () => {
+      while (next < jobs.length) {
+        const [key, { coord, lines }] = jobs[next++]!;
+        await this.#loadFile(key, coord, lines);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(READ_CONCURRENCY, jobs.length) }, worker));
+  }
+
+  async #loadFile(key: string, coord: FileCoordinate, lines: Set<number>): Promise<void> {
+    let cache = this.#files.get(key);
+    if (!cache) this.#files.set(key, (cache = new Map()));
+    const todo = [...lines].filter((l) => !cache.has(l)).sort((a, b) => a - b);
+    for (let i = 0; i < todo.length; ) {
+      let j = i;
+      while (j + 1 < todo.length && todo[j + 1]! - todo[j]! <= SPAN_GAP) j++;
+      const start = todo[i]!;
+      const count = todo[j]! - start + 1;
+      let got: readonly string[] | undefined;
+      try {
+        got = await this.#read(coord, start, count);
+      } catch {
+        got = undefined; // unreadable: previews are omitted, positions pass through
+      }
+      if (Array.isArray(got)) {
+        for (let k = 0; k < Math.min(count, got.length); k++) {
+          const t: unknown = got[k];
+          // a trailing \r cannot be line content: LSP counts it as a terminator
+          if (typeof t === 'string') cache.set(start + k, t.endsWith('\r') ? t.slice(0, -1) : t);
+        }
+      }
+      i = j + 1;
+    }
+  }
+
+  /** A loaded line's text, or undefined (not loaded, past the end, unreadable). */
+  line(coord: FileCoordinate, n: number): string | undefined {
+    return this.#files.get(coordinateKey(coord))?.get(n);
+  }
+
+  /** Convert a range of a loaded file between encodings (see encoding.convertRange). */
+  convert(coord: FileCoordinate, r: Range, from: Encoding, to: Encoding): Range {
+    return convertRange(r, (n) => this.line(coord, n), from, to);
+  }
+}
+
+const isLow = (s: string, i: number) => {
+  const c = s.charCodeAt(i);
+  return c >= 0xdc00 && c <= 0xdfff;
+};
+
+/**
+ * A line as shown to callers: whole when short; a window around `at` (a UTF-16
+ * index) with `…` marks when longer than PREVIEW_MAX_CHARS, never splitting a
+ * surrogate pair.
+ */
+export function previewLine(line: string, at = 0): string {
+  if (line.length <= PREVIEW_MAX_CHARS) return line;
+  let start = Math.max(0, Math.min(at - 80, line.length - PREVIEW_MAX_CHARS));
+  if (start > 0 && isLow(line, start)) start++;
+  let end = Math.min(line.length, start + PREVIEW_MAX_CHARS);
+  if (end < line.length && isLow(line, end)) end--;
+  return (start > 0 ? '…' : '') + line.slice(start, end) + (end < line.length ? '…' : '');
+}
