@@ -30,6 +30,9 @@ export const errors = {
   badSha: def('bad_sha', 400),
   badName: def('bad_name', 400),
   badArchive: def('bad_archive', 400),
+  /** The client hung up (or the daemon is stopping) before the upload was complete; usually nobody reads this answer. */
+  uploadAborted: (message = 'The upload was interrupted before the archive was complete.') =>
+    new AppError('upload_aborted', 400, message),
   unsupportedMediaType: def('unsupported_media_type', 415),
   unauthorized: def('unauthorized', 401),
   forbidden: def('forbidden', 403),

@@ -28,3 +28,27 @@ export interface PutResult {
 export function rootId(k: RootKey): string {
   return `${k.org}/${k.repo}/${k.sha}`;
 }
+
+/** Why a root went away: a DELETE, or the disk quota. */
+export type RemoveReason = 'deleted' | 'evicted';
+
+/**
+ * Told before a root's files are removed, so whoever runs sessions or fetches over
+ * it can stop them. The root is already gone from `get()` when this is called.
+ */
+export type RemoveListener = (key: RootKey, reason: RemoveReason) => void | Promise<void>;
+
+/** Whether something (a session, a query) holds the root; held roots are never evicted. */
+export type HoldCheck = (key: RootKey) => boolean;
+
+export interface ListOptions {
+  limit: number;
+  /** Cursor: the `next` of the previous page. */
+  after?: string;
+}
+
+export interface ListPage {
+  roots: RootInfo[];
+  /** Present when more roots follow; pass it as `after`. */
+  next?: string;
+}

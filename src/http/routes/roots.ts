@@ -1,0 +1,107 @@
+// The tree routes of API.md "Trees": PUT, GET and DELETE /v1/roots/:org/:repo/:sha
+// and GET /v1/roots. The upload body is never parsed by fastify: the store reads
+// `request.raw` as a stream. The key and the media type are checked in onRequest,
+// before the body parser runs, so a refused upload has not had a byte read.
+import type { IncomingMessage } from 'node:http';
+import type { FastifyInstance } from 'fastify';
+import { errors } from '../../errors.js';
+import { listQuery } from '../../schemas.js';
+import { checkRootKey } from '../../store/root-key.js';
+import type { RootInfo, RootKey } from '../../store/types.js';
+import type { Deps } from '../deps.js';
+import { parse } from '../error-handler.js';
+
+const TAR_MEDIA = new Set(['application/x-tar', 'application/tar', 'application/octet-stream']);
+const GZIP_MEDIA = new Set(['application/gzip', 'application/x-gzip']);
+
+// After a refusal the client is usually still sending. Reading (and dropping) a
+// little more lets it finish and read the answer; past these, the socket is cut.
+const LINGER_BYTES = 64 * 1024 * 1024;
+const LINGER_MS = 30_000;
+
+type KeyParams = { Params: { org: string; repo: string; sha: string } };
+
+export async function rootRoutes(app: FastifyInstance, deps: Deps): Promise<void> {
+  const { store } = deps;
+
+  app.put<KeyParams>(
+    '/v1/roots/:org/:repo/:sha',
+    {
+      onRequest: async (req) => {
+        checkRootKey(req.params);
+        uploadIsGzip(req.headers['content-type'], req.headers['content-encoding']);
+      },
+    },
+    async (req, reply) => {
+      const key = checkRootKey(req.params);
+      const gzip = uploadIsGzip(req.headers['content-type'], req.headers['content-encoding']);
+      try {
+        const { created, info } = await store.put(key, req.raw, { gzip });
+        return reply.code(created ? 201 : 200).send({ ...view(info), created, fetch: fetchView(key) });
+      } catch (err) {
+        lingerThenClose(req.raw);
+        throw err;
+      }
+    },
+  );
+
+  app.get<KeyParams>('/v1/roots/:org/:repo/:sha', async (req) => {
+    const key = checkRootKey(req.params);
+    const info = store.get(key);
+    if (!info) throw errors.notFound();
+    return { ...view(info), fetch: fetchView(key), sessions: [] };
+  });
+
+  app.delete<KeyParams>('/v1/roots/:org/:repo/:sha', async (req, reply) => {
+    const key = checkRootKey(req.params);
+    if (!(await store.delete(key))) throw errors.notFound();
+    return reply.code(204).send();
+  });
+
+  app.get('/v1/roots', async (req) => {
+    const q = parse(listQuery, req.query);
+    const page = store.list({ limit: q.limit, after: q.after });
+    return { roots: page.roots.map((info) => ({ ...view(info), fetch: fetchView(info.root) })), ...(page.next ? { next: page.next } : {}) };
+  });
+}
+
+function view(info: RootInfo) {
+  return { root: info.root, files: info.files, bytes: info.bytes, languages: info.languages, createdAt: info.createdAt };
+}
+
+/** The FETCH phase is not built yet; when it is, it reports its state here. */
+function fetchView(_key: RootKey): { state: string; error?: string } {
+  return { state: 'none' };
+}
+
+/**
+ * Whether the body is gzip'd, from Content-Type (application/gzip) or
+ * Content-Encoding (gzip). Both at once is taken as one layer of gzip, which is what
+ * clients that set both mean. Anything else is 415.
+ */
+export function uploadIsGzip(contentType: string | undefined, contentEncoding: string | undefined): boolean {
+  const media = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+  const encoding = (contentEncoding ?? 'identity').trim().toLowerCase();
+  if (!TAR_MEDIA.has(media) && !GZIP_MEDIA.has(media)) {
+    throw errors.unsupportedMediaType('Upload a tar as application/x-tar, or a gzip\'d tar as application/gzip.');
+  }
+  if (encoding !== 'identity' && encoding !== 'gzip' && encoding !== 'x-gzip') {
+    throw errors.unsupportedMediaType('Content-Encoding must be gzip or absent.');
+  }
+  return GZIP_MEDIA.has(media) || encoding !== 'identity';
+}
+
+/** Drop the rest of a refused upload for a while so the client can read the answer, then cut it off. */
+function lingerThenClose(raw: IncomingMessage): void {
+  if (raw.complete || raw.destroyed) return;
+  let dropped = 0;
+  const cut = () => raw.destroy();
+  const timer = setTimeout(cut, LINGER_MS);
+  timer.unref();
+  raw.on('data', (c: Buffer) => {
+    dropped += c.length;
+    if (dropped > LINGER_BYTES) cut();
+  });
+  raw.on('close', () => clearTimeout(timer));
+  raw.resume();
+}

@@ -1,0 +1,261 @@
+// The pure half of tar ingest: decides, from headers alone, whether each entry of
+// an uploaded tar may be written, and where. It owns the in-memory picture of the
+// tree being built (every path, its kind, every symlink target) and the limits.
+// Nothing here touches the disk, so every refusal can be unit-tested by feeding
+// headers, and a refusal always happens before a byte of the entry is written.
+import { errors } from '../errors.js';
+import { languageOf, type Language } from '../languages.js';
+
+/** The header fields the checks need (tar-stream's header, after PAX/GNU long names are applied). */
+export interface EntryHeader {
+  name: string;
+  type?: string | null;
+  linkname?: string | null;
+  mode?: number;
+  size?: number;
+}
+
+export interface EntryLimits {
+  maxTreeBytes: number;
+  maxTreeFiles: number;
+  maxFileBytes: number;
+}
+
+/** What to do with one admitted entry; paths are normalized, root-relative, `/`-separated. */
+export type Admission =
+  | { kind: 'skip' }
+  | { kind: 'dir'; path: string }
+  | { kind: 'file'; path: string; size: number; executable: boolean }
+  | { kind: 'symlink'; path: string; target: string }
+  | { kind: 'hardlink'; path: string; target: string };
+
+const enum Kind {
+  ImplicitDir,
+  Dir,
+  File,
+  Symlink,
+}
+
+// A name reaches a host path as <dataDir>/roots/<org>/<repo>/<sha>/tree/<name>, and
+// syscalls take at most PATH_MAX (4096) bytes: leave room for that prefix.
+const MAX_PATH_BYTES = 3072;
+const MAX_SEGMENT_BYTES = 255;
+// The kernel gives up after 40 symlinks in one lookup (ELOOP, path_resolution(7)).
+const MAX_LINK_HOPS = 40;
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/**
+ * Normalize a tar name to a root-relative path: drop `./` and empty segments and a
+ * trailing `/`; refuse absolute names, `..` segments, control characters and
+ * over-long names. '' is the tree's top itself. Throws unsafe_entry naming `name`.
+ */
+export function normalizeName(name: string, entry = name): string {
+  if (CONTROL.test(name)) throw errors.unsafeEntry(entry, 'control character in name');
+  if (name.startsWith('/')) throw errors.unsafeEntry(entry, 'absolute path');
+  const segs: string[] = [];
+  for (const seg of name.split('/')) {
+    if (seg === '' || seg === '.') continue;
+    if (seg === '..') throw errors.unsafeEntry(entry, '".." in path');
+    if (Buffer.byteLength(seg) > MAX_SEGMENT_BYTES) throw errors.unsafeEntry(entry, 'name too long');
+    segs.push(seg);
+  }
+  const path = segs.join('/');
+  if (Buffer.byteLength(path) > MAX_PATH_BYTES) throw errors.unsafeEntry(entry, 'name too long');
+  return path;
+}
+
+function parentOf(path: string): string {
+  const i = path.lastIndexOf('/');
+  return i < 0 ? '' : path.slice(0, i);
+}
+
+/**
+ * Admits the entries of one upload, in archive order. One instance per upload.
+ *
+ * Symlink rule: an entry whose path passes through an earlier symlink is refused,
+ * so nothing is ever written through a link. A symlink's target is checked
+ * lexically when it arrives (quick refusal), and again in `verifySymlinks()` once
+ * the whole tree is known, by walking it the way the kernel would (following
+ * every link in the final tree, `..` applied to the physical path). The second walk
+ * is what catches links whose meaning changes with later entries: `b -> q/..`
+ * stays inside until `q -> .` arrives, after which `b` is the root's parent.
+ */
+export class EntryChecker {
+  private readonly kinds = new Map<string, Kind>();
+  private readonly links = new Map<string, string>();
+  /** Languages of the regular files admitted so far (src/languages.ts table). */
+  readonly languages = new Set<Language>();
+  /** Non-directory entries (files, hard links, symlinks). */
+  files = 0;
+  /** Bytes of regular-file content stored (a hard link adds none: it shares its target's data). */
+  bytes = 0;
+
+  constructor(private readonly limits: EntryLimits) {}
+
+  admit(h: EntryHeader): Admission {
+    const entry = h.name;
+    // tar-stream reports an unknown type flag as null: that must not read as 'file'.
+    const type = h.type === undefined ? 'file' : h.type;
+    const size = h.size ?? 0;
+    switch (type) {
+      case 'character-device':
+      case 'block-device':
+        throw errors.unsafeEntry(entry, 'device entries are not allowed');
+      case 'fifo':
+        throw errors.unsafeEntry(entry, 'fifo entries are not allowed');
+      case 'file':
+      case 'contiguous-file':
+      case 'directory':
+      case 'symlink':
+      case 'link':
+        break;
+      default:
+        // tar has no standard socket type; sockets, sparse files, volume labels and
+        // every other flag land here.
+        throw errors.unsafeEntry(entry, 'unsupported entry type');
+    }
+    const path = normalizeName(entry);
+    if (type !== 'directory' && entry.endsWith('/')) throw errors.unsafeEntry(entry, 'a name ending in "/" must be a directory');
+    if (path === '') {
+      if (type === 'directory') return { kind: 'skip' };
+      throw errors.unsafeEntry(entry, 'entry replaces the top directory');
+    }
+
+    if (type === 'directory') {
+      // tar-stream reads a directory's data as the next header; refuse the ambiguity.
+      if (size !== 0) throw errors.badArchive(`Directory entry ${JSON.stringify(entry)} carries data.`);
+      const prev = this.kinds.get(path);
+      if (prev === Kind.Dir) throw errors.unsafeEntry(entry, 'duplicate entry');
+      if (prev === Kind.File || prev === Kind.Symlink) throw errors.unsafeEntry(entry, 'entry replaces a file with a directory');
+      this.ensureParents(path, entry);
+      if (prev === undefined) this.count(entry);
+      this.kinds.set(path, Kind.Dir);
+      return { kind: 'dir', path };
+    }
+
+    const prev = this.kinds.get(path);
+    if (prev === Kind.Dir || prev === Kind.ImplicitDir) throw errors.unsafeEntry(entry, 'entry replaces a directory with a file');
+    if (prev !== undefined) throw errors.unsafeEntry(entry, 'duplicate entry');
+    this.ensureParents(path, entry);
+
+    if (type === 'symlink') {
+      const target = h.linkname ?? '';
+      this.checkLinkTarget(entry, path, target);
+      this.count(entry);
+      this.kinds.set(path, Kind.Symlink);
+      this.links.set(path, target);
+      this.files++;
+      return { kind: 'symlink', path, target };
+    }
+
+    if (type === 'link') {
+      // A hard link may only name a regular file stored earlier in this upload; any
+      // other target (outside, a symlink, a directory, a later entry) is refused.
+      const raw = h.linkname ?? '';
+      if (raw === '') throw errors.unsafeEntry(entry, 'hard link without a target');
+      const target = normalizeName(raw, entry);
+      if (this.kinds.get(target) !== Kind.File) throw errors.unsafeEntry(entry, 'hard link target is not a file stored earlier in this archive');
+      this.count(entry);
+      this.kinds.set(path, Kind.File);
+      this.files++;
+      this.noteLanguage(path);
+      return { kind: 'hardlink', path, target };
+    }
+
+    if (size > this.limits.maxFileBytes) {
+      throw errors.tooLarge(`Entry ${JSON.stringify(entry)} is larger than the ${this.limits.maxFileBytes}-byte limit for one file.`, 'file_bytes');
+    }
+    if (this.bytes + size > this.limits.maxTreeBytes) {
+      throw errors.tooLarge(`The tree is larger than the ${this.limits.maxTreeBytes}-byte limit.`, 'tree_bytes');
+    }
+    this.count(entry);
+    this.kinds.set(path, Kind.File);
+    this.files++;
+    this.bytes += size;
+    this.noteLanguage(path);
+    return { kind: 'file', path, size, executable: ((h.mode ?? 0) & 0o111) !== 0 };
+  }
+
+  /**
+   * Walk every symlink's target through the final tree as the kernel would; refuse
+   * (naming the first link in archive order) any that leads out of the root.
+   */
+  verifySymlinks(): void {
+    for (const [path, target] of this.links) {
+      const why = this.escapes(path, target);
+      if (why) throw errors.unsafeEntry(path, why);
+    }
+  }
+
+  private noteLanguage(path: string): void {
+    const row = languageOf(path);
+    if (row) this.languages.add(row.language);
+  }
+
+  private count(entry: string): void {
+    if (this.kinds.size + 1 > this.limits.maxTreeFiles) {
+      throw errors.tooLarge(`The tree has more than ${this.limits.maxTreeFiles} entries (at ${JSON.stringify(entry)}).`, 'tree_files');
+    }
+  }
+
+  /**
+   * Every ancestor must be a directory (explicit or implied). Walks upward and
+   * stops at the first known directory: a known directory's ancestors are known
+   * directories, so each entry costs O(new ancestors).
+   */
+  private ensureParents(path: string, entry: string): void {
+    const missing: string[] = [];
+    for (let dir = parentOf(path); dir !== ''; dir = parentOf(dir)) {
+      const k = this.kinds.get(dir);
+      if (k === Kind.Dir || k === Kind.ImplicitDir) break;
+      if (k === Kind.Symlink) throw errors.unsafeEntry(entry, 'path passes through a symlink');
+      if (k === Kind.File) throw errors.unsafeEntry(entry, 'entry replaces a file with a directory');
+      missing.push(dir);
+    }
+    for (const dir of missing) {
+      this.count(entry);
+      this.kinds.set(dir, Kind.ImplicitDir);
+    }
+  }
+
+  private checkLinkTarget(entry: string, path: string, target: string): void {
+    if (target === '') throw errors.unsafeEntry(entry, 'symlink without a target');
+    if (CONTROL.test(target)) throw errors.unsafeEntry(entry, 'control character in symlink target');
+    if (target.startsWith('/')) throw errors.unsafeEntry(entry, 'symlink target is absolute');
+    if (Buffer.byteLength(target) > MAX_PATH_BYTES) throw errors.unsafeEntry(entry, 'symlink target too long');
+    const why = this.escapes(path, target);
+    if (why) throw errors.unsafeEntry(entry, why);
+  }
+
+  /**
+   * Resolve `target` from the directory of the link at `path`, following links
+   * known now, like path_resolution(7): a link component is replaced by its target
+   * (relative to the link's own directory, which is the current physical path), and
+   * `..` pops the physical path. Components that do not exist (or are files) are
+   * walked lexically, which can only refuse more than the kernel would. Answers
+   * why the link is refused (it climbs above the root, meets an absolute target,
+   * or loops past the kernel's limit), or undefined when it stays inside.
+   */
+  private escapes(path: string, target: string): string | undefined {
+    const stack = parentOf(path) === '' ? [] : parentOf(path).split('/');
+    let rest = target.split('/');
+    let hops = 0;
+    while (rest.length > 0) {
+      const seg = rest.shift()!;
+      if (seg === '' || seg === '.') continue;
+      if (seg === '..') {
+        if (stack.length === 0) return 'symlink target leaves the root';
+        stack.pop();
+        continue;
+      }
+      stack.push(seg);
+      const next = this.links.get(stack.join('/'));
+      if (next === undefined) continue;
+      if (next.startsWith('/')) return 'symlink target leaves the root';
+      if (++hops > MAX_LINK_HOPS) return 'symlink loop';
+      stack.pop();
+      rest = [...next.split('/'), ...rest];
+    }
+    return undefined;
+  }
+}

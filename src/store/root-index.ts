@@ -1,0 +1,69 @@
+// Rebuilds the store's in-memory index from disk at open: every
+// roots/<org>/<repo>/<sha>/meta.json that names itself correctly is a root; its
+// mtime is the root's last use (the store moves it forward as the root is used).
+// Anything else under roots/ is reported as junk for the store to remove.
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Language } from '../languages.js';
+import { checkRootKey } from './root-key.js';
+import type { RootInfo, RootKey } from './types.js';
+
+export interface IndexEntry {
+  key: RootKey;
+  info: RootInfo;
+  /** Host path of roots/<org>/<repo>/<sha>. */
+  dir: string;
+  treeBytes: number;
+  depsBytes: number;
+  lastUsedMs: number;
+  /** When lastUsedMs was last written to meta.json's mtime. */
+  persistedUseMs: number;
+}
+
+export async function loadIndex(rootsDir: string, metaName: string): Promise<{ entries: IndexEntry[]; junk: string[] }> {
+  const entries: IndexEntry[] = [];
+  const junk: string[] = [];
+  for (const org of await readdir(rootsDir)) {
+    const orgDir = join(rootsDir, org);
+    const repos = await subdirs(orgDir);
+    if (!repos) junk.push(orgDir);
+    for (const repo of repos ?? []) {
+      const repoDir = join(orgDir, repo);
+      const shas = await subdirs(repoDir);
+      if (!shas) junk.push(repoDir);
+      for (const sha of shas ?? []) {
+        const dir = join(repoDir, sha);
+        const e = await readEntry(dir, metaName, { org, repo, sha });
+        if (e) entries.push(e);
+        else junk.push(dir);
+      }
+    }
+  }
+  return { entries, junk };
+}
+
+/** Names in a directory, or undefined when it is not a readable directory. */
+function subdirs(dir: string): Promise<string[] | undefined> {
+  return readdir(dir).catch(() => undefined);
+}
+
+async function readEntry(dir: string, metaName: string, names: RootKey): Promise<IndexEntry | undefined> {
+  try {
+    const key = checkRootKey(names);
+    const metaPath = join(dir, metaName);
+    const [text, st] = await Promise.all([readFile(metaPath, 'utf8'), stat(metaPath)]);
+    const m = JSON.parse(text) as Partial<RootInfo> & { version?: number };
+    if (m.version !== 1 || typeof m.files !== 'number' || typeof m.bytes !== 'number' || !Array.isArray(m.languages)) return undefined;
+    if (m.root?.org !== key.org || m.root.repo !== key.repo || m.root.sha !== key.sha) return undefined;
+    const info: RootInfo = {
+      root: key,
+      files: m.files,
+      bytes: m.bytes,
+      languages: m.languages as Language[],
+      createdAt: String(m.createdAt ?? st.birthtime.toISOString()),
+    };
+    return { key, info, dir, treeBytes: m.bytes, depsBytes: 0, lastUsedMs: st.mtimeMs, persistedUseMs: st.mtimeMs };
+  } catch {
+    return undefined;
+  }
+}

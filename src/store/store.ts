@@ -1,0 +1,356 @@
+// RootStore: the on-disk store of uploaded trees. It owns the data dir layout,
+//   <dataDir>/roots/<org>/<repo>/<sha>/{tree/, deps/, meta.json}   visible roots
+//   <dataDir>/staging/<random>/                                    uploads in progress
+//   <dataDir>/trash/<random>/                                      roots being removed
+// An upload is built in staging and appears with one rename(2), so a crash at any
+// moment leaves the whole root or nothing; staging and trash are emptied at open.
+// It keeps an in-memory index (rebuilt from meta.json files at open) so `get` is
+// synchronous, serializes work per root with an in-process lock, and enforces the
+// disk quota by evicting least recently used roots nobody holds.
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, readdir, rename, rm, utimes } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import type { Readable } from 'node:stream';
+import type { Config } from '../config.js';
+import { errors, isAppError } from '../errors.js';
+import type { PhaseVerdict } from '../health.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
+import { dirBytes, fsyncDir, syncFilesystem, umaskStripsModes, writeDurable } from './disk.js';
+import { pickVictims } from './eviction.js';
+import { loadIndex, type IndexEntry } from './root-index.js';
+import { checkRootKey } from './root-key.js';
+import { ingestTar } from './tar-ingest.js';
+import { storageError } from './tree-writer.js';
+import {
+  rootId,
+  type HoldCheck,
+  type ListOptions,
+  type ListPage,
+  type PutOptions,
+  type PutResult,
+  type RemoveListener,
+  type RemoveReason,
+  type RootInfo,
+  type RootKey,
+} from './types.js';
+
+export interface StoreDeps {
+  config: Config;
+  log: Logger;
+  metrics: Metrics;
+}
+
+const META = 'meta.json';
+/** A root's last use is written to its meta.json mtime at most this often (LRU order survives restarts). */
+const PERSIST_USE_MS = 60_000;
+
+export class RootStore {
+  private readonly rootsDir: string;
+  private readonly stagingDir: string;
+  private readonly trashDir: string;
+  private readonly index = new Map<string, IndexEntry>();
+  /** Tail of each root's queue of work (put, delete, evict). */
+  private readonly locks = new Map<string, Promise<unknown>>();
+  private readonly background = new Set<Promise<unknown>>();
+  private readonly removeListeners: RemoveListener[] = [];
+  private holdCheck: HoldCheck = () => false;
+  private quotaRun: Promise<void> = Promise.resolve();
+  private closed = false;
+
+  private constructor(
+    private readonly deps: StoreDeps,
+    private readonly fixModes: boolean,
+  ) {
+    const d = deps.config.dataDir;
+    this.rootsDir = join(d, 'roots');
+    this.stagingDir = join(d, 'staging');
+    this.trashDir = join(d, 'trash');
+  }
+
+  /** Create the layout, remove what a crash left in staging and trash, load the index. */
+  static async open(deps: StoreDeps): Promise<RootStore> {
+    const d = deps.config.dataDir;
+    await mkdir(d, { recursive: true, mode: 0o755 });
+    for (const sub of ['staging', 'trash']) {
+      const leftover = await readdir(join(d, sub)).catch(() => []);
+      if (leftover.length > 0) deps.log.info({ dir: sub, entries: leftover.length }, 'removing what an earlier run left');
+      await rm(join(d, sub), { recursive: true, force: true });
+      await mkdir(join(d, sub), { mode: 0o700 });
+    }
+    await mkdir(join(d, 'roots'), { recursive: true, mode: 0o755 });
+    const store = new RootStore(deps, await umaskStripsModes(join(d, 'staging')));
+    await store.load();
+    return store;
+  }
+
+  /** For /readyz: can an upload be written and made durable right now? Never names a host path. */
+  async checkWritable(): Promise<PhaseVerdict> {
+    try {
+      await umaskStripsModes(this.stagingDir);
+      return { ok: true };
+    } catch (err) {
+      return { ok: false, reason: `the data directory is not writable (${(err as NodeJS.ErrnoException).code ?? 'error'})` };
+    }
+  }
+
+  get(key: RootKey): RootInfo | undefined {
+    return this.index.get(rootId(key))?.info;
+  }
+
+  /** Host path of a stored root's tree (read-only to everything but the store). */
+  treeDir(key: RootKey): string {
+    return join(this.rootDir(key), 'tree');
+  }
+
+  /** Host path of a root's dependency cache, created empty with the root (the FETCH phase fills it). */
+  depsDir(key: RootKey): string {
+    return join(this.rootDir(key), 'deps');
+  }
+
+  /** Mark a root used now (LRU order for the quota). */
+  touch(key: RootKey): void {
+    const e = this.index.get(rootId(key));
+    if (!e) return;
+    e.lastUsedMs = Date.now();
+    if (e.lastUsedMs - e.persistedUseMs < PERSIST_USE_MS) return;
+    e.persistedUseMs = e.lastUsedMs;
+    const t = new Date(e.lastUsedMs);
+    utimes(join(e.dir, META), t, t).catch(() => {}); // best effort: only the order after a restart depends on it
+  }
+
+  setHoldCheck(check: HoldCheck): void {
+    this.holdCheck = check;
+  }
+
+  /** Be told (and awaited) before a root's files are removed. Returns an unsubscribe function. */
+  onRemove(listener: RemoveListener): () => void {
+    this.removeListeners.push(listener);
+    return () => {
+      const i = this.removeListeners.indexOf(listener);
+      if (i >= 0) this.removeListeners.splice(i, 1);
+    };
+  }
+
+  /** Roots in id order, a page at a time. */
+  list(opts: ListOptions): ListPage {
+    const ids = [...this.index.keys()].sort();
+    let start = 0;
+    if (opts.after !== undefined) {
+      const after = opts.after;
+      while (start < ids.length && ids[start]! <= after) start++;
+    }
+    const page = ids.slice(start, start + opts.limit);
+    const roots = page.map((id) => this.index.get(id)!.info);
+    return start + opts.limit < ids.length ? { roots, next: page[page.length - 1]! } : { roots };
+  }
+
+  /**
+   * Store the tar in `body` as `key`. An existing root answers created:false after
+   * the body is read and discarded; concurrent puts of one key run one at a time,
+   * so exactly one creates it. On any failure nothing is left on disk.
+   */
+  async put(key: RootKey, body: Readable, opts: PutOptions): Promise<PutResult> {
+    key = checkRootKey(key);
+    if (this.closed) throw errors.shuttingDown('The daemon is shutting down.');
+    const id = rootId(key);
+    const started = performance.now();
+    const result = await this.locked(id, async (): Promise<PutResult> => {
+      const existing = this.index.get(id);
+      if (existing) {
+        await discard(body);
+        this.touch(key);
+        this.observe('exists', started);
+        return { created: false, info: existing.info };
+      }
+      return this.create(key, body, opts, started);
+    });
+    if (result.created) await this.enforceQuota(id);
+    return result;
+  }
+
+  /** Remove a root, its dependency cache, and (through onRemove) its sessions. False if absent. */
+  async delete(key: RootKey): Promise<boolean> {
+    key = checkRootKey(key);
+    const id = rootId(key);
+    return this.locked(id, async () => {
+      const e = this.index.get(id);
+      if (!e) return false;
+      await this.remove(id, e, 'deleted');
+      return true;
+    });
+  }
+
+  /** Re-measure a root's dependency cache (after a fetch wrote it) and apply the quota. */
+  async refreshUsage(key: RootKey): Promise<void> {
+    const e = this.index.get(rootId(key));
+    if (!e) return;
+    e.depsBytes = await dirBytes(join(e.dir, 'deps'));
+    this.updateGauges();
+    await this.enforceQuota();
+  }
+
+  /** Finish what is queued (uploads, removals) and refuse new uploads. */
+  async close(): Promise<void> {
+    this.closed = true;
+    while (this.locks.size > 0 || this.background.size > 0) {
+      await Promise.allSettled([...this.locks.values(), ...this.background]);
+    }
+  }
+
+  private rootDir(key: RootKey): string {
+    return join(this.rootsDir, key.org, key.repo, key.sha);
+  }
+
+  private async create(key: RootKey, body: Readable, opts: PutOptions, started: number): Promise<PutResult> {
+    const { config, log, metrics } = this.deps;
+    const id = rootId(key);
+    const staging = join(this.stagingDir, randomBytes(12).toString('hex'));
+    const final = this.rootDir(key);
+    let info: RootInfo;
+    try {
+      await this.mkdir755(staging);
+      await this.mkdir755(join(staging, 'tree'));
+      await this.mkdir755(join(staging, 'deps'));
+      const r = await ingestTar({
+        body,
+        gzip: opts.gzip,
+        dir: join(staging, 'tree'),
+        limits: config,
+        fixModes: this.fixModes,
+        signal: opts.signal,
+        onBodyBytes: (n) => metrics.uploadBytes.inc(n),
+      });
+      info = { root: { ...key }, files: r.files, bytes: r.bytes, languages: r.languages, createdAt: new Date().toISOString() };
+      // Data first, then the metadata, then the names: after the rename is durable,
+      // everything it points at is too.
+      await syncFilesystem(staging);
+      await writeDurable(join(staging, META), JSON.stringify({ version: 1, ...info }) + '\n');
+      await fsyncDir(staging);
+      await mkdir(dirname(final), { recursive: true, mode: 0o755 });
+      await rename(staging, final);
+      await fsyncDir(dirname(final));
+    } catch (raw) {
+      await rm(staging, { recursive: true, force: true }).catch((err: unknown) => log.error({ err }, 'could not remove staging'));
+      const err = isAppError(raw) ? raw : storageError(raw);
+      const result = !isAppError(err) ? 'failed' : err.code === 'upload_aborted' ? 'aborted' : err.status >= 500 ? 'failed' : 'refused';
+      this.observe(result, started);
+      const fields = isAppError(err) ? { code: err.code, ...err.extra } : { err };
+      log[result === 'failed' ? 'error' : 'info']({ root: id, ...fields }, 'upload not stored');
+      throw err;
+    }
+    const now = Date.now();
+    this.index.set(id, { key: { ...key }, info, dir: final, treeBytes: info.bytes, depsBytes: 0, lastUsedMs: now, persistedUseMs: now });
+    this.updateGauges();
+    const ms = Math.round(performance.now() - started);
+    this.observe('created', started);
+    log.info({ root: id, files: info.files, bytes: info.bytes, languages: info.languages, ms }, 'root stored');
+    return { created: true, info };
+  }
+
+  /** Drop from the index, tell listeners, rename out of sight, then delete the files. */
+  private async remove(id: string, e: IndexEntry, reason: RemoveReason, wait = true): Promise<void> {
+    this.index.delete(id);
+    this.updateGauges();
+    for (const listener of [...this.removeListeners]) {
+      try {
+        await listener(e.key, reason);
+      } catch (err) {
+        this.deps.log.error({ err, root: id }, 'remove listener failed');
+      }
+    }
+    const trash = join(this.trashDir, randomBytes(12).toString('hex'));
+    await rename(e.dir, trash);
+    const gone = rm(trash, { recursive: true, force: true }).catch((err: unknown) =>
+      this.deps.log.error({ err, root: id }, 'could not delete removed root'),
+    );
+    this.deps.log.info({ root: id, reason, bytes: e.treeBytes + e.depsBytes }, 'root removed');
+    if (wait) await gone;
+    else this.track(gone);
+  }
+
+  /** Evict least recently used unheld roots until the total fits the quota; runs one at a time. */
+  private enforceQuota(protect?: string): Promise<void> {
+    const run = this.quotaRun.then(async () => {
+      const usage = [...this.index.entries()].map(([id, e]) => ({ id, bytes: e.treeBytes + e.depsBytes, lastUsedMs: e.lastUsedMs }));
+      const spare = (id: string) => id === protect || this.holdCheck(this.index.get(id)!.key);
+      for (const id of pickVictims(usage, this.deps.config.diskQuotaBytes, spare)) {
+        await this.locked(id, async () => {
+          const e = this.index.get(id);
+          if (!e || this.holdCheck(e.key)) return;
+          await this.remove(id, e, 'evicted', false);
+          this.deps.metrics.evictions.inc();
+        });
+      }
+    });
+    this.quotaRun = run.catch((err: unknown) => this.deps.log.error({ err }, 'quota enforcement failed'));
+    return this.quotaRun;
+  }
+
+  /** Run `fn` after every earlier task on the same root. */
+  private locked<T>(id: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.locks.get(id) ?? Promise.resolve();
+    const run = prev.then(fn, fn);
+    const tail = run.then(
+      () => {},
+      () => {},
+    );
+    this.locks.set(id, tail);
+    void tail.then(() => {
+      if (this.locks.get(id) === tail) this.locks.delete(id);
+    });
+    return run;
+  }
+
+  private async load(): Promise<void> {
+    const { entries, junk } = await loadIndex(this.rootsDir, META);
+    for (const e of entries) this.index.set(rootId(e.key), e);
+    for (const dir of junk) {
+      // Only a rename puts anything here, so this is not ours or was damaged by hand.
+      this.deps.log.warn({ dir: dir.slice(this.deps.config.dataDir.length + 1) }, 'removing an unreadable root');
+      await rm(dir, { recursive: true, force: true });
+    }
+    await Promise.all(
+      [...this.index.values()].map(async (e) => {
+        e.depsBytes = await dirBytes(join(e.dir, 'deps'));
+      }),
+    );
+    this.updateGauges();
+    this.deps.log.info({ roots: this.index.size }, 'store opened');
+    await this.enforceQuota();
+  }
+
+  private async mkdir755(dir: string): Promise<void> {
+    await mkdir(dir, { mode: 0o755 });
+    // The jails run as other uids; a restrictive umask must not hide the tree from them.
+    if (this.fixModes) await chmod(dir, 0o755);
+  }
+
+  private updateGauges(): void {
+    let bytes = 0;
+    for (const e of this.index.values()) bytes += e.treeBytes + e.depsBytes;
+    this.deps.metrics.roots.set(this.index.size);
+    this.deps.metrics.rootsBytes.set(bytes);
+  }
+
+  private observe(result: string, started: number): void {
+    this.deps.metrics.uploadSeconds.observe({ result }, (performance.now() - started) / 1000);
+  }
+
+  private track(p: Promise<unknown>): void {
+    this.background.add(p);
+    void p.finally(() => this.background.delete(p));
+  }
+}
+
+/** Read and drop the rest of a body (an upload of a root that already exists). */
+function discard(body: Readable): Promise<void> {
+  return new Promise((resolve) => {
+    if (body.readableEnded || body.destroyed) return resolve();
+    body.on('end', resolve);
+    body.on('close', resolve);
+    body.on('error', () => resolve());
+    body.resume();
+  });
+}

@@ -1,0 +1,275 @@
+// Streams one uploaded tar (plain or gzip'd) into an empty directory: the body is
+// fed through gunzip and tar-stream's parser with backpressure all the way, so
+// memory does not grow with the upload; every header is admitted by EntryChecker
+// before a byte of its entry is written; TreeWriter does the writing. Resolves
+// only when the whole archive, up to its end-of-archive block, is on disk and
+// every symlink was re-checked against the final tree; on any failure it waits
+// for every write in flight and rejects, leaving the caller to remove the dir.
+//
+// The request body is never destroyed here: after a refusal the route still
+// answers on the same connection, so ingest only stops reading it.
+import type { Readable } from 'node:stream';
+import { createGunzip, type Gunzip } from 'node:zlib';
+import tar from 'tar-stream';
+import type { Language } from '../languages.js';
+import { errors, isAppError } from '../errors.js';
+import { EntryChecker, type EntryHeader, type EntryLimits } from './entry-check.js';
+import { SMALL_FILE_BYTES, TreeWriter, storageError } from './tree-writer.js';
+
+export interface IngestOptions {
+  body: Readable;
+  gzip: boolean;
+  /** An empty directory, created by the caller. */
+  dir: string;
+  limits: EntryLimits;
+  /** chmod after create (the umask strips bits the jails need). */
+  fixModes: boolean;
+  signal?: AbortSignal;
+  /** Told of every body chunk (compressed bytes, as received). */
+  onBodyBytes?: (n: number) => void;
+}
+
+export interface IngestResult {
+  files: number;
+  bytes: number;
+  languages: Language[];
+}
+
+/** tar-stream's header also says where the entry's data starts in the tar. */
+type Header = EntryHeader & { byteOffset?: number };
+/** One entry's data (a streamx Readable). */
+interface EntryStream extends AsyncIterable<Buffer> {
+  on(ev: 'end' | 'close', fn: () => void): unknown;
+  on(ev: 'error', fn: (err: Error) => void): unknown;
+  resume(): unknown;
+}
+type Extract = ReturnType<typeof tar.extract>;
+
+/** A source we can pause, and a sink that says when it wants more. */
+interface Source {
+  on(ev: 'data', fn: (c: Buffer) => void): unknown;
+  off(ev: 'data', fn: (c: Buffer) => void): unknown;
+  pause(): unknown;
+  resume(): unknown;
+}
+interface Sink {
+  write(c: Buffer): boolean;
+  once(ev: 'drain', fn: () => void): unknown;
+  off(ev: 'drain', fn: () => void): unknown;
+}
+
+export function ingestTar(opts: IngestOptions): Promise<IngestResult> {
+  return new Ingest(opts).run();
+}
+
+class Ingest {
+  private readonly checker: EntryChecker;
+  private readonly writer: TreeWriter;
+  private readonly extract: Extract = tar.extract();
+  private readonly gunzip: Gunzip | undefined;
+  private failure: unknown;
+  private failed!: (err: unknown) => void;
+  private readonly detachers: (() => void)[] = [];
+  /** Bytes of tar fed to the parser, and where the last entry's data ended. */
+  private fed = 0;
+  private lastEntryEnd = 0;
+  private readonly maxTarBytes: number;
+
+  constructor(private readonly opts: IngestOptions) {
+    this.checker = new EntryChecker(opts.limits);
+    this.writer = new TreeWriter(opts.dir, opts.fixModes, (err) => this.fail(err));
+    // Larger zlib chunks mean fewer trips through the parser.
+    this.gunzip = opts.gzip ? createGunzip({ chunkSize: 64 * 1024 }) : undefined;
+    // Headers and padding are bounded by the entry limit; past this the "tar" is
+    // padding (a gzip of zeros, say), never a tree: stop decompressing it.
+    const { maxTreeBytes, maxTreeFiles } = opts.limits;
+    this.maxTarBytes = maxTreeBytes + maxTreeFiles * 2048 + 64 * 1024 * 1024;
+  }
+
+  async run(): Promise<IngestResult> {
+    const failed = new Promise<never>((_, reject) => (this.failed = reject));
+    failed.catch(() => {});
+    try {
+      const parsed = this.parse();
+      parsed.catch(() => {}); // a failure is reported through `failed` first
+      await Promise.race([parsed, failed]);
+      await this.writer.settle();
+      this.checker.verifySymlinks();
+      if (this.failure !== undefined) throw this.failure;
+    } catch (err) {
+      this.fail(err);
+      // Nothing may still be writing when the caller removes the directory.
+      await this.writer.settle().catch(() => {});
+      throw this.failure;
+    } finally {
+      for (const detach of this.detachers) detach();
+    }
+    return {
+      files: this.checker.files,
+      bytes: this.checker.bytes,
+      languages: [...this.checker.languages].sort(),
+    };
+  }
+
+  /** Wire body → (gunzip →) parser; resolves once the parser has consumed the last entry. */
+  private parse(): Promise<void> {
+    const { body, signal } = this.opts;
+    const ex = this.extract;
+    ex.on('entry', (header, stream, next) => {
+      // When the upload fails, tar-stream destroys the current entry's stream with
+      // the error; unheard, that error would be thrown as uncaught. The failure is
+      // already handled through fail().
+      stream.on('error', () => {});
+      // streamx types chunks as unknown; tar-stream yields Buffers.
+      this.entry(header as Header, stream as unknown as EntryStream).then(() => next(), (err: unknown) => this.fail(err));
+    });
+    const done = new Promise<void>((resolve, reject) => {
+      ex.on('finish', resolve);
+      ex.on('error', (err: unknown) => reject(this.failure ?? classify(err, this.opts.gzip)));
+    });
+
+    let ended = false;
+    const onEnd = () => {
+      ended = true;
+      if (this.gunzip) this.gunzip.end();
+      else ex.end(undefined);
+    };
+    // The client hung up, or the daemon is stopping: either way the tree is incomplete.
+    const onGone = () => {
+      if (!ended) this.fail(errors.uploadAborted());
+    };
+    const onAbort = () => this.fail(errors.uploadAborted());
+    body.on('end', onEnd);
+    body.on('error', onGone);
+    body.on('close', onGone);
+    signal?.addEventListener('abort', onAbort);
+    this.detachers.push(() => {
+      body.off('end', onEnd);
+      body.off('error', onGone);
+      body.off('close', onGone);
+      signal?.removeEventListener('abort', onAbort);
+    });
+    if (signal?.aborted) onAbort();
+    // A client that hung up while this upload waited for its turn is already gone.
+    if (body.destroyed && !body.readableEnded) onGone();
+
+    const countBody = (c: Buffer) => this.opts.onBodyBytes?.(c.length);
+    const countTar = (c: Buffer) => {
+      this.fed += c.length;
+      if (this.fed > this.maxTarBytes) this.fail(errors.tooLarge('The archive is larger than any tree within the limits.', 'tree_bytes'));
+    };
+    if (this.gunzip) {
+      const gz = this.gunzip;
+      gz.on('error', (err: Error) => this.fail(errors.badArchive(`The gzip stream is corrupt or truncated (${err.message}).`)));
+      gz.on('end', () => ex.end(undefined));
+      this.forward(body, gz, countBody);
+      this.forward(gz, ex, countTar);
+    } else {
+      this.forward(body, ex, (c) => (countBody(c), countTar(c)));
+    }
+    return done.then(() => this.checkEnd());
+  }
+
+  /** Like pipe(), but never destroys the source and stops on detach. */
+  private forward(src: Source, dst: Sink, onChunk: (c: Buffer) => void): void {
+    let waiting = false;
+    const resume = () => {
+      waiting = false;
+      if (this.failure === undefined) src.resume();
+    };
+    const onData = (c: Buffer) => {
+      if (this.failure !== undefined) return;
+      onChunk(c);
+      if (this.failure !== undefined) return;
+      if (!dst.write(c) && !waiting) {
+        waiting = true;
+        src.pause();
+        dst.once('drain', resume);
+      }
+    };
+    src.on('data', onData);
+    this.detachers.push(() => {
+      src.off('data', onData);
+      dst.off('drain', resume);
+      src.pause();
+    });
+  }
+
+  private async entry(h: Header, stream: EntryStream): Promise<void> {
+    const size = h.size ?? 0;
+    this.lastEntryEnd = (h.byteOffset ?? 0) + Math.ceil(size / 512) * 512;
+    const a = this.checker.admit(h);
+    switch (a.kind) {
+      case 'skip':
+        return drain(stream);
+      case 'dir':
+        this.writer.dir(a.path);
+        return drain(stream);
+      case 'symlink':
+        this.writer.symlink(a.path, a.target);
+        return drain(stream);
+      case 'hardlink':
+        await drain(stream);
+        return this.writer.hardlink(a.path, a.target).catch((err: unknown) => Promise.reject(storageError(err)));
+      case 'file': {
+        if (a.size <= SMALL_FILE_BYTES) {
+          await this.writer.room(a.size);
+          const chunks: Buffer[] = [];
+          for await (const c of stream) chunks.push(c);
+          const data = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+          assertSize(data.length, a.size, h.name);
+          this.writer.smallFile(a.path, data, a.executable);
+          return;
+        }
+        const n = await this.writer.largeFile(a.path, stream, a.executable);
+        assertSize(n, a.size, h.name);
+        return;
+      }
+    }
+  }
+
+  /**
+   * tar-stream accepts input that stops cleanly after an entry; a real archive ends
+   * with zero blocks. Without one, the upload was cut short: refuse it.
+   */
+  private checkEnd(): void {
+    if (this.fed === 0) throw errors.badArchive('The body is empty; expected a tar archive.');
+    if (this.fed < this.lastEntryEnd + 512) throw errors.badArchive('The tar archive is truncated (no end-of-archive block).');
+  }
+
+  private fail(err: unknown): void {
+    if (this.failure !== undefined) return;
+    // The parser's errors also reach us through an entry's stream; classify them the same way.
+    this.failure = classify(err, this.opts.gzip);
+    for (const detach of this.detachers.splice(0)) detach();
+    this.gunzip?.destroy();
+    this.extract.destroy(this.failure as Error);
+    this.failed(this.failure);
+  }
+}
+
+function drain(stream: EntryStream): Promise<void> {
+  return new Promise((resolve, reject) => {
+    stream.on('end', resolve);
+    stream.on('close', resolve); // destroyed because the upload failed elsewhere
+    stream.on('error', reject);
+    stream.resume();
+  });
+}
+
+function assertSize(got: number, want: number, name: string): void {
+  if (got !== want) throw errors.badArchive(`Entry ${JSON.stringify(name)} is shorter than its header says.`);
+}
+
+// Every error tar-stream raises (extract.js, headers.js): the archive's fault, a 400.
+const TAR_ERRORS = /^(Invalid tar header|Invalid header|Unexpected end of data|Header exceeds max size)/;
+
+/** An AppError as it is; tar-stream's errors as bad_archive; a full disk as 507; anything else unchanged (a 500). */
+function classify(err: unknown, gzip: boolean): unknown {
+  if (isAppError(err)) return err;
+  const msg = (err as Error)?.message ?? '';
+  if (!TAR_ERRORS.test(msg)) return storageError(err);
+  if (msg.startsWith('Unexpected end of data')) return errors.badArchive('The tar archive is truncated.');
+  const hint = gzip ? '' : " (a gzip'd tar needs Content-Type: application/gzip or Content-Encoding: gzip)";
+  return errors.badArchive(`The body is not a valid tar archive${hint}.`);
+}
