@@ -4,6 +4,8 @@
 // The JailedProcess it returns owns the process group, the cgroup and the uid until
 // every process of the jail is gone.
 //
+// Process tree: daemon → lspd-gate (pool uid, process-group leader, subreaper; its
+// exit means the whole jail is gone) → bwrap monitor → sandbox PID 1 → the command.
 // Descriptors of the gate/bwrap process (the numbers bwrap-argv.ts is given):
 //   0-2 stdio · 3 --json-status-fd · 4 --args · 5 --seccomp · 6 gate · 7 --ro-bind-fd (tree)
 import assert from 'node:assert/strict';
@@ -27,6 +29,7 @@ const RACE = 'Race condition binding dirfd';
 const RACE_ATTEMPTS = 5;
 const SETUP_TIMEOUT_MS = 10_000;
 const DRAIN_TIMEOUT_MS = 5_000;
+const KILL_GRACE_MS = 1_000;
 
 export interface SpawnContext {
   bwrapPath: string;
@@ -181,10 +184,10 @@ function launch(ctx: SpawnContext, opts: JailSpawnOptions, treeFd: number | unde
     opts.onStderr?.(d);
   });
 
+  // The sandbox's PID 1 (host pid), from bwrap's --json-status-fd.
+  const sandbox: { pid1?: number } = {};
   let killed = false;
-  const kill = () => {
-    if (killed) return;
-    killed = true;
+  const killGroup = () => {
     if (child.pid !== undefined) {
       try {
         process.kill(-child.pid, 'SIGKILL');
@@ -193,6 +196,23 @@ function launch(ctx: SpawnContext, opts: JailSpawnOptions, treeFd: number | unde
       }
     }
     cg.killAll();
+  };
+  // Kill the sandbox's PID 1 first: the kernel then SIGKILLs every process of its PID
+  // namespace (pid_namespaces(7)), the init reaps them, bwrap and the gate reap the
+  // init, so nothing is left as a zombie for the host's init. The process group and
+  // the cgroup are the backstop: at once while PID 1 is not known, else after a grace.
+  const kill = () => {
+    if (killed) return;
+    killed = true;
+    if (sandbox.pid1 === undefined) return killGroup();
+    try {
+      process.kill(sandbox.pid1, 'SIGKILL');
+    } catch {
+      /* already gone */
+    }
+    setTimeout(() => {
+      if (child.exitCode === null && child.signalCode === null) killGroup();
+    }, KILL_GRACE_MS).unref();
   };
   const onAbort = () => kill();
   opts.signal?.addEventListener('abort', onAbort, { once: true });
@@ -233,7 +253,7 @@ function launch(ctx: SpawnContext, opts: JailSpawnOptions, treeFd: number | unde
       return `cannot place the jail in its cgroup (${(err as Error).message})`;
     }
     fds[FD.gate]!.end('G');
-    return confirmSetup(child, fds[FD.jsonStatus]!, exited, opts.signal).then(
+    return confirmSetup(child, fds[FD.jsonStatus]!, sandbox, exited, opts.signal).then(
       (r) => (r === 'ok' ? 'ok' : scrub(firstLine(ring.text()) || r)),
     );
   })();
@@ -257,10 +277,15 @@ function launch(ctx: SpawnContext, opts: JailSpawnOptions, treeFd: number | unde
  * N (the sandbox's PID 1) loads the seccomp filter only after every mount, the tree's
  * race check included: so "N has Seccomp: 2" or an exit-code record means set up.
  */
-function confirmSetup(child: ChildProcess, status: Duplex, exited: Promise<JailExit>, signal?: AbortSignal): Promise<'ok' | string> {
+function confirmSetup(
+  child: ChildProcess,
+  status: Duplex,
+  sandbox: { pid1?: number },
+  exited: Promise<JailExit>,
+  signal?: AbortSignal,
+): Promise<'ok' | string> {
   return new Promise((resolve) => {
     let buf = '';
-    let childPid: number | undefined;
     let sawExitCode = false;
     let settled = false;
     const done = (r: 'ok' | string) => {
@@ -280,7 +305,7 @@ function confirmSetup(child: ChildProcess, status: Duplex, exited: Promise<JailE
         buf = buf.slice(nl + 1);
         try {
           const rec = JSON.parse(line) as Record<string, unknown>;
-          if (typeof rec['child-pid'] === 'number') childPid = rec['child-pid'];
+          if (typeof rec['child-pid'] === 'number') sandbox.pid1 = rec['child-pid'];
           if ('exit-code' in rec) {
             sawExitCode = true;
             done('ok');
@@ -292,9 +317,9 @@ function confirmSetup(child: ChildProcess, status: Duplex, exited: Promise<JailE
     });
     status.on('error', () => {});
     const poll = setInterval(() => {
-      if (childPid === undefined) return;
+      if (sandbox.pid1 === undefined) return;
       try {
-        if (/^Seccomp:\s*2$/m.test(readFileSync(`/proc/${childPid}/status`, 'utf8'))) done('ok');
+        if (/^Seccomp:\s*2$/m.test(readFileSync(`/proc/${sandbox.pid1}/status`, 'utf8'))) done('ok');
       } catch {
         /* gone: the exit path decides */
       }

@@ -44,14 +44,15 @@ export class StderrRing {
 }
 
 /**
- * Replace host paths with what the jail calls them (or a placeholder). Longest
- * prefix first, so /data/roots/x maps before /data does.
+ * Replace host paths with what the jail calls them (or a placeholder), in one pass
+ * (a replacement is never rewritten again), longest path first, and only at a path
+ * boundary: /root must not eat the start of /roots.
  */
 export function makeScrubber(map: readonly (readonly [string, string])[]): (s: string) => string {
-  const pairs = map.filter(([host]) => host.length > 1).sort((a, b) => b[0].length - a[0].length);
-  return (s) => {
-    let out = s;
-    for (const [host, to] of pairs) out = out.split(host).join(to);
-    return out;
-  };
+  const to = new Map<string, string>();
+  for (const [host, at] of map) if (host.length > 1 && !to.has(host)) to.set(host, at);
+  if (to.size === 0) return (s) => s;
+  const alternatives = [...to.keys()].sort((a, b) => b.length - a.length).map((h) => h.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  const re = new RegExp(`(?:${alternatives.join('|')})(?![A-Za-z0-9._-])`, 'g');
+  return (s) => s.replace(re, (m) => to.get(m) ?? m);
 }

@@ -46,7 +46,7 @@ export interface JailExit {
 }
 
 export interface JailedProcess {
-  /** Host pid of bwrap (the jail's process-group leader). */
+  /** Host pid of the jail's process-group leader (lspd-gate, bwrap's parent and the jail's reaper). */
   readonly pid: number;
   readonly stdin: Writable;
   readonly stdout: Readable;
