@@ -72,8 +72,9 @@ export async function projectHover(raw: unknown, ctx: HoverContext): Promise<Hov
   // bound the scrub's work; cut at white space so no path is split mid-way
   const precut = ctx.maxHoverBytes * 2 + 4096;
   if (text.length > precut) {
-    const ws = text.slice(precut - 4096, precut).search(/\s(?=\S*$)/);
-    text = text.slice(0, ws < 0 ? precut - 4096 : precut - 4096 + ws);
+    let at = precut;
+    while (at > precut - 4096 && !/\s/.test(text[at - 1]!)) at--;
+    text = text.slice(0, at > precut - 4096 ? at : precut - 4096);
     truncated = true;
   }
   let contents = ctx.scrub(text);

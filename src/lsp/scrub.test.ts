@@ -116,6 +116,7 @@ test('known host paths are hidden anywhere, raw, encoded or in another case', ()
   assert.equal(s('q=%2Fvar%2Flib%2Flspd%2Fx ok'), 'q=<path> ok');
   assert.equal(s('q=%2fvar%2flib%2flspd ok'), 'q=<path> ok');
   assert.equal(s('/VAR/LIB/LSPD/x'), '<path>');
+  assert.equal(s('see file:///var/lib/lspd/a.ts, and FILE://localhost/var/lib/lspd'), 'see <path>, and <path>');
   assert.equal(s('/opt/lspd-install/node_modules/pyright/x.js'), '<path>');
   // a longer name that merely starts with a known path is not it
   assert.equal(createScrubber({ knownPaths: ['/data/lspd'] })('/data/lspdx is a route'), '<path> is a route');

@@ -130,7 +130,8 @@ export function createScrubber(opts: ScrubOptions = {}): Scrubber {
   const treeRaw = trees.length ? new RegExp(`(?:${trees.map(escapeRe).join('|')})(?![A-Za-z0-9._~-])`, 'gi') : undefined;
   const hide = [...known, ...known.flatMap(encoded), ...trees.flatMap(encoded)].filter((p, i, a) => a.indexOf(p) === i);
   hide.sort((a, b) => b.length - a.length);
-  const hideRe = hide.length ? new RegExp(`(?:${hide.map(escapeRe).join('|')})${REST_OF_PATH}`, 'gi') : undefined;
+  // a `file://` in front goes with the path: `file://<path>` would read as a URI to nowhere
+  const hideRe = hide.length ? new RegExp(`(?:file:(?://(?:localhost)?)?)?(?:${hide.map(escapeRe).join('|')})${REST_OF_PATH}`, 'gi') : undefined;
 
   /** Render a normalized absolute path: root-relative, a dependency coordinate, or <path>. */
   function renderAbsolute(p: string): string {
