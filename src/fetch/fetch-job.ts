@@ -5,6 +5,7 @@
 // bounded, scrubbed log tail the caller sees.
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Jail } from '../jail/types.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
@@ -295,10 +296,7 @@ function watchBytes(dir: string, maxBytes: number, intervalMs: number, signal: A
   void (async () => {
     let wait = intervalMs;
     while (!ctl.signal.aborted) {
-      await new Promise<void>((res) => {
-        const t = setTimeout(res, wait);
-        ctl.signal.addEventListener('abort', () => (clearTimeout(t), res()), { once: true });
-      });
+      await sleep(wait, undefined, { signal: ctl.signal }).catch(() => undefined);
       if (ctl.signal.aborted) break;
       const t0 = performance.now();
       const used = await diskUsage(dir, maxBytes, ctl.signal);

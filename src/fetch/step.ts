@@ -74,7 +74,8 @@ export function baseEnv(): Record<string, string> {
   };
 }
 
-/** tree-relative dir joined for a jail or host path ('' is the top). */
+/** Join '/'-separated relative parts where '' means "here": under('', 'x') is 'x', under('/src', '') is '/src'. */
 export function under(base: string, rel: string): string {
-  return rel === '' ? base : `${base}/${rel}`;
+  if (rel === '') return base;
+  return base === '' ? rel : `${base}/${rel}`;
 }

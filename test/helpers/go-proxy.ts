@@ -9,28 +9,64 @@
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { crc32 } from 'node:zlib';
+import { createHash } from 'node:crypto';
 import { projectDir } from './daemon.js';
 
 export const goProxyFixtures = join(projectDir, 'test', 'fixtures', 'go-proxy');
 
+export interface GoModule {
+  path: string;
+  version: string;
+  /** Module-relative file names → contents; must include go.mod. */
+  files: Record<string, string | Buffer>;
+}
+
 /** Build the proxy for every fixture module under `fixturesDir` into `outDir`; returns `file://` + outDir. */
 export function buildGoProxy(outDir: string, fixturesDir = goProxyFixtures): string {
-  const versions = new Map<string, string[]>();
-  for (const modDir of findModuleDirs(fixturesDir)) {
+  const modules: GoModule[] = findModuleDirs(fixturesDir).map((modDir) => {
     const rel = relative(fixturesDir, modDir); // example.com/dep@v1.0.0
     const at = rel.lastIndexOf('@');
-    const mod = rel.slice(0, at);
-    const version = rel.slice(at + 1);
-    const v = join(outDir, mod, '@v');
+    return {
+      path: rel.slice(0, at),
+      version: rel.slice(at + 1),
+      files: Object.fromEntries(listFiles(modDir).map((f) => [relative(modDir, f), readFileSync(f)])),
+    };
+  });
+  writeGoProxy(outDir, modules);
+  return `file://${outDir}`;
+}
+
+/** Lay `modules` out as a proxy in `outDir`; returns the go.sum lines that pin them. */
+export function writeGoProxy(outDir: string, modules: GoModule[]): string {
+  const versions = new Map<string, string[]>();
+  const sum: string[] = [];
+  for (const m of modules) {
+    const v = join(outDir, m.path, '@v');
     mkdirSync(v, { recursive: true });
-    writeFileSync(join(v, `${version}.info`), JSON.stringify({ Version: version, Time: '2024-01-01T00:00:00Z' }));
-    writeFileSync(join(v, `${version}.mod`), readFileSync(join(modDir, 'go.mod')));
-    const files = listFiles(modDir).map((f) => ({ name: `${rel}/${relative(modDir, f)}`, data: readFileSync(f) }));
-    writeFileSync(join(v, `${version}.zip`), zipStored(files));
-    versions.set(v, [...(versions.get(v) ?? []), version]);
+    const goMod = Buffer.from(m.files['go.mod']!);
+    writeFileSync(join(v, `${m.version}.info`), JSON.stringify({ Version: m.version, Time: '2024-01-01T00:00:00Z' }));
+    writeFileSync(join(v, `${m.version}.mod`), goMod);
+    const files = Object.keys(m.files)
+      .sort()
+      .map((name) => ({ name: `${m.path}@${m.version}/${name}`, data: Buffer.from(m.files[name]!) }));
+    writeFileSync(join(v, `${m.version}.zip`), zipStored(files));
+    versions.set(v, [...(versions.get(v) ?? []), m.version]);
+    sum.push(`${m.path} ${m.version} ${hash1(files)}`, `${m.path} ${m.version}/go.mod ${hash1([{ name: 'go.mod', data: goMod }])}`);
   }
   for (const [v, list] of versions) writeFileSync(join(v, 'list'), list.join('\n') + '\n');
-  return `file://${outDir}`;
+  return sum.join('\n') + '\n';
+}
+
+/**
+ * go.sum's "h1:" hash (golang.org/x/mod/sumdb/dirhash Hash1): SHA-256 over the
+ * lines "<sha256 hex>  <name>\n" of every file, sorted by name.
+ */
+export function hash1(files: { name: string; data: Buffer }[]): string {
+  const summary = [...files]
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    .map((f) => `${createHash('sha256').update(f.data).digest('hex')}  ${f.name}\n`)
+    .join('');
+  return 'h1:' + createHash('sha256').update(summary).digest('base64');
 }
 
 function findModuleDirs(dir: string): string[] {

@@ -1,0 +1,191 @@
+// FETCH for npm, hermetic: a tiny registry on 127.0.0.1 served by the test and
+// reached from the real FETCH jail only through the egress proxy (the jail has its
+// own network namespace). Also: refused and none states, the deadline, and
+// cancellation by root removal. (The byte bound is tested with Go, whose file://
+// proxy makes a large download deterministic.)
+import assert from 'node:assert/strict';
+import { chmodSync, existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { tempDir } from './helpers/daemon.js';
+import { fetchEnv, fixtures, newKey, type FetchEnv } from './helpers/fetch-env.js';
+import { startNpmRegistry, type NpmRegistry } from './helpers/npm-registry.js';
+
+/** A tree with one dependency whose lockfile entry says where to get it and what hash it has. */
+function lockedTree(dep: { name: string; version: string; resolved: string; integrity: string }): string {
+  const dir = tempDir('lspd-npm-tree-');
+  chmodSync(dir, 0o755);
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 't', version: '0.0.0', private: true, dependencies: { [dep.name]: dep.version } }));
+  writeFileSync(
+    join(dir, 'package-lock.json'),
+    JSON.stringify({
+      name: 't',
+      version: '0.0.0',
+      lockfileVersion: 3,
+      requires: true,
+      packages: {
+        '': { name: 't', version: '0.0.0', dependencies: { [dep.name]: dep.version } },
+        [`node_modules/${dep.name}`]: { version: dep.version, resolved: dep.resolved, integrity: dep.integrity },
+      },
+    }),
+  );
+  return dir;
+}
+
+const fixtureIntegrity = JSON.parse(readFileSync(join(fixtures, 'npm-dep', 'package-lock.json'), 'utf8')).packages['node_modules/left-pad-lite'].integrity as string;
+
+/** A server that accepts connections and never answers: a registry that hangs. */
+async function startHangingServer(): Promise<{ authority: string; url: string; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+    s.on('error', () => {});
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return {
+    authority: `127.0.0.1:${port}`,
+    url: `http://127.0.0.1:${port}/`,
+    close: () => {
+      for (const s of sockets) s.destroy();
+      return new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+
+describe('fetch: npm through the egress proxy', () => {
+  let env: FetchEnv;
+  let registry: NpmRegistry;
+  let other: NpmRegistry;
+  before(async () => {
+    registry = await startNpmRegistry();
+    other = await startNpmRegistry(); // a second registry that is NOT allowed
+    env = await fetchEnv({
+      LSPD_NPM_REGISTRY: registry.url,
+      LSPD_FETCH_REGISTRIES: registry.authority,
+      LSPD_JAIL_UID_BASE: '220000',
+    });
+  });
+  after(async () => {
+    await env?.close();
+    await registry?.close();
+    await other?.close();
+  });
+
+  it('installs the locked package into the deps dir, with no install script run', async (t) => {
+    if (env.skipReason) return t.skip(env.skipReason);
+    if (!env.tools.npm || !env.tools.node) return t.skip('npm/node are not installed under /usr');
+    const m = env.manager();
+    const key = newKey('npm-dep');
+    env.store.put(key, join(fixtures, 'npm-dep'));
+    assert.equal((await m.enqueue(key)).state, 'queued');
+    const view = await m.wait(key);
+    assert.equal(view.state, 'done', view.log);
+
+    const nm = join(env.store.depsDir(key), 'npm', 'top', 'node_modules');
+    const pkg = JSON.parse(readFileSync(join(nm, 'left-pad-lite', 'package.json'), 'utf8')) as { version: string };
+    assert.equal(pkg.version, '1.0.0');
+    // preinstall/install/postinstall would each have written SCRIPT_RAN_<phase> into the package dir.
+    assert.deepEqual(readdirSync(join(nm, 'left-pad-lite')).filter((f) => f.startsWith('SCRIPT_RAN')), []);
+    // The lockfile names registry.npmjs.org; npm swaps in the configured registry (replace-registry-host).
+    assert.ok(registry.hits.includes('/left-pad-lite/-/left-pad-lite-1.0.0.tgz'), registry.hits.join(','));
+    // The tree was never written: npm installed beside copies of package.json and the lockfile.
+    assert.equal(existsSync(join(env.store.treeDir(key), 'node_modules')), false);
+    assert.equal(existsSync(join(env.store.depsDir(key), 'npm-cache')), false, 'the download cache is removed');
+
+    assert.deepEqual(m.serveBinds(key, '/src'), [{ host: nm, at: '/src/node_modules' }]);
+    assert.deepEqual(m.serveEnv(key, 'npm'), {});
+  });
+
+  it('fails with a clear log tail when the lockfile points at a host that is not allowed', async (t) => {
+    if (env.skipReason) return t.skip(env.skipReason);
+    if (!env.tools.npm || !env.tools.node) return t.skip('npm/node are not installed under /usr');
+    const m = env.manager();
+    const key = newKey('npm-evil');
+    const resolved = `${other.url}left-pad-lite/-/left-pad-lite-1.0.0.tgz`;
+    env.store.put(key, lockedTree({ name: 'left-pad-lite', version: '1.0.0', resolved, integrity: fixtureIntegrity }));
+    await m.enqueue(key);
+    const view = await m.wait(key);
+    assert.equal(view.state, 'failed', view.log);
+    assert.match(view.error!, /not an allowed registry/);
+    assert.match(view.log!, /403/);
+    assert.match(view.log!, new RegExp(`${other.authority.replace(/\./g, '\\.')}`));
+    assert.deepEqual(other.hits, [], 'nothing reached the disallowed host');
+    assert.deepEqual(m.serveBinds(key, '/src'), []);
+  });
+
+  it('refuses Python, saying dependencies were not fetched', async (t) => {
+    if (env.skipReason) return t.skip(env.skipReason);
+    const m = env.manager();
+    const key = newKey('py');
+    env.store.put(key, join(fixtures, 'py-basic'));
+    const view = await m.enqueue(key);
+    assert.equal(view.state, 'refused');
+    assert.match(view.error!, /Python dependencies were not fetched: pip .* run package code/);
+    assert.deepEqual(m.ecosystemStatus(key, 'python').map((s) => s.state), ['refused']);
+    assert.equal((await m.wait(key)).state, 'refused');
+  });
+
+  it('answers none for a tree with nothing to fetch', async (t) => {
+    if (env.skipReason) return t.skip(env.skipReason);
+    const m = env.manager();
+    const key = newKey('ts');
+    env.store.put(key, join(fixtures, 'ts-basic'));
+    assert.deepEqual(await m.enqueue(key), { state: 'none' });
+    assert.deepEqual(m.state(key), { state: 'none' });
+    assert.deepEqual(m.serveBinds(key, '/src'), []);
+  });
+
+});
+
+describe('fetch: deadline and cancellation', () => {
+  it('fails a fetch that outlives fetchTimeoutMs, killing its jail', async (t) => {
+    const hang = await startHangingServer();
+    const env = await fetchEnv({ LSPD_NPM_REGISTRY: hang.url, LSPD_FETCH_REGISTRIES: hang.authority, LSPD_FETCH_TIMEOUT_MS: '1500', LSPD_JAIL_UID_BASE: '222000' });
+    try {
+      if (env.skipReason) return t.skip(env.skipReason);
+      if (!env.tools.npm || !env.tools.node) return t.skip('npm/node are not installed under /usr');
+      const m = env.manager();
+      const key = newKey('hang');
+      env.store.put(key, lockedTree({ name: 'left-pad-lite', version: '1.0.0', resolved: `${hang.url}left-pad-lite/-/left-pad-lite-1.0.0.tgz`, integrity: fixtureIntegrity }));
+      const t0 = Date.now();
+      await m.enqueue(key);
+      const view = await m.wait(key);
+      assert.equal(view.state, 'failed');
+      assert.match(view.error!, /deadline/);
+      assert.ok(Date.now() - t0 < 10_000, 'stopped near its deadline');
+    } finally {
+      await env.close();
+      await hang.close();
+    }
+  });
+
+  it('cancels a running fetch when its root is removed', async (t) => {
+    const hang = await startHangingServer();
+    const env = await fetchEnv({ LSPD_NPM_REGISTRY: hang.url, LSPD_FETCH_REGISTRIES: hang.authority, LSPD_JAIL_UID_BASE: '223000' });
+    try {
+      if (env.skipReason) return t.skip(env.skipReason);
+      if (!env.tools.npm || !env.tools.node) return t.skip('npm/node are not installed under /usr');
+      const m = env.manager();
+      const key = newKey('cancel');
+      env.store.put(key, lockedTree({ name: 'left-pad-lite', version: '1.0.0', resolved: `${hang.url}left-pad-lite/-/left-pad-lite-1.0.0.tgz`, integrity: fixtureIntegrity }));
+      await m.enqueue(key);
+      // A query waiting within its budget sees the fetch still running when the budget ends.
+      const budget = AbortSignal.timeout(300);
+      assert.equal((await m.wait(key, budget)).state, 'running');
+      const waiting = m.wait(key);
+      const t0 = Date.now();
+      await m.cancel(key); // what the store's onRemove does; awaited here to see the jail gone
+      assert.ok(Date.now() - t0 < 5_000);
+      assert.deepEqual(await waiting, { state: 'none' });
+      assert.deepEqual(m.state(key), { state: 'none' });
+      env.store.remove(key);
+    } finally {
+      await env.close();
+      await hang.close();
+    }
+  });
+});
