@@ -238,6 +238,10 @@ function launch(ctx: SpawnContext, opts: JailSpawnOptions, treeFd: number | unde
 
   // --- hand over options, filter, cgroup placement, go-ahead ---
   const fds = child.stdio as unknown as (Duplex | null)[];
+  // The jail's end of any of these can vanish at any moment (a setup failure, a kill):
+  // EPIPE/ECONNRESET then is expected, and an unhandled 'error' would crash the daemon.
+  // Callers may add their own handlers to stdin/stdout; these only keep it alive.
+  for (const s of fds) s?.on('error', () => {});
   const setup = (async (): Promise<'ok' | string> => {
     if (child.pid === undefined) {
       await exited;
