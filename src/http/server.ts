@@ -1,6 +1,6 @@
 // buildServer(deps): the fastify instance with every route, the one error handler
 // and the body parsers. It does not listen; main.ts (or a test) does.
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Deps } from './deps.js';
 import { installErrorHandler } from './error-handler.js';
 import { installAuth } from './auth.js';
@@ -17,7 +17,7 @@ export const TAR_TYPES = ['application/x-tar', 'application/tar', 'application/g
 
 export async function buildServer(deps: Deps): Promise<FastifyInstance> {
   const app = Fastify({
-    loggerInstance: deps.log.child({ mod: 'http' }),
+    loggerInstance: deps.log.child({ mod: 'http' }) as FastifyBaseLogger,
     bodyLimit: deps.config.jsonBodyLimitBytes,
     disableRequestLogging: true,
     // Uploads are long; the per-route logic bounds them by size, not by a socket timeout.
