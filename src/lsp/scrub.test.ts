@@ -97,6 +97,8 @@ test('Windows, UNC and home-dir shorthands', () => {
   assert.equal(s('see ~alice/notes.txt'), 'see <path>');
   assert.equal(s('owned by ~alice today'), 'owned by <path> today');
   assert.equal(s('"C:\\Program Files\\x\\y.exe"'), '"<path>"');
+  assert.equal(s('{"file":"\\/home\\/alice\\/x.ts"}'), '{"file":"<path>"}');
+  assert.equal(s('route \\/api\\/users'), 'route \\/api\\/users');
 });
 
 test('quoted paths with spaces go whole', () => {
@@ -162,6 +164,8 @@ test('adversarial 64 KiB inputs complete (linear scanning)', () => {
     '%2F'.repeat(K / 3),
     '%2Fhome'.repeat(K / 7),
     '\\\\'.repeat(K / 2),
+    '\\/'.repeat(K / 2),
+    '\\/home'.repeat(K / 6),
     '~a'.repeat(K / 2),
     '[x](file:///src/a#L1'.repeat(K / 20),
     'C:\\'.repeat(K / 3),

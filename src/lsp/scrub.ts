@@ -15,7 +15,7 @@
 //   like file URIs. Other absolute-looking text stays: `/api/users`, `a / b`, `// x`,
 //   regexes. That is the trade-off: a route string in a hover is not a host path.
 // - `~/…`, `~user/…` and a bare `~user` word; Windows drive paths (`C:\…`, `C:/…`);
-//   UNC paths (`\\server\share`); `%2F`-encoded absolute paths.
+//   UNC paths (`\\server\share`); `%2F`-encoded and JSON-escaped (`\/home\/x`) absolute paths.
 // - A quoted string (" ' `) that starts like a path is taken whole up to its closing
 //   quote on the same line, so a path with spaces goes in one piece.
 // What stays: URLs with an authority (`https://host/…`), path parts included, so
@@ -221,6 +221,12 @@ export function createScrubber(opts: ScrubOptions = {}): Scrubber {
         hit = { end: r === undefined ? j : k, text: r };
       } else if (c === 126) {
         hit = home(s, i);
+      } else if (c === 92 && s.charCodeAt(i + 1) === 47) {
+        // a JSON-escaped path (\/home\/alice) in text a server copied from JSON
+        const j = tokenEnd(s, i, endsPath);
+        const k = trimPunct(s, i, j);
+        const r = posix(s.slice(i, k).replace(/\\\//g, '/'));
+        hit = { end: r === undefined ? j : k, text: r };
       } else if (c === 92 && s.charCodeAt(i + 1) === 92) {
         const j = tokenEnd(s, i, endsPath);
         hit = j > i + 2 ? { end: trimPunct(s, i, j), text: PATH_PLACEHOLDER } : { end: j };
