@@ -66,7 +66,8 @@ export class FetchManager {
   constructor(private readonly o: FetchManagerOptions) {
     this.concurrency = o.concurrency ?? 1;
     this.log = o.log;
-    o.store.onRemove((key) => void this.cancel(key));
+    // The store awaits this before it deletes the files: no jail still writes them.
+    o.store.onRemove((key) => this.cancel(key));
   }
 
   /**
@@ -89,6 +90,11 @@ export class FetchManager {
   /** The fetch state of a root ('none' when lspd has no job for it). */
   state(key: RootKey): FetchView {
     return this.jobs.get(rootId(key))?.job.view() ?? { state: 'none' };
+  }
+
+  /** True while a fetch runs for the root: the store should not evict it (compose into its hold check). */
+  busy(key: RootKey): boolean {
+    return this.jobs.get(rootId(key))?.job.state.name === 'running';
   }
 
   /** One ecosystem's steps for a root, so an answer can say e.g. that Python dependencies were not fetched. */

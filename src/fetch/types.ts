@@ -46,8 +46,8 @@ export interface FetchStore {
   treeDir(key: RootKey): string;
   /** The root's dependency dir, created empty with the root. */
   depsDir(key: RootKey): string;
-  /** Called when a root is removed (DELETE or eviction). */
-  onRemove(listener: (key: RootKey) => void): unknown;
+  /** Called (and awaited) before a root's files are removed (DELETE or eviction). */
+  onRemove(listener: (key: RootKey) => void | Promise<void>): unknown;
 }
 
 /**

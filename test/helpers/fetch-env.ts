@@ -18,7 +18,7 @@ import { projectDir, tempDir } from './daemon.js';
 export const fixtures = join(projectDir, 'test', 'fixtures');
 
 export class TestStore implements FetchStore {
-  private readonly listeners: ((key: RootKey) => void)[] = [];
+  private readonly listeners: ((key: RootKey) => void | Promise<void>)[] = [];
   constructor(readonly dataDir: string) {}
   private dir(key: RootKey): string {
     return join(this.dataDir, 'roots', rootId(key));
@@ -29,7 +29,7 @@ export class TestStore implements FetchStore {
   depsDir(key: RootKey): string {
     return join(this.dir(key), 'deps');
   }
-  onRemove(listener: (key: RootKey) => void): void {
+  onRemove(listener: (key: RootKey) => void | Promise<void>): void {
     this.listeners.push(listener);
   }
   /** Store a fixture (or any dir) as a root's tree, with its empty deps dir; parents traversable by jail uids. */
@@ -43,8 +43,9 @@ export class TestStore implements FetchStore {
       d = join(d, '..');
     }
   }
-  remove(key: RootKey): void {
-    for (const l of this.listeners) l(key);
+  /** Like RootStore.delete: listeners are awaited before the files go. */
+  async remove(key: RootKey): Promise<void> {
+    for (const l of this.listeners) await l(key);
     rmSync(this.dir(key), { recursive: true, force: true, maxRetries: 5 });
   }
 }

@@ -1,0 +1,84 @@
+// Detection on small trees built in a temp dir: which workspaces are fetched,
+// which refused and why, and what is never looked into.
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { detect, isSafeRelDir } from './ecosystems.js';
+
+const all = { go: '/usr/bin/go', npm: '/usr/bin/npm', node: '/usr/bin/node' };
+const dirs: string[] = [];
+after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+function tree(files: Record<string, string>): string {
+  const d = mkdtempSync(join(tmpdir(), 'lspd-detect-'));
+  dirs.push(d);
+  for (const [p, body] of Object.entries(files)) {
+    mkdirSync(dirname(join(d, p)), { recursive: true });
+    writeFileSync(join(d, p), body);
+  }
+  return d;
+}
+
+describe('detect', () => {
+  it('plans one item per (ecosystem, workspace), shallow first', async () => {
+    const d = tree({
+      'go.mod': 'module a',
+      'svc/b/go.mod': 'module b',
+      'web/package.json': '{}',
+      'web/package-lock.json': '{}',
+      'tools/npm-shrinkwrap.json': '{}',
+      'tools/package.json': '{}',
+    });
+    const plan = await detect(d, all);
+    assert.deepEqual(plan.map((p) => `${p.ecosystem}:${p.dir}:${p.action}`), ['go::fetch', 'npm:tools:fetch', 'npm:web:fetch', 'go:svc/b:fetch']);
+  });
+
+  it('never looks into node_modules, vendor, testdata or .git, nor through symlinks', async () => {
+    const d = tree({
+      'node_modules/x/package-lock.json': '{}',
+      'vendor/y/go.mod': 'module y',
+      'pkg/testdata/go.mod': 'module fake',
+      '.git/go.mod': 'module g',
+      'real/go.mod': 'module r',
+    });
+    symlinkSync(join(d, 'real'), join(d, 'link'));
+    const plan = await detect(d, all);
+    assert.deepEqual(plan.map((p) => `${p.ecosystem}:${p.dir}`), ['go:real']);
+  });
+
+  it('refuses, with a reason, what FETCH must not or cannot run', async () => {
+    const d = tree({
+      'py/requirements.txt': 'requests==2.0',
+      'rs/Cargo.lock': '',
+      'php/composer.lock': '{}',
+      'y/yarn.lock': '',
+      'package.json': '{"dependencies":{"left-pad":"1.0.0"}}',
+    });
+    const plan = await detect(d, all);
+    const reasons = Object.fromEntries(plan.map((p) => [`${p.ecosystem}:${p.dir}`, p.action === 'refuse' ? p.reason : 'fetch']));
+    assert.match(reasons['python:py']!, /not fetched: pip .* run package code/);
+    assert.match(reasons['cargo:rs']!, /no pinned cargo/);
+    assert.match(reasons['composer:php']!, /no pinned composer/);
+    assert.match(reasons['npm:y']!, /yarn or pnpm/);
+    assert.match(reasons['npm:']!, /no package-lock\.json/);
+  });
+
+  it('a package.json without dependencies needs nothing; a missing toolchain refuses', async () => {
+    assert.deepEqual(await detect(tree({ 'package.json': '{"name":"x"}' }), all), []);
+    const plan = await detect(tree({ 'go.mod': 'module a' }), {});
+    assert.equal(plan[0]!.action, 'refuse');
+  });
+
+  it('caps the workspaces fetched per ecosystem', async () => {
+    const d = tree({ 'a/go.mod': '', 'b/go.mod': '', 'c/go.mod': '' });
+    const plan = await detect(d, all, { maxEntries: 1000, maxDepth: 8, maxWorkspaces: 2 });
+    assert.deepEqual(plan.map((p) => p.action), ['fetch', 'fetch', 'refuse']);
+  });
+
+  it('isSafeRelDir refuses anything that could leave a host dir', () => {
+    for (const ok of ['', 'a', 'a/b.c']) assert.equal(isSafeRelDir(ok), true, ok);
+    for (const bad of ['/a', 'a/../b', '..', 'a//b', 'a/', './a', 'a\\b']) assert.equal(isSafeRelDir(bad), false, bad);
+  });
+});
