@@ -13,12 +13,6 @@ import { errors } from '../errors.js';
 
 const MAX_CURSOR_CHARS = 200;
 
-export interface CursorState {
-  offset: number;
-  /** scopeHash of the query the cursor belongs to, when the caller scoped it. */
-  scope?: string;
-}
-
 /** A short, stable hash of a query's identity (11 base64url characters). */
 export function scopeHash(scope: string): string {
   return createHash('sha256').update(scope).digest('base64url').slice(0, 11);
