@@ -8,6 +8,7 @@ import { RootStore } from './store/store.js';
 import { buildServer } from './http/server.js';
 import { createJail } from './jail/jail.js';
 import { TokenSet } from './tokens.js';
+import { createLsp } from './lsp/create-lsp.js';
 
 async function main(): Promise<void> {
   let config: Config;
@@ -53,13 +54,18 @@ async function main(): Promise<void> {
   const jail = await createJail({ config, log: log.child({ mod: 'jail' }), metrics });
   health.jail = await jail.canary();
 
-  const app = await buildServer({ config, log, metrics, health, store, jail, ...(tokens ? { tokens } : {}) });
+  // Language servers: the closed table (availability into /readyz), the session
+  // pool and the query service; sessions spawn lazily, only in the proved SERVE jail.
+  const lsp = await createLsp({ config, log, metrics, health, jail, store });
+
+  const app = await buildServer({ config, log, metrics, health, store, jail, lsp: lsp.service, pool: lsp.pool, ...(tokens ? { tokens } : {}) });
   const [host, port] = splitListen(config.listen);
   const address = await app.listen({ host, port });
   log.info({ address, ready: health.ready, reason: health.reason }, 'listening');
 
   installShutdown(log, config, async () => {
     await app.close();
+    await lsp.close(); // shutdown/exit each server (bounded) before the jail kills what is left
     await jail.close();
     await store.close();
   });

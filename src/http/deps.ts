@@ -7,6 +7,8 @@ import type { Health } from '../health.js';
 import type { RootStore } from '../store/store.js';
 import type { TokenSet } from '../tokens.js';
 import type { Jail } from '../jail/types.js';
+import type { QueryService } from '../lsp/query-service.js';
+import type { SessionPool } from '../lsp/pool.js';
 
 export interface Deps {
   config: Config;
@@ -18,4 +20,8 @@ export interface Deps {
   tokens?: TokenSet;
   /** Runs every third-party process; refuses (not_ready) any phase the boot canary has not proved. */
   jail?: Jail;
+  /** Answers /v1/code/lsp (src/lsp/query-service.ts); absent: queries answer 503 server_unavailable. */
+  lsp?: QueryService;
+  /** The language-server sessions, for GET /v1/roots/{...} `sessions`. */
+  pool?: SessionPool;
 }

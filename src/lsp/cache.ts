@@ -6,10 +6,11 @@ import { LRUCache } from 'lru-cache';
 import type { Metrics } from '../metrics.js';
 import type { LspQuery } from '../schemas.js';
 
-export type CachedAnswer = Record<string, unknown>;
+/** Any answer object; `incomplete: true` ones are never kept. */
+export type CachedAnswer = { incomplete?: boolean };
 
-export class ResultCache {
-  private readonly lru: LRUCache<string, CachedAnswer> | undefined;
+export class ResultCache<T extends CachedAnswer = CachedAnswer> {
+  private readonly lru: LRUCache<string, T> | undefined;
   private readonly metrics: Metrics;
   /** rootId → keys, so a deleted root's entries go with it. */
   private readonly byRoot = new Map<string, Set<string>>();
@@ -18,9 +19,10 @@ export class ResultCache {
     this.metrics = metrics;
     this.lru =
       entries > 0
-        ? new LRUCache<string, CachedAnswer>({
+        ? new LRUCache<string, T>({
             max: entries,
-            dispose: (_v, key) => {
+            dispose: (_v, key, reason) => {
+              if (reason === 'set') return; // replaced under the same key: still indexed
               const rootId = key.slice(0, key.indexOf('\u0000'));
               const keys = this.byRoot.get(rootId);
               keys?.delete(key);
@@ -48,14 +50,14 @@ export class ResultCache {
     ].join('\u0000');
   }
 
-  get(key: string): CachedAnswer | undefined {
+  get(key: string): T | undefined {
     if (!this.lru) return undefined;
     const v = this.lru.get(key);
     this.metrics.cache.inc({ result: v ? 'hit' : 'miss' });
     return v;
   }
 
-  set(key: string, answer: CachedAnswer): void {
+  set(key: string, answer: T): void {
     if (!this.lru || answer.incomplete === true) return;
     const rootId = key.slice(0, key.indexOf('\u0000'));
     let keys = this.byRoot.get(rootId);

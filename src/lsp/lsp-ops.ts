@@ -1,0 +1,145 @@
+// Each /v1/code/lsp op as one LSP request (or diagnostics wait) on a ready session,
+// its raw result handed to the projection (projection.ts, projection-text.ts) for
+// paths, coordinates, previews, scrubbing, caps and encodings. Nothing here maps a
+// path or touches server text itself.
+// Requests: https://microsoft.github.io/language-server-protocol/specifications/lsp/3.17/specification/#languageFeatures
+import type { LspOp, LspQuery } from '../schemas.js';
+import { errors } from '../errors.js';
+import type { FileCoordinate } from './coordinates.js';
+import { fromUtf16Index, toUtf16Index, type Encoding } from './encoding.js';
+import type { Position } from './lsp-types.js';
+import { projectDiagnostics, projectHover, projectLocations, projectSymbols, type ProjectionContext } from './projection.js';
+import type { Scrubber } from './scrub.js';
+import type { Session } from './session.js';
+import type { TargetFile } from './target-file.js';
+
+/** The server capability each op needs (diagnostics: push always works, pull when offered). */
+const PROVIDER: Record<LspOp, string | undefined> = {
+  definition: 'definitionProvider',
+  typeDefinition: 'typeDefinitionProvider',
+  implementation: 'implementationProvider',
+  references: 'referencesProvider',
+  hover: 'hoverProvider',
+  documentSymbols: 'documentSymbolProvider',
+  workspaceSymbols: 'workspaceSymbolProvider',
+  diagnostics: undefined,
+};
+
+const METHOD: Partial<Record<LspOp, string>> = {
+  definition: 'textDocument/definition',
+  typeDefinition: 'textDocument/typeDefinition',
+  implementation: 'textDocument/implementation',
+  references: 'textDocument/references',
+};
+
+export interface OpContext {
+  q: LspQuery;
+  session: Session;
+  /** The document's URI (already opened). */
+  uri: string;
+  target: TargetFile;
+  document: FileCoordinate;
+  projection: ProjectionContext;
+  scrub: Scrubber;
+  deadline: AbortSignal;
+  /** Epoch ms at which the work deadline passes. */
+  deadlineAt: number;
+  limits: { maxLocations: number; maxHoverBytes: number; diagnosticsWindowMs: number };
+  /** Binds paging cursors to this exact query. */
+  cursorScope: string;
+}
+
+/** The op's part of the answer, and whether the server's data was complete. */
+export interface OpResult {
+  body: Record<string, unknown>;
+  /** false: a diagnostics window closed with nothing published. */
+  complete: boolean;
+}
+
+export function checkSupported(session: Session, op: LspOp): void {
+  const p = PROVIDER[op];
+  if (p !== undefined && !session.supports(p)) {
+    throw errors.noServer(`${session.row.name} does not answer ${op}.`);
+  }
+}
+
+/** The caller's position, checked against the file and converted to the server's units. */
+export function serverPosition(q: LspQuery, target: TargetFile, serverEncoding: Encoding): Position {
+  const line = q.line!;
+  const text = target.lines[line];
+  if (text === undefined) throw errors.badRequest(`line ${line} is past the end of ${q.path} (${target.lines.length} lines).`);
+  const width = fromUtf16Index(text, text.length, q.encoding);
+  if (q.character! > width) throw errors.badRequest(`character ${q.character} is past the end of line ${line} (${width} ${q.encoding} units).`);
+  const index = toUtf16Index(text, q.character!, q.encoding);
+  return { line, character: fromUtf16Index(text, index, serverEncoding) };
+}
+
+export async function runOp(c: OpContext): Promise<OpResult> {
+  const { q, session, uri, deadline } = c;
+  checkSupported(session, q.op);
+  const textDocument = { uri };
+  switch (q.op) {
+    case 'definition':
+    case 'typeDefinition':
+    case 'implementation':
+    case 'references': {
+      const position = serverPosition(q, c.target, session.encoding);
+      const params =
+        q.op === 'references' ? { textDocument, position, context: { includeDeclaration: q.includeDeclaration } } : { textDocument, position };
+      const raw = await session.request(METHOD[q.op]!, params, deadline);
+      const page = await projectLocations(raw, {
+        ...c.projection,
+        maxLocations: c.limits.maxLocations,
+        context: q.context,
+        ...(q.limit !== undefined ? { limit: q.limit } : {}),
+        ...(q.cursor !== undefined ? { cursor: q.cursor } : {}),
+        cursorScope: c.cursorScope,
+      });
+      return { body: page as unknown as Record<string, unknown>, complete: true };
+    }
+    case 'hover': {
+      const position = serverPosition(q, c.target, session.encoding);
+      const raw = await session.request('textDocument/hover', { textDocument, position }, deadline);
+      const h = await projectHover(raw, { ...c.projection, document: c.document, maxHoverBytes: c.limits.maxHoverBytes, scrub: c.scrub });
+      return { body: { ...h }, complete: true };
+    }
+    case 'documentSymbols': {
+      const raw = await session.request('textDocument/documentSymbol', { textDocument }, deadline);
+      const s = await projectSymbols(raw, {
+        ...c.projection,
+        document: c.document,
+        ...(q.query ? { query: q.query } : {}),
+        maxLocations: c.limits.maxLocations,
+        scrub: c.scrub,
+      });
+      return { body: { ...s }, complete: true };
+    }
+    case 'diagnostics': {
+      let raw: unknown;
+      let complete = true;
+      if (session.pullsDiagnostics) {
+        // TS 7 publishes nothing unasked; it answers a pull (LSP 3.17 textDocument/diagnostic).
+        raw = await session.request('textDocument/diagnostic', { textDocument }, deadline);
+      } else {
+        const windowMs = Math.max(0, Math.min(c.limits.diagnosticsWindowMs, c.deadlineAt - Date.now()));
+        const pub = await session.pushedDiagnostics(uri, windowMs, deadline);
+        if (deadline.aborted) throw deadline.reason as Error;
+        // Nothing published within the window is "unknown", never "clean".
+        complete = pub !== undefined;
+        raw = pub?.items ?? [];
+      }
+      const d = await projectDiagnostics(raw, { ...c.projection, document: c.document, maxLocations: c.limits.maxLocations, scrub: c.scrub });
+      return { body: { ...d }, complete };
+    }
+    case 'workspaceSymbols':
+      return workspaceSymbols(c);
+  }
+}
+
+/** workspace/symbol on a session whose project was loaded by opening `uri`. */
+export async function workspaceSymbols(c: OpContext): Promise<OpResult> {
+  checkSupported(c.session, 'workspaceSymbols');
+  const raw = await c.session.request('workspace/symbol', { query: c.q.query ?? '' }, c.deadline);
+  const s = await projectSymbols(raw, { ...c.projection, maxLocations: c.limits.maxLocations, scrub: c.scrub });
+  return { body: { ...s }, complete: true };
+}

@@ -1,0 +1,299 @@
+// The object routes call: `lsp(q, signal)` answers one /v1/code/lsp query.
+// Order of work, each step before anything costlier:
+//   jail proved? (503 not_ready) → root stored? (409 need_tree) → target file:
+//   inside the root, exists, ≤ 2 MiB, UTF-8 (404/413/415) → a server for it (422
+//   no_server) → result cache → queue bound (503 busy) → lease a session (spawned
+//   lazily; 503 server_unavailable with retry_after when it cannot start) → didOpen
+//   once → readiness (bounded; past it the answer says incomplete) → the request
+//   under the deadline → projection → size cap.
+// The deadline is queryTimeoutMs minus cleanupReserveMs, counted from arrival; the
+// reserve is for $/cancelRequest and cleanup. A client that disconnects aborts the
+// query the same way (`signal`).
+import { homedir } from 'node:os';
+import type { z } from 'zod';
+import type { Config } from '../config.js';
+import { AppError, errors, isAppError } from '../errors.js';
+import type { Health } from '../health.js';
+import { languageOf } from '../languages.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
+import type { LspQuery, RootKey } from '../schemas.js';
+import type { lspAnswer } from '../responses.js';
+import type { RootInfo } from '../store/types.js';
+import { PROJECT_DIR } from '../jail/policy.js';
+import { ResultCache } from './cache.js';
+import type { FileCoordinate } from './coordinates.js';
+import { runOp, workspaceSymbols, type OpResult } from './lsp-ops.js';
+import { treeJailPath } from './paths.js';
+import type { SessionPool } from './pool.js';
+import { capAnswer } from './projection.js';
+import { createScrubber, type Scrubber } from './scrub.js';
+import type { ServerRow, ServerTable } from './server-table.js';
+import { SessionFailedError, type Session } from './session.js';
+import { findFileOf, readTarget, WorkspaceFinder, type TargetFile } from './target-file.js';
+import { TreeLines } from './tree-lines.js';
+import { ResponseError } from './transport.js';
+
+/** What the query service needs of the store (RootStore satisfies it). */
+export interface RootAccess {
+  get(key: RootKey): RootInfo | undefined;
+  treeDir(key: RootKey): string;
+  depsDir(key: RootKey): string;
+  touch(key: RootKey): void;
+}
+
+export interface QueryServiceDeps {
+  config: Config;
+  log: Logger;
+  metrics: Metrics;
+  health: Health;
+  store: RootAccess;
+  pool: SessionPool;
+  table: ServerTable;
+}
+
+/** An answer as responses.ts declares it (the route, /ask and the client share the type). */
+export type LspAnswer = z.infer<typeof lspAnswer>;
+
+/** Every answer says this: a dependency location is what the server saw, not an attested fact. */
+const DEPENDENCY_FRESHNESS = 'server_observed_not_attested';
+
+interface Work {
+  q: LspQuery;
+  rootId: string;
+  treeDir: string;
+  depsDir: string;
+  t0: number;
+  deadline: AbortSignal;
+  deadlineAt: number;
+  client: AbortSignal;
+}
+
+export class QueryService {
+  private readonly deps: QueryServiceDeps;
+  private readonly cache: ResultCache<LspAnswer>;
+  private readonly workspaces = new WorkspaceFinder();
+  private readonly lines = new TreeLines();
+  /** Queries admitted and waiting for a server (spawn, readiness, an in-flight slot). */
+  private waiting = 0;
+
+  constructor(deps: QueryServiceDeps) {
+    this.deps = deps;
+    this.cache = new ResultCache<LspAnswer>(deps.config.resultCacheEntries, deps.metrics);
+  }
+
+  /** A root went away: forget its cached answers (the pool stops its sessions). */
+  dropRoot(rootId: string): void {
+    this.cache.dropRoot(rootId);
+  }
+
+  async lsp(q: LspQuery, signal: AbortSignal): Promise<LspAnswer> {
+    const { config, health, store } = this.deps;
+    const t0 = performance.now();
+    const deadlineAt = Date.now() + config.queryTimeoutMs - config.cleanupReserveMs;
+    if (!health.jailReady) throw errors.notReady(`Nothing is served: ${health.reason ?? 'the jail is not proved'}.`);
+    if (!store.get(q)) throw errors.needTree();
+    store.touch(q);
+    const w: Work = {
+      q,
+      rootId: `${q.org}/${q.repo}/${q.sha}`,
+      treeDir: store.treeDir(q),
+      depsDir: store.depsDir(q),
+      t0,
+      deadline: AbortSignal.any([signal, AbortSignal.timeout(Math.max(1, deadlineAt - Date.now()))]),
+      deadlineAt,
+      client: signal,
+    };
+    if (q.op === 'workspaceSymbols') return this.workspaceSymbolsAnswer(w);
+
+    const target = await readTarget(w.treeDir, q.path!, config.maxTargetFileBytes);
+    const row = this.serverFor(q.path!);
+    const key = ResultCache.keyOf(w.rootId, row.name, q);
+    const hit = this.cache.get(key);
+    if (hit) return { ...hit, elapsed_ms: elapsed(t0) };
+
+    const r = await this.withSession(w, row, target.path, async (session) => {
+      const { uri, complete } = await this.openAndWait(w, session, target);
+      const out = await runOp({ ...this.opContext(w, session, uri, target), cursorScope: key });
+      return { ...out, complete: out.complete && complete };
+    });
+    const answer = this.finish(w, row.name, r);
+    this.cache.set(key, answer);
+    return answer;
+  }
+
+  /** The closed table's choice for a file, or 422 no_server saying why. */
+  private serverFor(path: string): ServerRow {
+    const lang = languageOf(path);
+    if (!lang) throw errors.noServer(`No language server serves files like ${JSON.stringify(path)}.`);
+    const row = this.deps.table.choose(lang.language);
+    if (!row) throw errors.noServer(`No language server for ${lang.language} is configured.`);
+    const av = this.deps.health.servers[row.name];
+    if (av && !av.available) throw errors.noServer(`The ${lang.language} server (${row.name}) is unavailable: ${av.reason ?? 'not installed'}.`);
+    return row;
+  }
+
+  /**
+   * Lease the session for (row, root, workspace of `rel`), wait for it to start and
+   * for an in-flight slot, run `fn`, release. The lease is released when the whole
+   * request is done, whatever happened.
+   */
+  private async withSession<T>(w: Work, row: ServerRow, rel: string, fn: (s: Session) => Promise<T>): Promise<T> {
+    const { config, metrics, pool } = this.deps;
+    if (this.waiting >= config.maxQueuedQueries) {
+      metrics.rejected.inc({ route: '/v1/code/lsp' });
+      throw errors.busy(`More than ${config.maxQueuedQueries} queries are waiting for a language server.`, 1);
+    }
+    const workspace = this.workspaces.find(w.treeDir, rel, row.rootMarkers);
+    const lease = pool.acquire({ row, rootId: w.rootId, workspace, treeHostDir: w.treeDir, depsHostDir: w.depsDir });
+    let releaseSlot: (() => void) | undefined;
+    this.waiting++;
+    let waiting = true;
+    try {
+      await lease.session.whenReady(w.deadline);
+      releaseSlot = await lease.session.slot(w.deadline);
+      this.waiting--;
+      waiting = false;
+      return await fn(lease.session);
+    } catch (err) {
+      throw this.mapError(err, row, w);
+    } finally {
+      if (waiting) this.waiting--;
+      releaseSlot?.();
+      lease.release();
+    }
+  }
+
+  /** didOpen (once per session) and the bounded readiness wait. */
+  private async openAndWait(w: Work, session: Session, target: TargetFile): Promise<{ uri: string; complete: boolean }> {
+    const lang = languageOf(target.path)!;
+    const uri = session.open(target.path, lang.languageId, target.text);
+    const budgetMs = Math.max(0, Math.min(this.deps.config.readyTimeoutMs, w.deadlineAt - Date.now()));
+    const complete = await session.waitReady(uri, budgetMs, w.deadline);
+    if (w.deadline.aborted) throw w.deadline.reason as Error;
+    return { uri, complete };
+  }
+
+  private opContext(w: Work, session: Session, uri: string, target: TargetFile) {
+    const { config } = this.deps;
+    const dirs = { treeHostDir: w.treeDir, depsHostDir: w.depsDir };
+    const document: FileCoordinate = { kind: 'tree', path: target.path, jailPath: treeJailPath(target.path) };
+    return {
+      q: w.q,
+      session,
+      uri,
+      target,
+      document,
+      projection: {
+        encoding: w.q.encoding,
+        serverEncoding: session.encoding,
+        readLines: this.lines.reader(dirs),
+        readPackageVersion: this.lines.versionReader(dirs),
+      },
+      scrub: this.scrubberFor(w),
+      deadline: w.deadline,
+      deadlineAt: w.deadlineAt,
+      limits: { maxLocations: config.maxLocations, maxHoverBytes: config.maxHoverBytes, diagnosticsWindowMs: config.diagnosticsWindowMs },
+    };
+  }
+
+  private scrubberFor(w: Work): Scrubber {
+    return createScrubber({ treeHostDirs: [w.treeDir], knownPaths: [this.deps.config.dataDir, PROJECT_DIR, homedir()] });
+  }
+
+  /**
+   * workspaceSymbols has no path: ask every server chosen for the root's languages,
+   * each on the session of a representative file (opened so a server that builds
+   * projects from open files has one), and merge in table order.
+   */
+  private async workspaceSymbolsAnswer(w: Work): Promise<LspAnswer> {
+    const info = this.deps.store.get(w.q)!;
+    const rows: ServerRow[] = [];
+    for (const lang of info.languages) {
+      const row = this.deps.table.choose(lang);
+      if (row && this.deps.health.servers[row.name]?.available !== false && !rows.includes(row)) rows.push(row);
+    }
+    if (rows.length === 0) throw errors.noServer('No language server serves any language of this root.');
+    rows.sort((a, b) => this.deps.table.rows.indexOf(a) - this.deps.table.rows.indexOf(b));
+    const name = rows.map((r) => r.name).join(',');
+    const key = ResultCache.keyOf(w.rootId, name, w.q);
+    const hit = this.cache.get(key);
+    if (hit) return { ...hit, elapsed_ms: elapsed(w.t0) };
+
+    const parts = await Promise.all(
+      rows.map(async (row) => {
+        const rel = await findFileOf(w.treeDir, (p) => {
+          const l = languageOf(p);
+          return l !== undefined && row.languages.includes(l.language);
+        });
+        if (rel === undefined) return undefined;
+        const target = await readTarget(w.treeDir, rel, this.deps.config.maxTargetFileBytes).catch(() => undefined);
+        if (!target) return undefined;
+        return this.withSession(w, row, rel, async (session) => {
+          const { uri, complete } = await this.openAndWait(w, session, target);
+          const out = await workspaceSymbols({ ...this.opContext(w, session, uri, target), cursorScope: key });
+          return { ...out, complete: out.complete && complete };
+        });
+      }),
+    );
+    const got = parts.filter((p): p is OpResult => p !== undefined);
+    const merged: OpResult = {
+      body: {
+        symbols: got.flatMap((p) => p.body.symbols as unknown[]).slice(0, this.deps.config.maxLocations),
+        total: got.reduce((n, p) => n + (p.body.total as number), 0),
+        other: got.reduce((n, p) => n + (p.body.other as number), 0),
+        truncated: got.some((p) => p.body.truncated === true) || got.reduce((n, p) => n + (p.body.symbols as unknown[]).length, 0) > this.deps.config.maxLocations,
+      },
+      complete: got.length > 0 && got.every((p) => p.complete),
+    };
+    const answer = this.finish(w, name, merged);
+    this.cache.set(key, answer);
+    return answer;
+  }
+
+  /** The common fields of every answer, then the size cap. */
+  private finish(w: Work, server: string, r: OpResult): LspAnswer {
+    const answer: LspAnswer = capAnswer(
+      {
+        op: w.q.op,
+        server,
+        elapsed_ms: 0,
+        ...r.body,
+        incomplete: !r.complete,
+        untrusted: true,
+        dependency_freshness: DEPENDENCY_FRESHNESS,
+      },
+      this.deps.config.maxAnswerBytes,
+    );
+    answer.elapsed_ms = elapsed(w.t0);
+    return answer;
+  }
+
+  /** Turn what went wrong into the API's error, naming the server and never a host path. */
+  private mapError(err: unknown, row: ServerRow, w: Work): unknown {
+    if (isAppError(err)) return err;
+    const { config } = this.deps;
+    if (w.client.aborted) return errors.timeout('The client went away; the query was cancelled.');
+    if (w.deadline.aborted) {
+      return errors.timeout(`${row.name} did not answer within ${config.queryTimeoutMs} ms; the request was cancelled.`);
+    }
+    if (err instanceof SessionFailedError) {
+      const extra: Record<string, unknown> = { retry_after: 1, server: row.name };
+      const tail = err.stderrTail.trim();
+      if (tail) extra.server_stderr = this.scrubberFor(w)(tail.slice(-1024));
+      const msg =
+        err.phase === 'start'
+          ? `${row.name} failed to start: ${err.message}.`
+          : `${row.name} failed while answering: ${err.message}; the next query starts a fresh one.`;
+      return new AppError('server_unavailable', 503, msg, extra);
+    }
+    if (err instanceof ResponseError) {
+      return errors.serverUnavailable(`${row.name} answered the request with an error (code ${err.code}).`, 1);
+    }
+    return err;
+  }
+}
+
+function elapsed(t0: number): number {
+  return Math.round((performance.now() - t0) * 10) / 10;
+}

@@ -1,0 +1,108 @@
+// The file a query targets, checked before any server sees it (API.md: 404
+// no_such_file, 413 file_too_large, 415 not_utf8), and the workspace it belongs to:
+// the nearest ancestor directory holding one of its server's root markers, else the
+// tree's top (DESIGN.md "Language servers": a monorepo with three Go modules gets
+// three gopls workspaces). Roots are immutable, so workspace answers are cached.
+import { open, readdir, realpath } from 'node:fs/promises';
+import { constants, existsSync } from 'node:fs';
+import { join, posix, sep } from 'node:path';
+import { LRUCache } from 'lru-cache';
+import { errors } from '../errors.js';
+import { splitLines } from './encoding.js';
+
+export interface TargetFile {
+  /** Root-relative path as asked. */
+  path: string;
+  text: string;
+  /** The text split into lines (no terminators), for position conversion. */
+  lines: string[];
+}
+
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Read a root-relative file: it must resolve inside the tree (a link inside the
+ * tree may point elsewhere in it, never out), be a regular file of at most
+ * maxBytes, and be valid UTF-8. The path was already checked by the schema
+ * (relative, no `..`, no control characters).
+ */
+export async function readTarget(treeDir: string, rel: string, maxBytes: number): Promise<TargetFile> {
+  let real: string;
+  let top: string;
+  try {
+    top = await realpath(treeDir);
+    real = await realpath(join(treeDir, rel));
+  } catch {
+    throw errors.noSuchFile(`No file ${JSON.stringify(rel)} in this root.`);
+  }
+  if (!real.startsWith(top + sep)) throw errors.noSuchFile(`No file ${JSON.stringify(rel)} in this root.`);
+  // O_NOFOLLOW on the resolved path: nothing in an immutable root can swap it, but
+  // the check costs nothing and a symlink here would mean the store was bypassed.
+  const fh = await open(real, constants.O_RDONLY | constants.O_NOFOLLOW).catch(() => undefined);
+  if (!fh) throw errors.noSuchFile(`No file ${JSON.stringify(rel)} in this root.`);
+  try {
+    const st = await fh.stat();
+    if (!st.isFile()) throw errors.noSuchFile(`${JSON.stringify(rel)} is not a regular file.`);
+    if (st.size > maxBytes) throw errors.fileTooLarge(`${JSON.stringify(rel)} is ${st.size} bytes; queries may target files of at most ${maxBytes} bytes.`);
+    const buf = Buffer.alloc(st.size);
+    const { bytesRead } = await fh.read(buf, 0, st.size, 0);
+    let text: string;
+    try {
+      text = decoder.decode(buf.subarray(0, bytesRead));
+    } catch {
+      throw errors.notUtf8(`${JSON.stringify(rel)} is not valid UTF-8.`);
+    }
+    return { path: rel, text, lines: splitLines(text) };
+  } finally {
+    await fh.close();
+  }
+}
+
+export class WorkspaceFinder {
+  private readonly cache = new LRUCache<string, string>({ max: 10_000 });
+
+  /** Root-relative workspace directory of `rel` for a server with these markers ('' = tree top). */
+  find(treeDir: string, rel: string, markers: readonly string[]): string {
+    const key = `${treeDir}\u0000${markers.join('\u0000')}\u0000${rel}`;
+    const hit = this.cache.get(key);
+    if (hit !== undefined) return hit;
+    let dir = posix.dirname(rel);
+    let found = '';
+    for (;;) {
+      const d = dir === '.' ? '' : dir;
+      if (markers.some((m) => existsSync(join(treeDir, d, m)))) {
+        found = d;
+        break;
+      }
+      if (d === '') break;
+      dir = posix.dirname(dir);
+    }
+    this.cache.set(key, found);
+    return found;
+  }
+}
+
+/** Directories never searched for a representative file (dependencies, VCS, caches). */
+const SKIP_DIRS = new Set(['node_modules', '.git', '__pycache__', '.venv', 'venv', 'dist', 'build', 'target', 'vendor']);
+
+/**
+ * A file of one of `languages` near the top of the tree (breadth first, at most
+ * maxEntries directory entries looked at): what workspaceSymbols opens so a server
+ * that builds projects from open files (TypeScript) has one loaded.
+ */
+export async function findFileOf(treeDir: string, accept: (rel: string) => boolean, maxEntries = 5000): Promise<string | undefined> {
+  const queue = [''];
+  let seen = 0;
+  while (queue.length > 0 && seen < maxEntries) {
+    const dir = queue.shift()!;
+    const entries = await readdir(join(treeDir, dir), { withFileTypes: true }).catch(() => []);
+    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const e of entries) {
+      if (++seen > maxEntries) break;
+      const rel = dir === '' ? e.name : `${dir}/${e.name}`;
+      if (e.isFile() && accept(rel)) return rel;
+      if (e.isDirectory() && !e.name.startsWith('.') && !SKIP_DIRS.has(e.name)) queue.push(rel);
+    }
+  }
+  return undefined;
+}

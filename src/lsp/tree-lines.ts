@@ -1,0 +1,80 @@
+// The I/O behind projection's `ReadLines` and `readPackageVersion`: lines of tree
+// and dependency files, read on the host through paths.hostPathOf (which refuses
+// anything outside the root's tree and deps dirs). Roots are immutable, so files
+// are cached by host path, bounded by count and by the bytes of text held.
+import { readFile, realpath, stat } from 'node:fs/promises';
+import { join, sep } from 'node:path';
+import { LRUCache } from 'lru-cache';
+import type { FileCoordinate } from './coordinates.js';
+import { splitLines } from './encoding.js';
+import { hostPathOf, type HostDirs } from './paths.js';
+
+/** Files larger than this get no previews (bundles, generated code). */
+const MAX_FILE_BYTES = 8 * 1024 * 1024;
+
+export class TreeLines {
+  private readonly files = new LRUCache<string, string[]>({
+    max: 512,
+    maxSize: 64 * 1024 * 1024,
+    sizeCalculation: (lines) => Math.max(1, lines.reduce((n, l) => n + l.length + 1, 0)),
+  });
+  private readonly decoder = new TextDecoder('utf-8', { fatal: true });
+
+  /** A ReadLines for one root. */
+  reader(dirs: HostDirs): (coord: FileCoordinate, startLine: number, count: number) => Promise<readonly string[] | undefined> {
+    return async (coord, startLine, count) => {
+      const host = hostPathOf(coord.jailPath, dirs);
+      if (host === undefined || !(await staysInside(host, dirs))) return undefined;
+      const lines = await this.lines(host);
+      return lines?.slice(startLine, startLine + count);
+    };
+  }
+
+  /** The `version` of an npm package directory (in-jail path), for `external` coordinates. */
+  versionReader(dirs: HostDirs): (dirInJail: string) => Promise<string | undefined> {
+    return async (dirInJail) => {
+      const host = hostPathOf(dirInJail, dirs);
+      if (host === undefined) return undefined;
+      try {
+        const j = JSON.parse(await readFile(join(host, 'package.json'), 'utf8')) as { version?: unknown };
+        return typeof j.version === 'string' ? j.version : undefined;
+      } catch {
+        return undefined;
+      }
+    };
+  }
+
+  /** Remember a file's lines we already hold (the query's target). */
+  prime(hostPath: string, lines: string[]): void {
+    this.files.set(hostPath, lines);
+  }
+
+  private async lines(hostPath: string): Promise<string[] | undefined> {
+    const hit = this.files.get(hostPath);
+    if (hit) return hit;
+    try {
+      const st = await stat(hostPath);
+      if (!st.isFile() || st.size > MAX_FILE_BYTES) return undefined;
+      const lines = splitLines(this.decoder.decode(await readFile(hostPath)));
+      this.files.set(hostPath, lines);
+      return lines;
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+/** A link inside a root may point elsewhere in it, never out (the store refuses such links; this is the second lock). */
+async function staysInside(host: string, dirs: HostDirs): Promise<boolean> {
+  try {
+    const real = await realpath(host);
+    for (const d of [dirs.treeHostDir, dirs.depsHostDir]) {
+      if (d === undefined) continue;
+      const top = await realpath(d).catch(() => undefined);
+      if (top !== undefined && real.startsWith(top + sep)) return true;
+    }
+  } catch {
+    /* unreadable */
+  }
+  return false;
+}

@@ -1,0 +1,121 @@
+// An in-process lspd for the LSP tests: the real store, the real jail (canary and
+// all), the real pool and query service behind the real HTTP server on port 0.
+// In-process (not a child daemon) so a test can hand the server table its own rows
+// (the fault fakes) and look at the pool, with no test-only code in src/.
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { loadConfig, type Config } from '../../src/config.js';
+import { createLogger } from '../../src/log.js';
+import { createMetrics, type Metrics } from '../../src/metrics.js';
+import { Health } from '../../src/health.js';
+import { RootStore } from '../../src/store/store.js';
+import { createJail, type JailRuntime } from '../../src/jail/jail.js';
+import { preflight } from '../../src/jail/preflight.js';
+import { buildServer } from '../../src/http/server.js';
+import { createLsp, type Lsp } from '../../src/lsp/create-lsp.js';
+import { defaultServerPaths, defaultServerRows, type ServerRow } from '../../src/lsp/server-table.js';
+import { getJson, postJson, shaOf, upload } from './ask-harness.js';
+
+export { getJson, postJson, shaOf, upload };
+
+export const projectDir = resolve(import.meta.dirname, '..', '..');
+export const fixturesDir = join(projectDir, 'test', 'fixtures');
+
+/** Why the LSP integration tests cannot run here (they need the real jail), or undefined. */
+export function cannotJail(): string | undefined {
+  const missing = preflight({ bwrapPath: '/usr/bin/bwrap' });
+  if (missing.length) return `this host cannot run jails: ${missing.join('; ')}`;
+  if (process.getuid?.() !== 0) return 'the jail needs root (it runs each jail as a pool uid)';
+  return undefined;
+}
+
+export interface Lspd {
+  url: string;
+  config: Config;
+  metrics: Metrics;
+  lsp: Lsp;
+  jail: JailRuntime;
+  store: RootStore;
+  app: FastifyInstance;
+  close(): Promise<void>;
+}
+
+/**
+ * Start it. `env` overrides config (LSPD_<NAME> variables, as an operator would);
+ * `rows` replaces the server table (default: the real one).
+ */
+export async function startLspd(opts: { env?: Record<string, string>; rows?: ServerRow[] } = {}): Promise<Lspd> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'lspd-lsp-'));
+  chmodSync(dataDir, 0o755);
+  // A uid range of our own: test files run side by side and must not share jail uids.
+  const uidBase = 500_000 + (process.pid % 2000) * 64;
+  const config = loadConfig({
+    LSPD_DATA: dataDir,
+    LSPD_LISTEN: '127.0.0.1:0',
+    LSPD_JAIL_UID_BASE: String(uidBase),
+    LSPD_JAIL_UID_COUNT: '64',
+    ...opts.env,
+  });
+  const log = createLogger(process.env.LSPD_TEST_LOG ?? 'silent');
+  const metrics = createMetrics();
+  const health = new Health();
+  const store = await RootStore.open({ config, log: log.child({ mod: 'store' }), metrics });
+  health.store = await store.checkWritable();
+  const jail = await createJail({ config, log: log.child({ mod: 'jail' }), metrics });
+  health.jail = await jail.canary();
+  if (!health.jailReady) throw new Error(`jail canary failed: ${health.reason}`);
+  const lsp = await createLsp({ config, log, metrics, health, jail, store, ...(opts.rows ? { rows: opts.rows } : {}) });
+  const app = await buildServer({ config, log, metrics, health, store, jail, lsp: lsp.service, pool: lsp.pool });
+  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    config,
+    metrics,
+    lsp,
+    jail,
+    store,
+    app,
+    close: () =>
+      (closing ??= (async () => {
+        await app.close();
+        await lsp.close();
+        await jail.close();
+        await store.close();
+        rmSync(dataDir, { recursive: true, force: true });
+      })()),
+  };
+}
+
+/** The real rows. */
+export function realRows(): ServerRow[] {
+  return defaultServerRows(defaultServerPaths());
+}
+
+/** Zero-based position of the first `needle` in a fixture file (+ offset into it). */
+export function position(fixture: string, path: string, needle: string, offset = 0): { line: number; character: number } {
+  const text = readFileSync(join(fixturesDir, fixture, path), 'utf8');
+  const i = text.indexOf(needle);
+  if (i < 0) throw new Error(`${JSON.stringify(needle)} not in ${path}`);
+  const before = text.slice(0, i + offset).split('\n');
+  return { line: before.length - 1, character: before[before.length - 1]!.length };
+}
+
+/** The zero-based line holding the first `needle`. */
+export function lineOf(fixture: string, path: string, needle: string): number {
+  return position(fixture, path, needle).line;
+}
+
+/** Upload a fixture through PUT and assert it was stored. */
+export async function uploadFixture(url: string, root: { org: string; repo: string; sha: string }, fixture: string): Promise<void> {
+  const r = await upload(url, root, fixture);
+  if (r.status !== 201 && r.status !== 200) throw new Error(`upload of ${fixture} answered ${r.status}: ${await r.text()}`);
+  await r.arrayBuffer().catch(() => undefined);
+}
+
+/** POST /v1/code/lsp. */
+export async function lspQuery(url: string, body: Record<string, unknown>): Promise<{ status: number; body: Record<string, unknown> }> {
+  return postJson(url, '/v1/code/lsp', body);
+}
