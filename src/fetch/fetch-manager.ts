@@ -12,17 +12,17 @@
 // - Sessions ask for the SERVE-side binds and env (serveBinds/serveEnv), wait for a
 //   running fetch within their query budget (wait), and restart what they started
 //   before a fetch finished (onDone).
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir } from 'node:fs/promises';
 import type { Config } from '../config.js';
 import type { Bind, Jail } from '../jail/types.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { rootId, type RootKey } from '../store/types.js';
-import { defaultDetectLimits, detect, isSafeRelDir, type DetectLimits } from './ecosystems.js';
+import { defaultDetectLimits, detect, type DetectLimits } from './ecosystems.js';
+import { readStateFile, writeStateFile } from './state-file.js';
 import { FetchAbort, FetchJob, abortCause, initialSteps, runJob, serveMounts, type JobState } from './fetch-job.js';
 import { goServeEnv } from './go.js';
-import { STATE_FILE, type ServeMount } from './step.js';
+import type { ServeMount } from './step.js';
 import type { Ecosystem, FetchStore, FetchView, StepStatus, Toolchains } from './types.js';
 
 export interface FetchManagerOptions {
@@ -35,18 +35,17 @@ export interface FetchManagerOptions {
   tools: Toolchains;
   /** Jobs running at once: 1 or 2 (each is a network- and disk-heavy process tree). */
   concurrency?: 1 | 2;
+  /**
+   * Whether jobs may start (main.ts: the FETCH canary passed). While false, jobs
+   * stay queued rather than fail on a jail that is not proved; call `resume` once it
+   * turns true to start them.
+   */
+  ready?: () => boolean;
   /** Bytes of fetcher output kept per root for GET /v1/roots. */
   logTailBytes?: number;
   /** Smallest interval between two measurements of the deps dir while a job runs. */
   byteCheckIntervalMs?: number;
   detectLimits?: DetectLimits;
-}
-
-/** What is persisted: the view plus what resuming needs. */
-interface StateFile {
-  v: 1;
-  view: FetchView;
-  attempt: number;
 }
 
 const MAX_ATTEMPTS = 2;
@@ -64,7 +63,7 @@ export class FetchManager {
   private readonly log: Logger;
 
   constructor(private readonly o: FetchManagerOptions) {
-    this.concurrency = o.concurrency ?? 1;
+    this.concurrency = Math.min(2, Math.max(1, o.concurrency ?? 1));
     this.log = o.log;
     // The store awaits this before it deletes the files: no jail still writes them.
     o.store.onRemove((key) => this.cancel(key));
@@ -109,7 +108,7 @@ export class FetchManager {
    */
   async wait(key: RootKey, signal?: AbortSignal): Promise<FetchView> {
     const id = rootId(key);
-    await this.pendingEnqueue.get(id);
+    await this.pendingEnqueue.get(id)?.catch(() => undefined);
     const entry = this.jobs.get(id);
     if (!entry || entry.job.settled || signal?.aborted) return this.state(key);
     await new Promise<void>((resolve) => {
@@ -152,7 +151,8 @@ export class FetchManager {
   }
 
   /**
-   * At start: load each stored root's state file. A job a crash interrupted is
+   * At start (call it once the FETCH jail is proved; again later is harmless and
+   * starts whatever is queued): load each stored root's state file. A job a crash interrupted is
    * re-queued (attempt+1) or, past MAX_ATTEMPTS, marked failed; a root with no
    * state file (the crash came between its upload and its enqueue) is detected anew.
    */
@@ -160,7 +160,7 @@ export class FetchManager {
     for (const key of keys) {
       const id = rootId(key);
       if (this.jobs.has(id) || this.closed) continue;
-      const saved = await this.readState(key);
+      const saved = await readStateFile(this.o.store.depsDir(key));
       if (!saved) {
         await this.enqueue(key);
         continue;
@@ -241,6 +241,7 @@ export class FetchManager {
   }
 
   private pump(): void {
+    if (this.o.ready && !this.o.ready()) return;
     while (!this.closed && this.running.size < this.concurrency && this.queue.length > 0) {
       const id = this.queue.shift()!;
       const entry = this.jobs.get(id);
@@ -336,11 +337,8 @@ export class FetchManager {
       const s = job.state;
       // A removed root's job (cancelled, or replaced) must not recreate its deps dir's file.
       if (s.name === 'cancelled' || this.jobs.get(id)?.job !== job) return;
-      const file: StateFile = { v: 1, view: job.view(), attempt: 'attempt' in s ? s.attempt : 0 };
-      const path = join(this.o.store.depsDir(key), STATE_FILE);
       try {
-        await writeFile(`${path}.tmp`, JSON.stringify(file));
-        await rename(`${path}.tmp`, path);
+        await writeStateFile(this.o.store.depsDir(key), { v: 1, view: job.view(), attempt: 'attempt' in s ? s.attempt : 0 });
       } catch (err) {
         // The root may have been removed meanwhile; anything else is worth a warning.
         if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.log.warn({ err, root: id }, 'cannot persist fetch state');
@@ -349,18 +347,6 @@ export class FetchManager {
     this.writes.set(id, p);
     await p;
     if (this.writes.get(id) === p) this.writes.delete(id);
-  }
-
-  private async readState(key: RootKey): Promise<StateFile | undefined> {
-    try {
-      const f = JSON.parse(await readFile(join(this.o.store.depsDir(key), STATE_FILE), 'utf8')) as StateFile;
-      if (f.v !== 1 || typeof f.view?.state !== 'string' || typeof f.attempt !== 'number') return undefined;
-      // The file is the daemon's own, but a workspace dir is joined under host dirs: re-check it.
-      if ((f.view.ecosystems ?? []).some((s) => !isSafeRelDir(s.dir))) return undefined;
-      return f;
-    } catch {
-      return undefined;
-    }
   }
 
   private async mountsOf(key: RootKey, steps: StepStatus[]): Promise<ServeMount[]> {
