@@ -10,9 +10,9 @@
 //   0-2 stdio · 3 --json-status-fd · 4 --args · 5 --seccomp · 6 gate · 7 --ro-bind-fd (tree)
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chownSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, fchownSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { lchown, readdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { errors } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -53,6 +53,7 @@ export async function spawnInJail(ctx: SpawnContext, opts: JailSpawnOptions): Pr
   assert.ok(opts.argv.length > 0 && opts.argv[0]!.startsWith('/'), 'argv[0] must be an absolute in-jail path');
   for (const b of opts.binds ?? []) assert.ok(!b.rw || opts.phase === 'fetch', 'read-write binds exist only in FETCH');
   opts.signal?.throwIfAborted();
+  for (const b of opts.binds ?? []) checkBindHost(b.host);
   const treeFd = opts.tree ? openTree(opts.tree) : undefined;
   try {
     if (opts.tree && treeFd !== undefined) preCreateMountPoints(treeFd, opts.tree.at, opts.binds ?? []);
@@ -72,6 +73,21 @@ export async function spawnInJail(ctx: SpawnContext, opts: JailSpawnOptions): Pr
   } finally {
     if (treeFd !== undefined) closeSync(treeFd);
   }
+}
+
+/**
+ * A bind's host path must be the path itself, with no symlink anywhere in it: bwrap
+ * resolves it as the pool uid and would follow a link an earlier FETCH jail left in
+ * a dependency dir (deps/x → /etc) to mount a host directory in the jail.
+ */
+function checkBindHost(host: string): void {
+  let real: string;
+  try {
+    real = realpathSync(host);
+  } catch {
+    throw errors.serverUnavailable('A directory to bind into the jail is missing.', 5);
+  }
+  if (real !== resolve(host)) throw errors.serverUnavailable('A directory to bind into the jail is reached through a link; refused.', 60);
 }
 
 /** O_DIRECTORY|O_NOFOLLOW, owned by the daemon, and the expected inode if the caller gave one. */
@@ -146,7 +162,21 @@ function launch(ctx: SpawnContext, opts: JailSpawnOptions, treeFd: number | unde
   }
   const rwBinds = (opts.binds ?? []).filter((b) => b.rw);
   // A FETCH jail writes its dependency dir as its pool uid; handed back to root when it is gone.
-  for (const b of rwBinds) chownSync(b.host, uid, uid);
+  // fchown through an O_NOFOLLOW|O_DIRECTORY fd: never chown what a link points at.
+  try {
+    for (const b of rwBinds) {
+      const fd = openSync(b.host, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+      try {
+        fchownSync(fd, uid, uid);
+      } finally {
+        closeSync(fd);
+      }
+    }
+  } catch {
+    cg.remove();
+    ctx.uids.release(uid);
+    throw errors.serverUnavailable('A read-write directory for the jail is not a plain directory.', 60);
+  }
 
   const bwrapArgs = bwrapOptions({
     policy,
