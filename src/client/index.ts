@@ -196,11 +196,13 @@ export class LspdClient {
       });
     } catch (err) {
       if ((err as Error).name === 'AbortError') throw err;
-      // The body's own source failed (e.g. `git archive` died): that error, not "unreachable".
+      const code = (err as NodeJS.ErrnoException).code;
+      // The body's own source failed (e.g. `git archive` died): that error, not
+      // "unreachable". (A failed connection also destroys the body, but with a
+      // socket error, which carries a code.)
       const sourceErr = body && typeof body === 'object' && 'errored' in body ? (body as Readable).errored : null;
-      if (sourceErr) throw sourceErr;
-      const code = (err as NodeJS.ErrnoException).code ?? 'error';
-      throw new LspdError(0, 'unreachable', `lspd at ${this.url.origin} could not be reached: ${code}.`, undefined, {}, err);
+      if (sourceErr && code === undefined) throw sourceErr;
+      throw new LspdError(0, 'unreachable', `lspd at ${this.url.origin} could not be reached: ${code ?? (err as Error).message}.`, undefined, {}, err);
     }
     const text = await res.body.text();
     let parsed: unknown;
