@@ -188,7 +188,10 @@ export class AskService {
     const listed = res.matches > 1 ? { candidates: cands, ...(res.matches > cands.length ? { candidates_truncated: true } : {}) } : {};
     if (q.op === 'locate') {
       const all = dedupe(res.candidates.flatMap((c) => c.definitions));
-      return { ...pageLocations(all, { limit: q.limit ?? this.#o.maxLocations, cursor: q.cursor }), ...listed };
+      const scope = JSON.stringify(['ask', q.org, q.repo, q.sha, q.symbol, q.path ?? null, q.op]);
+      const limit = Math.min(q.limit ?? this.#o.maxLocations, this.#o.maxLocations);
+      const other = res.candidates.reduce((n, c) => n + c.other, 0);
+      return { ...pageLocations(all, { limit, cursor: q.cursor, grouped: q.grouped, scope }), other, ...listed };
     }
     if (res.matches > 1) {
       // References or hover of "one of these" would be a guess: say which names to ask instead.
@@ -200,12 +203,42 @@ export class AskService {
     }
     const c = res.candidates[0]!;
     const at = { org: q.org, repo: q.repo, sha: q.sha, path: c.probe.path, line: c.probe.line, character: c.probe.character, encoding: q.encoding };
-    const a =
-      q.op === 'references'
-        ? await ctx.lsp({ ...at, op: 'references', includeDeclaration: true, context: q.context, limit: q.limit, cursor: q.cursor, ...groupedOf(q) })
-        : await ctx.lsp({ ...at, op: 'hover' });
-    const { op: _op, server: _server, elapsed_ms: _ms, untrusted: _u, ...rest } = a;
+    const refs = { ...at, op: 'references' as const, includeDeclaration: true, context: q.context };
+    let body: Record<string, unknown>;
+    if (q.op === 'hover') body = await ctx.lsp({ ...at, op: 'hover' });
+    else if (!q.grouped) body = await ctx.lsp({ ...refs, limit: q.limit, cursor: q.cursor });
+    else body = await this.#groupedReferences(ctx, q, refs);
+    const { op: _op, server: _server, elapsed_ms: _ms, untrusted: _u, ...rest } = body;
     return { ...rest, resolved: renderCandidate(c) };
+  }
+
+  /**
+   * References grouped by file with counts. /v1/code/lsp has no `grouped` field, so
+   * the service's pages are gathered (up to GROUPED_MAX_PAGES of maxLocations each)
+   * and grouped and paged here, with this question's own cursors; counts are exact
+   * unless the gathering stopped short, which the answer then says (`counts_partial`).
+   */
+  async #groupedReferences(ctx: AskContext, q: AskQuery, refs: LspRequest): Promise<Record<string, unknown>> {
+    const all: Loc[] = [];
+    let first: LspAnswer | undefined;
+    let cursor: string | undefined;
+    for (let page = 0; page < GROUPED_MAX_PAGES; page++) {
+      const a = await ctx.lsp({ ...refs, limit: this.#o.maxLocations, ...(cursor !== undefined ? { cursor } : {}) });
+      first ??= a;
+      all.push(...((a.locations ?? []) as Loc[]));
+      cursor = typeof a.next_cursor === 'string' ? a.next_cursor : undefined;
+      if (cursor === undefined) break;
+    }
+    const scope = JSON.stringify(['ask-grouped', q.org, q.repo, q.sha, q.symbol, q.path ?? null]);
+    const limit = Math.min(q.limit ?? this.#o.maxLocations, this.#o.maxLocations);
+    const { locations: _l, total: _t, truncated: _tr, ...meta } = (first ?? {}) as Record<string, unknown>;
+    delete meta.next_cursor;
+    return {
+      ...meta,
+      ...pageLocations(all, { limit, cursor: q.cursor, grouped: true, scope }),
+      // Stopped short: the service's total is the honest one, and more pages exist than were gathered.
+      ...(cursor !== undefined ? { counts_partial: true, total: Math.max(Number(_t ?? 0), all.length), truncated: true } : {}),
+    };
   }
 
   #appError(err: unknown): AppError {
@@ -215,19 +248,18 @@ export class AskService {
   }
 }
 
-/** `grouped` reaches the query service only once lspQuery knows it (the projection's grouping). */
-function groupedOf(q: AskQuery): Record<string, unknown> {
-  return q.grouped && 'grouped' in lspQuery.shape ? { grouped: true } : {};
-}
+/** Pages of the query service gathered for one grouped references answer (× maxLocations each). */
+const GROUPED_MAX_PAGES = 5;
 
 function renderCandidate(c: Candidate): Record<string, unknown> {
-  const d = c.definitions[0];
+  // The location without its context lines: a candidate list is for choosing, and locate already shows them.
+  const { context: _c, ...d } = c.definitions[0] ?? ({} as Loc);
   return {
     name: c.name,
     ...(c.kind !== undefined ? { kind: c.kind } : {}),
     ...(c.container !== undefined ? { container: c.container } : {}),
     qualified: c.qualified,
-    ...(d ?? {}),
+    ...d,
   };
 }
 

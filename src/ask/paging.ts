@@ -1,27 +1,53 @@
-// Paging of a merged location list (locate over several candidates), in the same
-// terms as the query service's answers: `total`, `truncated`, and a `cursor` to
-// pass back for the next page. The cursor is an opaque offset: a root is
-// immutable, so the same question always yields the same list and an offset
-// into it stays valid for as long as the root exists.
-import { errors } from '../errors.js';
+// Paging (and grouping) of a merged location list: locate over several candidates
+// merges the definition answers of each, so the page is cut here rather than by
+// the projection. Same terms and cursors as every locations answer
+// (src/lsp/cursor.ts, src/lsp/projection.ts): `total`, `truncated`, `next_cursor`,
+// `groups: [{path, count, locations}]`; the list is sorted the projection's way
+// (tree first, then module, version, path, position), which is what makes an
+// offset cursor exact on an immutable root.
+import { decodeCursor, encodeCursor } from '../lsp/cursor.js';
 import type { Loc } from './types.js';
 
-const PREFIX = 'ask1.';
-
-export function encodeCursor(offset: number): string {
-  return PREFIX + Buffer.from(String(offset)).toString('base64url');
+export interface PageOptions {
+  limit: number;
+  cursor?: string | undefined;
+  grouped?: boolean;
+  /** Identity of the question (root, symbol, path, op), so a cursor cannot be replayed against another. */
+  scope: string;
 }
 
-export function decodeCursor(cursor: string | undefined): number {
-  if (cursor === undefined) return 0;
-  const n = cursor.startsWith(PREFIX) ? Number(Buffer.from(cursor.slice(PREFIX.length), 'base64url').toString()) : NaN;
-  if (!Number.isSafeInteger(n) || n < 0) throw errors.badRequest('cursor is not one this daemon gave out for this question.');
-  return n;
+const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+const fileKey = (l: Loc) => (l.external ? `x\u0000${String(l.module)}\u0000${String(l.version)}\u0000${l.path}` : `t\u0000${l.path}`);
+
+export function sortLocations(locs: Loc[]): Loc[] {
+  return [...locs].sort(
+    (a, b) =>
+      cmp(fileKey(a), fileKey(b)) ||
+      a.range.start.line - b.range.start.line ||
+      a.range.start.character - b.range.start.character,
+  );
 }
 
-export function pageLocations(all: Loc[], o: { limit: number; cursor?: string | undefined }): { locations: Loc[]; total: number; truncated: boolean; cursor?: string } {
-  const from = decodeCursor(o.cursor);
-  const locations = all.slice(from, from + o.limit);
-  const end = from + locations.length;
-  return { locations, total: all.length, truncated: end < all.length, ...(end < all.length ? { cursor: encodeCursor(end) } : {}) };
+export function pageLocations(all: Loc[], o: PageOptions): Record<string, unknown> {
+  const sorted = sortLocations(all);
+  const total = sorted.length;
+  const offset = o.cursor === undefined ? 0 : decodeCursor(o.cursor, total, o.scope);
+  const page = sorted.slice(offset, offset + Math.max(1, o.limit));
+  const more = offset + page.length < total;
+  const base = { total, truncated: more, ...(more ? { next_cursor: encodeCursor(offset + page.length, o.scope) } : {}) };
+  if (!o.grouped) return { locations: page, ...base };
+  const counts = new Map<string, number>();
+  for (const l of sorted) counts.set(fileKey(l), (counts.get(fileKey(l)) ?? 0) + 1);
+  const groups: Record<string, unknown>[] = [];
+  let prev: string | undefined;
+  for (const l of page) {
+    const k = fileKey(l);
+    if (k !== prev) {
+      const head = l.external ? { external: true, module: l.module, version: l.version } : {};
+      groups.push({ ...head, path: l.path, count: counts.get(k) ?? 0, locations: [] });
+      prev = k;
+    }
+    (groups[groups.length - 1]!.locations as Loc[]).push(l);
+  }
+  return { groups, ...base };
 }

@@ -37,7 +37,10 @@ export interface Candidate {
   /** A name that selects this candidate alone when asked again (`Server.close`, `src.a.parse`). */
   qualified: string;
   probe: Probe;
+  /** Rendered definition locations (tree or external); may be empty when all were `other`. */
   definitions: Loc[];
+  /** Definition locations outside the tree and its dependencies (a toolchain's stdlib): counted, never rendered. */
+  other: number;
   exact: boolean;
 }
 
@@ -58,7 +61,7 @@ export interface ResolveInput {
   context: number;
 }
 
-type Sym = SymbolLike & { path: string; range: Range };
+type Sym = SymbolLike & { path: string; range: Range; selectionRange?: Range };
 
 export async function resolveName(ctx: AskContext, input: ResolveInput): Promise<Resolution> {
   const name = parseSymbolName(input.symbol);
@@ -113,10 +116,18 @@ async function fillContainers(ctx: AskContext, input: ResolveInput, name: Parsed
   });
 }
 
-/** The document symbol that is `x` (same name, range holding x's start). */
+/**
+ * The document symbol that is `x`: same name, and its name range (selectionRange)
+ * holds x's start; failing that, the innermost declaration range that does.
+ */
 function enclosing(docSymbols: Sym[], x: { name: string; range: Range }): Sym | undefined {
   const leaf = leafOf(x.name);
-  return docSymbols.find((d) => leafOf(d.name) === leaf && d.range !== undefined && contains(d.range, x.range.start));
+  const p = x.range.start;
+  const named = docSymbols.filter((d) => leafOf(d.name) === leaf);
+  const bySelection = named.find((d) => d.selectionRange !== undefined && contains(d.selectionRange as Range, p));
+  if (bySelection) return bySelection;
+  const holding = named.filter((d) => d.range !== undefined && contains(d.range, p));
+  return holding.sort((a, b) => a.range.end.line - a.range.start.line - (b.range.end.line - b.range.start.line))[0];
 }
 
 function contains(r: Range, p: Pos): boolean {
@@ -130,7 +141,7 @@ async function pin(ctx: AskContext, input: ResolveInput, name: ParsedName, chose
   const found = await ctx.map(chosen.slice(0, ctx.limits.maxCandidates), async (x): Promise<Candidate | undefined> => {
     const probe = await nameProbe(ctx, input, x, name.leaf);
     if (!probe) return undefined;
-    const defs = await definitionsAt(ctx, input, probe);
+    const { locs: defs, other } = await definitionsAt(ctx, input, probe);
     const own: Loc = { path: x.path, range: x.range };
     return {
       name: leafOf(x.name),
@@ -140,6 +151,7 @@ async function pin(ctx: AskContext, input: ResolveInput, name: ParsedName, chose
       probe,
       // A server that has no definition for a declaration's own name still told us where it is.
       definitions: defs.length > 0 ? defs : [own],
+      other,
       exact,
     };
   });
@@ -158,7 +170,7 @@ async function nameProbe(ctx: AskContext, input: ResolveInput, x: Sym, leaf: str
   return { path: x.path, line: at.line, character: fromUtf16(lines[at.line] ?? '', at.character, input.encoding) };
 }
 
-async function definitionsAt(ctx: AskContext, input: ResolveInput, p: Probe): Promise<Loc[]> {
+async function definitionsAt(ctx: AskContext, input: ResolveInput, p: Probe): Promise<{ locs: Loc[]; other: number }> {
   const a: LspAnswer = await ctx.lsp({
     ...rootOf(input),
     op: 'definition',
@@ -168,7 +180,7 @@ async function definitionsAt(ctx: AskContext, input: ResolveInput, p: Probe): Pr
     encoding: input.encoding,
     context: input.context,
   });
-  return (a.locations ?? []) as Loc[];
+  return { locs: (a.locations ?? []) as Loc[], other: typeof a.other === 'number' ? a.other : 0 };
 }
 
 /**
@@ -189,20 +201,26 @@ async function fromUseSites(ctx: AskContext, input: ResolveInput, name: ParsedNa
   }
   probes.sort((a, b) => a.rank - b.rank);
   const found = await ctx.map(probes.slice(0, ctx.limits.maxProbes), async ({ probe, qualified }): Promise<Candidate | undefined> => {
-    const defs = await definitionsAt(ctx, input, probe);
-    if (defs.length === 0) return undefined;
-    const fit: Fit | 'none' = qualified ? { fit: 'exact' } : await targetFit(ctx, input, name, defs[0]!);
+    const { locs: defs, other } = await definitionsAt(ctx, input, probe);
+    if (defs.length === 0 && other === 0) return undefined;
+    // Resolved, but outside the tree and its dependencies (a stdlib): only a use written
+    // with its qualifier (`json.dumps`) or an unqualified name can vouch for it.
+    if (defs.length === 0 && !qualified && name.qualifiers.length > 0) return undefined;
+    const fit: Fit | 'none' = qualified || defs.length === 0 ? { fit: 'exact' } : await targetFit(ctx, input, name, defs[0]!);
     if (fit === 'none') return undefined;
-    const d = defs[0]!;
-    const sym: SymbolLike = { name: name.leaf, path: d.path, external: d.external === true, module: d.module as string | undefined };
+    const d = defs[0];
+    const sym: SymbolLike = d
+      ? { name: name.leaf, path: d.path, external: d.external === true, module: d.module as string | undefined }
+      : { name: name.leaf, path: undefined };
     if (fit.container !== undefined) sym.container = fit.container;
     return {
       name: name.leaf,
       ...(fit.kind !== undefined ? { kind: fit.kind } : {}),
       ...(fit.container !== undefined ? { container: fit.container } : {}),
-      qualified: qualifiedOf(sym, name.leaf),
+      qualified: d ? qualifiedOf(sym, name.leaf) : name.raw,
       probe,
       definitions: defs,
+      other,
       exact: fit.fit === 'exact',
     };
   });
@@ -218,9 +236,13 @@ interface Fit {
 /** Does a definition target fit the qualifiers? In the tree: by its document symbol's container; outside: by module. */
 async function targetFit(ctx: AskContext, input: ResolveInput, name: ParsedName, d: Loc): Promise<Fit | 'none'> {
   let host: Sym | undefined;
-  if (!d.external && d.range) {
+  if (!d.external) {
     const doc = await ctx.lsp({ ...rootOf(input), op: 'documentSymbols', path: d.path, encoding: input.encoding });
     host = enclosing((doc.symbols ?? []) as Sym[], { name: name.leaf, range: d.range });
+    // In the tree, the target must be a declaration of that name: a probe inside a
+    // module specifier (`'./a/parse.js'`) lands on a whole file, a renamed import on
+    // another name; neither is the symbol asked for.
+    if (!host) return 'none';
   }
   const sym: SymbolLike = { name: name.leaf, path: d.path, external: d.external === true, module: d.module as string | undefined, container: host?.container };
   const q = matchQualifiers(name.qualifiers, chainOf(sym));
@@ -275,15 +297,18 @@ function finish(ctx: AskContext, name: ParsedName, found: Candidate[], via: Reso
   const groups: Candidate[] = [];
   const owner = new Map<string, Candidate>();
   for (const c of pool) {
-    const keys = c.definitions.map(keyOf);
+    // Definitions all outside the tree and its dependencies: one key per name, so every use site of it is one match.
+    const keys = c.definitions.length > 0 ? c.definitions.map(keyOf) : [`o:${name.raw}`];
     const into = keys.map((k) => owner.get(k)).find((g) => g !== undefined);
     if (into) {
       for (const d of c.definitions) if (!into.definitions.some((e) => keyOf(e) === keyOf(d))) into.definitions.push(d);
+      into.other = Math.max(into.other, c.other);
     } else groups.push(c);
     for (const k of keys) if (!owner.has(k)) owner.set(k, into ?? c);
   }
   // Stable order for callers: in-tree before external, then by path and line.
-  groups.sort((a, b) => keyOf(a.definitions[0]!).localeCompare(keyOf(b.definitions[0]!)));
+  const first = (c: Candidate) => (c.definitions[0] ? keyOf(c.definitions[0]) : '~');
+  groups.sort((a, b) => first(a).localeCompare(first(b)));
   return { name, matches: groups.length, candidates: groups.slice(0, ctx.limits.maxCandidates), exact: anyExact, via };
 }
 

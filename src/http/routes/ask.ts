@@ -29,10 +29,12 @@ export function askServiceOf(deps: Deps): AskService {
   return s;
 }
 
-// TODO(integration): the query service (src/lsp/query-service.ts) is not wired into Deps yet.
-function lspCallOf(_deps: Deps): LspCall {
-  return async () => {
-    throw errors.serverUnavailable('No language server session manager is configured.', 5);
+/** The query service (src/lsp/query-service.ts), or the same 503 /v1/code/lsp answers without one. */
+function lspCallOf(deps: Deps): LspCall {
+  return async (q, signal) => {
+    if (!deps.lsp) throw errors.serverUnavailable('No language server session manager is configured.', 5);
+    // The service's answers are the shared answer shape (src/responses.ts lspAnswer), typed loosely there.
+    return (await deps.lsp.lsp(q, signal)) as Awaited<ReturnType<LspCall>>;
   };
 }
 
@@ -40,7 +42,7 @@ function treeFilesOf(deps: Deps): TreeFiles {
   return treeFiles({ treeDir: (k) => deps.store.treeDir(k) });
 }
 
-/** POST /v1/code/lsp's checks and answer, for the position tools. */
+/** POST /v1/code/lsp's checks and answer (routes/query.ts, in the same order), for the position tools. */
 export async function answerLsp(deps: Deps, body: LspQuery, signal: AbortSignal): Promise<unknown> {
   const q = parse(lspQuery, body);
   if (!deps.store.get(q)) throw errors.needTree();

@@ -43,8 +43,11 @@ function mcpServer(deps: Deps, runner: ToolRunner, hangup: AbortSignal): Server 
     // Cancelled by the client (notifications/cancelled) or by the HTTP request going away.
     const signal = AbortSignal.any([extra.signal, hangup]);
     try {
-      const answer = (await callTool(req.params.name, req.params.arguments, deps.health, runner, signal)) as Record<string, unknown>;
-      return { content: [{ type: 'text', text: JSON.stringify(answer) }], structuredContent: answer };
+      const answer = await callTool(req.params.name, req.params.arguments, deps.health, runner, signal);
+      // Exactly the JSON the HTTP route sends: answers may carry in-process extras (symbol-keyed
+      // paging state) that JSON drops and MCP's result schema refuses.
+      const text = JSON.stringify(answer);
+      return { content: [{ type: 'text', text }], structuredContent: JSON.parse(text) as Record<string, unknown> };
     } catch (err) {
       const body = toolErrorBody(err);
       if (body.error === 'internal') deps.log.error({ err, tool: req.params.name }, 'mcp tool failed');

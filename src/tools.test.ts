@@ -1,0 +1,84 @@
+// Unit tests of the tool table: what is listed for which health, and that every
+// schema is the route's (an argument set the tool schema accepts, the route accepts).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Ajv } from 'ajv';
+import { Health } from './health.js';
+import { callTool, listTools, toolNames, type ToolRunner } from './tools.js';
+import { AppError } from './errors.js';
+
+function health(ready: boolean, servers: Health['servers'] = {}): Health {
+  const h = new Health();
+  if (ready) h.jail = { serve: { ok: true }, fetch: { ok: true } };
+  h.servers = servers;
+  return h;
+}
+
+const root = { org: 'acme', repo: 'api', sha: 'a'.repeat(40) };
+const calls: { kind: string; body: unknown }[] = [];
+const runner: ToolRunner = {
+  lsp: async (body) => (calls.push({ kind: 'lsp', body }), { ok: true }),
+  ask: async (body) => (calls.push({ kind: 'ask', body }), { ok: true }),
+  assertOrg: (org) => {
+    if (org !== 'acme') throw new AppError('forbidden', 403, 'no');
+  },
+};
+
+test('no query tool is listed while the jail is unproved; all are once it is', () => {
+  assert.deepEqual(listTools(health(false)), []);
+  const names = listTools(health(true)).map((t) => t.name);
+  assert.deepEqual(names, [...toolNames]);
+  for (const n of ['lsp_definition', 'lsp_references', 'lsp_hover', 'lsp_symbols', 'lsp_diagnostics', 'lsp_locate']) assert.ok(names.includes(n), n);
+});
+
+test('an unavailable server is named in every description; available ones are not', () => {
+  const tools = listTools(health(true, { gopls: { available: false, reason: 'not installed' }, pyright: { available: true } }));
+  for (const t of tools) {
+    assert.match(t.description, /Unavailable on this daemon: gopls \(not installed\)/);
+    assert.doesNotMatch(t.description, /pyright/);
+  }
+  assert.doesNotMatch(listTools(health(true)).map((t) => t.description).join(' '), /Unavailable/);
+});
+
+test('every input schema compiles (ajv strict) and accepts/refuses what the route does', async () => {
+  const ajv = new Ajv({ strict: true, allErrors: true });
+  const tools = listTools(health(true));
+  const good: Record<string, Record<string, unknown>> = {
+    lsp_locate: { ...root, symbol: 'Server.close' },
+    lsp_ask_batch: { ...root, queries: [{ symbol: 'a' }, { symbol: 'b', op: 'hover' }] },
+    lsp_definition: { ...root, path: 'a.ts', line: 1, character: 2 },
+    lsp_type_definition: { ...root, path: 'a.ts', line: 1, character: 2 },
+    lsp_implementation: { ...root, path: 'a.ts', line: 1, character: 2 },
+    lsp_references: { ...root, path: 'a.ts', line: 1, character: 2, includeDeclaration: false, limit: 10 },
+    lsp_hover: { ...root, path: 'a.ts', line: 1, character: 2, encoding: 'utf-8' },
+    lsp_symbols: { ...root, query: 'Server' },
+    lsp_diagnostics: { ...root, path: 'a.ts' },
+  };
+  for (const t of tools) {
+    const validate = ajv.compile(t.inputSchema);
+    const args = good[t.name];
+    assert.ok(args, `a sample for ${t.name}`);
+    assert.ok(validate(args), `${t.name}: ${JSON.stringify(validate.errors)}`);
+    await callTool(t.name, args, health(true), runner, AbortSignal.timeout(1000));
+    // Refused by the schema and by the call alike: a bad sha, an unknown field, a missing root.
+    for (const bad of [{ ...args, sha: 'main' }, { ...args, nope: 1 }, { ...args, org: undefined }]) {
+      assert.equal(validate(JSON.parse(JSON.stringify(bad))), false, `${t.name} schema accepts ${JSON.stringify(bad)}`);
+      await assert.rejects(callTool(t.name, bad, health(true), runner, AbortSignal.timeout(1000)), (e: unknown) => e instanceof AppError && e.code === 'bad_request');
+    }
+  }
+  // Position tools reach /v1/code/lsp's schema with their op; symbols picks its op by path.
+  assert.deepEqual(
+    calls.filter((c) => c.kind === 'lsp').map((c) => (c.body as { op: string }).op),
+    ['definition', 'typeDefinition', 'implementation', 'references', 'hover', 'workspaceSymbols', 'diagnostics'],
+  );
+});
+
+test('calls: unknown tool 400, unproved jail 503 not_ready, other org refused before running', async () => {
+  const sig = AbortSignal.timeout(1000);
+  await assert.rejects(callTool('lsp_nope', {}, health(true), runner, sig), (e: unknown) => e instanceof AppError && e.code === 'bad_request');
+  await assert.rejects(callTool('lsp_hover', {}, health(false), runner, sig), (e: unknown) => e instanceof AppError && e.code === 'not_ready');
+  const before = calls.length;
+  await assert.rejects(callTool('lsp_locate', { ...root, org: 'other', symbol: 'x' }, health(true), runner, sig), (e: unknown) => e instanceof AppError && e.code === 'forbidden');
+  assert.equal(calls.length, before);
+  await assert.rejects(callTool('lsp_symbols', root, health(true), runner, sig), (e: unknown) => e instanceof AppError && /query/.test(e.message));
+});

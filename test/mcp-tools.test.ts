@@ -1,0 +1,129 @@
+// /mcp through a real MCP client (the SDK's Client + StreamableHTTPClientTransport
+// over HTTP) against a real lspd: it lists exactly the tools /v1/tools lists, and
+// every tool answers what the HTTP route it mirrors answers, errors included.
+// A daemon whose jail is not proved lists no tool over MCP either.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { getJson, position, postJson, shaOf, stable, startDaemon, stopDaemon, upload, type Started } from './helpers/ask-harness.js';
+
+const root = { org: 'acme', repo: 'mcp-tools', sha: shaOf('mcp-tools') };
+let s: Started | undefined;
+let client: Client | undefined;
+
+async function connect(url: string, headers: Record<string, string> = {}): Promise<Client> {
+  const c = new Client({ name: 'lspd-test', version: '1' });
+  await c.connect(new StreamableHTTPClientTransport(new URL(url + '/mcp'), { requestInit: { headers } }));
+  return c;
+}
+
+before(async () => {
+  s = await startDaemon();
+  if (s.notReady) return;
+  const r = await upload(s.url, root, 'ask-ts');
+  assert.equal(r.status, 201, await r.text());
+  client = await connect(s.url);
+});
+after(async () => {
+  await client?.close();
+  await stopDaemon(s);
+});
+
+/** Answers compared without what differs between two runs (timings), batch entries included. */
+function comparable(a: Record<string, unknown>): Record<string, unknown> {
+  const out = stable(a);
+  if (Array.isArray(out.answers)) out.answers = (out.answers as Record<string, unknown>[]).map(stable);
+  return out;
+}
+
+test('tools/list is /v1/tools', async (t) => {
+  if (s?.notReady) return t.skip(`the jail could not be proved on this host: ${s.notReady}`);
+  const http = (await getJson(s!.url, '/v1/tools')).body.tools as { name: string; description: string; inputSchema: unknown }[];
+  const mcp = (await client!.listTools()).tools;
+  assert.deepEqual(
+    mcp.map((x) => ({ name: x.name, description: x.description, inputSchema: x.inputSchema })),
+    http.map((x) => ({ name: x.name, description: x.description, inputSchema: x.inputSchema })),
+  );
+  for (const x of mcp) assert.equal(x.annotations?.readOnlyHint, true);
+});
+
+test('each tool over MCP answers like its HTTP route', { timeout: 180_000 }, async (t) => {
+  if (s?.notReady) return t.skip(`the jail could not be proved on this host: ${s.notReady}`);
+  const at = position('ask-ts', 'src/main.ts', 'server.close()', 'server.'.length);
+  const pos = { path: 'src/main.ts', ...at };
+  const cases: { tool: string; args: Record<string, unknown>; route: string; body: Record<string, unknown> }[] = [
+    { tool: 'lsp_locate', args: { symbol: 'Server.close' }, route: '/ask', body: { symbol: 'Server.close' } },
+    { tool: 'lsp_locate', args: { symbol: 'greet', op: 'hover' }, route: '/ask', body: { symbol: 'greet', op: 'hover' } },
+    { tool: 'lsp_locate', args: { symbol: 'close', op: 'references' }, route: '/ask', body: { symbol: 'close', op: 'references' } },
+    {
+      tool: 'lsp_ask_batch',
+      args: { queries: [{ symbol: 'greet' }, { symbol: 'nope_nothing' }, { symbol: 'Paths.join' }] },
+      route: '/ask',
+      body: { queries: [{ symbol: 'greet' }, { symbol: 'nope_nothing' }, { symbol: 'Paths.join' }] },
+    },
+    { tool: 'lsp_definition', args: pos, route: '/v1/code/lsp', body: { op: 'definition', ...pos } },
+    { tool: 'lsp_type_definition', args: pos, route: '/v1/code/lsp', body: { op: 'typeDefinition', ...pos } },
+    { tool: 'lsp_implementation', args: pos, route: '/v1/code/lsp', body: { op: 'implementation', ...pos } },
+    { tool: 'lsp_references', args: { ...pos, context: 1 }, route: '/v1/code/lsp', body: { op: 'references', ...pos, context: 1 } },
+    { tool: 'lsp_hover', args: pos, route: '/v1/code/lsp', body: { op: 'hover', ...pos } },
+    { tool: 'lsp_symbols', args: { path: 'src/server.ts' }, route: '/v1/code/lsp', body: { op: 'documentSymbols', path: 'src/server.ts' } },
+    { tool: 'lsp_symbols', args: { query: 'close' }, route: '/v1/code/lsp', body: { op: 'workspaceSymbols', query: 'close' } },
+    { tool: 'lsp_diagnostics', args: { path: 'src/main.ts' }, route: '/v1/code/lsp', body: { op: 'diagnostics', path: 'src/main.ts' } },
+  ];
+  const seen = new Set<string>();
+  for (const c of cases) {
+    // The HTTP route first (it warms the session), then MCP, then HTTP again to compare with.
+    await postJson(s!.url, c.route, { ...root, ...c.body });
+    const res = await client!.callTool({ name: c.tool, arguments: { ...root, ...c.args } });
+    const http = await postJson(s!.url, c.route, { ...root, ...c.body });
+    assert.equal(http.status, 200, `${c.tool}: ${JSON.stringify(http.body)}`);
+    assert.equal(res.isError, undefined, `${c.tool}: ${JSON.stringify(res.content)}`);
+    const structured = res.structuredContent as Record<string, unknown>;
+    const text = (res.content as { type: string; text: string }[])[0]!;
+    assert.equal(text.type, 'text');
+    assert.deepEqual(JSON.parse(text.text), structured, `${c.tool}: text and structured content agree`);
+    assert.deepEqual(comparable(structured), comparable(http.body), `${c.tool} ${JSON.stringify(c.args)}`);
+    seen.add(c.tool);
+  }
+  const listed = (await client!.listTools()).tools.map((x) => x.name);
+  assert.deepEqual([...seen].sort(), [...listed].sort(), 'every listed tool was called');
+});
+
+test('tool errors are the route errors: not found, bad arguments, unknown root, unknown tool', async (t) => {
+  if (s?.notReady) return t.skip(`the jail could not be proved on this host: ${s.notReady}`);
+  const errorOf = async (name: string, args: Record<string, unknown>) => {
+    const res = await client!.callTool({ name, arguments: args });
+    assert.equal(res.isError, true, JSON.stringify(res));
+    return res.structuredContent as Record<string, unknown>;
+  };
+  const nf = await errorOf('lsp_locate', { ...root, symbol: 'noSuchThingAnywhere' });
+  const httpNf = await postJson(s!.url, '/ask', { ...root, symbol: 'noSuchThingAnywhere' });
+  assert.equal(httpNf.status, 404);
+  assert.deepEqual(nf, { ...httpNf.body, status: 404 });
+
+  const tree = await errorOf('lsp_hover', { ...root, sha: shaOf('not-uploaded'), path: 'a.ts', line: 0, character: 0 });
+  assert.equal(tree.error, 'need_tree');
+  assert.equal(tree.status, 409);
+
+  const bad = await errorOf('lsp_definition', { ...root, path: '../etc/passwd', line: 0, character: 0 });
+  assert.equal(bad.error, 'bad_request');
+
+  const unknown = await errorOf('lsp_nothing', root);
+  assert.equal(unknown.error, 'bad_request');
+});
+
+test('an unproved jail: MCP lists no tools and refuses calls with not_ready', { timeout: 60_000 }, async () => {
+  const broken = await startDaemon({ LSPD_BWRAP_PATH: '/nonexistent/bwrap' });
+  const c = await connect(broken.url);
+  try {
+    assert.ok(broken.notReady);
+    assert.deepEqual((await c.listTools()).tools, []);
+    const res = await c.callTool({ name: 'lsp_locate', arguments: { ...root, symbol: 'x' } });
+    assert.equal(res.isError, true);
+    assert.equal((res.structuredContent as { error: string }).error, 'not_ready');
+  } finally {
+    await c.close();
+    await stopDaemon(broken);
+  }
+});

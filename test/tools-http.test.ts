@@ -1,0 +1,72 @@
+// GET /v1/tools from a real lspd: every input schema is valid JSON Schema (ajv,
+// strict) that accepts what the HTTP route accepts and refuses what it refuses;
+// and a daemon whose jail could not be proved lists no tool at all (they would
+// all be refused).
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Ajv } from 'ajv';
+import { getJson, position, postJson, shaOf, startDaemon, stopDaemon, upload, type Started } from './helpers/ask-harness.js';
+
+const root = { org: 'acme', repo: 'tools-http', sha: shaOf('tools-http') };
+let s: Started | undefined;
+
+before(async () => {
+  s = await startDaemon();
+  if (s.notReady) return;
+  const r = await upload(s.url, root, 'ask-ts');
+  assert.equal(r.status, 201, await r.text());
+});
+after(() => stopDaemon(s));
+
+type Tool = { name: string; description: string; inputSchema: Record<string, unknown> };
+
+test('/v1/tools: schemas compile and agree with the routes on real arguments', { timeout: 120_000 }, async (t) => {
+  if (s?.notReady) return t.skip(`the jail could not be proved on this host: ${s.notReady}`);
+  const r = await getJson(s!.url, '/v1/tools');
+  assert.equal(r.status, 200);
+  const tools = r.body.tools as Tool[];
+  const names = tools.map((x) => x.name);
+  for (const n of ['lsp_definition', 'lsp_references', 'lsp_hover', 'lsp_symbols', 'lsp_diagnostics', 'lsp_locate']) assert.ok(names.includes(n), n);
+
+  const ajv = new Ajv({ strict: true, allErrors: true });
+  const closeAt = position('ask-ts', 'src/main.ts', 'server.close()', 'server.'.length);
+  // One real call per tool: the arguments validate against the published schema and the route answers them.
+  const samples: Record<string, { args: Record<string, unknown>; route: string; body: Record<string, unknown> }> = {
+    lsp_locate: { args: { ...root, symbol: 'Server.close' }, route: '/ask', body: { symbol: 'Server.close' } },
+    lsp_ask_batch: { args: { ...root, queries: [{ symbol: 'greet' }] }, route: '/ask', body: { queries: [{ symbol: 'greet' }] } },
+    lsp_definition: { args: { ...root, path: 'src/main.ts', ...closeAt }, route: '/v1/code/lsp', body: { op: 'definition', path: 'src/main.ts', ...closeAt } },
+    lsp_type_definition: { args: { ...root, path: 'src/main.ts', ...closeAt }, route: '/v1/code/lsp', body: { op: 'typeDefinition', path: 'src/main.ts', ...closeAt } },
+    lsp_implementation: { args: { ...root, path: 'src/main.ts', ...closeAt }, route: '/v1/code/lsp', body: { op: 'implementation', path: 'src/main.ts', ...closeAt } },
+    lsp_references: { args: { ...root, path: 'src/main.ts', ...closeAt, limit: 5 }, route: '/v1/code/lsp', body: { op: 'references', path: 'src/main.ts', ...closeAt, limit: 5 } },
+    lsp_hover: { args: { ...root, path: 'src/main.ts', ...closeAt }, route: '/v1/code/lsp', body: { op: 'hover', path: 'src/main.ts', ...closeAt } },
+    lsp_symbols: { args: { ...root, path: 'src/server.ts' }, route: '/v1/code/lsp', body: { op: 'documentSymbols', path: 'src/server.ts' } },
+    lsp_diagnostics: { args: { ...root, path: 'src/main.ts' }, route: '/v1/code/lsp', body: { op: 'diagnostics', path: 'src/main.ts' } },
+  };
+  for (const tool of tools) {
+    assert.equal(tool.inputSchema.type, 'object', tool.name);
+    assert.ok(tool.description.length > 80, `${tool.name} has a real description`);
+    const validate = ajv.compile(tool.inputSchema);
+    const sample = samples[tool.name];
+    assert.ok(sample, `a sample call for ${tool.name}`);
+    assert.ok(validate(sample.args), `${tool.name}: ${JSON.stringify(validate.errors)}`);
+    const answer = await postJson(s!.url, sample.route, { ...root, ...sample.body });
+    assert.equal(answer.status, 200, `${tool.name} → ${sample.route}: ${JSON.stringify(answer.body)}`);
+    // What the schema refuses, the route refuses too.
+    const bad = { ...sample.args, sha: 'main' };
+    assert.equal(validate(bad), false, tool.name);
+    const refused = await postJson(s!.url, sample.route, { ...sample.body, ...root, sha: 'main' });
+    assert.equal(refused.status, 400, tool.name);
+  }
+});
+
+test('a daemon whose jail is not proved lists no tools', { timeout: 60_000 }, async () => {
+  const broken = await startDaemon({ LSPD_BWRAP_PATH: '/nonexistent/bwrap' });
+  try {
+    assert.ok(broken.notReady, 'the canary must fail without bubblewrap');
+    const r = await getJson(broken.url, '/v1/tools');
+    assert.equal(r.status, 200);
+    assert.deepEqual(r.body.tools, []);
+  } finally {
+    await stopDaemon(broken);
+  }
+});
