@@ -99,8 +99,9 @@ EXPOSE 7420
 # host uids with no privilege at all.
 USER root
 
-# `docker run --init` is advised: lspd waits for its own children, and an init
-# reaps any grandchild orphaned when a jail is killed.
+# No init process is needed as PID 1: lspd waits for its own children, and each
+# jail's gate (jail/gate.c) is a subreaper for everything inside it. Node as PID 1
+# also lets `kill -HUP 1` reload the tokens file.
 HEALTHCHECK --interval=30s --timeout=3s --start-period=30s \
   CMD ["node", "-e", "fetch('http://127.0.0.1:7420/livez').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 STOPSIGNAL SIGTERM

@@ -207,13 +207,17 @@ async function token(argv: string[]): Promise<number> {
   return 0;
 }
 
-/** `lspd jail ...` belongs to the jail's engineer: src/cli/jail.ts exports `main(argv): Promise<number>`. */
+/**
+ * `lspd jail ...` is the jail's own tool (src/cli/jail.ts, exporting
+ * `runJailCli(argv): Promise<number>`). Loaded only when asked for, so the other
+ * commands never load the jail, and a build without it still has a CLI.
+ */
 async function jail(argv: string[]): Promise<number> {
   const file = new URL('./jail.ts', import.meta.url);
   if (!existsSync(file)) throw new UsageError('lspd jail is not available in this build.');
-  const mod = (await import(file.href)) as { main?: (a: string[]) => Promise<number | void> };
-  if (typeof mod.main !== 'function') throw new UsageError('src/cli/jail.ts exports no main(argv).');
-  return (await mod.main(argv)) ?? 0;
+  const mod = (await import(file.href)) as { runJailCli?: (a: string[]) => Promise<number> };
+  if (typeof mod.runJailCli !== 'function') throw new UsageError('src/cli/jail.ts exports no runJailCli(argv).');
+  return mod.runJailCli(argv);
 }
 
 const commands: Record<string, (argv: string[]) => Promise<number>> = { push, status, ask, lsp, config, token, jail };
