@@ -78,12 +78,13 @@ describe('successful uploads', () => {
   });
 
   it('201 for a gzip\'d tar by Content-Type, and by Content-Encoding', async () => {
-    for (const headers of [
+    const variants: Record<string, string>[] = [
       { 'content-type': 'application/gzip' },
       { 'content-type': 'application/x-gzip' },
       { 'content-type': 'application/x-tar', 'content-encoding': 'gzip' },
       { 'content-type': 'application/octet-stream', 'content-encoding': 'gzip' },
-    ]) {
+    ];
+    for (const headers of variants) {
       const r = await put(s.url, `acme/api/${SHA(++n)}`, gzipSync(tarBuf), headers);
       assert.equal(r.status, 201, JSON.stringify({ headers, body: r.body }));
       assert.equal(r.body.files, 11);

@@ -40,6 +40,8 @@ export class TreeWriter {
   private readonly dirs = new Map<string, Promise<void>>([['', Promise.resolve()]]);
   private readonly inflight = new Set<Promise<void>>();
   private inflightBytes = 0;
+  /** Callers of room() waiting for a write to finish. */
+  private waiters: (() => void)[] = [];
   private failure: unknown;
 
   /**
@@ -61,7 +63,7 @@ export class TreeWriter {
   /** Wait until one more background write fits; call before reading a small file. */
   async room(bytes: number): Promise<void> {
     while (this.inflight.size >= MAX_INFLIGHT_OPS || (this.inflight.size > 0 && this.inflightBytes + bytes > MAX_INFLIGHT_BYTES)) {
-      await Promise.race(this.inflight);
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
     }
   }
 
@@ -147,20 +149,20 @@ export class TreeWriter {
 
   private track(op: Promise<void>, bytes: number): void {
     this.inflightBytes += bytes;
-    const tracked: Promise<void> = op.then(
-      () => {
-        this.inflight.delete(tracked);
-        this.inflightBytes -= bytes;
-      },
-      (err: unknown) => {
-        this.inflight.delete(tracked);
-        this.inflightBytes -= bytes;
-        if (this.failure === undefined) {
-          this.failure = storageError(err);
-          this.onError(this.failure);
-        }
-      },
-    );
+    const done = () => {
+      this.inflight.delete(tracked);
+      this.inflightBytes -= bytes;
+      const waiters = this.waiters;
+      this.waiters = [];
+      for (const wake of waiters) wake();
+    };
+    const tracked: Promise<void> = op.then(done, (err: unknown) => {
+      done();
+      if (this.failure === undefined) {
+        this.failure = storageError(err);
+        this.onError(this.failure);
+      }
+    });
     this.inflight.add(tracked);
   }
 }
