@@ -152,3 +152,15 @@ test('output end closes the connection', async () => {
   fromServer.end();
   await assert.rejects(p, /closed its output/);
 });
+
+test('a log line on stdout fails at its newline, without waiting for 4 KiB', () => {
+  const { r, errs, msgs } = reader();
+  r.push(Buffer.from('Content-Length: 2\r\n\r\n{}Debugger listening on ws://127.0.0.1:9229/\n'));
+  assert.deepEqual(msgs, [{}]);
+  assert.equal(errs.length, 1);
+  assert.match(errs[0]!.message, /not an LSP frame/);
+  const ok = reader();
+  for (const c of 'Content-Length: 2\r\n\r\n{}') ok.r.push(Buffer.from(c));
+  assert.deepEqual(ok.msgs, [{}]);
+  assert.equal(ok.errs.length, 0);
+});

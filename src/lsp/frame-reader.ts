@@ -17,6 +17,8 @@ export class FrameError extends Error {
 /** Longest header block we accept; real servers send one or two short lines. */
 const MAX_HEADER_BYTES = 4096;
 const CRLFCRLF = Buffer.from('\r\n\r\n');
+/** One header line as the base protocol writes it: `Name: value` ending in CRLF. */
+const HEADER_LINE = /^[A-Za-z][A-Za-z0-9-]*:[^\r\n]*\r\n$/;
 
 export interface FrameReaderOptions {
   maxFrameBytes: number;
@@ -56,6 +58,12 @@ export class FrameReader {
         const head = this.peek(Math.min(this.buffered, MAX_HEADER_BYTES + CRLFCRLF.length));
         const end = head.indexOf(CRLFCRLF);
         if (end < 0) {
+          // Fail on the first complete line that is not `Name: value\r`, rather than
+          // waiting for 4 KiB of a server's log lines to pile up.
+          const nl = head.indexOf(0x0a);
+          if (nl >= 0 && !HEADER_LINE.test(head.subarray(0, nl + 1).toString('latin1'))) {
+            throw new FrameError('server wrote text that is not an LSP frame');
+          }
           if (this.buffered > MAX_HEADER_BYTES) throw new FrameError('server wrote a header longer than 4 KiB or text that is not an LSP frame');
           return;
         }

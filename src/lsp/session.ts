@@ -327,9 +327,12 @@ export class Session {
       return await st.conn.request(method, params, {
         signal,
         budget: new Budget(config.maxMessagesPerRequest, config.maxInspectBytes),
-        // A server that does not even answer a cancel within the cleanup reserve has
-        // stopped working: retire it so the next query gets a fresh one.
-        cancelGraceMs: config.cleanupReserveMs,
+        // A server that answers neither the request nor its cancel for another whole
+        // query deadline has stopped working: retire it so the next query gets a fresh
+        // one. Not sooner: a server busy with a long synchronous analysis (pyright's
+        // first pass on a big tree) reads nothing and answers nothing for a while, and
+        // killing it then would restart the same work forever.
+        cancelGraceMs: config.queryTimeoutMs,
         onUnanswered: () => this.retire('wedged', `${this.row.name} did not answer a cancelled ${method}`),
       });
     } catch (err) {

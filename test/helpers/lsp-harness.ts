@@ -5,6 +5,7 @@
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
@@ -16,9 +17,10 @@ import { preflight } from '../../src/jail/preflight.js';
 import { buildServer } from '../../src/http/server.js';
 import { createLsp, type Lsp } from '../../src/lsp/create-lsp.js';
 import { defaultServerPaths, defaultServerRows, type ServerRow } from '../../src/lsp/server-table.js';
-import { getJson, postJson, shaOf, upload } from './ask-harness.js';
+import { getJson, postJson, shaOf, tarOf, upload } from './ask-harness.js';
+import { pidsOfUids, waitFor } from '../fixtures/jail/harness.js';
 
-export { getJson, postJson, shaOf, upload };
+export { getJson, postJson, pidsOfUids, shaOf, tarOf, upload, waitFor };
 
 export const projectDir = resolve(import.meta.dirname, '..', '..');
 export const fixturesDir = join(projectDir, 'test', 'fixtures');
@@ -39,6 +41,8 @@ export interface Lspd {
   jail: JailRuntime;
   store: RootStore;
   app: FastifyInstance;
+  /** First host uid of this daemon's jail pool (64 uids): every jailed process runs as one. */
+  uidBase: number;
   close(): Promise<void>;
 }
 
@@ -78,6 +82,7 @@ export async function startLspd(opts: { env?: Record<string, string>; rows?: Ser
     jail,
     store,
     app,
+    uidBase,
     close: () =>
       (closing ??= (async () => {
         await app.close();
@@ -118,4 +123,21 @@ export async function uploadFixture(url: string, root: { org: string; repo: stri
 /** POST /v1/code/lsp. */
 export async function lspQuery(url: string, body: Record<string, unknown>): Promise<{ status: number; body: Record<string, unknown> }> {
   return postJson(url, '/v1/code/lsp', body);
+}
+
+/** Upload a directory (not a fixture name) through PUT. */
+export async function uploadDir(url: string, root: { org: string; repo: string; sha: string }, dir: string): Promise<void> {
+  const body = tarOf(dir);
+  const r = await fetch(`${url}/v1/roots/${root.org}/${root.repo}/${root.sha}`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/x-tar' },
+    body: Readable.toWeb(body) as ReadableStream,
+    duplex: 'half',
+  } as RequestInit);
+  if (r.status !== 201 && r.status !== 200) throw new Error(`upload answered ${r.status}: ${await r.text()}`);
+}
+
+/** Host pids of this daemon's jailed processes. */
+export function jailedPids(d: Lspd): number[] {
+  return pidsOfUids(d.uidBase, 64);
 }
