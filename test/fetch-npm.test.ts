@@ -4,7 +4,7 @@
 // cancellation by root removal. (The byte bound is tested with Go, whose file://
 // proxy makes a large download deterministic.)
 import assert from 'node:assert/strict';
-import { chmodSync, existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -98,6 +98,27 @@ describe('fetch: npm through the egress proxy', () => {
 
     assert.deepEqual(m.serveBinds(key, '/src'), [{ host: nm, at: '/src/node_modules' }]);
     assert.deepEqual(m.serveEnv(key, 'npm'), {});
+  });
+
+  it('installs an npm workspaces monorepo from its root lockfile', async (t) => {
+    if (env.skipReason) return t.skip(env.skipReason);
+    if (!env.tools.npm || !env.tools.node) return t.skip('npm/node are not installed under /usr');
+    const m = env.manager();
+    const key = newKey('npm-ws');
+    env.store.put(key, join(fixtures, 'npm-workspaces'));
+    await m.enqueue(key);
+    const view = await m.wait(key);
+    assert.equal(view.state, 'done', view.log);
+    // One workspace (the lockfile's dir); the member's package.json was copied so npm
+    // could link it, and the link is relative: in SERVE it points into the tree.
+    assert.deepEqual(view.ecosystems, [{ ecosystem: 'npm', dir: '', state: 'done' }]);
+    const nm = join(env.store.depsDir(key), 'npm', 'top', 'node_modules');
+    assert.equal(JSON.parse(readFileSync(join(nm, 'left-pad-lite', 'package.json'), 'utf8')).version, '1.0.0');
+    assert.equal(readlinkSync(join(nm, 'a')), '../packages/a');
+    assert.deepEqual(
+      m.serveBinds(key, '/src').map((b) => b.at),
+      ['/src/node_modules'],
+    );
   });
 
   it('fails with a clear log tail when the lockfile points at a host that is not allowed', async (t) => {
