@@ -3,11 +3,11 @@
 //   both   Seccomp: 2 (a filter is loaded), no_new_privs, no effective capabilities,
 //          a uid that is not 0, and a network namespace holding only lo
 //   SERVE  socket(AF_INET) refused with EPERM; socketpair(AF_UNIX) allowed
-//   FETCH  socket(AF_INET) given
+//   FETCH  socket(AF_INET) given, and the egress forwarder listening on 127.0.0.1
 // A helper that builds the wrong filter, a bwrap that cannot create namespaces, a
 // missing proxy: each fails here, and the phase stays closed.
 import type { PhaseVerdict } from '../health.js';
-import { JAIL_PROBE } from './policy.js';
+import { FETCH_PROXY_PORT, JAIL_PROBE } from './policy.js';
 import type { JailExit, JailSpawnOptions, JailedProcess, Phase } from './types.js';
 
 export interface ProbeResult {
@@ -58,7 +58,8 @@ export async function runProbe(
 
 export const CANARY_TESTS: Record<Phase, readonly string[]> = {
   serve: ['status', 'socket:inet', 'socketpair:unix'],
-  fetch: ['status', 'socket:inet'],
+  // The in-jail forwarder listening is what makes HTTPS_PROXY work: prove it too.
+  fetch: ['status', 'socket:inet', `connect:127.0.0.1:${FETCH_PROXY_PORT}`],
 };
 
 /** The verdict on one phase from its probe run. */
@@ -82,6 +83,9 @@ export function judge(phase: Phase, run: ProbeRun): PhaseVerdict {
     if (pair !== 'ok') return fail(`SERVE refuses socketpair(AF_UNIX) (${pair ?? 'no answer'}), which Node servers need`);
   } else if (inet !== 'ok') {
     return fail(`FETCH was refused a socket (socket(AF_INET): ${inet ?? 'no answer'})`);
+  } else {
+    const proxy = run.results.get(`connect:127.0.0.1:${FETCH_PROXY_PORT}`)?.result;
+    if (proxy !== 'ok') return fail(`FETCH cannot reach its egress forwarder on 127.0.0.1:${FETCH_PROXY_PORT} (${proxy ?? 'no answer'})`);
   }
   if (run.exit.code !== 0) return fail(`the probe exited ${run.exit.code ?? run.exit.signal}`);
   return { ok: true };
