@@ -212,4 +212,26 @@ describe('fetch: deadline and cancellation', () => {
       await hang.close();
     }
   });
+
+  it('a shutdown mid-fetch is resumed at the next start, not counted as a crash', async (t) => {
+    const hang = await startHangingServer();
+    const env = await fetchEnv({ LSPD_NPM_REGISTRY: hang.url, LSPD_FETCH_REGISTRIES: hang.authority, LSPD_JAIL_UID_BASE: '224000' });
+    try {
+      if (env.skipReason) return t.skip(env.skipReason);
+      if (!env.tools.npm || !env.tools.node) return t.skip('npm/node are not installed under /usr');
+      const key = newKey('shutdown');
+      env.store.put(key, lockedTree({ name: 'left-pad-lite', version: '1.0.0', resolved: `${hang.url}left-pad-lite/-/left-pad-lite-1.0.0.tgz`, integrity: fixtureIntegrity }));
+      for (let start = 0; start < 3; start++) {
+        const m = env.manager();
+        await m.resume([key]); // the first start finds no state file and detects the tree
+        assert.equal((await m.wait(key, AbortSignal.timeout(300))).state, 'running', `start ${start}`);
+        await m.close(); // SIGTERM: the jail is killed, the job written back as queued
+        const file = JSON.parse(readFileSync(join(env.store.depsDir(key), 'fetch.json'), 'utf8')) as { view: { state: string }; attempt: number };
+        assert.deepEqual([file.view.state, file.attempt], ['queued', 0]);
+      }
+    } finally {
+      await env.close();
+      await hang.close();
+    }
+  });
 });

@@ -19,7 +19,7 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { rootId, type RootKey } from '../store/types.js';
 import { defaultDetectLimits, detect, type DetectLimits } from './ecosystems.js';
-import { readStateFile, writeStateFile } from './state-file.js';
+import { readStateFile, writeStateFile, type StateFile } from './state-file.js';
 import { FetchAbort, FetchJob, abortCause, initialSteps, runJob, serveMounts, type JobState } from './fetch-job.js';
 import { goServeEnv } from './go.js';
 import type { ServeMount } from './step.js';
@@ -287,7 +287,13 @@ export class FetchManager {
       );
       if (job.state.name !== 'running') return;
       const cause = result.aborted;
-      if (cause === 'shutdown') return; // state file still says running: resumed at next start
+      if (cause === 'shutdown') {
+        // Not a crash: written back as queued with the attempt not counted, so the
+        // next start resumes it without moving it towards "failed".
+        const steps = result.steps.map((st) => (st.state === 'running' || st.state === 'skipped' || (st.state === 'failed' && st.reason?.startsWith('stopped')) ? { ecosystem: st.ecosystem, dir: st.dir, state: 'queued' as const } : st));
+        await this.persist(key, job, { v: 1, view: { state: 'queued', ecosystems: steps }, attempt: q.attempt - 1 });
+        return;
+      }
       if (cause === 'cancelled') {
         job.to({ name: 'cancelled' });
         return;
@@ -329,7 +335,8 @@ export class FetchManager {
     this.settleWaiters.delete(id);
   }
 
-  private async persist(key: RootKey, job: FetchJob): Promise<void> {
+  /** Write the job's state file; `as` overrides what is written (a shutdown writes queued). */
+  private async persist(key: RootKey, job: FetchJob, as?: StateFile): Promise<void> {
     const id = rootId(key);
     // Writes of one root are chained: two writers of one .tmp file could interleave.
     const prev = this.writes.get(id) ?? Promise.resolve();
@@ -338,7 +345,7 @@ export class FetchManager {
       // A removed root's job (cancelled, or replaced) must not recreate its deps dir's file.
       if (s.name === 'cancelled' || this.jobs.get(id)?.job !== job) return;
       try {
-        await writeStateFile(this.o.store.depsDir(key), { v: 1, view: job.view(), attempt: 'attempt' in s ? s.attempt : 0 });
+        await writeStateFile(this.o.store.depsDir(key), as ?? { v: 1, view: job.view(), attempt: 'attempt' in s ? s.attempt : 0 });
       } catch (err) {
         // The root may have been removed meanwhile; anything else is worth a warning.
         if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.log.warn({ err, root: id }, 'cannot persist fetch state');
