@@ -229,7 +229,7 @@ async function runStep(deps: RunDeps, ctx: StepContext, step: StepStatus, o: Run
     output = (output + s).slice(-o.stderrRingBytes);
   };
   try {
-    const proc = await deps.jail.spawn({ phase: 'fetch', ...spawn, signal: signal, stderrRingBytes: o.stderrRingBytes });
+    const proc = await deps.jail.spawn({ phase: 'fetch', ...spawn, signal, stderrRingBytes: o.stderrRingBytes });
     proc.stdin.end();
     proc.stdout.on('data', keep);
     const exit = await proc.exited;
@@ -248,7 +248,7 @@ async function runStep(deps: RunDeps, ctx: StepContext, step: StepStatus, o: Run
     observe('failed');
     const hint = fetcher.hint(output);
     if (hint) tail.line(`lspd: ${hint}`);
-    return hint ?? `${spawn.argv[0]?.endsWith('/go') ? 'go' : 'npm'} exited with ${exit.code ?? exit.signal}`;
+    return hint ?? `${step.ecosystem === 'go' ? 'go mod download' : 'npm ci'} exited with ${exit.code ?? exit.signal}`;
   } catch (err) {
     observe(signal.aborted ? abortCause(signal) : 'failed');
     if (signal.aborted) return describeAbort(abortCause(signal));
