@@ -48,7 +48,7 @@ export async function createJail({ config, log, metrics }: JailDeps): Promise<Ja
   const blockAll = (why: string) => {
     for (const p of PHASES) problems[p] ??= why;
   };
-  const missing = preflight({ bwrapPath: config.bwrapPath });
+  const missing = preflight({ bwrapPath: config.bwrapPath, dataDir: config.dataDir });
   if (missing.length) blockAll(missing.join('; '));
 
   let cgroups: Cgroups | undefined;

@@ -1,8 +1,9 @@
 // What this host lacks to confine anything, in words an operator can act on.
 // The canary is the proof; this only turns the usual failures into exact reasons
 // before bwrap would print something vaguer. Nothing here can turn the jail off.
-import { accessSync, constants, readFileSync } from 'node:fs';
-import { FORWARDER_PATH, GATE_PATH, PROBE_PATH } from './policy.js';
+import { accessSync, constants, readFileSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { FORWARDER_PATH, GATE_PATH, JAIL_BUILD_DIR, PROBE_PATH, PROJECT_DIR } from './policy.js';
 
 function readSysctl(path: string): string | undefined {
   try {
@@ -21,8 +22,26 @@ function executable(path: string): boolean {
   }
 }
 
+/**
+ * bwrap resolves the paths it binds as the jail's pool uid, which owns nothing on
+ * the host: every directory on the way must be searchable by others (o+x). Returns
+ * the first above `path` that is not. (The data dir itself is lspd's: jail.ts makes it 0711.)
+ */
+export function closedAncestor(path: string): string | undefined {
+  let p = dirname(path);
+  for (;;) {
+    try {
+      if ((statSync(p).mode & 0o001) === 0) return p;
+    } catch {
+      /* not there yet (lspd will create it, searchable): look further up */
+    }
+    if (p === '/') return undefined;
+    p = dirname(p);
+  }
+}
+
 /** Every missing prerequisite, one sentence each; empty when the host can try. */
-export function preflight(opts: { bwrapPath: string }): string[] {
+export function preflight(opts: { bwrapPath: string; dataDir?: string }): string[] {
   if (process.platform !== 'linux') {
     return [`lspd confines language servers with Linux namespaces and seccomp; this host is ${process.platform}, so nothing can be served`];
   }
@@ -48,6 +67,13 @@ export function preflight(opts: { bwrapPath: string }): string[] {
     accessSync(FORWARDER_PATH, constants.R_OK);
   } catch {
     missing.push('the egress forwarder is not built (run `make -C jail`)');
+  }
+  for (const p of [JAIL_BUILD_DIR, join(PROJECT_DIR, 'node_modules'), ...(opts.dataDir ? [opts.dataDir] : [])]) {
+    const closed = closedAncestor(p);
+    if (closed) {
+      missing.push(`the jail uids cannot reach lspd's files: ${closed} is not searchable by others (chmod o+x, or install lspd and LSPD_DATA elsewhere)`);
+      break;
+    }
   }
   return missing;
 }
