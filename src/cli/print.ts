@@ -13,7 +13,7 @@ export function formatAnswer(a: LspAnswer): string {
     const where = l.external ? `${l.module ?? 'dependency'}${l.version ? '@' + l.version : ''}/${l.path}` : l.path;
     lines.push(`${at(where, l.range)}  ${(l.preview ?? '').trim()}`.trimEnd());
   }
-  if (typeof a.contents === 'string') lines.push(a.contents.trimEnd());
+  if (typeof a.contents === 'string' && a.contents.trim() !== '') lines.push(a.contents.trimEnd());
   for (const s of a.symbols ?? []) {
     lines.push(`${at(s.path ?? '', s.range)}  ${String(s.kind)} ${s.container ? s.container + '.' : ''}${s.name}`);
   }
