@@ -179,6 +179,12 @@ export async function runJob(deps: RunDeps, o: RunOptions): Promise<RunResult> {
   } finally {
     watcher.stop();
   }
+  const early = signal.aborted ? abortCause(signal) : undefined;
+  if (early === 'cancelled' || early === 'shutdown') {
+    // The root is being deleted, or the daemon is stopping within its grace: no
+    // walks over what was fetched. A resumed job seals and measures when it ends.
+    return { steps, aborted: early, bytes: 0, log: tail.tail(), mounts: [] };
+  }
   await rm(join(o.ctx.depsDir, NPM_CACHE_REL), { recursive: true, force: true, maxRetries: 3 });
   for (const rel of OUTPUT_DIRS) await seal(join(o.ctx.depsDir, rel));
   let bytes = await diskUsage(o.ctx.depsDir);
@@ -192,7 +198,7 @@ export async function runJob(deps: RunDeps, o: RunOptions): Promise<RunResult> {
     return { steps, error: `the dependencies took more than ${o.maxBytes} bytes`, aborted: 'bytes', bytes, log: tail.tail(), mounts: [] };
   }
   if (aborted === 'timeout') error = 'the fetch did not finish within its deadline';
-  const mounts = aborted === 'cancelled' || aborted === 'shutdown' ? [] : await serveMounts(o.ctx.treeDir, o.ctx.depsDir, steps, (l) => tail.line(l));
+  const mounts = await serveMounts(o.ctx.treeDir, o.ctx.depsDir, steps, (l) => tail.line(l));
   return { steps, ...(error !== undefined ? { error } : {}), ...(aborted ? { aborted } : {}), bytes, log: tail.tail(), mounts };
 }
 
