@@ -67,6 +67,8 @@ describe('detect', () => {
 
   it('a package.json without dependencies needs nothing; a missing toolchain refuses', async () => {
     assert.deepEqual(await detect(tree({ 'package.json': '{"name":"x"}' }), all), []);
+    // Dependencies committed in node_modules: the tree's own install, nothing to say.
+    assert.deepEqual(await detect(tree({ 'package.json': '{"dependencies":{"g":"1.0.0"}}', 'node_modules/g/package.json': '{}' }), all), []);
     const plan = await detect(tree({ 'go.mod': 'module a' }), {});
     assert.equal(plan[0]!.action, 'refuse');
   });

@@ -55,7 +55,9 @@ export async function detect(treeDir: string, tools: Toolchains, limits: DetectL
       seen += entries.length;
       if (seen > limits.maxEntries) return cap(found, limits);
       const files = new Set(entries.filter((e) => e.isFile()).map((e) => e.name));
-      const bareNpm = rel === '' && files.has('package.json') && (await declaresDependencies(join(treeDir, 'package.json')));
+      // A committed node_modules is the tree's own install: served as it is, nothing to refuse.
+      const hasModules = entries.some((e) => e.name === 'node_modules' && e.isDirectory());
+      const bareNpm = rel === '' && !hasModules && files.has('package.json') && (await declaresDependencies(join(treeDir, 'package.json')));
       found.push(...planDir(rel, files, tools, bareNpm));
       for (const e of entries) {
         // Dirent.isDirectory() is false for a symlink, so links are never followed.
