@@ -84,6 +84,8 @@ const JAIL_ENV = {
 } as const;
 
 const NODE = '/usr/bin/node';
+/** Where the tsserver row sees the daemon's pinned TypeScript 5 (a bind of its own). */
+const TSSERVER_TS_AT = '/opt/lspd-typescript/typescript';
 
 const PYRIGHT_ANALYSIS = { typeCheckingMode: 'standard', diagnosticMode: 'openFilesOnly', autoSearchPaths: true, logLevel: 'Error' };
 
@@ -126,9 +128,13 @@ export function defaultServerRows(p: ServerPaths): ServerRow[] {
       languages: ['typescript', 'javascript'],
       argv: [NODE, at('typescript-language-server/lib/cli.mjs'), '--stdio'],
       env: { ...JAIL_ENV },
+      // The pinned TypeScript bound on its own: run from inside the daemon's
+      // node_modules, tsserver walked and inotify-watched every package beside it
+      // (measured with strace: thousands of readlink/inotify_add_watch calls).
+      binds: [{ host: host('typescript'), at: TSSERVER_TS_AT }],
       rootMarkers: ['tsconfig.json', 'jsconfig.json', 'package.json'],
       initializationOptions: {
-        tsserver: { path: at('typescript/lib/tsserver.js'), logVerbosity: 'off' },
+        tsserver: { path: `${TSSERVER_TS_AT}/lib/tsserver.js`, logVerbosity: 'off' },
         // The typings installer starts npm and reaches for the network; it also outlived the server.
         disableAutomaticTypingAcquisition: true,
         preferences: {},

@@ -1,0 +1,54 @@
+// The second TS/JS row, chosen by LSPD_TYPESCRIPT_SERVER=tsserver:
+// typescript-language-server over the daemon's pinned TypeScript 5.9, in the real
+// SERVE jail. Its syntax server answers a definition with the local import line
+// before the project has loaded; the readiness strategy (the document's first
+// semantic diagnostics) must make the first answer the right one. Diagnostics are
+// pushed, not pulled.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { cannotJail, lineOf, lspQuery, position, shaOf, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
+
+const skip = cannotJail();
+const FX = 'ts-basic';
+const root = { org: 'acme', repo: 'ts-basic', sha: shaOf('ts-basic-tsserver') };
+
+describe('TypeScript (typescript-language-server + TS 5.9) in the SERVE jail', { skip }, () => {
+  let d: Lspd;
+  before(async () => {
+    // tsserver loads a project in seconds of CPU; on a loaded CI box that can pass the
+    // 20 s default readiness bound. This test is about right answers, not speed.
+    d = await startLspd({ env: { LSPD_TYPESCRIPT_SERVER: 'tsserver', LSPD_READY_TIMEOUT_MS: '60000' } });
+    await uploadFixture(d.url, root, FX);
+  });
+  after(() => d?.close());
+
+  type Loc = { path: string; range: { start: { line: number } } };
+  const at = (a: Record<string, unknown>) => (a.locations as Loc[]).map((l) => `${l.path}:${l.range.start.line}`);
+
+  test('the first (cold) definition is the real one, not the import line', async () => {
+    const r = await lspQuery(d.url, { ...root, op: 'definition', path: 'src/app.ts', ...position(FX, 'src/app.ts', "greet('world')") });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.server, 'typescript-language-server');
+    assert.equal(r.body.incomplete, false);
+    assert.deepEqual(at(r.body), [`src/greet.ts:${lineOf(FX, 'src/greet.ts', 'export function greet')}`]);
+  });
+
+  test('pushed diagnostics find the type error; a clean file is clean and complete', async () => {
+    const bad = await lspQuery(d.url, { ...root, op: 'diagnostics', path: 'src/broken.ts' });
+    assert.equal(bad.status, 200, JSON.stringify(bad.body));
+    assert.equal(bad.body.incomplete, false);
+    const diags = bad.body.diagnostics as { range: { start: { line: number } }; message: string }[];
+    assert.equal(diags.length, 1, JSON.stringify(diags));
+    assert.equal(diags[0]!.range.start.line, lineOf(FX, 'src/broken.ts', 'export const count'));
+    assert.match(diags[0]!.message, /not assignable to type 'number'/);
+    const clean = await lspQuery(d.url, { ...root, op: 'diagnostics', path: 'src/app.ts' });
+    assert.equal(clean.body.incomplete, false);
+    assert.deepEqual(clean.body.diagnostics, []);
+  });
+
+  test('a .cjs file is JavaScript here too', async () => {
+    const r = await lspQuery(d.url, { ...root, op: 'definition', path: 'src/legacy.cjs', ...position(FX, 'src/legacy.cjs', "shout('quiet')") });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.deepEqual(at(r.body), [`src/legacy.cjs:${lineOf(FX, 'src/legacy.cjs', 'function shout')}`]);
+  });
+});
