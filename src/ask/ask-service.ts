@@ -7,7 +7,8 @@
 //
 // Deadlines: DESIGN.md bounds "one query" at queryTimeoutMs in all. A name query
 // is several LSP requests, so the bound is applied here to the whole resolution
-// and answer (each LSP request also keeps the service's own deadline).
+// and answer (each LSP request also keeps the service's own deadline). In a batch
+// each query has its own deadline from when it starts: a batch is many queries.
 import type { Logger } from '../log.js';
 import { AppError, errors, isAppError } from '../errors.js';
 import { askBatchItem, lspQuery, type AskQuery, type LspQuery, type RootKey } from '../schemas.js';
@@ -30,8 +31,8 @@ export interface AskServiceOptions {
   lsp: LspCall;
   files: TreeFiles;
   log: Logger;
-  /** The whole-query deadline (config.queryTimeoutMs). */
-  queryTimeoutMs: number;
+  /** The whole-query deadline: config.queryTimeoutMs less the cleanup reserve, as the query service counts it. */
+  deadlineMs: number;
   /** Default page size of locate (config.maxLocations). */
   maxLocations: number;
   limits?: Partial<AskLimits>;
@@ -137,7 +138,7 @@ export class AskService {
 
   async #one(q: AskQuery, outer: AbortSignal, memo: Memo): Promise<AskAnswer> {
     const started = performance.now();
-    const deadline = AbortSignal.timeout(this.#o.queryTimeoutMs);
+    const deadline = AbortSignal.timeout(this.#o.deadlineMs);
     const signal = AbortSignal.any([outer, deadline]);
     const seen: Seen = { incomplete: false, servers: new Set() };
     const ctx = this.#context(q, signal, memo, seen);
@@ -157,7 +158,9 @@ export class AskService {
         ...(seen.freshness ? { dependency_freshness: seen.freshness } : {}),
       };
     } catch (err) {
-      if (!isAppError(err) && deadline.aborted) throw errors.timeout(`The query did not finish within ${this.#o.queryTimeoutMs} ms.`);
+      // The service reads any abort of its signal as the client leaving; when it was this
+      // query's own deadline, say so.
+      if (deadline.aborted && !outer.aborted) throw errors.timeout(`Resolving ${JSON.stringify(q.symbol)} did not finish within ${this.#o.deadlineMs} ms.`);
       throw err;
     }
   }

@@ -15,7 +15,7 @@
 //    use sites and definition is asked there; the answer lands on the dependency's
 //    `external` coordinate.
 // 4. Still nothing: 404 symbol_not_found with near names, never an empty success.
-import { errors } from '../errors.js';
+import { AppError, errors, isAppError } from '../errors.js';
 import { languageOf } from '../languages.js';
 import type { RootKey } from '../schemas.js';
 import { chainOf, leafOf, matchQualifiers, parseSymbolName, select, type ParsedName, type SymbolLike } from './name-match.js';
@@ -66,6 +66,9 @@ type Sym = SymbolLike & { path: string; range: Range; selectionRange?: Range };
 export async function resolveName(ctx: AskContext, input: ResolveInput): Promise<Resolution> {
   const name = parseSymbolName(input.symbol);
   if (input.path !== undefined) {
+    // The service's own checks of the file first (404 no_such_file, 413, 415, 422 no_server):
+    // a caller who named a file gets the file's error, not "no such symbol".
+    await ctx.lsp({ ...rootOf(input), op: 'documentSymbols', path: input.path, encoding: input.encoding });
     const found = await fromUseSites(ctx, input, name, [input.path]);
     if (found.length > 0) return finish(ctx, name, found, 'use-site');
     throw errors.notFoundSymbol(
@@ -102,15 +105,41 @@ export async function resolveName(ctx: AskContext, input: ResolveInput): Promise
 
 const rootOf = (i: ResolveInput): RootKey => ({ org: i.root.org, repo: i.root.repo, sha: i.root.sha });
 
+type Outcome<T> = { ok: true; value: T } | { ok: false; error: AppError };
+
+// What one probe or candidate may fail with without failing the name: its file
+// (gone, too large, not UTF-8), its language (no server, server down), or the
+// position. Deadlines, not_ready, need_tree and busy concern the whole query.
+const LOCAL = new Set(['no_such_file', 'file_too_large', 'not_utf8', 'no_server', 'server_unavailable', 'bad_request']);
+
+async function soft<T>(p: Promise<T>): Promise<Outcome<T>> {
+  try {
+    return { ok: true, value: await p };
+  } catch (err) {
+    if (isAppError(err) && LOCAL.has(err.code)) return { ok: false, error: err };
+    throw err;
+  }
+}
+
+/** The candidates found; when none was and some attempt failed, that failure is the answer (not a 404). */
+function settle(outcomes: Outcome<Candidate | undefined>[]): Candidate[] {
+  const found = outcomes.flatMap((o) => (o.ok && o.value ? [o.value] : []));
+  const failed = outcomes.find((o): o is { ok: false; error: AppError } => !o.ok);
+  if (found.length === 0 && failed) throw failed.error;
+  return found;
+}
+
 /** Servers that name no container (or only some) get it from the file's document symbols, when a qualifier needs it. */
 async function fillContainers(ctx: AskContext, input: ResolveInput, name: ParsedName, symbols: Sym[]): Promise<void> {
   if (name.qualifiers.length === 0) return;
   const bare = symbols.filter((x) => x.container === undefined && leafOf(x.name) === name.leaf);
   const paths = [...new Set(bare.map((x) => x.path))].slice(0, ctx.limits.maxCandidates);
   await ctx.map(paths, async (path) => {
-    const doc = await ctx.lsp({ ...rootOf(input), op: 'documentSymbols', path, encoding: input.encoding });
+    // Best effort: a file the server cannot outline keeps its symbols as they came.
+    const doc = await soft(ctx.lsp({ ...rootOf(input), op: 'documentSymbols', path, encoding: input.encoding }));
+    if (!doc.ok) return;
     for (const x of bare.filter((b) => b.path === path)) {
-      const host = enclosing((doc.symbols ?? []) as Sym[], x);
+      const host = enclosing((doc.value.symbols ?? []) as Sym[], x);
       if (host?.container) x.container = host.container;
     }
   });
@@ -138,12 +167,16 @@ function contains(r: Range, p: Pos): boolean {
 
 /** Ask definition at each chosen declaration's name: the server's own location, with preview and context. */
 async function pin(ctx: AskContext, input: ResolveInput, name: ParsedName, chosen: Sym[], exact: boolean): Promise<Candidate[]> {
-  const found = await ctx.map(chosen.slice(0, ctx.limits.maxCandidates), async (x): Promise<Candidate | undefined> => {
+  // Declarations inside a dependency have no position in the tree to ask from; their uses do (step 3).
+  const inTree = chosen.filter((x) => x.external !== true).slice(0, ctx.limits.maxCandidates);
+  const found = await ctx.map(inTree, async (x): Promise<Outcome<Candidate | undefined>> => {
     const probe = await nameProbe(ctx, input, x, name.leaf);
-    if (!probe) return undefined;
-    const { locs: defs, other } = await definitionsAt(ctx, input, probe);
+    if (!probe) return { ok: true, value: undefined };
+    const at = await soft(definitionsAt(ctx, input, probe));
+    if (!at.ok) return at;
+    const { locs: defs, other } = at.value;
     const own: Loc = { path: x.path, range: x.range };
-    return {
+    const c: Candidate = {
       name: leafOf(x.name),
       kind: x.kind,
       ...(x.container !== undefined ? { container: x.container } : {}),
@@ -154,8 +187,9 @@ async function pin(ctx: AskContext, input: ResolveInput, name: ParsedName, chose
       other,
       exact,
     };
+    return { ok: true, value: c };
   });
-  return found.filter((c) => c !== undefined);
+  return settle(found);
 }
 
 /** The position of the symbol's name at or after the start of its range (ranges may start at `export`). */
@@ -200,20 +234,23 @@ async function fromUseSites(ctx: AskContext, input: ResolveInput, name: ParsedNa
     }
   }
   probes.sort((a, b) => a.rank - b.rank);
-  const found = await ctx.map(probes.slice(0, ctx.limits.maxProbes), async ({ probe, qualified }): Promise<Candidate | undefined> => {
-    const { locs: defs, other } = await definitionsAt(ctx, input, probe);
-    if (defs.length === 0 && other === 0) return undefined;
+  const found = await ctx.map(probes.slice(0, ctx.limits.maxProbes), async ({ probe, qualified }): Promise<Outcome<Candidate | undefined>> => {
+    const at = await soft(definitionsAt(ctx, input, probe));
+    if (!at.ok) return at;
+    const { locs: defs, other } = at.value;
+    const none = { ok: true as const, value: undefined };
+    if (defs.length === 0 && other === 0) return none;
     // Resolved, but outside the tree and its dependencies (a stdlib): only a use written
     // with its qualifier (`json.dumps`) or an unqualified name can vouch for it.
-    if (defs.length === 0 && !qualified && name.qualifiers.length > 0) return undefined;
+    if (defs.length === 0 && !qualified && name.qualifiers.length > 0) return none;
     const fit: Fit | 'none' = qualified || defs.length === 0 ? { fit: 'exact' } : await targetFit(ctx, input, name, defs[0]!);
-    if (fit === 'none') return undefined;
+    if (fit === 'none') return none;
     const d = defs[0];
     const sym: SymbolLike = d
       ? { name: name.leaf, path: d.path, external: d.external === true, module: d.module as string | undefined }
       : { name: name.leaf, path: undefined };
     if (fit.container !== undefined) sym.container = fit.container;
-    return {
+    const c: Candidate = {
       name: name.leaf,
       ...(fit.kind !== undefined ? { kind: fit.kind } : {}),
       ...(fit.container !== undefined ? { container: fit.container } : {}),
@@ -223,8 +260,9 @@ async function fromUseSites(ctx: AskContext, input: ResolveInput, name: ParsedNa
       other,
       exact: fit.fit === 'exact',
     };
+    return { ok: true, value: c };
   });
-  return found.filter((c) => c !== undefined);
+  return settle(found);
 }
 
 interface Fit {
@@ -237,8 +275,10 @@ interface Fit {
 async function targetFit(ctx: AskContext, input: ResolveInput, name: ParsedName, d: Loc): Promise<Fit | 'none'> {
   let host: Sym | undefined;
   if (!d.external) {
-    const doc = await ctx.lsp({ ...rootOf(input), op: 'documentSymbols', path: d.path, encoding: input.encoding });
-    host = enclosing((doc.symbols ?? []) as Sym[], { name: name.leaf, range: d.range });
+    const doc = await soft(ctx.lsp({ ...rootOf(input), op: 'documentSymbols', path: d.path, encoding: input.encoding }));
+    // A file the server cannot outline (too large, no server) cannot vouch for the target.
+    if (!doc.ok) return 'none';
+    host = enclosing((doc.value.symbols ?? []) as Sym[], { name: name.leaf, range: d.range });
     // In the tree, the target must be a declaration of that name: a probe inside a
     // module specifier (`'./a/parse.js'`) lands on a whole file, a renamed import on
     // another name; neither is the symbol asked for.

@@ -21,7 +21,7 @@ export function askServiceOf(deps: Deps): AskService {
       lsp: lspCallOf(deps),
       files: treeFilesOf(deps),
       log: deps.log.child({ mod: 'ask' }),
-      queryTimeoutMs: deps.config.queryTimeoutMs,
+      deadlineMs: deps.config.queryTimeoutMs - deps.config.cleanupReserveMs,
       maxLocations: deps.config.maxLocations,
     });
     services.set(deps, s);
