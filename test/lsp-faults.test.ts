@@ -55,6 +55,7 @@ const FAKES: { row: ServerRow; file: string }[] = [
   { row: fakeRow('fake-huge-frame', 'huge-frame.mjs', 'cpp'), file: 'huge.cpp' },
   { row: fakeRow('fake-flood', 'flood.mjs', 'php'), file: 'flood.php' },
   { row: fakeRow('fake-garbage', 'garbage.mjs', 'shell'), file: 'garbage.sh' },
+  { row: fakeRow('fake-silent', 'silent.mjs', 'java'), file: 'Silent.java' },
 ];
 
 const faultRoot = { org: 'acme', repo: 'faults', sha: shaOf('faults') };
@@ -72,6 +73,7 @@ describe('faulty servers end in clear errors, leak nothing, and do not hurt a he
         LSPD_CLEANUP_RESERVE_MS: '500',
         LSPD_INITIALIZE_TIMEOUT_MS: String(INIT_TIMEOUT_MS),
         LSPD_SHUTDOWN_TIMEOUT_MS: '500',
+        LSPD_DIAGNOSTICS_WINDOW_MS: '500',
       },
     });
     tree = mkdtempSync(join(tmpdir(), 'lspd-faults-'));
@@ -137,6 +139,35 @@ describe('faulty servers end in clear errors, leak nothing, and do not hurt a he
   test('stops reading stdin: 504 timeout at the deadline; the wedged server is killed', async () => {
     // Killed once it has answered neither the request nor its cancel for another deadline.
     await fault('big.rs', 504, 'timeout', /fake-stop-reading did not answer within 5000 ms/, QUERY_TIMEOUT_MS + 3000);
+  });
+
+  test('a client that disconnects cancels its query: the lease is released long before the deadline', async () => {
+    const ac = new AbortController();
+    const q = fetch(`${d.url}/v1/code/lsp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...faultRoot, op: 'definition', path: 'big.rs', line: 0, character: 0 }),
+      signal: ac.signal,
+    }).catch(() => undefined);
+    const held = () => d.lsp.pool.list().filter((s) => s.row.name === 'fake-stop-reading').reduce((n, s) => n + s.leases, 0);
+    assert.ok(await waitFor(() => held() === 1, 3000), 'the query holds the session');
+    const t0 = Date.now();
+    ac.abort();
+    await q;
+    assert.ok(await waitFor(() => held() === 0, 1000), 'released after the disconnect');
+    assert.ok(Date.now() - t0 < QUERY_TIMEOUT_MS / 2);
+    await healthy();
+  });
+
+  test('a server that never publishes diagnostics: incomplete, never a bare empty list', async () => {
+    const r = await lspQuery(d.url, { ...faultRoot, op: 'diagnostics', path: 'Silent.java' });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.incomplete, true);
+    assert.deepEqual(r.body.diagnostics, []);
+    // and an incomplete answer is not cached: asked again, it is asked again
+    const again = await lspQuery(d.url, { ...faultRoot, op: 'diagnostics', path: 'Silent.java' });
+    assert.equal(again.body.incomplete, true);
+    assert.ok((again.body.elapsed_ms as number) >= 400, 'waited the window again');
   });
 
   test('crashes mid-request: 503 naming the exit, with its stderr tail', async () => {

@@ -1,0 +1,149 @@
+// The LSP side's pure and small parts: the server table (deterministic choice,
+// absent servers reported not dropped, configuration answers), the readiness
+// tracker (progress, grace, per-document diagnostics, ignored titles), the result
+// cache (exact keys, incomplete never kept, a root's entries dropped), target-file
+// checks and workspace markers.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../src/config.js';
+import { createMetrics } from '../src/metrics.js';
+import { languageOf } from '../src/languages.js';
+import { ResultCache } from '../src/lsp/cache.js';
+import { ReadinessTracker } from '../src/lsp/readiness.js';
+import { ServerTable, defaultServerPaths, defaultServerRows, probeFiles, settingFor } from '../src/lsp/server-table.js';
+import { WorkspaceFinder, findFileOf, readTarget } from '../src/lsp/target-file.js';
+import { isAppError } from '../src/errors.js';
+import { lspQuery } from '../src/schemas.js';
+
+const cfg = (env: Record<string, string> = {}) => loadConfig({ LSPD_DATA: tmpdir(), ...env });
+
+test('the table picks one TS/JS server by configuration, deterministically', () => {
+  const rows = defaultServerRows(defaultServerPaths());
+  const native = new ServerTable(rows, cfg());
+  assert.equal(native.choose('typescript')?.name, 'typescript');
+  assert.equal(native.choose('javascript')?.name, 'typescript');
+  assert.equal(native.choose('python')?.name, 'pyright');
+  assert.equal(native.choose('go'), undefined);
+  const ts = new ServerTable(rows, cfg({ LSPD_TYPESCRIPT_SERVER: 'tsserver' }));
+  assert.equal(ts.choose('typescript')?.name, 'typescript-language-server');
+  assert.equal(ts.choose('javascript')?.name, 'typescript-language-server');
+  assert.throws(() => new ServerTable([...rows, rows[0]!], cfg()), /duplicate row/);
+});
+
+test('suffixes move the language id: .mjs/.cjs are JavaScript, .mts/.cts TypeScript', () => {
+  assert.deepEqual(languageOf('a/b.mjs'), { language: 'javascript', languageId: 'javascript' });
+  assert.deepEqual(languageOf('a/b.cjs'), { language: 'javascript', languageId: 'javascript' });
+  assert.deepEqual(languageOf('a/b.mts'), { language: 'typescript', languageId: 'typescript' });
+  assert.deepEqual(languageOf('a/b.cts'), { language: 'typescript', languageId: 'typescript' });
+  assert.equal(languageOf('a/b.tsx')?.languageId, 'typescriptreact');
+});
+
+test('every real row is installed here, with a version; an absent one is reported, not dropped', async () => {
+  const table = new ServerTable(defaultServerRows(defaultServerPaths()), cfg());
+  const av = await table.probeAll();
+  assert.deepEqual(Object.keys(av).sort(), ['pyright', 'typescript', 'typescript-language-server']);
+  for (const [name, a] of Object.entries(av)) {
+    assert.equal(a.available, true, name);
+    assert.match(a.version ?? '', /^\d+\.\d+\.\d+/, name);
+  }
+  const gone = defaultServerRows({ nodeModulesHost: '/nonexistent/node_modules', nodeModulesAt: '/opt/x' });
+  const missing = await new ServerTable(gone, cfg()).probeAll();
+  assert.equal(Object.keys(missing).length, 3);
+  for (const a of Object.values(missing)) {
+    assert.equal(a.available, false);
+    assert.match(a.reason ?? '', /not installed/);
+    assert.ok(!a.reason!.includes('/nonexistent'), 'no host path in the reason');
+  }
+  assert.deepEqual(await probeFiles([]), { available: true });
+});
+
+test('workspace/configuration answers come from the row: exact section, else a dotted walk', () => {
+  const [native, , pyright] = defaultServerRows(defaultServerPaths());
+  assert.deepEqual(settingFor(native!, 'js/ts'), { tsserver: { automaticTypeAcquisition: { enabled: false } } });
+  assert.equal((settingFor(pyright!, 'python') as { pythonPath: string }).pythonPath, '/usr/bin/python3');
+  assert.equal((settingFor(pyright!, 'python.analysis') as { typeCheckingMode: string }).typeCheckingMode, 'standard');
+  assert.equal(settingFor(pyright!, 'nope.nothing'), null);
+  assert.equal(settingFor(pyright!, 42), null);
+});
+
+test('readiness: open progress blocks, then the grace; ignored titles do not count', async () => {
+  const t = new ReadinessTracker({ kind: 'progress', ignoreTitles: /^Finding references/ }, 50, Date.now() - 1000);
+  assert.equal(t.isReady(undefined), true);
+  t.onProgress({ token: 'a', value: { kind: 'begin', title: 'Finding references' } });
+  assert.equal(t.isReady(undefined), true, 'per-request progress is not indexing');
+  t.onProgress({ token: 'b', value: { kind: 'begin', title: 'Indexing' } });
+  assert.equal(t.isReady(undefined), false);
+  assert.equal(t.msUntilQuiet(), Infinity);
+  const waited = t.waitReady(undefined, 2000);
+  setTimeout(() => t.onProgress({ token: 'b', value: { kind: 'end' } }), 20);
+  const t0 = Date.now();
+  assert.equal(await waited, true);
+  assert.ok(Date.now() - t0 >= 60, 'waited for the end and the grace');
+  t.onProgress({ token: 'c', value: { kind: 'begin', title: 'Indexing' } });
+  assert.equal(await t.waitReady(undefined, 60), false, 'bounded: answers incomplete past the bound');
+  t.onProgress('junk');
+  t.onProgress({ token: {}, value: { kind: 'end' } });
+});
+
+test('readiness by document diagnostics; only watched documents are kept', async () => {
+  const t = new ReadinessTracker({ kind: 'documentDiagnostics' }, 0, 0);
+  const uri = 'file:///src/a.ts';
+  t.onDiagnostics({ uri, diagnostics: [{ message: 'early' }] });
+  assert.equal(t.diagnosticsFor(uri), undefined, 'not opened: not kept');
+  t.watch(uri);
+  assert.equal(t.isReady(uri), false);
+  setTimeout(() => t.onDiagnostics({ uri, diagnostics: Array.from({ length: 1500 }, () => ({ message: 'x' })) }), 10);
+  assert.equal(await t.waitReady(uri, 2000), true);
+  const p = t.diagnosticsFor(uri)!;
+  assert.equal(p.items.length, 1000);
+  assert.equal(p.cut, true);
+});
+
+test('the result cache: exact keys, incomplete answers never kept, a root dropped whole', () => {
+  const metrics = createMetrics();
+  const c = new ResultCache(100, metrics);
+  const q = lspQuery.parse({ org: 'a', repo: 'b', sha: 'c'.repeat(40), op: 'hover', path: 'x.ts', line: 1, character: 2 });
+  const k1 = ResultCache.keyOf('a/b/' + q.sha, 'typescript', q);
+  const k2 = ResultCache.keyOf('a/b/' + q.sha, 'typescript', { ...q, encoding: 'utf-8' });
+  assert.notEqual(k1, k2);
+  c.set(k1, { incomplete: false });
+  c.set(k2, { incomplete: true });
+  assert.deepEqual(c.get(k1), { incomplete: false });
+  assert.equal(c.get(k2), undefined);
+  c.set(k1, { incomplete: false }); // replace under the same key keeps the index
+  c.dropRoot('a/b/' + q.sha);
+  assert.equal(c.get(k1), undefined);
+  assert.equal(c.size, 0);
+});
+
+test('target files: inside the root, regular, bounded, UTF-8', async () => {
+  const top = mkdtempSync(join(tmpdir(), 'lspd-target-'));
+  const tree = join(top, 'tree');
+  mkdirSync(join(tree, 'pkg', 'sub'), { recursive: true });
+  writeFileSync(join(top, 'secret.ts'), 'outside');
+  writeFileSync(join(tree, 'ok.ts'), 'const a = 1;\r\nconst b = 2;\n');
+  writeFileSync(join(tree, 'big.ts'), 'x'.repeat(2048));
+  writeFileSync(join(tree, 'latin1.ts'), Buffer.from([0x63, 0x61, 0x66, 0xe9]));
+  symlinkSync('../secret.ts', join(tree, 'escape.ts'));
+  symlinkSync('ok.ts', join(tree, 'alias.ts'));
+  const code = async (p: string) => readTarget(tree, p, 1024).then(() => 'ok', (e: unknown) => (isAppError(e) ? e.code : String(e)));
+  assert.deepEqual((await readTarget(tree, 'ok.ts', 1024)).lines, ['const a = 1;', 'const b = 2;', '']);
+  assert.equal(await code('alias.ts'), 'ok');
+  assert.equal(await code('missing.ts'), 'no_such_file');
+  assert.equal(await code('pkg'), 'no_such_file');
+  assert.equal(await code('escape.ts'), 'no_such_file');
+  assert.equal(await code('big.ts'), 'file_too_large');
+  assert.equal(await code('latin1.ts'), 'not_utf8');
+
+  writeFileSync(join(tree, 'pkg', 'pyproject.toml'), '');
+  writeFileSync(join(tree, 'pkg', 'sub', 'm.py'), '');
+  const w = new WorkspaceFinder();
+  assert.equal(w.find(tree, 'pkg/sub/m.py', ['pyproject.toml']), 'pkg');
+  assert.equal(w.find(tree, 'pkg/sub/m.py', ['go.mod']), '');
+  assert.equal(w.find(tree, 'ok.ts', ['tsconfig.json']), '');
+  assert.equal(await findFileOf(tree, (p) => p.endsWith('.py')), 'pkg/sub/m.py');
+  assert.equal(await findFileOf(tree, (p) => p.endsWith('.rs')), undefined);
+});
