@@ -3,19 +3,17 @@
 // whose go.mod requires example.com/dep v1.0.0 and whose go.sum pins its hash.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fetchEnv, fixtures, newKey, type FetchEnv } from './helpers/fetch-env.js';
+import { fetchEnv, fixtures, newKey, scratchDir, type FetchEnv } from './helpers/fetch-env.js';
 import { buildGoProxy, writeGoProxy } from './helpers/go-proxy.js';
-import { tempDir } from './helpers/daemon.js';
 
 describe('fetch: go', () => {
   let env: FetchEnv;
   let proxyDir: string;
   before(async () => {
-    proxyDir = tempDir('lspd-goproxy-');
-    chmodSync(proxyDir, 0o755);
+    proxyDir = scratchDir('lspd-goproxy-');
     const goProxy = buildGoProxy(proxyDir);
     // Nothing is allowed out: the file:// proxy needs no network, and the checksum
     // database is never asked because the fixture's go.sum is complete.
@@ -98,7 +96,7 @@ describe('fetch: go', () => {
     if (!env.tools.go) return t.skip('go is not installed under /usr');
     const m = env.manager();
     const key = newKey('go-tampered');
-    const src = tempDir('lspd-go-tampered-');
+    const src = scratchDir('lspd-go-tampered-');
     cpSync(join(fixtures, 'go-dep'), src, { recursive: true });
     const sum = readFileSync(join(src, 'go.sum'), 'utf8').replace(/dep v1\.0\.0 h1:.{4}/, 'dep v1.0.0 h1:AAAA');
     writeFileSync(join(src, 'go.sum'), sum);
@@ -117,7 +115,7 @@ describe('fetch: go', () => {
     if (!env.tools.go) return t.skip('go is not installed under /usr');
     const m = env.manager();
     const key = newKey('go-nosum');
-    const src = tempDir('lspd-go-nosum-');
+    const src = scratchDir('lspd-go-nosum-');
     cpSync(join(fixtures, 'go-dep'), src, { recursive: true });
     writeFileSync(join(src, 'go.sum'), '');
     env.store.put(key, src);
@@ -134,8 +132,7 @@ describe('fetch: go', () => {
 
 describe('fetch: the byte bound', () => {
   it('removes what it fetched and fails when the deps dir outgrows fetchMaxBytes', async (t) => {
-    const proxyDir = tempDir('lspd-goproxy-big-');
-    chmodSync(proxyDir, 0o755);
+    const proxyDir = scratchDir('lspd-goproxy-big-');
     // 3 MiB of random (incompressible) bytes in one module, over a 1 MiB bound.
     const goSum = writeGoProxy(proxyDir, [
       {
@@ -144,8 +141,7 @@ describe('fetch: the byte bound', () => {
         files: { 'go.mod': 'module example.com/big\n\ngo 1.19\n', 'big.go': 'package big\n\n// N is big.\nconst N = 1\n', 'blob.bin': randomBytes(3 * 1024 * 1024) },
       },
     ]);
-    const tree = tempDir('lspd-go-big-');
-    chmodSync(tree, 0o755);
+    const tree = scratchDir('lspd-go-big-');
     writeFileSync(join(tree, 'go.mod'), 'module example.com/app\n\ngo 1.19\n\nrequire example.com/big v1.0.0\n');
     writeFileSync(join(tree, 'go.sum'), goSum);
     writeFileSync(join(tree, 'main.go'), 'package main\n\nimport "example.com/big"\n\nfunc main() { println(big.N) }\n');

@@ -4,19 +4,17 @@
 // cancellation by root removal. (The byte bound is tested with Go, whose file://
 // proxy makes a large download deterministic.)
 import assert from 'node:assert/strict';
-import { chmodSync, existsSync, readFileSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { tempDir } from './helpers/daemon.js';
-import { fetchEnv, fixtures, newKey, type FetchEnv } from './helpers/fetch-env.js';
+import { fetchEnv, fixtures, newKey, scratchDir, type FetchEnv } from './helpers/fetch-env.js';
 import { startNpmRegistry, type NpmRegistry } from './helpers/npm-registry.js';
 
 /** A tree with one dependency whose lockfile entry says where to get it and what hash it has. */
 function lockedTree(dep: { name: string; version: string; resolved: string; integrity: string }): string {
-  const dir = tempDir('lspd-npm-tree-');
-  chmodSync(dir, 0o755);
+  const dir = scratchDir('lspd-npm-tree-');
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 't', version: '0.0.0', private: true, dependencies: { [dep.name]: dep.version } }));
   writeFileSync(
     join(dir, 'package-lock.json'),

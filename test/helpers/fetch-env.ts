@@ -62,6 +62,17 @@ export interface FetchEnv {
   close(): Promise<void>;
 }
 
+const scratch: string[] = [];
+process.on('exit', () => scratch.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+/** A temp dir traversable by jail uids (0755), removed when the test process exits. */
+export function scratchDir(prefix: string): string {
+  const d = tempDir(prefix);
+  chmodSync(d, 0o755);
+  scratch.push(d);
+  return d;
+}
+
 let n = 0;
 /** A key with a fresh sha per call. */
 export function newKey(repo = 'fixture'): RootKey {
