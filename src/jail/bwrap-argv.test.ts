@@ -86,6 +86,10 @@ test('the tree is bound by fd, and binds under it come after it (parents first)'
   const j = a.indexOf('/src/ws/node_modules');
   assert.ok(i < j, 'the tree is mounted before the bind inside it');
   assert.ok(!a.includes('/src') || a.indexOf('/src') === i + 2, 'the tree path is never bound by path');
+  const byFd = bwrapOptions(plan({ binds: [{ host: '/d/go', at: '/deps/go', fd: 8 }] }));
+  assert.deepEqual(after(byFd, '--ro-bind-fd', 2), [['8', '/deps/go']]);
+  assert.ok(!byFd.includes('/d/go'), 'a bind by fd does not name its host path');
+  assert.throws(() => bwrapOptions(plan({ binds: [{ host: '/d', at: '/deps', fd: 8, rw: true }] })));
 });
 
 test('the caller env is laid over the policy env; --chdir is explicit', () => {

@@ -15,8 +15,8 @@ export interface BwrapPlan {
   fds: { jsonStatus: number; seccomp: number; tree?: number };
   /** Where the tree (bound from fds.tree) appears. */
   treeAt?: string;
-  /** Extra binds from the caller (dependency dirs). */
-  binds: readonly Bind[];
+  /** Extra binds from the caller (dependency dirs); `fd`: bind that descriptor read-only instead of the path. */
+  binds: readonly (Bind & { fd?: number })[];
   /** Size of each private tmpfs. */
   tmpBytes: number;
   /** The caller's environment, laid over the policy's. */
@@ -77,7 +77,10 @@ export function bwrapOptions(plan: BwrapPlan): string[] {
   for (const b of binds) {
     assert.ok(isJailPath(b.at), `bind target ${b.at}`);
     assert.ok(b.host.startsWith('/') && !b.host.includes('\0'), 'bind source');
-    a.push(b.rw ? '--bind' : '--ro-bind', b.host, b.at);
+    if (b.fd !== undefined) {
+      assert.ok(!b.rw, 'bwrap 0.8.0 binds descriptors read-only only');
+      a.push('--ro-bind-fd', String(b.fd), b.at);
+    } else a.push(b.rw ? '--bind' : '--ro-bind', b.host, b.at);
   }
 
   a.push('--clearenv');

@@ -7,7 +7,8 @@
 // Process tree: daemon → lspd-gate (pool uid, process-group leader, subreaper; its
 // exit means the whole jail is gone) → bwrap monitor → sandbox PID 1 → the command.
 // Descriptors of the gate/bwrap process (the numbers bwrap-argv.ts is given):
-//   0-2 stdio · 3 --json-status-fd · 4 --args · 5 --seccomp · 6 gate · 7 --ro-bind-fd (tree)
+//   0-2 stdio · 3 --json-status-fd · 4 --args · 5 --seccomp · 6 gate · 7 --ro-bind-fd (tree),
+//   then one --ro-bind-fd per read-only caller bind
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, constants, fchownSync, openSync, readFileSync } from 'node:fs';
@@ -20,7 +21,7 @@ import { bwrapOptions, jailCommand } from './bwrap-argv.js';
 import type { Cgroups, JailCgroup } from './cgroup.js';
 import { JAIL_HOME, type PhasePolicy } from './policy.js';
 import { StderrRing, makeScrubber } from './stderr-ring.js';
-import { checkBindHost, openTree, preCreateMountPoints } from './tree.js';
+import { checkBindHost, openBindSource, openTree, preCreateMountPoints } from './tree.js';
 import type { JailExit, JailSpawnOptions, JailedProcess, Phase } from './types.js';
 import type { UidPool } from './uid-pool.js';
 
@@ -56,10 +57,14 @@ export async function spawnInJail(ctx: SpawnContext, opts: JailSpawnOptions): Pr
   opts.signal?.throwIfAborted();
   for (const b of opts.binds ?? []) checkBindHost(b.host);
   const treeFd = opts.tree ? openTree(opts.tree) : undefined;
+  // Read-only binds go by descriptor too (--ro-bind-fd): what was checked is what is
+  // mounted. bwrap 0.8.0 has no --bind-fd, so FETCH's read-write dir goes by path.
+  const bindFds: (number | undefined)[] = [];
   try {
+    for (const b of opts.binds ?? []) bindFds.push(b.rw ? undefined : openBindSource(b.host));
     if (opts.tree && treeFd !== undefined) preCreateMountPoints(treeFd, opts.tree.at, opts.binds ?? []);
     for (let attempt = 1; ; attempt++) {
-      const j = launch(ctx, opts, treeFd);
+      const j = launch(ctx, opts, treeFd, bindFds);
       const setup = await j.setup;
       if (setup === 'ok') return j;
       await j.exited;
@@ -73,6 +78,7 @@ export async function spawnInJail(ctx: SpawnContext, opts: JailSpawnOptions): Pr
     }
   } finally {
     if (treeFd !== undefined) closeSync(treeFd);
+    for (const fd of bindFds) if (fd !== undefined) closeSync(fd);
   }
 }
 
@@ -81,7 +87,7 @@ interface Launched extends JailedProcess {
   readonly setup: Promise<'ok' | string>;
 }
 
-function launch(ctx: SpawnContext, opts: JailSpawnOptions, treeFd: number | undefined): Launched {
+function launch(ctx: SpawnContext, opts: JailSpawnOptions, treeFd: number | undefined, bindFds: readonly (number | undefined)[]): Launched {
   const policy = ctx.policies[opts.phase];
   const uid = ctx.uids.acquire();
   let cg: JailCgroup;
@@ -109,18 +115,25 @@ function launch(ctx: SpawnContext, opts: JailSpawnOptions, treeFd: number | unde
     throw errors.serverUnavailable('A read-write directory for the jail is not a plain directory.', 60);
   }
 
+  // Descriptors past the fixed ones: the tree, then each read-only bind, numbered in order.
+  const stdio: ('pipe' | number)[] = ['pipe', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe'];
+  if (treeFd !== undefined) stdio.push(treeFd);
+  const binds = (opts.binds ?? []).map((b, i) => {
+    const fd = bindFds[i];
+    if (fd === undefined) return b;
+    stdio.push(fd);
+    return { ...b, fd: stdio.length - 1 };
+  });
   const bwrapArgs = bwrapOptions({
     policy,
     fds: { jsonStatus: FD.jsonStatus, seccomp: FD.seccomp, ...(treeFd !== undefined ? { tree: FD.tree } : {}) },
     ...(opts.tree ? { treeAt: opts.tree.at } : {}),
-    binds: opts.binds ?? [],
+    binds,
     tmpBytes: ctx.limits.tmpBytes,
     env: opts.env ?? {},
     cwd: opts.cwd ?? opts.tree?.at ?? JAIL_HOME,
   });
   const cmd = jailCommand(policy, opts.argv);
-  const stdio: ('pipe' | number)[] = ['pipe', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe'];
-  if (treeFd !== undefined) stdio.push(treeFd);
   // An empty environment: bwrap's PID 1 keeps the environ it was started with, and
   // /proc/1/environ is readable inside the jail. detached: the gate (then bwrap) leads
   // its own process group, which kill() signals as a whole.

@@ -78,3 +78,13 @@ export function preCreateMountPoints(treeFd: number, treeAt: string, binds: read
     });
   }
 }
+
+/** A read-only bind's source, opened without following a final link, for --ro-bind-fd. */
+export function openBindSource(host: string): number {
+  const dir = lstatSync(host).isDirectory();
+  try {
+    return openSync(host, constants.O_RDONLY | constants.O_NOFOLLOW | (dir ? constants.O_DIRECTORY : 0));
+  } catch {
+    throw errors.serverUnavailable('A directory to bind into the jail cannot be opened.', 5);
+  }
+}
