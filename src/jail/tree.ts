@@ -81,10 +81,21 @@ export function preCreateMountPoints(treeFd: number, treeAt: string, binds: read
 
 /** A read-only bind's source, opened without following a final link, for --ro-bind-fd. */
 export function openBindSource(host: string): number {
-  const dir = lstatSync(host).isDirectory();
-  try {
-    return openSync(host, constants.O_RDONLY | constants.O_NOFOLLOW | (dir ? constants.O_DIRECTORY : 0));
-  } catch {
-    throw errors.serverUnavailable('A directory to bind into the jail cannot be opened.', 5);
+  const st = lstatSync(host);
+  // Only directories and regular files: a FIFO a FETCH jail left in a dependency dir
+  // would block open(2) (O_NONBLOCK is there for the race where it appears anyway).
+  if (!st.isDirectory() && !st.isFile()) throw errors.serverUnavailable('A bind source is neither a directory nor a file; refused.', 60);
+  const fd = (() => {
+    try {
+      return openSync(host, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | (st.isDirectory() ? constants.O_DIRECTORY : 0));
+    } catch {
+      throw errors.serverUnavailable('A directory to bind into the jail cannot be opened.', 5);
+    }
+  })();
+  const now = fstatSync(fd);
+  if (now.ino !== st.ino || now.dev !== st.dev) {
+    closeSync(fd);
+    throw errors.serverUnavailable('A directory to bind into the jail changed while it was opened.', 1);
   }
+  return fd;
 }
