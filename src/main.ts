@@ -58,7 +58,7 @@ async function main(): Promise<void> {
   // pool and the query service; sessions spawn lazily, only in the proved SERVE jail.
   const lsp = await createLsp({ config, log, metrics, health, jail, store });
 
-  const app = await buildServer({ config, log, metrics, health, store, jail, lsp: lsp.service, pool: lsp.pool, ...(tokens ? { tokens } : {}) });
+  const app = await buildServer({ config, log, metrics, health, store, jail, lsp: lsp.service, pool: lsp.pool, table: lsp.table, ...(tokens ? { tokens } : {}) });
   const [host, port] = splitListen(config.listen);
   const address = await app.listen({ host, port });
   log.info({ address, ready: health.ready, reason: health.reason }, 'listening');

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Ajv } from 'ajv';
 import { Health } from './health.js';
-import { callTool, listTools, toolNames, type ToolRunner } from './tools.js';
+import { callTool, coverageOf, listTools, toolNames, type ToolRunner } from './tools.js';
 import { AppError } from './errors.js';
 
 function health(ready: boolean, servers: Health['servers'] = {}): Health {
@@ -31,13 +31,31 @@ test('no query tool is listed while the jail is unproved; all are once it is', (
   for (const n of ['lsp_definition', 'lsp_references', 'lsp_hover', 'lsp_symbols', 'lsp_diagnostics', 'lsp_locate']) assert.ok(names.includes(n), n);
 });
 
-test('an unavailable server is named in every description; available ones are not', () => {
+test('without the table: an unavailable server is named in every description; available ones are not', () => {
   const tools = listTools(health(true, { gopls: { available: false, reason: 'not installed' }, pyright: { available: true } }));
   for (const t of tools) {
-    assert.match(t.description, /Unavailable on this daemon: gopls \(not installed\)/);
+    assert.match(t.description, /Unavailable on this daemon: gopls;/);
+    assert.doesNotMatch(t.description, /not installed/, 'probe reasons are for operators');
     assert.doesNotMatch(t.description, /pyright/);
   }
   assert.doesNotMatch(listTools(health(true)).map((t) => t.description).join(' '), /Unavailable/);
+});
+
+test('with the table: languages are named, by why they are not served', () => {
+  const coverage = [
+    { language: 'typescript' as const, server: 'typescript' },
+    { language: 'python' as const, server: 'pyright' },
+    { language: 'go' as const },
+  ];
+  const h = health(true, { typescript: { available: true }, pyright: { available: false, reason: 'not installed (/opt/x missing)' } });
+  for (const t of listTools(h, coverage)) {
+    assert.match(t.description, /Not served by this daemon: python \(pyright unavailable\), go \(no language server\);/);
+    assert.doesNotMatch(t.description, /typescript \(|\/opt\/x/, 'served languages and probe reasons stay out');
+  }
+  assert.deepEqual(
+    coverageOf({ choose: (l) => (l === 'python' ? { name: 'pyright' } : undefined) }).find((c) => c.language === 'python'),
+    { language: 'python', server: 'pyright' },
+  );
 });
 
 test('every input schema compiles (ajv strict) and accepts/refuses what the route does', async () => {

@@ -8,6 +8,7 @@
 import { z } from 'zod';
 import { errors, isAppError } from './errors.js';
 import type { Health } from './health.js';
+import { knownSuffixes, languageOf, type Language } from './languages.js';
 import { askBatch, askBatchItem, askQuery, lspQuery, type LspOp, type LspQuery } from './schemas.js';
 
 /** One tool as /v1/tools and MCP's tools/list publish it. */
@@ -137,12 +138,38 @@ const specs: ToolSpec[] = [
   },
 ];
 
-function describe(spec: ToolSpec, health: Health): string {
+/** Which server the daemon's table chose for each language it knows (undefined: none configured). */
+export interface LanguageCoverage {
+  language: Language;
+  server?: string;
+}
+
+/** Coverage from a server table (src/lsp/server-table.ts ServerTable.choose), for every language lspd knows. */
+export function coverageOf(table: { choose(language: Language): { name: string } | undefined }): LanguageCoverage[] {
+  const languages = [...new Set(knownSuffixes.map((sfx) => languageOf(`x${sfx}`)!.language))];
+  return languages.map((language) => {
+    const row = table.choose(language);
+    return row ? { language, server: row.name } : { language };
+  });
+}
+
+/**
+ * The note that keeps a model from asking what would be refused. With the table's
+ * coverage, it names languages (what a model knows) and why; without it, the
+ * unavailable servers by name. Probe reasons are left out: they are for operators
+ * (/readyz), and a description is handed to third-party models.
+ */
+function unavailableNote(health: Health, coverage: readonly LanguageCoverage[] | undefined): string {
+  if (coverage) {
+    const down = coverage
+      .filter((c) => c.server === undefined || health.servers[c.server]?.available === false)
+      .map((c) => (c.server === undefined ? `${c.language} (no language server)` : `${c.language} (${c.server} unavailable)`));
+    return down.length > 0 ? ` Not served by this daemon: ${down.join(', ')}; do not ask about files in those languages.` : '';
+  }
   const down = Object.entries(health.servers)
     .filter(([, a]) => a.available === false)
-    .map(([name, a]) => (a.reason ? `${name} (${a.reason})` : name));
-  const note = down.length > 0 ? ` Unavailable on this daemon: ${down.join(', ')}; files of those languages cannot be answered.` : '';
-  return `${spec.about} ${ROOT_NOTE}${note}`;
+    .map(([name]) => name);
+  return down.length > 0 ? ` Unavailable on this daemon: ${down.join(', ')}; files those servers would serve cannot be answered.` : '';
 }
 
 /** Validate with a route schema; a failure is the route's own 400 bad_request naming the field. */
@@ -164,9 +191,10 @@ export function inputSchemaOf(input: z.ZodType): Record<string, unknown> {
 const schemas = new Map(specs.map((t) => [t.name, inputSchemaOf(t.input)]));
 
 /** The tools a caller may use right now: none while the jail is unproved (they would all be refused). */
-export function listTools(health: Health): ToolDefinition[] {
+export function listTools(health: Health, coverage?: readonly LanguageCoverage[]): ToolDefinition[] {
   if (!health.jailReady) return [];
-  return specs.map((t) => ({ name: t.name, description: describe(t, health), inputSchema: schemas.get(t.name)! }));
+  const note = unavailableNote(health, coverage);
+  return specs.map((t) => ({ name: t.name, description: `${t.about} ${ROOT_NOTE}${note}`, inputSchema: schemas.get(t.name)! }));
 }
 
 /** Every tool name, listed or not (for docs and tests). */

@@ -42,6 +42,14 @@ test('/v1/tools: schemas compile and agree with the routes on real arguments', {
     lsp_symbols: { args: { ...root, path: 'src/server.ts' }, route: '/v1/code/lsp', body: { op: 'documentSymbols', path: 'src/server.ts' } },
     lsp_diagnostics: { args: { ...root, path: 'src/main.ts' }, route: '/v1/code/lsp', body: { op: 'diagnostics', path: 'src/main.ts' } },
   };
+  // The languages served here are not called unavailable; any that are not served are named with why.
+  const ready = (await getJson(s!.url, '/readyz')).body.servers as Record<string, { available: boolean }>;
+  for (const tool of tools) {
+    const note = /Not served by this daemon: ([^;]*);/.exec(tool.description)?.[1] ?? '';
+    if (ready.typescript?.available) assert.doesNotMatch(note, /typescript/, tool.name);
+    if (ready.pyright?.available) assert.doesNotMatch(note, /python/, tool.name);
+    for (const item of note ? note.split(', ') : []) assert.match(item, /^[a-z]+ \((no language server|[\w-]+ unavailable)\)$/, item);
+  }
   for (const tool of tools) {
     assert.equal(tool.inputSchema.type, 'object', tool.name);
     assert.ok(tool.description.length > 80, `${tool.name} has a real description`);

@@ -9,6 +9,7 @@ import type { TokenSet } from '../tokens.js';
 import type { Jail } from '../jail/types.js';
 import type { QueryService } from '../lsp/query-service.js';
 import type { SessionPool } from '../lsp/pool.js';
+import type { ServerTable } from '../lsp/server-table.js';
 
 export interface Deps {
   config: Config;
@@ -24,4 +25,6 @@ export interface Deps {
   lsp?: QueryService;
   /** The language-server sessions, for GET /v1/roots/{...} `sessions`. */
   pool?: SessionPool;
+  /** The server table, so /v1/tools and /mcp can name the languages that are not served. */
+  table?: ServerTable;
 }

@@ -18,7 +18,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { assertOrg, type Access } from '../auth.js';
-import { callTool, listTools, toolErrorBody, type ToolRunner } from '../../tools.js';
+import { callTool, coverageOf, listTools, toolErrorBody, type ToolRunner } from '../../tools.js';
 import type { Deps } from '../deps.js';
 import { answerAsk, answerLsp, clientSignal } from './ask.js';
 
@@ -30,9 +30,10 @@ const INSTRUCTIONS =
   'Start with lsp_locate when you know a name, or lsp_symbols to outline a file.';
 
 function mcpServer(deps: Deps, runner: ToolRunner, hangup: AbortSignal): Server {
+  const coverage = deps.table ? coverageOf(deps.table) : undefined;
   const server = new Server({ name: 'lspd', version: '1' }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: listTools(deps.health).map((t) => ({
+    tools: listTools(deps.health, coverage).map((t) => ({
       ...t,
       inputSchema: t.inputSchema as { type: 'object' },
       // Every tool reads an immutable tree: safe to retry, touches nothing outside lspd.

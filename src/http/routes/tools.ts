@@ -3,9 +3,10 @@
 // because every query tool would be refused; an unavailable server is named in
 // the descriptions.
 import type { FastifyInstance } from 'fastify';
-import { listTools } from '../../tools.js';
+import { coverageOf, listTools } from '../../tools.js';
 import type { Deps } from '../deps.js';
 
 export async function toolRoutes(app: FastifyInstance, deps: Deps): Promise<void> {
-  app.get('/v1/tools', async () => ({ tools: listTools(deps.health) }));
+  const coverage = deps.table ? coverageOf(deps.table) : undefined;
+  app.get('/v1/tools', async () => ({ tools: listTools(deps.health, coverage) }));
 }
