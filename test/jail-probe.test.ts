@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:net';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { cannotJail, makeTree, probe, startJail, type TestJail } from './fixtures/jail/harness.js';
+import { cannotJail, makeTree, probe, projectDir, startJail, type TestJail } from './fixtures/jail/harness.js';
 import { JAIL_SRC } from '../src/jail/policy.js';
 
 const skip = cannotJail();
@@ -122,6 +122,25 @@ describe('jail probe', { skip }, () => {
       assert.ok(!out.split('\n').includes('sleep'), `jail A's sleep is visible to B: ${out}`);
       a.kill();
       await a.exited;
+    });
+  }
+
+  for (const phase of ['serve', 'fetch'] as const) {
+    test(`${phase}: the sandbox's PID 1 holds no daemon environment and no host path`, async () => {
+      const j = await t.jail.spawn({
+        phase,
+        argv: ['/bin/sh', '-c', 'tr "\\0" "\\n" < /proc/1/environ; echo ---; tr "\\0" " " < /proc/1/cmdline; echo; env; hostname'],
+        tree: { hostDir: tree, at: JAIL_SRC },
+      });
+      j.stdin.end();
+      let out = '';
+      j.stdout.on('data', (d: Buffer) => (out += d));
+      await j.exited;
+      const [environ, rest] = out.split('---\n');
+      assert.equal(environ, '', "bwrap was started with an empty environment");
+      for (const host of [t.dataDir, tree, projectDir]) assert.ok(!out.includes(host), `${host} visible in: ${rest}`);
+      assert.match(rest!, /^\/usr\/bin\/bwrap --args 4 -- /);
+      assert.match(rest!, /\nlspd\n$/, 'its own hostname');
     });
   }
 
