@@ -90,7 +90,7 @@ describe('fail closed: daemon', { skip }, () => {
         assert.deepEqual(pidsOfUids(uidBase, UID_COUNT), [], 'no process runs as a jail uid');
       } else {
         // FETCH was proved, so the upload's dependency fetch may run; no SERVE jail may.
-        const serveJails = jailCommands(uidBase, UID_COUNT).filter((argv) => !argv[1]?.endsWith('/egress-forwarder.mjs'));
+        const serveJails = jailCommands(uidBase, UID_COUNT).filter((argv) => !argv[0]?.endsWith('/lspd-egress-fwd'));
         assert.deepEqual(serveJails, [], 'no language server was started');
       }
     });

@@ -116,7 +116,6 @@ test('malformed input is an invariant violation, not a jail', () => {
 test('FETCH commands start behind the in-jail forwarder; SERVE commands run as given', () => {
   assert.deepEqual(jailCommand(phasePolicy('serve', host), ['/usr/bin/true']), ['/usr/bin/true']);
   assert.deepEqual(jailCommand(phasePolicy('fetch', host), ['/usr/bin/npm', 'ci']), [
-    '/usr/bin/node',
     JAIL_FORWARDER,
     String(FETCH_PROXY_PORT),
     JAIL_EGRESS_SOCKET,

@@ -103,5 +103,5 @@ export function bwrapOptions(plan: BwrapPlan): string[] {
 export function jailCommand(policy: PhasePolicy, argv: readonly string[]): string[] {
   assert.ok(argv.length > 0 && argv[0]!.startsWith('/'), 'argv[0] must be an absolute in-jail path');
   if (policy.network === 'none') return [...argv];
-  return ['/usr/bin/node', JAIL_FORWARDER, String(FETCH_PROXY_PORT), JAIL_EGRESS_SOCKET, '--', ...argv];
+  return [JAIL_FORWARDER, String(FETCH_PROXY_PORT), JAIL_EGRESS_SOCKET, '--', ...argv];
 }

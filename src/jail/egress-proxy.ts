@@ -1,6 +1,6 @@
 // The FETCH jail's only way out. FETCH runs in its own network namespace (only lo);
 // the daemon binds this proxy's unix socket into the jail, and an in-jail forwarder
-// (jail/egress-forwarder.mjs) lets tools reach it as http://127.0.0.1:PORT.
+// (jail/forwarder.c) lets tools reach it as http://127.0.0.1:PORT.
 // The proxy speaks just enough HTTP/1.1 for npm, go and composer:
 //   CONNECT host:port            → a TCP tunnel (what HTTPS through a proxy uses)
 //   GET http://host[:port]/path  → plain-HTTP forwarding (origin-form request line)

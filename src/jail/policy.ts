@@ -13,17 +13,17 @@ export const PROJECT_DIR = resolve(import.meta.dirname, '..', '..');
 export const JAIL_BUILD_DIR = join(PROJECT_DIR, 'jail', 'build');
 export const GATE_PATH = join(JAIL_BUILD_DIR, 'lspd-gate');
 export const PROBE_PATH = join(JAIL_BUILD_DIR, 'lspd-probe');
-export const FORWARDER_PATH = join(JAIL_BUILD_DIR, 'egress-forwarder.mjs');
+export const FORWARDER_PATH = join(JAIL_BUILD_DIR, 'lspd-egress-fwd');
 
 // --- the in-jail layout (constants the session and fetch code build on) ---
 /** Where the tree is bound by the CLI and the tests; the same as src/lsp/paths.ts TREE_AT. */
 export const JAIL_SRC = '/src';
 /** The project's node_modules (pyright, intelephense, bash-language-server, tsc, …), read-only, SERVE only. */
 export const JAIL_NODE_MODULES = '/opt/lspd/node_modules';
-/** jail/build: the probe and the egress forwarder, read-only. */
+/** jail/build: the probe and the egress forwarder (and the helper and gate, harmless), read-only. */
 export const JAIL_TOOLS = '/opt/lspd/jail';
 export const JAIL_PROBE = `${JAIL_TOOLS}/lspd-probe`;
-export const JAIL_FORWARDER = `${JAIL_TOOLS}/egress-forwarder.mjs`;
+export const JAIL_FORWARDER = `${JAIL_TOOLS}/lspd-egress-fwd`;
 /** Private, size-bounded tmpfs per jail. */
 export const JAIL_HOME = '/home/lspd';
 export const JAIL_TMP = '/tmp';

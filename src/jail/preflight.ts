@@ -60,13 +60,9 @@ export function preflight(opts: { bwrapPath: string; dataDir?: string }): string
   for (const [what, p] of [
     ['the jail gate', GATE_PATH],
     ['the jail probe', PROBE_PATH],
+    ['the egress forwarder', FORWARDER_PATH],
   ] as const) {
     if (!executable(p)) missing.push(`${what} is not built (run \`make -C jail\`)`);
-  }
-  try {
-    accessSync(FORWARDER_PATH, constants.R_OK);
-  } catch {
-    missing.push('the egress forwarder is not built (run `make -C jail`)');
   }
   for (const p of [JAIL_BUILD_DIR, join(PROJECT_DIR, 'node_modules'), ...(opts.dataDir ? [opts.dataDir] : [])]) {
     const closed = closedAncestor(p);
