@@ -72,7 +72,9 @@ export function clientSignal(reply: FastifyReply): AbortSignal {
 
 export async function askRoutes(app: FastifyInstance, deps: Deps): Promise<void> {
   app.post('/ask', async (req, reply) => {
-    const body = req.body as Record<string, unknown> | undefined;
+    // Any JSON value can arrive here (`"x"`, `7`, `true`): `in` on a non-object throws,
+    // so look inside only an object; the schema refuses the rest with a 400.
+    const body = typeof req.body === 'object' && req.body !== null ? (req.body as Record<string, unknown>) : undefined;
     // Only known ops become metric labels: a label per caller-chosen string would grow without bound.
     const op = body && 'queries' in body ? 'batch' : (askOps as readonly unknown[]).includes(body?.op) ? String(body?.op) : 'locate';
     (req as { lspdOp?: string }).lspdOp = op;
