@@ -42,17 +42,19 @@ test('suffixes move the language id: .mjs/.cjs are JavaScript, .mts/.cts TypeScr
 });
 
 test('every real row is installed here, with a version; an absent one is reported, not dropped', async () => {
+  const NODE_ROWS = ['pyright', 'typescript', 'typescript-language-server'];
   const table = new ServerTable(defaultServerRows(defaultServerPaths()), cfg());
   const av = await table.probeAll();
-  assert.deepEqual(Object.keys(av).sort(), ['pyright', 'typescript', 'typescript-language-server']);
-  for (const [name, a] of Object.entries(av)) {
-    assert.equal(a.available, true, name);
-    assert.match(a.version ?? '', /^\d+\.\d+\.\d+/, name);
+  assert.deepEqual(Object.keys(av).sort(), table.rows.map((r) => r.name).sort(), 'one entry per row');
+  for (const name of NODE_ROWS) {
+    assert.equal(av[name]?.available, true, name);
+    assert.match(av[name]?.version ?? '', /^\d+\.\d+\.\d+/, name);
   }
   const gone = defaultServerRows({ nodeModulesHost: '/nonexistent/node_modules', nodeModulesAt: '/opt/x' });
   const missing = await new ServerTable(gone, cfg()).probeAll();
-  assert.equal(Object.keys(missing).length, 3);
-  for (const a of Object.values(missing)) {
+  assert.equal(Object.keys(missing).length, gone.length);
+  for (const name of NODE_ROWS) {
+    const a = missing[name]!;
     assert.equal(a.available, false);
     assert.match(a.reason ?? '', /not installed/);
     assert.ok(!a.reason!.includes('/nonexistent'), 'no host path in the reason');

@@ -47,7 +47,7 @@ export async function createLsp(deps: LspDeps): Promise<Lsp> {
   const service = new QueryService({ config, log: log.child({ mod: 'query' }), metrics, health, store, pool, table });
   store.setHoldCheck?.((k) => pool.holds(rootId(k)));
   const off = store.onRemove?.(async (k) => {
-    service.dropRoot(rootId(k));
+    service.dropRoot(rootId(k), store.treeDir(k));
     await pool.stopRoot(rootId(k));
   });
   return {

@@ -10,6 +10,7 @@
 // reserve is for $/cancelRequest and cleanup. A client that disconnects aborts the
 // query the same way (`signal`).
 import { homedir } from 'node:os';
+import { LRUCache } from 'lru-cache';
 import type { z } from 'zod';
 import type { Config } from '../config.js';
 import { AppError, errors, isAppError } from '../errors.js';
@@ -30,7 +31,7 @@ import { capAnswer } from './projection.js';
 import { createScrubber, type Scrubber } from './scrub.js';
 import type { ServerRow, ServerTable } from './server-table.js';
 import { SessionFailedError, type Session } from './session.js';
-import { findFileOf, readTarget, WorkspaceFinder, type TargetFile } from './target-file.js';
+import { findFileOf, TargetCache, WorkspaceFinder, type TargetFile } from './target-file.js';
 import { TreeLines } from './tree-lines.js';
 import { ResponseError } from './transport.js';
 
@@ -74,6 +75,9 @@ export class QueryService {
   private readonly cache: ResultCache<LspAnswer>;
   private readonly workspaces = new WorkspaceFinder();
   private readonly lines = new TreeLines();
+  private readonly targets = new TargetCache();
+  /** One scrubber per tree (building one compiles its known-path matchers). */
+  private readonly scrubbers = new LRUCache<string, Scrubber>({ max: 256 });
   /** Queries admitted and waiting for a server (spawn, readiness, an in-flight slot). */
   private waiting = 0;
 
@@ -82,9 +86,13 @@ export class QueryService {
     this.cache = new ResultCache<LspAnswer>(deps.config.resultCacheEntries, deps.metrics);
   }
 
-  /** A root went away: forget its cached answers (the pool stops its sessions). */
-  dropRoot(rootId: string): void {
+  /** A root went away: forget its cached answers and files (the pool stops its sessions). */
+  dropRoot(rootId: string, treeDir?: string): void {
     this.cache.dropRoot(rootId);
+    if (treeDir !== undefined) {
+      this.targets.dropTree(treeDir);
+      this.scrubbers.delete(treeDir);
+    }
   }
 
   async lsp(q: LspQuery, signal: AbortSignal): Promise<LspAnswer> {
@@ -106,11 +114,12 @@ export class QueryService {
     };
     if (q.op === 'workspaceSymbols') return this.workspaceSymbolsAnswer(w);
 
-    const target = await readTarget(w.treeDir, q.path!, config.maxTargetFileBytes);
     const row = this.serverFor(q.path!);
     const key = ResultCache.keyOf(w.rootId, row.name, q);
+    // A hit implies the file passed its checks when it was first asked: the root is immutable.
     const hit = this.cache.get(key);
     if (hit) return { ...hit, elapsed_ms: elapsed(t0) };
+    const target = await this.targets.read(w.treeDir, q.path!, config.maxTargetFileBytes);
 
     const r = await this.withSession(w, row, target.path, async (session) => {
       const { uri, complete } = await this.openAndWait(w, session, target);
@@ -198,7 +207,12 @@ export class QueryService {
   }
 
   private scrubberFor(w: Work): Scrubber {
-    return createScrubber({ treeHostDirs: [w.treeDir], knownPaths: [this.deps.config.dataDir, PROJECT_DIR, homedir()] });
+    let s = this.scrubbers.get(w.treeDir);
+    if (!s) {
+      s = createScrubber({ treeHostDirs: [w.treeDir], knownPaths: [this.deps.config.dataDir, PROJECT_DIR, homedir()] });
+      this.scrubbers.set(w.treeDir, s);
+    }
+    return s;
   }
 
   /**
@@ -227,7 +241,7 @@ export class QueryService {
           return l !== undefined && row.languages.includes(l.language);
         });
         if (rel === undefined) return undefined;
-        const target = await readTarget(w.treeDir, rel, this.deps.config.maxTargetFileBytes).catch(() => undefined);
+        const target = await this.targets.read(w.treeDir, rel, this.deps.config.maxTargetFileBytes).catch(() => undefined);
         if (!target) return undefined;
         return this.withSession(w, row, rel, async (session) => {
           const { uri, complete } = await this.openAndWait(w, session, target);

@@ -58,6 +58,31 @@ export async function readTarget(treeDir: string, rel: string, maxBytes: number)
   }
 }
 
+/**
+ * Checked target files, kept: a root never changes, so a file that passed once
+ * passes again with the same text. Bounded by the text held. Failures are not kept.
+ */
+export class TargetCache {
+  private readonly lru = new LRUCache<string, TargetFile>({
+    max: 4096,
+    maxSize: 64 * 1024 * 1024,
+    sizeCalculation: (t) => Math.max(1, t.text.length * 2),
+  });
+
+  async read(treeDir: string, rel: string, maxBytes: number): Promise<TargetFile> {
+    const key = `${treeDir}\u0000${rel}`;
+    const hit = this.lru.get(key);
+    if (hit && hit.text.length <= maxBytes) return hit;
+    const t = await readTarget(treeDir, rel, maxBytes);
+    this.lru.set(key, t);
+    return t;
+  }
+
+  dropTree(treeDir: string): void {
+    for (const k of [...this.lru.keys()]) if (k.startsWith(`${treeDir}\u0000`)) this.lru.delete(k);
+  }
+}
+
 export class WorkspaceFinder {
   private readonly cache = new LRUCache<string, string>({ max: 10_000 });
 

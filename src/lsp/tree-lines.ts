@@ -24,8 +24,8 @@ export class TreeLines {
   reader(dirs: HostDirs): (coord: FileCoordinate, startLine: number, count: number) => Promise<readonly string[] | undefined> {
     return async (coord, startLine, count) => {
       const host = hostPathOf(coord.jailPath, dirs);
-      if (host === undefined || !(await staysInside(host, dirs))) return undefined;
-      const lines = await this.lines(host);
+      if (host === undefined) return undefined;
+      const lines = this.files.get(host) ?? (await this.load(host, dirs));
       return lines?.slice(startLine, startLine + count);
     };
   }
@@ -44,14 +44,9 @@ export class TreeLines {
     };
   }
 
-  /** Remember a file's lines we already hold (the query's target). */
-  prime(hostPath: string, lines: string[]): void {
-    this.files.set(hostPath, lines);
-  }
-
-  private async lines(hostPath: string): Promise<string[] | undefined> {
-    const hit = this.files.get(hostPath);
-    if (hit) return hit;
+  /** Read a file once (it never changes): only if it resolves inside the root's dirs. */
+  private async load(hostPath: string, dirs: HostDirs): Promise<string[] | undefined> {
+    if (!(await staysInside(hostPath, dirs))) return undefined;
     try {
       const st = await stat(hostPath);
       if (!st.isFile() || st.size > MAX_FILE_BYTES) return undefined;

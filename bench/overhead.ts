@@ -1,0 +1,188 @@
+// bench/overhead: what lspd adds to a language server's answer.
+// One run, side by side, the native TypeScript 7 server on the ts-basic fixture:
+//   warm   the same definition / references / hover query, asked N times through
+//          lspd over HTTP (result cache off, so the server answers every time) and
+//          of the same server binary driven directly over stdio by a bare client;
+//          interleaved one by one so machine load hits both alike; p50/p95 of
+//          each, and lspd minus raw.
+//   cold   time to the first answer for a fresh root (upload done; spawn in the
+//          jail, initialize, didOpen, project load, answer) vs the raw server's
+//          spawn + initialize + didOpen + answer.
+//   cache  the same query answered from lspd's result cache.
+// lspd runs as its own process (src/main.ts, as operators run it), asked over a
+// keep-alive HTTP connection, so the bench's client and the daemon do not share an
+// event loop.
+// Run: node --import tsx bench/overhead.ts [iterations]
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { cpus, loadavg } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { spawnDaemon, type Daemon } from '../test/helpers/daemon.js';
+import { cannotJail, fixturesDir, position, shaOf, uploadFixture } from '../test/helpers/lsp-harness.js';
+
+const N = Number(process.argv[2] ?? 300);
+const FX = 'ts-basic';
+const TREE = join(fixturesDir, FX);
+const TSC = join(import.meta.dirname, '..', 'node_modules', '@typescript', 'typescript-linux-x64', 'lib', 'tsc');
+
+const OPS = {
+  definition: { op: 'definition', path: 'src/app.ts', ...position(FX, 'src/app.ts', "greet('world')") },
+  references: { op: 'references', path: 'src/greet.ts', ...position(FX, 'src/greet.ts', 'function greet', 9) },
+  hover: { op: 'hover', path: 'src/app.ts', ...position(FX, 'src/app.ts', "greet('again')") },
+} as const;
+const METHOD = { definition: 'textDocument/definition', references: 'textDocument/references', hover: 'textDocument/hover' } as const;
+
+/** A bare LSP client over a child's stdio: no bounds, no projection, nothing but framing. */
+class RawClient {
+  private buf = Buffer.alloc(0);
+  private id = 0;
+  private readonly waiting = new Map<number, (v: unknown) => void>();
+  private readonly cp = spawn(TSC, ['--lsp', '--stdio'], { stdio: ['pipe', 'pipe', 'ignore'] });
+  constructor() {
+    this.cp.stdout.on('data', (d: Buffer) => {
+      this.buf = Buffer.concat([this.buf, d]);
+      for (;;) {
+        const end = this.buf.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        const len = Number(/Content-Length: (\d+)/i.exec(this.buf.subarray(0, end).toString())![1]);
+        if (this.buf.length < end + 4 + len) return;
+        const msg = JSON.parse(this.buf.subarray(end + 4, end + 4 + len).toString()) as { id?: number; method?: string; result?: unknown; params?: { items?: unknown[] } };
+        this.buf = this.buf.subarray(end + 4 + len);
+        if (msg.method !== undefined && msg.id !== undefined) {
+          const result = msg.method === 'workspace/configuration' ? (msg.params?.items ?? []).map(() => null) : null;
+          this.send({ id: msg.id, result });
+        } else if (msg.id !== undefined) this.waiting.get(msg.id)?.(msg.result);
+      }
+    });
+  }
+  send(msg: object): void {
+    const body = Buffer.from(JSON.stringify({ jsonrpc: '2.0', ...msg }));
+    this.cp.stdin.write(Buffer.concat([Buffer.from(`Content-Length: ${body.length}\r\n\r\n`), body]));
+  }
+  request(method: string, params?: unknown): Promise<unknown> {
+    const id = ++this.id;
+    return new Promise((r) => {
+      this.waiting.set(id, r);
+      this.send(params === undefined ? { id, method } : { id, method, params });
+    });
+  }
+  async start(): Promise<void> {
+    const root = 'file://' + TREE;
+    await this.request('initialize', { processId: null, rootUri: root, workspaceFolders: [{ uri: root, name: FX }], capabilities: {} });
+    this.send({ method: 'initialized', params: {} });
+    for (const p of ['src/app.ts', 'src/greet.ts']) {
+      this.send({ method: 'textDocument/didOpen', params: { textDocument: { uri: `${root}/${p}`, languageId: 'typescript', version: 1, text: readFileSync(join(TREE, p), 'utf8') } } });
+    }
+  }
+  ask(op: keyof typeof OPS): Promise<unknown> {
+    const q = OPS[op];
+    const params: Record<string, unknown> = { textDocument: { uri: `file://${TREE}/${q.path}` }, position: { line: q.line, character: q.character } };
+    if (op === 'references') params.context = { includeDeclaration: true };
+    return this.request(METHOD[op], params);
+  }
+  stop(): void {
+    this.cp.kill('SIGKILL');
+  }
+}
+
+const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+
+/** POST /v1/code/lsp over a kept-alive connection; resolves with status and body. */
+function post(url: string, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+  const data = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = request(`${url}/v1/code/lsp`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString()) as Record<string, unknown> }));
+    });
+    req.on('error', reject);
+    req.end(data);
+  });
+}
+
+async function daemon(env: Record<string, string>): Promise<Daemon> {
+  // a jail uid range of its own, apart from test daemons that may be running
+  const uidBase = 700_000 + (process.pid % 1000) * 64 + (env.LSPD_RESULT_CACHE_ENTRIES === '0' ? 0 : 64_000);
+  return spawnDaemon({ env: { LOG_LEVEL: 'info', LSPD_JAIL_UID_BASE: String(uidBase), LSPD_JAIL_UID_COUNT: '64', ...env } });
+}
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+};
+const f = (ms: number) => ms.toFixed(2).padStart(8);
+
+async function time(fn: () => Promise<unknown>): Promise<number> {
+  const t0 = performance.now();
+  await fn();
+  return performance.now() - t0;
+}
+
+async function main(): Promise<void> {
+  const why = cannotJail();
+  if (why) {
+    console.log(`bench/overhead skipped: ${why}`);
+    return;
+  }
+  const warm = await daemon({ LSPD_RESULT_CACHE_ENTRIES: '0' });
+  const cached = await daemon({});
+  const raw = new RawClient();
+  try {
+    const root = { org: 'bench', repo: 'ts-basic', sha: shaOf('bench-warm') };
+    await uploadFixture(warm.url, root, FX);
+
+    // cold: first answer for a fresh root (uploaded, no session yet) vs a fresh raw server
+    const coldLspd = await time(async () => {
+      const r = await post(warm.url, { ...root, ...OPS.definition });
+      if (r.status !== 200) throw new Error(JSON.stringify(r.body));
+    });
+    const coldRaw = await time(async () => {
+      await raw.start();
+      await raw.ask('definition');
+    });
+
+    // warm-up, then interleaved measurement
+    for (let i = 0; i < 30; i++) for (const op of Object.keys(OPS) as (keyof typeof OPS)[]) {
+      await post(warm.url, { ...root, ...OPS[op] });
+      await raw.ask(op);
+    }
+    console.log(`\nbench/overhead: native TypeScript 7 on test/fixtures/${FX}, ${N} warm iterations per op (interleaved)`);
+    console.log('lspd = HTTP POST /v1/code/lsp (jail, pool, projection; cache off)   raw = same binary over stdio, bare client\n');
+    console.log('op           lspd p50  lspd p95   raw p50   raw p95   diff p50  diff p95   ratio p50');
+    for (const op of Object.keys(OPS) as (keyof typeof OPS)[]) {
+      const a: number[] = [];
+      const b: number[] = [];
+      for (let i = 0; i < N; i++) {
+        a.push(await time(() => post(warm.url, { ...root, ...OPS[op] })));
+        b.push(await time(() => raw.ask(op)));
+      }
+      const [a50, a95, b50, b95] = [pct(a, 50), pct(a, 95), pct(b, 50), pct(b, 95)];
+      console.log(`${op.padEnd(12)}${f(a50)}  ${f(a95)}  ${f(b50)}  ${f(b95)}  ${f(a50 - b50)}  ${f(a95 - b95)}   ${(a50 / b50).toFixed(1).padStart(6)}x`);
+    }
+
+    // cache hits on a daemon with the cache on
+    const croot = { org: 'bench', repo: 'ts-basic', sha: shaOf('bench-cache') };
+    await uploadFixture(cached.url, croot, FX);
+    await post(cached.url, { ...croot, ...OPS.hover });
+    const hits: number[] = [];
+    for (let i = 0; i < N; i++) hits.push(await time(() => post(cached.url, { ...croot, ...OPS.hover })));
+    const metrics = await (await fetch(`${cached.url}/metrics`)).text();
+    const hitCount = Number(/lspd_cache_requests_total\{result="hit"\} (\d+)/.exec(metrics)?.[1] ?? 0);
+
+    console.log(`\ncold, time to first definition (ms): lspd ${coldLspd.toFixed(0)} (fresh root: jail spawn, initialize, didOpen, load)   raw ${coldRaw.toFixed(0)} (spawn, initialize, didOpen)`);
+    console.log(`cache hit, hover over HTTP (ms): p50 ${pct(hits, 50).toFixed(2)}  p95 ${pct(hits, 95).toFixed(2)}  (${hitCount} hits)`);
+    console.log(`(1-minute load average at the end of the run: ${loadavg()[0]!.toFixed(1)} on ${cpus().length} CPUs)\n`);
+  } finally {
+    raw.stop();
+    agent.destroy();
+    for (const d of [warm, cached]) {
+      await d.stop();
+      d.cleanup();
+    }
+  }
+}
+
+await main();
