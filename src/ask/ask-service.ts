@@ -151,6 +151,7 @@ export class AskService {
         ...(seen.servers.size > 0 ? { server: [...seen.servers].join(',') } : {}),
         elapsed_ms: Math.round(performance.now() - started),
         matches: res.matches,
+        ...(res.partial ? { matches_partial: true } : {}),
         ...(res.exact ? {} : { exact: false }),
         ...body,
         incomplete: seen.incomplete || body.incomplete === true,

@@ -51,6 +51,8 @@ export interface Resolution {
   candidates: Candidate[];
   exact: boolean;
   via: 'symbols' | 'use-site';
+  /** The server's symbol list was cut (past maxLocations): `matches` is a lower bound. */
+  partial?: boolean;
 }
 
 export interface ResolveInput {
@@ -76,14 +78,16 @@ export async function resolveName(ctx: AskContext, input: ResolveInput): Promise
     );
   }
 
-  const ws = await ctx.lsp({ ...rootOf(input), op: 'workspaceSymbols', query: name.leaf, encoding: input.encoding, limit: 1000 });
+  const ws = await ctx.lsp({ ...rootOf(input), op: 'workspaceSymbols', query: name.leaf, encoding: input.encoding });
   const symbols = ((ws.symbols ?? []) as SymbolLike[]).filter((x): x is Sym => typeof x.path === 'string' && x.range !== undefined);
   await fillContainers(ctx, input, name, symbols);
   const sel = select(name, symbols);
 
+  // Declarations past maxCandidates are not pinned (bounded work) but still counted as matches.
+  const unpinned = Math.max(0, sel.chosen.filter((r) => r.symbol.external !== true).length - ctx.limits.maxCandidates);
   if (sel.tier === 'exact') {
     const found = await pin(ctx, input, name, sel.chosen.map((r) => r.symbol), true);
-    if (found.length > 0) return finish(ctx, name, found, 'symbols');
+    if (found.length > 0) return { ...finish(ctx, name, found, 'symbols', unpinned), ...(ws.truncated ? { partial: true } : {}) };
   }
   // Not declared in the tree under that name: find a use of it and ask the server.
   const files = await scanOrder(ctx, input.root, name);
@@ -91,7 +95,7 @@ export async function resolveName(ctx: AskContext, input: ResolveInput): Promise
   if (used.some((c) => c.exact)) return finish(ctx, name, used, 'use-site');
   if (sel.tier === 'loose') {
     const found = await pin(ctx, input, name, sel.chosen.map((r) => r.symbol), false);
-    if (found.length > 0) return finish(ctx, name, found, 'symbols');
+    if (found.length > 0) return { ...finish(ctx, name, found, 'symbols', unpinned), ...(ws.truncated ? { partial: true } : {}) };
   }
   if (used.length > 0) return finish(ctx, name, used, 'use-site');
 
@@ -331,7 +335,7 @@ function keyOf(l: Loc): string {
  * from two use sites, an overload and its implementation): union them, keep the
  * first of each group (exact ones first), count the groups.
  */
-function finish(ctx: AskContext, name: ParsedName, found: Candidate[], via: Resolution['via']): Resolution {
+function finish(ctx: AskContext, name: ParsedName, found: Candidate[], via: Resolution['via'], unpinned = 0): Resolution {
   const anyExact = found.some((c) => c.exact);
   const pool = anyExact ? found.filter((c) => c.exact) : found;
   const groups: Candidate[] = [];
@@ -349,6 +353,6 @@ function finish(ctx: AskContext, name: ParsedName, found: Candidate[], via: Reso
   // Stable order for callers: in-tree before external, then by path and line.
   const first = (c: Candidate) => (c.definitions[0] ? keyOf(c.definitions[0]) : '~');
   groups.sort((a, b) => first(a).localeCompare(first(b)));
-  return { name, matches: groups.length, candidates: groups.slice(0, ctx.limits.maxCandidates), exact: anyExact, via };
+  return { name, matches: groups.length + unpinned, candidates: groups.slice(0, ctx.limits.maxCandidates), exact: anyExact, via };
 }
 
