@@ -153,7 +153,8 @@ export async function send(url: string, call: Call, o: SendOptions): Promise<Res
     const why = `${call.method} ${call.path}: ${e.name === 'TimeoutError' || e.name === 'AbortError' ? `no answer within ${o.timeoutMs} ms` : (e.code ?? e.message)}`;
     return { outcome: o.cutting?.() ? 'cut' : 'lost', status, ms: ms(), why };
   }
-  if (status === 204 && text === '') return { outcome: 'answered', status, ms: ms() };
+  // 204 (DELETE), and 202 for a JSON-RPC notification (no id: MCP's Streamable HTTP accepts it with no body).
+  if ((status === 204 || (status === 202 && call.jsonRpc)) && text === '') return { outcome: 'answered', status, ms: ms() };
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
