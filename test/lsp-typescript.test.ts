@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cannotJail, fixturesDir, lineOf, lspQuery, position, shaOf, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
+import { cannotJail, fixturesDir, getJson, lineOf, lspQuery, position, shaOf, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
 
 const skip = cannotJail();
 const FX = 'ts-basic';
@@ -175,5 +175,11 @@ describe('TypeScript (native TS 7) in the SERVE jail', { skip }, () => {
     const unknownRoot = await lspQuery(d.url, { ...root, sha: shaOf('never-uploaded'), op: 'hover', path: 'src/app.ts', line: 0, character: 0 });
     assert.equal(unknownRoot.status, 409);
     assert.equal(unknownRoot.body.need, 'tree');
+  });
+
+  test('GET /v1/roots/... lists the root\'s sessions', async () => {
+    const r = await getJson(d.url, `/v1/roots/${root.org}/${root.repo}/${root.sha}`);
+    assert.equal(r.status, 200);
+    assert.deepEqual(r.body.sessions, [{ server: 'typescript', state: 'ready', workspace: '' }]);
   });
 });

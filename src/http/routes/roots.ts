@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { errors } from '../../errors.js';
 import { listQuery } from '../../schemas.js';
 import { checkRootKey } from '../../store/root-key.js';
-import type { RootInfo, RootKey } from '../../store/types.js';
+import { rootId, type RootInfo, type RootKey } from '../../store/types.js';
 import type { Deps } from '../deps.js';
 import { parse } from '../error-handler.js';
 
@@ -49,7 +49,8 @@ export async function rootRoutes(app: FastifyInstance, deps: Deps): Promise<void
     const key = checkRootKey(req.params);
     const info = store.get(key);
     if (!info) throw errors.notFound();
-    return { ...view(info), fetch: fetchView(key), sessions: [] };
+    const sessions = deps.pool?.sessionsOf(rootId(key)).map((s) => ({ server: s.server, state: s.state, workspace: s.workspace })) ?? [];
+    return { ...view(info), fetch: fetchView(key), sessions };
   });
 
   app.delete<KeyParams>('/v1/roots/:org/:repo/:sha', async (req, reply) => {
