@@ -189,6 +189,26 @@ describe('faulty servers end in clear errors, leak nothing, and do not hurt a he
     await fault('garbage.sh', 503, 'server_unavailable', /broke the LSP framing/);
   });
 
+  // Last: it closes the pool.
+  test('shutting down a server that stopped reading is bounded: kill, close, join', async () => {
+    const ac = new AbortController();
+    const q = fetch(`${d.url}/v1/code/lsp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...faultRoot, op: 'definition', path: 'big.rs', line: 0, character: 0 }),
+      signal: ac.signal,
+    }).catch(() => undefined);
+    assert.ok(await waitFor(() => d.lsp.pool.list().some((s) => s.row.name === 'fake-stop-reading' && s.state.kind === 'ready'), 3000));
+    ac.abort();
+    await q;
+    const t0 = Date.now();
+    await d.lsp.pool.close();
+    const took = Date.now() - t0;
+    // shutdownTimeoutMs is 500 here: the shutdown request cannot even be read, so it is killed.
+    assert.ok(took < 500 + 1500, `close took ${took} ms`);
+    assert.ok(await waitFor(() => jailedPids(d).length === 0, 2000), `left: ${jailedPids(d).join(', ')}`);
+  });
+
   async function spawnCount(server: string): Promise<number> {
     const m = await d.metrics.spawns.get();
     return m.values.find((v) => v.labels.server === server)?.value ?? 0;
