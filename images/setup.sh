@@ -63,6 +63,25 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "$want" >"$stamp"
 fi
 
+# --- the jail uids must reach the project's files ---------------------------
+# Each jail runs as its own unprivileged host uid, and bwrap resolves the paths it
+# binds (node_modules, jail/build, the data dir) as that uid: every directory above
+# the project must be searchable by others (o+x: traverse, not list). A checkout
+# under a closed home (/root is 0700) would otherwise fail closed at the canary.
+dir=$(pwd -P)
+while :; do
+  if [ "$(( $(stat -c '%#a' "$dir") & 1 ))" = 0 ]; then
+    if [ "$(id -u)" = 0 ]; then
+      say "making $dir searchable by others (o+x, no listing) so jailed uids can reach the project"
+      chmod o+x "$dir"
+    else
+      say "WARNING: $dir is not searchable by others; the jail will refuse to start (see README, 'Other hosts')"
+    fi
+  fi
+  [ "$dir" = / ] && break
+  dir=$(dirname "$dir")
+done
+
 # --- the jail's native helper ----------------------------------------------
 if [ -f jail/Makefile ]; then
   make -s -C jail
