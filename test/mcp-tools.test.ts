@@ -114,7 +114,7 @@ test('tool errors are the route errors: not found, bad arguments, unknown root, 
 });
 
 test('an unproved jail: MCP lists no tools and refuses calls with not_ready', { timeout: 60_000 }, async () => {
-  const broken = await startDaemon({ LSPD_BWRAP_PATH: '/nonexistent/bwrap' });
+  const broken = await startDaemon({ LSPD_BWRAP_PATH: '/nonexistent/bwrap' }, { expectReady: false });
   const c = await connect(broken.url);
   try {
     assert.ok(broken.notReady);

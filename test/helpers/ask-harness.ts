@@ -6,6 +6,7 @@ import { join, relative } from 'node:path';
 import { Readable } from 'node:stream';
 import { pack } from 'tar-stream';
 import { spawnDaemon, projectDir, type Daemon } from './daemon.js';
+import { cannotJail } from '../fixtures/jail/harness.js';
 
 export const fixturesDir = join(projectDir, 'test', 'fixtures');
 
@@ -88,16 +89,28 @@ export interface Started {
 let daemonsStarted = 0;
 
 /**
- * Start lspd and learn from /readyz whether the jail was proved here. Test files
- * run side by side and each daemon needs jail uids no other one uses: a range of
- * 64 per daemon, from 600000 up, by pid and by count within this process.
+ * Start lspd and learn from /readyz whether the jail was proved. On a host that
+ * cannot run jails at all (no bubblewrap, no user namespaces) `notReady` says why
+ * and the tests skip saying so; on a host that can, a daemon that is not ready is
+ * a failure, never a skip (unless the test breaks the jail on purpose).
+ *
+ * Test files run side by side and each daemon needs jail uids no other one uses:
+ * 64 per daemon from 1000000 up, by pid and by count within this process (other
+ * harnesses use 300000-628000).
  */
-export async function startDaemon(env: Record<string, string> = {}): Promise<Started> {
-  const uidBase = 600_000 + (process.pid % 1000) * 256 + (daemonsStarted++ % 4) * 64;
+export async function startDaemon(env: Record<string, string> = {}, opts: { expectReady?: boolean } = {}): Promise<Started> {
+  const uidBase = 1_000_000 + (process.pid % 1000) * 256 + (daemonsStarted++ % 4) * 64;
   const daemon = await spawnDaemon({ env: { LSPD_JAIL_UID_BASE: String(uidBase), LSPD_JAIL_UID_COUNT: '64', ...env }, timeoutMs: 60_000 });
   const r = await fetch(daemon.url + '/readyz');
   const body = (await r.json()) as { ready: boolean; reason?: string };
-  return { daemon, url: daemon.url, ...(body.ready ? {} : { notReady: body.reason ?? 'not ready' }) };
+  const started: Started = { daemon, url: daemon.url, ...(body.ready ? {} : { notReady: body.reason ?? 'not ready' }) };
+  const hostCannot = cannotJail();
+  if (!body.ready && opts.expectReady !== false && hostCannot === undefined) {
+    await stopDaemon(started);
+    throw new Error(`lspd is not ready on a host that can run jails: ${body.reason ?? 'no reason given'}`);
+  }
+  if (!body.ready && hostCannot !== undefined) started.notReady = hostCannot;
+  return started;
 }
 
 export async function stopDaemon(s: Started | undefined): Promise<void> {
