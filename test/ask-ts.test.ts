@@ -176,6 +176,19 @@ test('context and paging pass through: limit 1 pages the two locations of close'
   assert.equal(second?.truncated, false);
 });
 
+test('encoding: positions come back in the unit asked for', async (t) => {
+  const line = '/* é𝒳 */ export function wide(): string { return \'wide\'; }';
+  const col16 = line.indexOf('wide');
+  const expect = { 'utf-16': col16, 'utf-8': Buffer.byteLength(line.slice(0, col16)), codepoint: [...line.slice(0, col16)].length };
+  for (const [encoding, character] of Object.entries(expect)) {
+    const a = await ask(t, { symbol: 'wide', encoding });
+    if (!a) return;
+    assert.equal(a.locations?.[0]?.range.start.character, character, encoding);
+    const h = await ask(t, { symbol: 'wide', encoding, op: 'hover' });
+    assert.match(String(h?.contents), /function wide\(\): string/, encoding);
+  }
+});
+
 test('errors: bad symbol 400, unknown root 409 need_tree', async (t) => {
   const bad = await ask(t, { symbol: 'a..b' }, 400);
   if (!bad) return;
