@@ -294,7 +294,9 @@ export class Session {
       if (released) return;
       released = true;
       this.inFlight--;
-      this.slotWaiters.shift()?.();
+      // Wake every waiter to re-check: one that gave up (its deadline passed) must
+      // not swallow the wake-up a live one needed.
+      for (const w of this.slotWaiters.splice(0)) w();
     };
   }
 
