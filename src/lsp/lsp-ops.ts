@@ -58,7 +58,10 @@ export interface OpResult {
 
 export function checkSupported(session: Session, op: LspOp): void {
   const p = PROVIDER[op];
-  if (p !== undefined && !session.supports(p)) {
+  // Capabilities are known only while the session is ready. One that died after it was
+  // leased is not a server lacking the op (422 reads as permanent): the request below
+  // then fails with the session's own error, a 503 the caller retries.
+  if (p !== undefined && session.state.kind === 'ready' && !session.supports(p)) {
     throw errors.noServer(`${session.row.name} does not answer ${op}.`);
   }
 }
