@@ -116,14 +116,16 @@ export class EntryChecker {
     }
     const path = normalizeName(entry);
     if (type !== 'directory' && entry.endsWith('/')) throw errors.unsafeEntry(entry, 'a name ending in "/" must be a directory');
+    // tar-stream reads a directory's data as the next header, and the entry stream it
+    // hands out for a directory with a size never ends: refuse before anything waits on
+    // it, the top directory ("." / "./") included, or the upload hangs for good.
+    if (type === 'directory' && size !== 0) throw errors.badArchive(`Directory entry ${JSON.stringify(entry)} carries data.`);
     if (path === '') {
       if (type === 'directory') return { kind: 'skip' };
       throw errors.unsafeEntry(entry, 'entry replaces the top directory');
     }
 
     if (type === 'directory') {
-      // tar-stream reads a directory's data as the next header; refuse the ambiguity.
-      if (size !== 0) throw errors.badArchive(`Directory entry ${JSON.stringify(entry)} carries data.`);
       const prev = this.kinds.get(path);
       if (prev === Kind.Dir) throw errors.unsafeEntry(entry, 'duplicate entry');
       if (prev === Kind.File || prev === Kind.Symlink) throw errors.unsafeEntry(entry, 'entry replaces a file with a directory');
