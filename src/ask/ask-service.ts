@@ -1,6 +1,6 @@
 // POST /ask's engine: resolve a name (resolve-name.ts), then answer locate /
 // references / hover the way /v1/code/lsp answers, plus `matches`. A batch runs
-// its queries in order of answer (bounded concurrency), shares one memo of
+// its queries with bounded concurrency and answers in order, shares one memo of
 // server answers and file reads (a batch about one root asks the same questions
 // often: the workspace symbols of a leaf, a file's document symbols), and turns
 // each query's failure into its own `{error, message}` entry.
@@ -9,12 +9,14 @@
 // is several LSP requests, so the bound is applied here to the whole resolution
 // and answer (each LSP request also keeps the service's own deadline). In a batch
 // each query has its own deadline from when it starts: a batch is many queries.
+import { LRUCache } from 'lru-cache';
 import type { Logger } from '../log.js';
 import { AppError, errors, isAppError } from '../errors.js';
 import { askBatchItem, lspQuery, type AskQuery, type LspQuery, type RootKey } from '../schemas.js';
 import { resolveName, type Candidate, type Resolution } from './resolve-name.js';
 import type { AskContext, AskLimits, Loc, LspAnswer, LspRequest } from './types.js';
 import { pageLocations } from './paging.js';
+import { filesMentioning } from './use-scan.js';
 
 /** The query service's one entry point (src/lsp/query-service.ts), as /ask uses it. */
 export type LspCall = (q: LspQuery, signal: AbortSignal) => Promise<LspAnswer>;
@@ -42,7 +44,7 @@ export const defaultAskLimits: AskLimits = {
   maxCandidates: 20,
   maxProbes: 6,
   maxScanFiles: 5000,
-  maxScanBytes: 64 * 1024 * 1024,
+  maxScanBytes: 32 * 1024 * 1024,
   maxScanFileBytes: 2 * 1024 * 1024,
   perQueryConcurrency: 4,
   batchConcurrency: 4,
@@ -58,7 +60,6 @@ export interface AskBatchBody extends RootKey {
 class Memo {
   readonly #answers = new Map<string, Promise<LspAnswer>>();
   readonly #texts = new Map<string, Promise<string | undefined>>();
-  #files: Promise<readonly string[]> | undefined;
 
   answer(key: string, make: () => Promise<LspAnswer>): Promise<LspAnswer> {
     let p = this.#answers.get(key);
@@ -77,9 +78,6 @@ class Memo {
     return p;
   }
 
-  files(make: () => Promise<readonly string[]>): Promise<readonly string[]> {
-    return (this.#files ??= make());
-  }
 }
 
 /** What one query's LSP answers said about themselves, folded into its answer. */
@@ -105,10 +103,26 @@ export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (it
 export class AskService {
   readonly #o: AskServiceOptions;
   readonly #limits: AskLimits;
+  /** Files mentioning a name, per root: a root is immutable, so a scan stays true for as long as it exists. */
+  readonly #mentions = new LRUCache<string, Promise<string[]>>({ max: 2000 });
 
   constructor(o: AskServiceOptions) {
     this.#o = o;
     this.#limits = { ...defaultAskLimits, ...o.limits };
+  }
+
+  #filesMentioning(root: RootKey, leaf: string, qualifier: string | undefined): Promise<string[]> {
+    const key = JSON.stringify([root.org, root.repo, root.sha, leaf, qualifier ?? null]);
+    let p = this.#mentions.get(key);
+    if (!p) {
+      const { files } = this.#o;
+      // Read for the scan only: the texts are not kept (a scan may read tens of MiB).
+      const src = { listFiles: (r: RootKey) => files.listFiles(r), readText: (r: RootKey, path: string) => files.readText(r, path, this.#limits.maxScanFileBytes) };
+      p = filesMentioning(src, root, leaf, qualifier, this.#limits);
+      this.#mentions.set(key, p);
+      p.catch(() => this.#mentions.delete(key));
+    }
+    return p;
   }
 
   /** One query. Throws AppError (404 symbol_not_found, 504 timeout, whatever the query service throws). */
@@ -182,7 +196,7 @@ export class AskService {
         return a;
       },
       readText: (root, path) => memo.text(path, () => files.readText(root, path, limits.maxScanFileBytes)),
-      listFiles: (root) => memo.files(() => files.listFiles(root)),
+      filesMentioning: (root, leaf, qualifier) => this.#filesMentioning(root, leaf, qualifier),
       map: (items, fn) => mapLimit(items, limits.perQueryConcurrency, fn),
     };
   }

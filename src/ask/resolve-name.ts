@@ -16,7 +16,6 @@
 //    `external` coordinate.
 // 4. Still nothing: 404 symbol_not_found with near names, never an empty success.
 import { AppError, errors, isAppError } from '../errors.js';
-import { languageOf } from '../languages.js';
 import type { RootKey } from '../schemas.js';
 import { chainOf, leafOf, matchQualifiers, parseSymbolName, select, type ParsedName, type SymbolLike } from './name-match.js';
 import { findNameFrom, findOccurrences, fromUtf16, splitLines, toUtf16, type Encoding, type Pos } from './text-scan.js';
@@ -90,7 +89,7 @@ export async function resolveName(ctx: AskContext, input: ResolveInput): Promise
     if (found.length > 0) return { ...finish(ctx, name, found, 'symbols', unpinned), ...(ws.truncated ? { partial: true } : {}) };
   }
   // Not declared in the tree under that name: find a use of it and ask the server.
-  const files = await scanOrder(ctx, input.root, name);
+  const files = await ctx.filesMentioning(input.root, name.leaf, name.qualifiers[0]);
   const used = await fromUseSites(ctx, input, name, files);
   if (used.some((c) => c.exact)) return finish(ctx, name, used, 'use-site');
   if (sel.tier === 'loose') {
@@ -294,28 +293,10 @@ async function targetFit(ctx: AskContext, input: ResolveInput, name: ParsedName,
   return { fit: q.fit, ...(host?.container !== undefined ? { container: host.container } : {}), ...(host?.kind !== undefined ? { kind: host.kind } : {}) };
 }
 
-// Directories whose files are dependencies or build output, not uses in the tree.
-const NOT_SOURCE = new Set(['node_modules', '.git', 'vendor', 'dist', 'build', '__pycache__', '.venv', 'venv', 'site-packages', 'target']);
-
-/**
- * Files to look for use sites in: source files a server can serve, outside
- * dependency and build directories, those that mention the outermost qualifier
- * (`dep`, `greeter`) first. Bounded by files and bytes read.
- */
-async function scanOrder(ctx: AskContext, root: RootKey, name: ParsedName): Promise<string[]> {
-  const all = (await ctx.listFiles(root)).filter((p) => languageOf(p) !== undefined && !p.split('/').some((s) => NOT_SOURCE.has(s)));
-  const hits: { path: string; score: number }[] = [];
-  let bytes = 0;
-  for (const path of all.slice(0, ctx.limits.maxScanFiles)) {
-    if (bytes >= ctx.limits.maxScanBytes) break;
-    const text = await ctx.readText(root, path);
-    if (text === undefined) continue;
-    bytes += text.length;
-    if (!text.includes(name.leaf)) continue;
-    const q = name.qualifiers[0];
-    hits.push({ path, score: q !== undefined && text.includes(q) ? 0 : 1 });
-  }
-  return hits.sort((a, b) => a.score - b.score).map((h) => h.path);
+/** Module path, enclosing declarations, leaf: `src.server.Server.close`. */
+function fullyQualified(d: Loc, container: string | undefined, leaf: string): string {
+  const c = chainOf({ name: leaf, path: d.path, container, external: d.external === true, module: d.module as string | undefined });
+  return [...c.module, ...c.container, leaf].join('.');
 }
 
 /** A name that picks this symbol alone: container-qualified, else module-qualified. */
@@ -353,6 +334,13 @@ function finish(ctx: AskContext, name: ParsedName, found: Candidate[], via: Reso
   // Stable order for callers: in-tree before external, then by path and line.
   const first = (c: Candidate) => (c.definitions[0] ? keyOf(c.definitions[0]) : '~');
   groups.sort((a, b) => first(a).localeCompare(first(b)));
+  // Two classes named Server each with a close: `Server.close` picks neither; the module path does.
+  const counts = new Map<string, number>();
+  for (const g of groups) counts.set(g.qualified, (counts.get(g.qualified) ?? 0) + 1);
+  for (const g of groups) {
+    const d = g.definitions[0];
+    if ((counts.get(g.qualified) ?? 0) > 1 && d) g.qualified = fullyQualified(d, g.container, g.name);
+  }
   return { name, matches: groups.length + unpinned, candidates: groups.slice(0, ctx.limits.maxCandidates), exact: anyExact, via };
 }
 

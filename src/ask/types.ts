@@ -32,7 +32,8 @@ export interface AskLimits {
 export interface AskContext {
   lsp(q: LspRequest): Promise<LspAnswer>;
   readText(root: RootKey, path: string): Promise<string | undefined>;
-  listFiles(root: RootKey): Promise<readonly string[]>;
+  /** Source files of the root that contain `leaf` (those also naming `qualifier` first); bounded, cached per root. */
+  filesMentioning(root: RootKey, leaf: string, qualifier: string | undefined): Promise<string[]>;
   /** Like Promise.all(items.map(fn)) with at most perQueryConcurrency in flight; results in input order. */
   map<T, R>(items: readonly T[], fn: (item: T) => Promise<R>): Promise<R[]>;
   limits: AskLimits;
