@@ -12,7 +12,8 @@ export interface EntryHeader {
   type?: string | null;
   linkname?: string | null;
   mode?: number;
-  size?: number;
+  /** tar-stream gives null for a size field it cannot decode (a bad base-256 prefix). */
+  size?: number | null;
 }
 
 export interface EntryLimits {
@@ -96,6 +97,11 @@ export class EntryChecker {
     const entry = h.name;
     // tar-stream reports an unknown type flag as null: that must not read as 'file'.
     const type = h.type === undefined ? 'file' : h.type;
+    // An undecodable size is null, and `null >= 0` passes tar-stream's own check: the
+    // entry stream it hands out then never ends and the upload would hang. Refuse it.
+    if (h.size === null || (h.size !== undefined && !(Number.isSafeInteger(h.size) && h.size >= 0))) {
+      throw errors.badArchive(`Entry ${JSON.stringify(entry)} has an invalid size field.`);
+    }
     const size = h.size ?? 0;
     switch (type) {
       case 'character-device':
