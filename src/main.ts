@@ -9,6 +9,9 @@ import { buildServer } from './http/server.js';
 import { createJail } from './jail/jail.js';
 import { TokenSet } from './tokens.js';
 import { createLsp } from './lsp/create-lsp.js';
+import { FetchManager } from './fetch/fetch-manager.js';
+import { detectToolchains } from './fetch/toolchains.js';
+import type { RootKey } from './store/types.js';
 
 async function main(): Promise<void> {
   let config: Config;
@@ -56,19 +59,37 @@ async function main(): Promise<void> {
 
   // Language servers: the closed table (availability into /readyz), the session
   // pool and the query service; sessions spawn lazily, only in the proved SERVE jail.
-  const lsp = await createLsp({ config, log, metrics, health, jail, store });
+  // The FETCH phase: one background job per root, in the FETCH jail; jobs wait
+  // (queued) until that phase is proved. Roots stored before this start whose fetch
+  // was interrupted (or never queued) are resumed.
+  const fetcher = new FetchManager({ config, log: log.child({ mod: 'fetch' }), metrics, jail, store, tools: await detectToolchains(), ready: () => health.jail.fetch.ok });
+  fetcher.onDone((key) => void store.refreshUsage(key).catch((err: unknown) => log.warn({ err }, 'cannot measure a root after its fetch')));
+  void fetcher.resume(allRootKeys(store)).catch((err: unknown) => log.error({ err }, 'fetch resume failed'));
 
-  const app = await buildServer({ config, log, metrics, health, store, jail, lsp: lsp.service, pool: lsp.pool, table: lsp.table, ...(tokens ? { tokens } : {}) });
+  const lsp = await createLsp({ config, log, metrics, health, jail, store, fetcher });
+
+  const app = await buildServer({ config, log, metrics, health, store, jail, lsp: lsp.service, pool: lsp.pool, table: lsp.table, fetcher, ...(tokens ? { tokens } : {}) });
   const [host, port] = splitListen(config.listen);
   const address = await app.listen({ host, port });
   log.info({ address, ready: health.ready, reason: health.reason }, 'listening');
 
   installShutdown(log, config, async () => {
     await app.close();
+    await fetcher.close(); // running fetches are killed and written back as queued: the next start resumes them
     await lsp.close(); // shutdown/exit each server (bounded) before the jail kills what is left
     await jail.close();
     await store.close();
   });
+}
+
+/** Every stored root's key, page by page. */
+function* allRootKeys(store: RootStore): Generator<RootKey> {
+  let after: string | undefined;
+  do {
+    const page = store.list({ limit: 1000, ...(after ? { after } : {}) });
+    for (const info of page.roots) yield info.root;
+    after = page.next;
+  } while (after);
 }
 
 function splitListen(listen: string): [string, number] {

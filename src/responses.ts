@@ -71,6 +71,10 @@ export const lspAnswer = z.looseObject({
   incomplete: z.boolean().optional().describe('The server had not finished indexing within its readiness bound.'),
   untrusted: z.literal(true).optional().describe('Everything a language server produced is labelled untrusted.'),
   dependency_freshness: z.string().optional(),
+  dependencies: z
+    .looseObject({ state: z.enum(['none', 'done', 'failed', 'refused']), error: z.string().optional() })
+    .optional()
+    .describe("What the answering server could see of the root's dependencies: fetched (done), none to fetch, or failed/refused and why (the tree is still served)."),
   matches: z.number().int().optional().describe('/ask: how many symbols the name matched.'),
   cursor: z.string().optional().describe('Pass back to get the next page of a truncated answer.'),
 });

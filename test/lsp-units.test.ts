@@ -12,7 +12,7 @@ import { loadConfig } from '../src/config.js';
 import { createMetrics } from '../src/metrics.js';
 import { languageOf } from '../src/languages.js';
 import { ResultCache } from '../src/lsp/cache.js';
-import { ReadinessTracker } from '../src/lsp/readiness.js';
+import { MAX_EARLY_DOCS, ReadinessTracker } from '../src/lsp/readiness.js';
 import { ServerTable, defaultServerPaths, defaultServerRows, probeFiles, settingFor } from '../src/lsp/server-table.js';
 import { WorkspaceFinder, findFileOf, readTarget } from '../src/lsp/target-file.js';
 import { isAppError } from '../src/errors.js';
@@ -90,11 +90,17 @@ test('readiness: open progress blocks, then the grace; ignored titles do not cou
   t.onProgress({ token: {}, value: { kind: 'end' } });
 });
 
-test('readiness by document diagnostics; only watched documents are kept', async () => {
+test('readiness by document diagnostics; pushes for unopened documents wait (bounded) for their didOpen', async () => {
   const t = new ReadinessTracker({ kind: 'documentDiagnostics' }, 0, 0);
+  const early = 'file:///src/b.go';
+  t.onDiagnostics({ uri: early, diagnostics: [{ message: 'early' }] });
+  assert.equal(t.diagnosticsFor(early), undefined, 'not opened: not served yet');
+  t.watch(early); // gopls published at load and will not publish the same again
+  assert.deepEqual(t.diagnosticsFor(early)?.items, [{ message: 'early' }]);
+  for (let i = 0; i < MAX_EARLY_DOCS + 10; i++) t.onDiagnostics({ uri: `file:///src/f${i}.go`, diagnostics: [] });
+  t.watch('file:///src/f0.go');
+  assert.equal(t.diagnosticsFor('file:///src/f0.go'), undefined, 'the oldest early push was dropped');
   const uri = 'file:///src/a.ts';
-  t.onDiagnostics({ uri, diagnostics: [{ message: 'early' }] });
-  assert.equal(t.diagnosticsFor(uri), undefined, 'not opened: not kept');
   t.watch(uri);
   assert.equal(t.isReady(uri), false);
   setTimeout(() => t.onDiagnostics({ uri, diagnostics: Array.from({ length: 1500 }, () => ({ message: 'x' })) }), 10);

@@ -10,6 +10,7 @@ import type { Jail } from '../jail/types.js';
 import type { QueryService } from '../lsp/query-service.js';
 import type { SessionPool } from '../lsp/pool.js';
 import type { ServerTable } from '../lsp/server-table.js';
+import type { FetchManager } from '../fetch/fetch-manager.js';
 
 export interface Deps {
   config: Config;
@@ -27,4 +28,6 @@ export interface Deps {
   pool?: SessionPool;
   /** The server table, so /v1/tools and /mcp can name the languages that are not served. */
   table?: ServerTable;
+  /** The FETCH phase: PUT queues a root's fetch, GET shows its state. Absent: every fetch is "none". */
+  fetcher?: FetchManager;
 }

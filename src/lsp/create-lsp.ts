@@ -2,13 +2,18 @@
 // table (the real rows unless others are given: tests register their fault fakes
 // this way, with no test-only code here), availability probed into health, the
 // pool, the query service, and the store hooks (eviction never takes a root a
-// query holds; a removed root's sessions and cached answers go with it).
+// query holds; a removed root's sessions and cached answers go with it), and the
+// FETCH phase's hooks: sessions of a root whose fetch finished are restarted so
+// they see what it brought, and eviction never takes a root while it fetches.
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Config } from '../config.js';
 import type { Health } from '../health.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { Jail } from '../jail/types.js';
 import { rootId, type HoldCheck, type RemoveListener } from '../store/types.js';
+import { fetchedEcosystems, type DependencySource } from './dependencies.js';
 import { SessionPool } from './pool.js';
 import { QueryService, type RootAccess } from './query-service.js';
 import { ServerTable, defaultServerPaths, defaultServerRows, type ServerRow } from './server-table.js';
@@ -25,6 +30,8 @@ export interface LspDeps {
   };
   /** Server rows; the real table by default. */
   rows?: readonly ServerRow[];
+  /** The FETCH phase (FetchManager); without it nothing is fetched and answers say nothing of dependencies. */
+  fetcher?: DependencySource;
 }
 
 export interface Lsp {
@@ -43,9 +50,21 @@ export async function createLsp(deps: LspDeps): Promise<Lsp> {
     if (av.available) log.info({ server: name, version: av.version }, 'language server available');
     else log.warn({ server: name, reason: av.reason }, 'language server unavailable');
   }
-  const pool = new SessionPool({ config, log, metrics, jail });
-  const service = new QueryService({ config, log: log.child({ mod: 'query' }), metrics, health, store, pool, table });
-  store.setHoldCheck?.((k) => pool.holds(rootId(k)));
+  // Per-session generated files (clangd's compile database): what a crash left is wiped.
+  const sessionFilesDir = join(config.dataDir, 'sessions');
+  rmSync(sessionFilesDir, { recursive: true, force: true });
+  const pool = new SessionPool({ config, log, metrics, jail, sessionFilesDir });
+  const { fetcher } = deps;
+  const service = new QueryService({ config, log: log.child({ mod: 'query' }), metrics, health, store, pool, table, ...(fetcher ? { dependencies: fetcher } : {}) });
+  store.setHoldCheck?.((k) => pool.holds(rootId(k)) || (fetcher?.busy?.(k) ?? false));
+  // A finished fetch: sessions of the servers that read what it fetched (or failed
+  // to) were started without it; they are replaced on their next query.
+  const offDone = fetcher?.onDone((k, view) => {
+    const ecosystems = fetchedEcosystems(view);
+    service.dropRoot(rootId(k));
+    const n = pool.restartRoot(rootId(k), (s) => s.row.ecosystem !== undefined && ecosystems.has(s.row.ecosystem));
+    if (n > 0) log.info({ root: rootId(k), sessions: n }, 'sessions restarted after the fetch');
+  });
   const off = store.onRemove?.(async (k) => {
     service.dropRoot(rootId(k), store.treeDir(k));
     await pool.stopRoot(rootId(k));
@@ -56,6 +75,7 @@ export async function createLsp(deps: LspDeps): Promise<Lsp> {
     service,
     close: async () => {
       off?.();
+      offDone?.();
       await pool.close();
     },
   };

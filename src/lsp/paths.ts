@@ -124,6 +124,12 @@ export interface HostDirs {
   treeHostDir: string;
   /** The root's dependency cache (bound at DEPS_AT); absent when nothing was fetched. */
   depsHostDir?: string;
+  /**
+   * Binds laid over the tree or the deps (a fetched node_modules at
+   * /src/<ws>/node_modules): an in-jail path under one is read from its host
+   * directory, which lies inside depsHostDir.
+   */
+  mounts?: readonly { host: string; at: string }[];
 }
 
 /**
@@ -134,6 +140,10 @@ export interface HostDirs {
 export function hostPathOf(jailPath: string, dirs: HostDirs): string | undefined {
   const p = normalizeJailPath(jailPath);
   if (p === undefined) return undefined;
+  // The deepest mount wins, as it does in the jail (binds are mounted parents first).
+  let best: { host: string; at: string } | undefined;
+  for (const m of dirs.mounts ?? []) if (isUnder(p, m.at) && (!best || m.at.length > best.at.length)) best = m;
+  if (best) return join(best.host, p.slice(best.at.length));
   if (isUnder(p, TREE_AT)) return join(dirs.treeHostDir, p.slice(TREE_AT.length));
   if (dirs.depsHostDir !== undefined && isUnder(p, DEPS_AT)) return join(dirs.depsHostDir, p.slice(DEPS_AT.length));
   return undefined;

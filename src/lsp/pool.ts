@@ -9,7 +9,7 @@ import type { Config } from '../config.js';
 import { errors } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
-import type { Jail } from '../jail/types.js';
+import type { Bind, Jail } from '../jail/types.js';
 import type { ServerRow } from './server-table.js';
 import { Session, SessionFailedError } from './session.js';
 
@@ -18,6 +18,8 @@ export interface PoolDeps {
   log: Logger;
   metrics: Metrics;
   jail: Jail;
+  /** Host directory for per-session generated files (row.sessionFiles); none when absent. */
+  sessionFilesDir?: string;
 }
 
 export interface SessionSpec {
@@ -26,7 +28,10 @@ export interface SessionSpec {
   /** Root-relative workspace directory ('' for the tree's top). */
   workspace: string;
   treeHostDir: string;
-  depsHostDir?: string;
+  /** The root's fetched dependencies, bound read-only (FetchManager.serveBinds). */
+  depBinds?: readonly Bind[];
+  /** Their environment for this row's server (FetchManager.serveEnv). */
+  depEnv?: Readonly<Record<string, string>>;
 }
 
 export interface Lease {
@@ -48,6 +53,8 @@ export class SessionPool {
   private readonly log: Logger;
   private readonly sessions = new Map<string, Session>();
   private readonly backoffs = new Map<string, Backoff>();
+  /** Sessions taken out of the map by restartRoot, stopped when their last lease goes. */
+  private readonly draining = new Set<Session>();
   /** Sessions taken out of the map and still shutting down; close() waits for them. */
   private readonly stopping = new Set<Promise<void>>();
   private readonly gaugeLabels = new Set<string>();
@@ -104,6 +111,7 @@ export class SessionPool {
         released = true;
         session.leases--;
         session.lastUsed = Date.now();
+        if (session.leases === 0 && this.draining.delete(session)) this.retireKey(key, session, 'dependencies fetched');
       },
     };
   }
@@ -117,7 +125,9 @@ export class SessionPool {
       log: this.deps.log,
       metrics: this.deps.metrics,
       treeHostDir: spec.treeHostDir,
-      ...(spec.depsHostDir ? { depsHostDir: spec.depsHostDir } : {}),
+      ...(spec.depBinds ? { depBinds: spec.depBinds } : {}),
+      ...(spec.depEnv ? { depEnv: spec.depEnv } : {}),
+      ...(this.deps.sessionFilesDir ? { sessionFilesDir: this.deps.sessionFilesDir } : {}),
     });
     this.sessions.set(key, s);
     s.onEnd(() => {
@@ -193,9 +203,33 @@ export class SessionPool {
       this.sessions.delete(key);
       stops.push(s.stop());
     }
+    for (const s of [...this.draining]) {
+      if (s.key.rootId !== rootId) continue;
+      this.draining.delete(s);
+      stops.push(s.stop());
+    }
     for (const key of [...this.backoffs.keys()]) if (key.includes(`\u0000${rootId}\u0000`)) this.backoffs.delete(key);
     this.updateGauge();
     await Promise.all(stops);
+  }
+
+  /**
+   * The root's dependencies changed (its fetch finished): take its sessions out of
+   * the map so the next query spawns ones that see them, and stop each once no
+   * query holds it (a query already running finishes on the old one).
+   */
+  restartRoot(rootId: string, which: (s: Session) => boolean = () => true): number {
+    let n = 0;
+    for (const [key, s] of [...this.sessions]) {
+      if (s.key.rootId !== rootId || !which(s)) continue;
+      this.sessions.delete(key);
+      n++;
+      this.deps.metrics.restarts.inc({ server: s.key.server, reason: 'dependencies' });
+      if (s.leases === 0) this.retireKey(key, s, 'dependencies fetched');
+      else this.draining.add(s);
+    }
+    this.updateGauge();
+    return n;
   }
 
   /** The root's sessions, for GET /v1/roots/{...}. */
@@ -221,8 +255,9 @@ export class SessionPool {
   private async doClose(): Promise<void> {
     this.state = 'closing';
     clearInterval(this.reaper);
-    const all = [...this.sessions.values()];
+    const all = [...this.sessions.values(), ...this.draining];
     this.sessions.clear();
+    this.draining.clear();
     await Promise.all([...all.map((s) => s.stop()), ...this.stopping]);
     this.state = 'closed';
     this.updateGauge();

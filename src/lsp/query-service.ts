@@ -23,6 +23,7 @@ import type { lspAnswer } from '../responses.js';
 import type { RootInfo } from '../store/types.js';
 import { PROJECT_DIR } from '../jail/policy.js';
 import { ResultCache } from './cache.js';
+import { awaitDependencies, dependencyMounts, dependencyNote, type DependencyNote, type DependencySource } from './dependencies.js';
 import type { FileCoordinate } from './coordinates.js';
 import { runOp, workspaceSymbols, type OpResult } from './lsp-ops.js';
 import { treeJailPath } from './paths.js';
@@ -51,6 +52,8 @@ export interface QueryServiceDeps {
   store: RootAccess;
   pool: SessionPool;
   table: ServerTable;
+  /** The FETCH phase: sessions wait for it, bind what it fetched, answers say how it went. */
+  dependencies?: DependencySource;
 }
 
 /** An answer as responses.ts declares it (the route, /ask and the client share the type). */
@@ -126,7 +129,7 @@ export class QueryService {
       const out = await runOp({ ...this.opContext(w, session, uri, target), cursorScope: key });
       return { ...out, complete: out.complete && complete };
     });
-    const answer = this.finish(w, row.name, r);
+    const answer = this.finish(w, row.name, r, dependencyNote(this.deps.dependencies, q, row));
     this.cache.set(key, answer);
     return answer;
   }
@@ -153,8 +156,15 @@ export class QueryService {
       metrics.rejected.inc({ route: '/v1/code/lsp' });
       throw errors.busy(`More than ${config.maxQueuedQueries} queries are waiting for a language server.`, 1);
     }
+    try {
+      // A fetch still bringing what this server reads is waited for (bounded), so
+      // no session starts without dependencies that are about to be there.
+      await awaitDependencies(this.deps.dependencies, w.q, row, w.deadlineAt, w.deadline);
+    } catch (err) {
+      throw this.mapError(err, row, w);
+    }
     const workspace = this.workspaces.find(w.treeDir, rel, row.rootMarkers);
-    const lease = pool.acquire({ row, rootId: w.rootId, workspace, treeHostDir: w.treeDir, depsHostDir: w.depsDir });
+    const lease = pool.acquire({ row, rootId: w.rootId, workspace, treeHostDir: w.treeDir, ...dependencyMounts(this.deps.dependencies, w.q, row) });
     let releaseSlot: (() => void) | undefined;
     this.waiting++;
     let waiting = true;
@@ -185,7 +195,7 @@ export class QueryService {
 
   private opContext(w: Work, session: Session, uri: string, target: TargetFile) {
     const { config } = this.deps;
-    const dirs = { treeHostDir: w.treeDir, depsHostDir: w.depsDir };
+    const dirs = { treeHostDir: w.treeDir, depsHostDir: w.depsDir, mounts: dependencyMounts(this.deps.dependencies, w.q, session.row).depBinds };
     const document: FileCoordinate = { kind: 'tree', path: target.path, jailPath: treeJailPath(target.path) };
     return {
       q: w.q,
@@ -260,13 +270,13 @@ export class QueryService {
       },
       complete: got.length > 0 && got.every((p) => p.complete),
     };
-    const answer = this.finish(w, name, merged);
+    const answer = this.finish(w, name, merged, rows.length === 1 ? dependencyNote(this.deps.dependencies, w.q, rows[0]!) : undefined);
     this.cache.set(key, answer);
     return answer;
   }
 
   /** The common fields of every answer, then the size cap. */
-  private finish(w: Work, server: string, r: OpResult): LspAnswer {
+  private finish(w: Work, server: string, r: OpResult, dependencies?: DependencyNote): LspAnswer {
     const answer: LspAnswer = capAnswer(
       {
         op: w.q.op,
@@ -276,6 +286,7 @@ export class QueryService {
         incomplete: !r.complete,
         untrusted: true,
         dependency_freshness: DEPENDENCY_FRESHNESS,
+        ...(dependencies ? { dependencies } : {}),
       },
       this.deps.config.maxAnswerBytes,
     );

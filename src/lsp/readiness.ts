@@ -11,6 +11,8 @@ import type { Readiness } from './server-table.js';
 const MAX_TOKENS = 1024;
 /** Diagnostics kept per document; more are cut (the answer says truncated). */
 export const MAX_DIAGNOSTICS_PER_DOC = 1000;
+/** Documents not (yet) opened whose latest diagnostics are kept, oldest dropped first. */
+export const MAX_EARLY_DOCS = 1024;
 
 export interface Published {
   items: unknown[];
@@ -25,9 +27,18 @@ export class ReadinessTracker {
   private readonly open = new Set<string>();
   private readonly ignored = new Set<string>();
   private quietSince: number;
+  /** logMessage strategy: the server has logged its "finished indexing" line. */
+  private logSeen = false;
   /** Diagnostics last published per document URI, only for documents we opened. */
   private readonly published = new Map<string, Published>();
   private readonly watched = new Set<string>();
+  /**
+   * Diagnostics a server pushed for documents we had not opened. gopls publishes
+   * for every file of the packages it loads, and does not publish again when a
+   * later didOpen leaves them unchanged: without these, a diagnostics query on such
+   * a file would wait out its window. Roots are immutable, so they stay true.
+   */
+  private readonly early = new Map<string, Published>();
   private waiters = new Set<() => void>();
 
   constructor(strategy: Readiness, graceMs: number, now = Date.now()) {
@@ -41,6 +52,11 @@ export class ReadinessTracker {
   /** Start keeping diagnostics for a document (called at didOpen). */
   watch(uri: string): void {
     this.watched.add(uri);
+    const e = this.early.get(uri);
+    if (e) {
+      this.early.delete(uri);
+      if (!this.published.has(uri)) this.published.set(uri, e);
+    }
   }
 
   onProgress(params: unknown): void {
@@ -62,12 +78,28 @@ export class ReadinessTracker {
     this.wake();
   }
 
+  /** window/logMessage: only tested against the row's pattern, never kept (it may quote source or paths). */
+  onLog(params: unknown): void {
+    if (this.strategy.kind !== 'logMessage' || this.logSeen) return;
+    const message = (params as { message?: unknown } | null)?.message;
+    if (typeof message !== 'string' || !this.strategy.pattern.test(message.slice(0, 4096))) return;
+    this.logSeen = true;
+    this.wake();
+  }
+
   onDiagnostics(params: unknown): void {
     if (typeof params !== 'object' || params === null) return;
     const { uri, diagnostics } = params as { uri?: unknown; diagnostics?: unknown };
-    if (typeof uri !== 'string' || !this.watched.has(uri) || !Array.isArray(diagnostics)) return;
+    if (typeof uri !== 'string' || uri.length > 8192 || !Array.isArray(diagnostics)) return;
     const cut = diagnostics.length > MAX_DIAGNOSTICS_PER_DOC;
-    this.published.set(uri, { items: cut ? diagnostics.slice(0, MAX_DIAGNOSTICS_PER_DOC) : diagnostics, cut, at: Date.now() });
+    const p = { items: cut ? diagnostics.slice(0, MAX_DIAGNOSTICS_PER_DOC) : diagnostics, cut, at: Date.now() };
+    if (!this.watched.has(uri)) {
+      this.early.delete(uri);
+      this.early.set(uri, p);
+      if (this.early.size > MAX_EARLY_DOCS) this.early.delete(this.early.keys().next().value!);
+      return;
+    }
+    this.published.set(uri, p);
     this.wake();
   }
 
@@ -85,6 +117,7 @@ export class ReadinessTracker {
   isReady(uri: string | undefined, now = Date.now()): boolean {
     if (this.msUntilQuiet(now) > 0) return false;
     if (this.strategy.kind === 'documentDiagnostics' && uri !== undefined) return this.published.has(uri);
+    if (this.strategy.kind === 'logMessage') return this.logSeen;
     return true;
   }
 

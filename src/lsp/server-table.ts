@@ -5,15 +5,18 @@
 // here (and a fixture test). Availability and version are probed at boot from the
 // installed files (nothing is executed outside the jail) and shown in /readyz; a
 // row whose server is absent stays in the table, reported unavailable with why.
-import { access, readFile } from 'node:fs/promises';
-import { constants } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../config.js';
 import type { ServerAvailability } from '../health.js';
 import type { Language } from '../languages.js';
 import type { Bind } from '../jail/types.js';
-import { JAIL_HOME, JAIL_NODE_MODULES, JAIL_TMP, PROJECT_DIR } from '../jail/policy.js';
+import type { Ecosystem } from '../fetch/types.js';
+import { JAIL_NODE_MODULES, PROJECT_DIR } from '../jail/policy.js';
 import type { Encoding } from './encoding.js';
+import { languageRows } from './language-rows.js';
+import { JAIL_ENV, NODE, probeFiles } from './server-env.js';
+
+export { probeFiles };
 
 /**
  * How a session decides a server has finished loading the project, so an answer
@@ -33,7 +36,13 @@ export type Readiness =
    * semantic checker has then loaded the project holding it. For servers whose
    * early answers come from a syntax-only pass (typescript-language-server).
    */
-  | { kind: 'documentDiagnostics'; ignoreTitles?: RegExp };
+  | { kind: 'documentDiagnostics'; ignoreTitles?: RegExp }
+  /**
+   * Ready once the server has logged (window/logMessage) a line matching
+   * `pattern`: for servers whose only word that indexing finished is a log line
+   * (bash-language-server's background analysis). The line is tested, never kept.
+   */
+  | { kind: 'logMessage'; pattern: RegExp; ignoreTitles?: RegExp };
 
 export interface ServerRow {
   /** Stable name: answers' `server`, /readyz, metrics, session keys. */
@@ -47,7 +56,16 @@ export interface ServerRow {
   binds?: readonly Bind[];
   /** Files whose presence in a directory makes it a workspace (nearest ancestor wins). */
   rootMarkers: readonly string[];
-  initializationOptions?: unknown;
+  /** Sent at initialize; a function is given the workspace's in-jail directory. */
+  initializationOptions?: unknown | ((workspaceAt: string) => unknown);
+  /**
+   * Files generated for each session (in-jail path under HOME or /tmp → contents),
+   * bound read-only; e.g. clangd's compile_commands.json. Given the host tree and the
+   * workspace, which it may read (never follow links out of: see the row).
+   */
+  sessionFiles?: (ws: { treeHostDir: string; workspace: string; workspaceAt: string }) => Promise<Record<string, string>>;
+  /** Whose fetched dependencies this server reads: their binds and env, and what answers say of them. */
+  ecosystem?: Ecosystem;
   /** Answers to `workspace/configuration`, by section (a dotted section is looked up by path). */
   settings?: Readonly<Record<string, unknown>>;
   readiness: Readiness;
@@ -72,18 +90,6 @@ export function defaultServerPaths(): ServerPaths {
   return { nodeModulesHost: join(PROJECT_DIR, 'node_modules'), nodeModulesAt: JAIL_NODE_MODULES };
 }
 
-/** HOME, caches and temp inside the jail's private tmpfs mounts, so nothing writes elsewhere. */
-const JAIL_ENV = {
-  PATH: '/usr/local/bin:/usr/bin:/bin',
-  HOME: JAIL_HOME,
-  XDG_CACHE_HOME: `${JAIL_HOME}/.cache`,
-  XDG_CONFIG_HOME: `${JAIL_HOME}/.config`,
-  XDG_DATA_HOME: `${JAIL_HOME}/.local/share`,
-  TMPDIR: JAIL_TMP,
-  LANG: 'C.UTF-8',
-} as const;
-
-const NODE = '/usr/bin/node';
 /** Where the tsserver row sees the daemon's pinned TypeScript 5 (a bind of its own). */
 const TSSERVER_TS_AT = '/opt/lspd-typescript/typescript';
 
@@ -101,6 +107,7 @@ export function defaultServerRows(p: ServerPaths): ServerRow[] {
       languages: ['typescript', 'javascript'],
       argv: [at('@typescript/typescript-linux-x64/lib/tsc'), '--lsp', '--stdio'],
       env: { ...JAIL_ENV },
+      ecosystem: 'npm',
       rootMarkers: ['tsconfig.json', 'jsconfig.json', 'package.json'],
       // Automatic type acquisition runs `npm install types-registry` for JS projects
       // (measured: it does, unasked). It is turned off through the settings TS 7
@@ -132,6 +139,7 @@ export function defaultServerRows(p: ServerPaths): ServerRow[] {
       // node_modules, tsserver walked and inotify-watched every package beside it
       // (measured with strace: thousands of readlink/inotify_add_watch calls).
       binds: [{ host: host('typescript'), at: TSSERVER_TS_AT }],
+      ecosystem: 'npm',
       rootMarkers: ['tsconfig.json', 'jsconfig.json', 'package.json'],
       initializationOptions: {
         tsserver: { path: `${TSSERVER_TS_AT}/lib/tsserver.js`, logVerbosity: 'off' },
@@ -158,6 +166,8 @@ export function defaultServerRows(p: ServerPaths): ServerRow[] {
       languages: ['python'],
       argv: [NODE, at('pyright/langserver.index.js'), '--stdio'],
       env: { ...JAIL_ENV },
+      // Python dependencies are never fetched (installers run package code): answers say so.
+      ecosystem: 'python',
       rootMarkers: ['pyrightconfig.json', 'pyproject.toml', 'setup.py', 'setup.cfg'],
       settings: {
         // Pin the interpreter pyright asks for sys.path to the image's own, never a
@@ -174,6 +184,8 @@ export function defaultServerRows(p: ServerPaths): ServerRow[] {
       maxInFlight: 32,
       probe: () => probeFiles([host('pyright/langserver.index.js'), host('pyright/dist/pyright-langserver.js')], host('pyright/package.json')),
     },
+    // Go, C/C++, PHP, shell, Rust, Java, Ruby: src/lsp/language-rows.ts.
+    ...languageRows(p),
   ];
 }
 
@@ -220,27 +232,6 @@ export class ServerTable {
     );
     return out;
   }
-}
-
-/** Available when every file is readable; version from the first package.json (plus the others, joined). */
-export async function probeFiles(files: string[], ...packageJsons: string[]): Promise<ServerAvailability> {
-  for (const f of files) {
-    try {
-      await access(f, constants.R_OK);
-    } catch {
-      return { available: false, reason: `not installed (${f.split('/node_modules/').pop() ?? 'file'} missing)` };
-    }
-  }
-  const versions: string[] = [];
-  for (const pj of packageJsons) {
-    try {
-      const j = JSON.parse(await readFile(pj, 'utf8')) as { name?: string; version?: string };
-      if (j.version) versions.push(versions.length === 0 ? j.version : `${j.name ?? '?'} ${j.version}`);
-    } catch {
-      /* version unknown is not unavailability */
-    }
-  }
-  return versions.length ? { available: true, version: versions.join(', ') } : { available: true };
 }
 
 /** The value of a `workspace/configuration` item for a row: exact section, else walk a dotted path. */

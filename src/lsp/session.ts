@@ -13,9 +13,10 @@ import { basename } from 'node:path';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
-import type { Jail, JailedProcess } from '../jail/types.js';
+import type { Bind, Jail, JailedProcess } from '../jail/types.js';
 import { encodingFromLsp, encodingToLsp, type Encoding } from './encoding.js';
-import { DEPS_AT, TREE_AT, jailPathToFileUri, treeFileUri, treeJailPath } from './paths.js';
+import { TREE_AT, jailPathToFileUri, treeFileUri, treeJailPath } from './paths.js';
+import { writeSessionFiles, type SessionFiles } from './session-files.js';
 import { ReadinessTracker, type Published } from './readiness.js';
 import { settingFor, type ServerRow } from './server-table.js';
 import { FrameError } from './frame-reader.js';
@@ -67,7 +68,12 @@ export interface SessionDeps {
   log: Logger;
   metrics: Metrics;
   treeHostDir: string;
-  depsHostDir?: string;
+  /** The root's fetched dependencies (FetchManager.serveBinds), read-only; mounted after the tree. */
+  depBinds?: readonly Bind[];
+  /** Their environment for this server (FetchManager.serveEnv: e.g. GOMODCACHE). */
+  depEnv?: Readonly<Record<string, string>>;
+  /** Host directory under which per-session generated files (row.sessionFiles) are written. */
+  sessionFilesDir?: string;
 }
 
 export class Session {
@@ -148,19 +154,27 @@ export class Session {
     const t0 = Date.now();
     const wsPath = treeJailPath(key.workspace);
     let proc: JailedProcess;
+    let files: SessionFiles | undefined;
     try {
+      // Files the row generates for this workspace (clangd's compile_commands.json),
+      // written by the daemon and bound read-only; removed when the jail is gone.
+      if (row.sessionFiles && this.deps.sessionFilesDir) {
+        files = await writeSessionFiles(this.deps.sessionFilesDir, await row.sessionFiles({ treeHostDir: this.deps.treeHostDir, workspace: key.workspace, workspaceAt: wsPath }));
+      }
       proc = await jail.spawn({
         phase: 'serve',
         argv: [...row.argv],
-        env: { ...row.env },
+        env: { ...row.env, ...this.deps.depEnv },
         tree: { hostDir: this.deps.treeHostDir, at: TREE_AT },
-        binds: [...(row.binds ?? []), ...(this.deps.depsHostDir ? [{ host: this.deps.depsHostDir, at: DEPS_AT }] : [])],
+        binds: [...(row.binds ?? []), ...(this.deps.depBinds ?? []), ...(files?.binds ?? [])],
         cwd: wsPath,
         stderrRingBytes: config.stderrRingBytes,
       });
     } catch (err) {
+      void files?.remove();
       throw this.fail(new SessionFailedError('start', 'spawn', `the jail could not start ${row.name}: ${(err as Error).message}`));
     }
+    if (files) void proc.exited.then(() => files.remove());
     if (this.st.kind !== 'starting') {
       proc.kill();
       throw this.endedError();
@@ -217,7 +231,7 @@ export class Session {
       rootUri: wsUri,
       rootPath: wsPath,
       workspaceFolders: [{ uri: wsUri, name: basename(wsPath) || 'src' }],
-      initializationOptions: row.initializationOptions,
+      initializationOptions: typeof row.initializationOptions === 'function' ? (row.initializationOptions as (at: string) => unknown)(wsPath) : row.initializationOptions,
       trace: 'off',
       capabilities: {
         general: { positionEncodings: row.encodings.map(encodingToLsp) },
@@ -243,11 +257,13 @@ export class Session {
     if (method === '$/progress') {
       this.tracker.onProgress(params);
       if (this.log.isLevelEnabled('debug')) this.log.debug({ kind: (params as { value?: { kind?: unknown } })?.value?.kind }, 'server progress');
+    } else if (method === 'window/logMessage') {
+      this.tracker.onLog(params); // tested against the row's readiness pattern, never kept
     } else if (method === 'textDocument/publishDiagnostics') {
       this.tracker.onDiagnostics(params);
       if (this.log.isLevelEnabled('debug')) this.log.debug('server published diagnostics');
     }
-    // window/logMessage, telemetry/event, …: dropped unread (they may quote source).
+    // telemetry/event, …: dropped unread (they may quote source).
   }
 
   private onServerRequest(method: string, params: unknown): unknown {

@@ -16,6 +16,8 @@ import { createJail, type JailRuntime } from '../../src/jail/jail.js';
 import { preflight } from '../../src/jail/preflight.js';
 import { buildServer } from '../../src/http/server.js';
 import { createLsp, type Lsp } from '../../src/lsp/create-lsp.js';
+import { FetchManager } from '../../src/fetch/fetch-manager.js';
+import { detectToolchains } from '../../src/fetch/toolchains.js';
 import { defaultServerPaths, defaultServerRows, type ServerRow } from '../../src/lsp/server-table.js';
 import { getJson, postJson, shaOf, tarOf, upload } from './ask-harness.js';
 import { pidsOfUids, waitFor } from '../fixtures/jail/harness.js';
@@ -40,6 +42,8 @@ export interface Lspd {
   lsp: Lsp;
   jail: JailRuntime;
   store: RootStore;
+  /** The FETCH phase, wired as main.ts wires it. */
+  fetcher: FetchManager;
   app: FastifyInstance;
   /** First host uid of this daemon's jail pool (64 uids): every jailed process runs as one. */
   uidBase: number;
@@ -70,8 +74,10 @@ export async function startLspd(opts: { env?: Record<string, string>; rows?: Ser
   const jail = await createJail({ config, log: log.child({ mod: 'jail' }), metrics });
   health.jail = await jail.canary();
   if (!health.jailReady) throw new Error(`jail canary failed: ${health.reason}`);
-  const lsp = await createLsp({ config, log, metrics, health, jail, store, ...(opts.rows ? { rows: opts.rows } : {}) });
-  const app = await buildServer({ config, log, metrics, health, store, jail, lsp: lsp.service, pool: lsp.pool });
+  const fetcher = new FetchManager({ config, log, metrics, jail, store, tools: await detectToolchains(), ready: () => health.jail.fetch.ok });
+  fetcher.onDone((key) => void store.refreshUsage(key).catch(() => undefined));
+  const lsp = await createLsp({ config, log, metrics, health, jail, store, fetcher, ...(opts.rows ? { rows: opts.rows } : {}) });
+  const app = await buildServer({ config, log, metrics, health, store, jail, lsp: lsp.service, pool: lsp.pool, table: lsp.table, fetcher });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   let closing: Promise<void> | undefined;
   return {
@@ -81,11 +87,13 @@ export async function startLspd(opts: { env?: Record<string, string>; rows?: Ser
     lsp,
     jail,
     store,
+    fetcher,
     app,
     uidBase,
     close: () =>
       (closing ??= (async () => {
         await app.close();
+        await fetcher.close();
         await lsp.close();
         await jail.close();
         await store.close();
@@ -140,4 +148,15 @@ export async function uploadDir(url: string, root: { org: string; repo: string; 
 /** Host pids of this daemon's jailed processes. */
 export function jailedPids(d: Lspd): number[] {
   return pidsOfUids(d.uidBase, 64);
+}
+
+/** GET the root until its fetch has settled (done/failed/refused/none); its `fetch` view. */
+export async function fetchSettled(url: string, root: { org: string; repo: string; sha: string }, timeoutMs = 90_000): Promise<{ state: string; error?: string; log?: string }> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const r = await getJson(url, `/v1/roots/${root.org}/${root.repo}/${root.sha}`);
+    const f = r.body.fetch as { state: string };
+    if (!['queued', 'running'].includes(f.state) || Date.now() > until) return f;
+    await new Promise((res) => setTimeout(res, 100));
+  }
 }

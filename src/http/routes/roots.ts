@@ -8,6 +8,7 @@ import { errors } from '../../errors.js';
 import { listQuery } from '../../schemas.js';
 import { checkRootKey } from '../../store/root-key.js';
 import { rootId, type RootInfo, type RootKey } from '../../store/types.js';
+import type { FetchView } from '../../fetch/types.js';
 import type { Deps } from '../deps.js';
 import { parse } from '../error-handler.js';
 
@@ -37,7 +38,10 @@ export async function rootRoutes(app: FastifyInstance, deps: Deps): Promise<void
       const gzip = uploadIsGzip(req.headers['content-type'], req.headers['content-encoding']);
       try {
         const { created, info } = await store.put(key, req.raw, { gzip });
-        return reply.code(created ? 201 : 200).send({ ...view(info), created, fetch: fetchView(key) });
+        // A new root's fetch is queued now (it runs in the background); an existing
+        // one answers where its fetch stands.
+        const fetch = !deps.fetcher ? NO_FETCH : created ? await deps.fetcher.enqueue(key) : deps.fetcher.state(key);
+        return reply.code(created ? 201 : 200).send({ ...view(info), created, fetch });
       } catch (err) {
         lingerThenClose(req.raw);
         throw err;
@@ -50,7 +54,7 @@ export async function rootRoutes(app: FastifyInstance, deps: Deps): Promise<void
     const info = store.get(key);
     if (!info) throw errors.notFound();
     const sessions = deps.pool?.sessionsOf(rootId(key)).map((s) => ({ server: s.server, state: s.state, workspace: s.workspace })) ?? [];
-    return { ...view(info), fetch: fetchView(key), sessions };
+    return { ...view(info), fetch: deps.fetcher?.state(key) ?? NO_FETCH, sessions };
   });
 
   app.delete<KeyParams>('/v1/roots/:org/:repo/:sha', async (req, reply) => {
@@ -62,7 +66,12 @@ export async function rootRoutes(app: FastifyInstance, deps: Deps): Promise<void
   app.get('/v1/roots', async (req) => {
     const q = parse(listQuery, req.query);
     const page = store.list({ limit: q.limit, after: q.after });
-    return { roots: page.roots.map((info) => ({ ...view(info), fetch: fetchView(info.root) })), ...(page.next ? { next: page.next } : {}) };
+    // The list says only where each fetch stands; its steps and log are on the root's own GET.
+    const fetchOf = (k: RootKey) => {
+      const f = deps.fetcher?.state(k) ?? NO_FETCH;
+      return f.error !== undefined ? { state: f.state, error: f.error } : { state: f.state };
+    };
+    return { roots: page.roots.map((info) => ({ ...view(info), fetch: fetchOf(info.root) })), ...(page.next ? { next: page.next } : {}) };
   });
 }
 
@@ -70,10 +79,8 @@ function view(info: RootInfo) {
   return { root: info.root, files: info.files, bytes: info.bytes, languages: info.languages, createdAt: info.createdAt };
 }
 
-/** The FETCH phase is not built yet; when it is, it reports its state here. */
-function fetchView(_key: RootKey): { state: string; error?: string } {
-  return { state: 'none' };
-}
+/** A daemon built without a FETCH phase (tests of other parts): nothing is ever fetched. */
+const NO_FETCH: FetchView = { state: 'none' };
 
 /**
  * Whether the body is gzip'd, from Content-Type (application/gzip) or

@@ -1,0 +1,90 @@
+// What the query side needs of the FETCH phase (src/fetch/fetch-manager.ts fits it),
+// and the three decisions made with it:
+// - before a session is used: does this query wait for a fetch still queued or
+//   running (only when it is fetching what this row's server reads), and for how
+//   long; past that it answers 503 fetch_running rather than answer without them.
+// - the binds and env a new session gets (the checked mounts of a finished fetch).
+// - what every answer says of its dependencies (`dependencies: {state, error?}`):
+//   a failed or refused fetch still serves the tree, and says so.
+import { errors } from '../errors.js';
+import type { Ecosystem, FetchView, StepStatus } from '../fetch/types.js';
+import type { Bind } from '../jail/types.js';
+import type { RootKey } from '../store/types.js';
+import { TREE_AT } from './paths.js';
+import type { ServerRow } from './server-table.js';
+
+export interface DependencySource {
+  state(key: RootKey): FetchView;
+  /** Resolves when the root's fetch settled or `signal` aborted, with the view then. */
+  wait(key: RootKey, signal?: AbortSignal): Promise<FetchView>;
+  serveBinds(key: RootKey, treeAt: string): Bind[];
+  serveEnv(key: RootKey, ecosystem: Ecosystem): Record<string, string>;
+  onDone(listener: (key: RootKey, view: FetchView) => void): () => void;
+  /** A fetch is running for the root (eviction must not take it). */
+  busy?(key: RootKey): boolean;
+}
+
+/** What an answer says about the dependencies its server could see. */
+export type DependencyNote = {
+  state: 'none' | 'done' | 'failed' | 'refused';
+  error?: string;
+} & Record<string, unknown>;
+
+const PYTHON_NEVER = 'Python dependencies are never fetched: pip and Python build backends run package code, which FETCH never does; only the standard library (typeshed) resolves.';
+
+const unsettled = (s: StepStatus['state']) => s === 'queued' || s === 'running';
+
+/** Is the root fetching (or about to fetch) what `row` reads? */
+export function fetchingFor(view: FetchView, row: ServerRow): boolean {
+  if (view.state !== 'queued' && view.state !== 'running') return false;
+  if (!row.ecosystem) return false;
+  return (view.ecosystems ?? []).some((s) => s.ecosystem === row.ecosystem && unsettled(s.state));
+}
+
+/**
+ * Wait for the root's fetch when it is fetching what `row` reads: at most half of
+ * what is left of the query's budget, so an answer still has the other half; then
+ * 503 fetch_running (the caller retries) rather than an answer without them.
+ */
+export async function awaitDependencies(src: DependencySource | undefined, key: RootKey, row: ServerRow, deadlineAt: number, signal: AbortSignal): Promise<void> {
+  if (!src) return;
+  let view = src.state(key);
+  if (!fetchingFor(view, row)) return;
+  const waitMs = Math.max(0, Math.floor((deadlineAt - Date.now()) / 2));
+  view = await src.wait(key, AbortSignal.any([signal, AbortSignal.timeout(Math.max(1, waitMs))]));
+  if (signal.aborted) throw signal.reason as Error;
+  if (fetchingFor(view, row)) {
+    throw errors.fetchRunning(`This root's dependencies are still being fetched (${view.state}); retry shortly.`, 5);
+  }
+}
+
+/** The read-only dependency binds and env for a new session of `row` on this root. */
+export function dependencyMounts(src: DependencySource | undefined, key: RootKey, row: ServerRow): { depBinds: Bind[]; depEnv: Record<string, string> } {
+  if (!src) return { depBinds: [], depEnv: {} };
+  return { depBinds: src.serveBinds(key, TREE_AT), depEnv: row.ecosystem ? src.serveEnv(key, row.ecosystem) : {} };
+}
+
+/** `dependencies` for an answer by `row` on this root; undefined when lspd has no FETCH phase wired. */
+export function dependencyNote(src: DependencySource | undefined, key: RootKey, row: ServerRow): DependencyNote | undefined {
+  if (!src) return undefined;
+  if (row.ecosystem === 'python') {
+    const step = src.state(key).ecosystems?.find((s) => s.ecosystem === 'python' && s.reason);
+    return { state: 'refused', error: step?.reason ?? PYTHON_NEVER };
+  }
+  const view = src.state(key);
+  const steps = (view.ecosystems ?? []).filter((s) => s.ecosystem === row.ecosystem);
+  if (steps.length === 0) {
+    // Nothing of this ecosystem was planned; a whole-root failure still says why.
+    return view.state === 'failed' && !view.ecosystems?.length ? { state: 'failed', ...(view.error ? { error: view.error } : {}) } : { state: 'none' };
+  }
+  const bad = steps.find((s) => s.state === 'failed' || s.state === 'skipped' || unsettled(s.state));
+  if (bad) return { state: 'failed', error: bad.reason ?? view.error ?? 'the dependency fetch did not finish' };
+  const refused = steps.find((s) => s.state === 'refused');
+  if (refused) return { state: 'refused', ...(refused.reason ? { error: refused.reason } : {}) };
+  return { state: 'done' };
+}
+
+/** Ecosystems a finished fetch brought (or failed to bring) dependencies for: their sessions restart. */
+export function fetchedEcosystems(view: FetchView): Set<Ecosystem> {
+  return new Set((view.ecosystems ?? []).filter((s) => s.state === 'done' || s.state === 'failed').map((s) => s.ecosystem));
+}

@@ -1,0 +1,42 @@
+// Files a server row generates for one session (clangd's compile_commands.json),
+// written by the daemon into a fresh host directory of its own and bound read-only
+// into the jail, file by file, at in-jail paths inside the session's private tmpfs
+// (so the directory around them stays writable for the server: clangd keeps its
+// index next to its compile_commands.json). Removed when the session's jail is gone;
+// the whole base directory is wiped at start (createLsp), for what a crash left.
+import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Bind } from '../jail/types.js';
+import { JAIL_HOME, JAIL_TMP } from '../jail/policy.js';
+
+export interface SessionFiles {
+  binds: Bind[];
+  /** Idempotent; never throws. */
+  remove(): Promise<void>;
+}
+
+/** `files`: in-jail absolute path (under HOME or TMP) → contents. */
+export async function writeSessionFiles(baseDir: string, files: Readonly<Record<string, string>>): Promise<SessionFiles> {
+  await mkdir(baseDir, { recursive: true, mode: 0o755 });
+  const dir = await mkdtemp(join(baseDir, 's-'));
+  let removed: Promise<void> | undefined;
+  const remove = () => (removed ??= rm(dir, { recursive: true, force: true }).catch(() => undefined));
+  try {
+    // Jailed processes run as pool uids: the files must be readable by others (they hold nothing secret).
+    await chmod(dir, 0o755);
+    const binds: Bind[] = [];
+    let n = 0;
+    for (const [at, text] of Object.entries(files)) {
+      if (!(at.startsWith(`${JAIL_HOME}/`) || at.startsWith(`${JAIL_TMP}/`)) || at.includes('/../') || at.includes('\0')) {
+        throw new Error(`session file ${at} is not inside the session's private tmpfs`);
+      }
+      const host = join(dir, `f${n++}`);
+      await writeFile(host, text, { mode: 0o644 });
+      binds.push({ host, at });
+    }
+    return { binds, remove };
+  } catch (err) {
+    await remove();
+    throw err;
+  }
+}
