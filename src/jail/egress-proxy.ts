@@ -91,10 +91,17 @@ export async function startEgressProxy(opts: { socketPath: string; allow: readon
   const live = new Set<Socket>();
 
   const refuse = (client: Socket, status: string, why: string) => {
+    // Read and drop what the client still sends, so it sees our FIN (and answer)
+    // rather than a reset for unread data; the head timeout bounds the wait.
+    client.resume();
     client.end(`HTTP/1.1 ${status}\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n${why}\n`);
   };
 
-  const server: Server = createServer({ allowHalfOpen: false }, (client) => {
+  // allowHalfOpen on both sockets: a tunnel carries each direction's end (FIN) to
+  // the other side on its own, after the data before it. Closing a socket the moment
+  // its peer closed dropped what was still buffered for it (a 3 MiB tarball failed 3
+  // runs in 10 when the registry closed right after its last byte).
+  const server: Server = createServer({ allowHalfOpen: true }, (client) => {
     if (live.size >= MAX_CONNECTIONS) return refuse(client, '503 Service Unavailable', 'too many connections');
     live.add(client);
     client.on('close', () => live.delete(client));
@@ -122,27 +129,36 @@ export async function startEgressProxy(opts: { socketPath: string; allow: readon
         return refuse(client, '403 Forbidden', `${req.authority} is not an allowed fetch registry`);
       }
       const { host, port } = splitAuthority(req.authority)!;
-      const upstream = connect({ host: host.replace(/^\[|\]$/g, ''), port: Number(port) });
+      const upstream = connect({ host: host.replace(/^\[|\]$/g, ''), port: Number(port), allowHalfOpen: true });
       live.add(upstream);
       upstream.on('close', () => live.delete(upstream));
       upstream.setTimeout(CONNECT_TIMEOUT_MS, () => upstream.destroy());
-      upstream.once('error', (err) => {
+      const connectFailed = (err: Error) => {
         log.warn({ dest: req.authority, code: (err as NodeJS.ErrnoException).code }, 'egress upstream failed');
         if (!client.destroyed) refuse(client, '502 Bad Gateway', `cannot reach ${req.authority}`);
-        client.resume();
-      });
+      };
+      upstream.once('error', connectFailed);
       upstream.once('connect', () => {
+        // From here an error is a broken tunnel, not an answer to give: see `both`.
+        upstream.off('error', connectFailed);
         log.info({ dest: req.authority, method: req.method }, 'egress allowed');
-        upstream.setTimeout(IDLE_TIMEOUT_MS, () => upstream.destroy());
-        client.setTimeout(IDLE_TIMEOUT_MS, () => client.destroy());
         if (req.connect) client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
         else upstream.write(req.upstreamHead!, 'latin1');
         if (rest.length) upstream.write(rest);
+        // pipe() ends the other side's write half once this side's read half has
+        // ended and everything read was written; each socket closes itself when
+        // both of its halves are done. Only an error or an idle timeout tears both
+        // down at once (there is nothing left worth delivering then).
+        const both = () => {
+          client.destroy();
+          upstream.destroy();
+        };
+        upstream.setTimeout(IDLE_TIMEOUT_MS, both);
+        client.setTimeout(IDLE_TIMEOUT_MS, both);
         client.pipe(upstream);
         upstream.pipe(client);
-        client.on('close', () => upstream.destroy());
-        upstream.on('close', () => client.destroy());
-        upstream.on('error', () => client.destroy());
+        client.on('error', both);
+        upstream.on('error', both);
         client.resume();
       });
     };
