@@ -9,18 +9,19 @@
 //
 // A session never recovers in place: once failed it stays failed, and the pool
 // replaces it on the next query. That keeps every field valid only in its state.
-import { basename } from 'node:path';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { Bind, Jail, JailedProcess } from '../jail/types.js';
-import { encodingFromLsp, encodingToLsp, type Encoding } from './encoding.js';
+import { answerServerRequest, initializeParams } from './client-side.js';
+import { raceAbort } from './race-abort.js';
+import { encodingFromLsp, type Encoding } from './encoding.js';
 import { TREE_AT, jailPathToFileUri, treeFileUri, treeJailPath } from './paths.js';
 import { writeSessionFiles, type SessionFiles } from './session-files.js';
 import { ReadinessTracker, type Published } from './readiness.js';
-import { settingFor, type ServerRow } from './server-table.js';
+import type { ServerRow } from './server-table.js';
 import { FrameError } from './frame-reader.js';
-import { Budget, BudgetExceededError, ConnectionClosedError, LspConnection, METHOD_NOT_FOUND } from './transport.js';
+import { Budget, BudgetExceededError, ConnectionClosedError, LspConnection } from './transport.js';
 
 export interface SessionKey {
   server: string;
@@ -185,7 +186,7 @@ export class Session {
       output: proc.stdin,
       maxFrameBytes: config.maxFrameBytes,
       onNotification: (method, params) => this.onNotification(method, params),
-      onRequest: (method, params) => this.onServerRequest(method, params),
+      onRequest: (method, params) => answerServerRequest(this.row, this.key.workspace, method, params),
       onClose: (err) => {
         if (!err) return;
         if (err instanceof FrameError) this.retire('protocol', `${row.name} broke the LSP framing: ${err.message}`);
@@ -202,7 +203,7 @@ export class Session {
     const wsUri = jailPathToFileUri(wsPath);
     let init: { capabilities?: Record<string, unknown> };
     try {
-      init = (await conn.request('initialize', this.initializeParams(wsUri, wsPath), {
+      init = (await conn.request('initialize', initializeParams(this.row, wsUri, wsPath), {
         signal: AbortSignal.timeout(config.initializeTimeoutMs),
         budget: new Budget(config.maxMessagesPerRequest, config.maxInspectBytes),
       })) as typeof init;
@@ -221,38 +222,6 @@ export class Session {
     this.log.info({ encoding: this.encoding, ms: Date.now() - t0 }, 'session ready');
   }
 
-  private initializeParams(wsUri: string, wsPath: string): object {
-    const { row } = this.deps;
-    return {
-      // In the jail's PID namespace our pid names nothing: Node servers and tsgo
-      // poll it and exit after 3-5 s when it is given. null means "no parent to watch".
-      processId: null,
-      clientInfo: { name: 'lspd' },
-      rootUri: wsUri,
-      rootPath: wsPath,
-      workspaceFolders: [{ uri: wsUri, name: basename(wsPath) || 'src' }],
-      initializationOptions: typeof row.initializationOptions === 'function' ? (row.initializationOptions as (at: string) => unknown)(wsPath) : row.initializationOptions,
-      trace: 'off',
-      capabilities: {
-        general: { positionEncodings: row.encodings.map(encodingToLsp) },
-        window: { workDoneProgress: true },
-        workspace: { configuration: true, workspaceFolders: true, symbol: { dynamicRegistration: false } },
-        textDocument: {
-          synchronization: { dynamicRegistration: false, didSave: false },
-          definition: { linkSupport: true },
-          typeDefinition: { linkSupport: true },
-          implementation: { linkSupport: true },
-          references: {},
-          hover: { contentFormat: ['markdown', 'plaintext'] },
-          documentSymbol: { hierarchicalDocumentSymbolSupport: true },
-          publishDiagnostics: { relatedInformation: false, versionSupport: false },
-          // TS 7 answers textDocument/diagnostic only when the client says it can pull.
-          diagnostic: { dynamicRegistration: false, relatedDocumentSupport: false },
-        },
-      },
-    };
-  }
-
   private onNotification(method: string, params: unknown): void {
     if (method === '$/progress') {
       this.tracker.onProgress(params);
@@ -264,30 +233,6 @@ export class Session {
       if (this.log.isLevelEnabled('debug')) this.log.debug('server published diagnostics');
     }
     // telemetry/event, …: dropped unread (they may quote source).
-  }
-
-  private onServerRequest(method: string, params: unknown): unknown {
-    switch (method) {
-      case 'workspace/configuration': {
-        const items = (params as { items?: { section?: unknown }[] } | undefined)?.items;
-        return Array.isArray(items) ? items.slice(0, 256).map((i) => settingFor(this.row, i?.section)) : [];
-      }
-      case 'workspace/workspaceFolders': {
-        const p = treeJailPath(this.key.workspace);
-        return [{ uri: jailPathToFileUri(p), name: basename(p) || 'src' }];
-      }
-      case 'client/registerCapability':
-      case 'client/unregisterCapability':
-      case 'window/workDoneProgress/create':
-      case 'window/showMessageRequest':
-        return null;
-      case 'window/showDocument':
-        return { success: false };
-      case 'workspace/applyEdit':
-        return { applied: false, failureReason: 'lspd serves read-only trees' };
-      default:
-        return METHOD_NOT_FOUND;
-    }
   }
 
   /** Wait until ready (bounded by the caller's signal). */
@@ -453,25 +398,6 @@ export class Session {
     if (this.st.kind === 'failed') return this.st.error;
     return new SessionFailedError(this.st.kind === 'starting' ? 'start' : 'run', 'stopped', `the ${this.row.name} session was stopped`);
   }
-}
-
-/** Await p, or reject with the signal's reason when it aborts first. */
-export function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason as Error);
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e as Error);
-      },
-    );
-  });
 }
 
 /** The last few hundred bytes of stderr for a log line (the jail already scrubbed host paths). */

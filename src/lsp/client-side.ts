@@ -1,0 +1,66 @@
+// What lspd says to a language server as its client: the initialize parameters
+// (the capabilities we advertise decide what servers send: TS 7 pulls diagnostics
+// only when the client can pull; LocationLinks when we accept them) and the answers
+// to the few requests a server makes of its client. Pure: the session sends them.
+// https://microsoft.github.io/language-server-protocol/specifications/lsp/3.17/specification/#initialize
+import { basename } from 'node:path';
+import { encodingToLsp } from './encoding.js';
+import { jailPathToFileUri, treeJailPath } from './paths.js';
+import { settingFor, type ServerRow } from './server-table.js';
+import { METHOD_NOT_FOUND } from './transport.js';
+
+export function initializeParams(row: ServerRow, wsUri: string, wsPath: string): object {
+  return {
+    // In the jail's PID namespace our pid names nothing: Node servers and tsgo
+    // poll it and exit after 3-5 s when it is given. null means "no parent to watch".
+    processId: null,
+    clientInfo: { name: 'lspd' },
+    rootUri: wsUri,
+    rootPath: wsPath,
+    workspaceFolders: [{ uri: wsUri, name: basename(wsPath) || 'src' }],
+    initializationOptions: typeof row.initializationOptions === 'function' ? (row.initializationOptions as (at: string) => unknown)(wsPath) : row.initializationOptions,
+    trace: 'off',
+    capabilities: {
+      general: { positionEncodings: row.encodings.map(encodingToLsp) },
+      window: { workDoneProgress: true },
+      workspace: { configuration: true, workspaceFolders: true, symbol: { dynamicRegistration: false } },
+      textDocument: {
+        synchronization: { dynamicRegistration: false, didSave: false },
+        definition: { linkSupport: true },
+        typeDefinition: { linkSupport: true },
+        implementation: { linkSupport: true },
+        references: {},
+        hover: { contentFormat: ['markdown', 'plaintext'] },
+        documentSymbol: { hierarchicalDocumentSymbolSupport: true },
+        publishDiagnostics: { relatedInformation: false, versionSupport: false },
+        // TS 7 answers textDocument/diagnostic only when the client says it can pull.
+        diagnostic: { dynamicRegistration: false, relatedDocumentSupport: false },
+      },
+    },
+  };
+}
+
+/** The answer to a server→client request (METHOD_NOT_FOUND for anything we do not serve). */
+export function answerServerRequest(row: ServerRow, workspace: string, method: string, params: unknown): unknown {
+  switch (method) {
+    case 'workspace/configuration': {
+      const items = (params as { items?: { section?: unknown }[] } | undefined)?.items;
+      return Array.isArray(items) ? items.slice(0, 256).map((i) => settingFor(row, i?.section)) : [];
+    }
+    case 'workspace/workspaceFolders': {
+      const p = treeJailPath(workspace);
+      return [{ uri: jailPathToFileUri(p), name: basename(p) || 'src' }];
+    }
+    case 'client/registerCapability':
+    case 'client/unregisterCapability':
+    case 'window/workDoneProgress/create':
+    case 'window/showMessageRequest':
+      return null;
+    case 'window/showDocument':
+      return { success: false };
+    case 'workspace/applyEdit':
+      return { applied: false, failureReason: 'lspd serves read-only trees' };
+    default:
+      return METHOD_NOT_FOUND;
+  }
+}
