@@ -46,10 +46,12 @@ export interface FaultLspd extends Lspd {
   uids: UidRange;
 }
 
-/** The real rows, then every fake; caps from `env` (memory, pids, tmp, deadlines). */
+/** Every fake, then the real rows; caps from `env` (memory, pids, tmp, deadlines). */
 export async function startFaultLspd(slot: number, env: Record<string, string>): Promise<FaultLspd> {
   const uids = uidRange(slot);
-  const rows = [...realRows(), ...(Object.keys(FAKES) as FakeName[]).map(fakeRow)];
+  // The first row claiming a language wins (ServerTable.choose): the fakes go first, so
+  // they keep their languages as real rows for Go, Rust, C, PHP, shell, … are added.
+  const rows = [...(Object.keys(FAKES) as FakeName[]).map(fakeRow), ...realRows()];
   const d = await startLspd({
     rows,
     env: { LSPD_JAIL_UID_BASE: String(uids.base), LSPD_JAIL_UID_COUNT: String(uids.count), LSPD_RESULT_CACHE_ENTRIES: '0', ...env },

@@ -66,7 +66,7 @@ function templates(root: Root): { path: string; jsonRpc?: boolean; body: Body }[
 function paths(v: unknown, at: (string | number)[] = [], out: (string | number)[][] = []): (string | number)[][] {
   out.push(at);
   if (out.length > 64) return out;
-  if (Array.isArray(v)) v.forEach((x, i) => paths(x, [...at, i], out));
+  if (Array.isArray(v)) for (let i = 0; i < v.length; i++) paths(v[i], [...at, i], out);
   else if (typeof v === 'object' && v !== null) for (const [k, x] of Object.entries(v)) paths(x, [...at, k], out);
   return out;
 }
@@ -84,9 +84,11 @@ function mutate(r: () => number, body: Body): unknown {
     const parent = p.slice(0, -1).reduce<unknown>((o, k) => (o as Record<string | number, unknown>)[k], doc) as Record<string | number, unknown>;
     const key = p[p.length - 1]!;
     if (typeof parent !== 'object' || parent === null) continue;
+    // defineProperty: an own "__proto__" key (sent as JSON) rather than a new prototype.
+    const set = (k: string | number, v: unknown) => Object.defineProperty(parent, k, { value: v, enumerable: true, writable: true, configurable: true });
     if (op === 0) delete parent[key];
-    else if (op === 1) parent[pick(r, ['extra', 'line', 'character', 'encoding', 'limit', 'cursor', '__proto__'])] = value(r);
-    else parent[key] = value(r);
+    else if (op === 1) set(pick(r, ['extra', 'line', 'character', 'encoding', 'limit', 'cursor', '__proto__']), value(r));
+    else set(key, value(r));
   }
   return doc;
 }
