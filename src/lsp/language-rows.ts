@@ -91,8 +91,10 @@ export function languageRows(p: ServerPaths): ServerRow[] {
       //   writes its index cache under os.tmpdir() and the user's home.
       // - no licence key is given (none is read: HOME is empty), so only the free
       //   features answer; telemetry off.
-      // - readiness: an "Indexing" $/progress; measured, it answers right before
-      //   that ends for small trees, but references need the whole index.
+      // - readiness: its "indexing" $/progress, which begins 0.1-0.3 s after
+      //   `initialized` (so a query in that gap must not pass for ready:
+      //   expectProgress). Before it ends, definitions into unindexed files answer
+      //   empty; it indexes the PHP stubs (~140 files) every session.
       // - positions: UTF-16.
       name: 'intelephense',
       languages: ['php'],
@@ -108,7 +110,7 @@ export function languageRows(p: ServerPaths): ServerRow[] {
           diagnostics: { enable: true },
         },
       },
-      readiness: { kind: 'progress' },
+      readiness: { kind: 'progress', expectProgress: true },
       encodings: ['utf-16'],
       maxInFlight: 16,
       probe: () => probeFiles([host('intelephense/lib/intelephense.js')], host('intelephense/package.json')),

@@ -29,6 +29,8 @@ export class ReadinessTracker {
   private quietSince: number;
   /** logMessage strategy: the server has logged its "finished indexing" line. */
   private logSeen = false;
+  /** A non-ignored progress has begun (for `expectProgress`). */
+  private progressSeen = false;
   /** Diagnostics last published per document URI, only for documents we opened. */
   private readonly published = new Map<string, Published>();
   private readonly watched = new Set<string>();
@@ -70,6 +72,7 @@ export class ReadinessTracker {
         if (this.ignored.size < MAX_TOKENS) this.ignored.add(key);
       } else if (this.open.size < MAX_TOKENS) {
         this.open.add(key);
+        this.progressSeen = true;
       }
     } else if (value.kind === 'end') {
       this.ignored.delete(key);
@@ -118,6 +121,7 @@ export class ReadinessTracker {
     if (this.msUntilQuiet(now) > 0) return false;
     if (this.strategy.kind === 'documentDiagnostics' && uri !== undefined) return this.published.has(uri);
     if (this.strategy.kind === 'logMessage') return this.logSeen;
+    if (this.strategy.kind === 'progress' && this.strategy.expectProgress) return this.progressSeen;
     return true;
   }
 

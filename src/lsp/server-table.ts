@@ -30,7 +30,16 @@ export type Readiness =
    * requests until they can answer them right: TS 7 loads the project inside
    * didOpen and queues requests behind it; pyright holds them until analysis.
    */
-  | { kind: 'progress'; ignoreTitles?: RegExp }
+  | {
+      kind: 'progress';
+      ignoreTitles?: RegExp;
+      /**
+       * The server always reports its indexing as $/progress, but only some time
+       * after `initialized` (intelephense: 0.1-0.3 s): not ready until one such
+       * progress has begun and ended, so a query in that gap does not pass for ready.
+       */
+      expectProgress?: boolean;
+    }
   /**
    * A document is ready once the server has published diagnostics for it: the
    * semantic checker has then loaded the project holding it. For servers whose
