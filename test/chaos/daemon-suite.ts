@@ -287,6 +287,15 @@ export function daemonSuite(o: DaemonSuiteOptions): void {
         assert.equal(a.status, 200, `sessions respawn on demand: ${JSON.stringify(a.body)}`);
       }
       assert.ok(restarted.daemon.logs.some((l) => l.msg === 'session ready'), 'a new session started');
+      if (fetchState === 'queued') {
+        // The fetch the crash interrupted is taken up again (once) by the new daemon.
+        const resumed = await waitFor(async () => {
+          const g = (await (await fetch(restarted!.url + rootPath(npmKey))).json()) as { fetch?: { state?: string } };
+          return g.fetch?.state === 'running' || g.fetch?.state === 'queued';
+        }, 15_000);
+        assert.ok(resumed, 'the interrupted fetch is queued or running again after the restart');
+        fetchNote += '; resumed after the restart';
+      }
       f.fault('daemon SIGKILLed during an upload, a fetch and queries; restarted', true, `${f.cut} in-flight requests cut by the kill; ${fetchNote}`);
       report(t, `daemon ${o.label}: SIGKILL and restart`, f);
       figures.merge(f);
