@@ -85,6 +85,8 @@ interface Seen {
   incomplete: boolean;
   servers: Set<string>;
   freshness?: string;
+  /** What the answering server could see of the root's dependencies (the first answer that said). */
+  dependencies?: unknown;
 }
 
 export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
@@ -171,6 +173,7 @@ export class AskService {
         incomplete: seen.incomplete || body.incomplete === true,
         untrusted: true,
         ...(seen.freshness ? { dependency_freshness: seen.freshness } : {}),
+        ...(seen.dependencies !== undefined ? { dependencies: seen.dependencies } : {}),
       };
     } catch (err) {
       // The service reads any abort of its signal as the client leaving; when it was this
@@ -193,10 +196,12 @@ export class AskService {
         if (a.incomplete) seen.incomplete = true;
         if (typeof a.server === 'string') seen.servers.add(a.server);
         if (typeof a.dependency_freshness === 'string') seen.freshness ??= a.dependency_freshness;
+        if (a.dependencies !== undefined) seen.dependencies ??= a.dependencies;
         return a;
       },
       readText: (root, path) => memo.text(path, () => files.readText(root, path, limits.maxScanFileBytes)),
-      filesMentioning: (root, leaf, qualifier) => this.#filesMentioning(root, leaf, qualifier),
+      // The scan is shared (cached) and runs to its bound; this query stops waiting at its deadline.
+      filesMentioning: (root, leaf, qualifier) => untilAborted(this.#filesMentioning(root, leaf, qualifier), signal),
       map: (items, fn) => mapLimit(items, limits.perQueryConcurrency, fn),
     };
   }
@@ -288,6 +293,18 @@ function dedupe(locs: Loc[]): Loc[] {
     if (seen.has(k)) return false;
     seen.add(k);
     return true;
+  });
+}
+
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => (signal.removeEventListener('abort', onAbort), resolve(v)),
+      (e: unknown) => (signal.removeEventListener('abort', onAbort), reject(e as Error)),
+    );
   });
 }
 
