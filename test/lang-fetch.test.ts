@@ -1,0 +1,155 @@
+// The FETCH phase as queries see it, on one real daemon (real jails, real routes):
+// - PUT queues a root's fetch; GET shows it; the list shows only {state, error}.
+// - a query on a root still fetching what its server reads waits within its budget,
+//   then answers 503 fetch_running with retry_after;
+// - a session started before the fetch finished is replaced after it, and the next
+//   answer sees the dependency (external, with its version);
+// - a failed fetch still serves the tree and says so in each answer; Python answers
+//   say its dependencies are never fetched.
+// The npm registry is the test's, on 127.0.0.1 behind the egress proxy, and holds
+// every request until the test lets it answer.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { fixtures, scratchDir } from './helpers/fetch-env.js';
+import { buildGoProxy } from './helpers/go-proxy.js';
+import { startNpmRegistry, type NpmRegistry } from './helpers/npm-registry.js';
+import { cannotJail, fetchSettled, getJson, lspQuery, position, shaOf, startLspd, uploadDir, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
+
+const skip = cannotJail();
+
+/** A registry front that holds every request until released, then passes it to the real test registry. */
+async function gatedRegistry(upstream: NpmRegistry): Promise<{ authority: string; url: string; release(): void; close(): Promise<void> }> {
+  const held: [IncomingMessage, ServerResponse][] = [];
+  let open = false;
+  const pass = (req: IncomingMessage, res: ServerResponse) => {
+    const u = new URL(upstream.url);
+    const up = request({ host: u.hostname, port: u.port, path: req.url, method: req.method, headers: { ...req.headers, host: u.host } }, (r) => {
+      res.writeHead(r.statusCode ?? 502, r.headers);
+      r.pipe(res);
+    });
+    up.on('error', () => res.destroy());
+    req.pipe(up);
+  };
+  const server: Server = createServer((req, res) => (open ? pass(req, res) : held.push([req, res])));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return {
+    authority: `127.0.0.1:${port}`,
+    url: `http://127.0.0.1:${port}/`,
+    release() {
+      open = true;
+      for (const [req, res] of held.splice(0)) pass(req, res);
+    },
+    close: () => new Promise<void>((r) => {
+      server.closeAllConnections();
+      server.close(() => r());
+    }),
+  };
+}
+
+describe('FETCH as queries see it', { skip }, () => {
+  let d: Lspd;
+  let registry: NpmRegistry;
+  let gate: Awaited<ReturnType<typeof gatedRegistry>>;
+  const npmRoot = { org: 'acme', repo: 'npm-dep', sha: shaOf('fetch-wiring-npm') };
+  const goBad = { org: 'acme', repo: 'go-bad-sum', sha: shaOf('fetch-wiring-go-bad') };
+  const py = { org: 'acme', repo: 'py-basic', sha: shaOf('fetch-wiring-py') };
+
+  before(async () => {
+    registry = await startNpmRegistry();
+    gate = await gatedRegistry(registry);
+    const proxy = buildGoProxy(scratchDir('lspd-wiring-goproxy-'));
+    d = await startLspd({
+      env: {
+        LSPD_NPM_REGISTRY: gate.url,
+        LSPD_GO_PROXY: proxy,
+        LSPD_FETCH_REGISTRIES: gate.authority,
+        // Half of what is left of a query's budget may go to waiting for a fetch.
+        LSPD_QUERY_TIMEOUT_MS: '14000',
+        LSPD_CLEANUP_RESERVE_MS: '1000',
+      },
+    });
+  });
+  after(async () => {
+    await d?.close();
+    await gate?.close();
+    await registry?.close();
+  });
+
+  test('PUT queues the fetch, GET shows it, a query waits within its budget then answers 503 fetch_running', async () => {
+    await uploadFixture(d.url, npmRoot, 'npm-dep');
+    const got = await getJson(d.url, `/v1/roots/${npmRoot.org}/${npmRoot.repo}/${npmRoot.sha}`);
+    const f = got.body.fetch as { state: string; ecosystems?: { ecosystem: string; state: string }[] };
+    assert.ok(['queued', 'running'].includes(f.state), JSON.stringify(f));
+    assert.deepEqual(f.ecosystems?.map((e) => e.ecosystem), ['npm']);
+
+    const t0 = Date.now();
+    const r = await lspQuery(d.url, { ...npmRoot, op: 'hover', path: 'index.js', ...position('npm-dep', 'index.js', 'leftPad(') });
+    const waited = Date.now() - t0;
+    assert.equal(r.status, 503, JSON.stringify(r.body));
+    assert.equal(r.body.error, 'fetch_running');
+    assert.equal(typeof r.body.retry_after, 'number');
+    assert.ok(waited >= 5500 && waited < 12000, `waited ${waited} ms: about half the 13 s budget`);
+    assert.equal(d.lsp.pool.sessionsOf(`${npmRoot.org}/${npmRoot.repo}/${npmRoot.sha}`).length, 0, 'no session started without its dependencies');
+  });
+
+  test('a session started before the fetch finished is replaced after it; the answer then sees the package', async () => {
+    const id = `${npmRoot.org}/${npmRoot.repo}/${npmRoot.sha}`;
+    // Start the TypeScript session on this root while the fetch is still held (as a
+    // daemon restart that resumes a fetch would leave one), through the real pool.
+    const row = d.lsp.table.choose('javascript')!;
+    const lease = d.lsp.pool.acquire({ row, rootId: id, workspace: '', treeHostDir: d.store.treeDir(npmRoot) });
+    await lease.session.whenReady(AbortSignal.timeout(30_000));
+    lease.release();
+    const before = lease.session;
+    assert.equal(d.lsp.pool.sessionsOf(id).length, 1);
+
+    gate.release();
+    const view = await fetchSettled(d.url, npmRoot);
+    assert.equal(view.state, 'done', JSON.stringify(view));
+    assert.ok(['stopped', 'failed'].includes(before.state.kind) || !d.lsp.pool.list().includes(before), 'the old session was taken out');
+
+    const r = await lspQuery(d.url, { ...npmRoot, op: 'definition', path: 'index.js', ...position('npm-dep', 'index.js', "require('left-pad-lite')", 9) });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.deepEqual(r.body.dependencies, { state: 'done' });
+    const locs = r.body.locations as { external?: boolean; module?: string; version?: string; path: string }[];
+    assert.ok(locs.some((l) => l.external === true && l.module === 'left-pad-lite' && l.version === '1.0.0'), JSON.stringify(r.body));
+    assert.notEqual(d.lsp.pool.list().find((s) => s.key.rootId === id), before, 'a fresh session answered');
+  });
+
+  test('a failed fetch still serves the tree, and every answer says why', async () => {
+    const tree = scratchDir('lspd-wiring-go-bad-');
+    cpSync(join(fixtures, 'go-dep'), tree, { recursive: true });
+    writeFileSync(join(tree, 'go.sum'), readFileSync(join(tree, 'go.sum'), 'utf8').replace(/dep v1\.0\.0 h1:.{4}/, 'dep v1.0.0 h1:AAAA'));
+    await uploadDir(d.url, goBad, tree);
+    const view = await fetchSettled(d.url, goBad);
+    assert.equal(view.state, 'failed', JSON.stringify(view));
+    const r = await lspQuery(d.url, { ...goBad, op: 'documentSymbols', path: 'main.go' });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    const dep = r.body.dependencies as { state: string; error?: string };
+    assert.equal(dep.state, 'failed');
+    assert.match(dep.error ?? '', /go\.sum/);
+    assert.ok((r.body.symbols as { name: string }[]).some((s) => s.name === 'main'));
+
+    // The list says where each fetch stands, and nothing more.
+    const list = await getJson(d.url, '/v1/roots?limit=100');
+    const entry = (list.body.roots as { root: { repo: string }; fetch: Record<string, unknown> }[]).find((x) => x.root.repo === goBad.repo)!;
+    assert.deepEqual(Object.keys(entry.fetch).sort(), ['error', 'state']);
+    assert.equal(entry.fetch.state, 'failed');
+  });
+
+  test('Python answers say their dependencies are never fetched', async () => {
+    await uploadFixture(d.url, py, 'py-basic');
+    const view = await fetchSettled(d.url, py);
+    assert.equal(view.state, 'refused');
+    const r = await lspQuery(d.url, { ...py, op: 'documentSymbols', path: 'pkg/greet.py' });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    const dep = r.body.dependencies as { state: string; error?: string };
+    assert.equal(dep.state, 'refused');
+    assert.match(dep.error ?? '', /Python dependencies were not fetched/);
+  });
+});
