@@ -66,7 +66,8 @@ const specs: ToolSpec[] = [
       'Find a symbol by name when you do not know its position: where it is defined (op "locate", the default), every reference to it ("references"), or its type and documentation ("hover"). ' +
       'Give a plain name ("greet") or a qualified one ("Server.close" for the method close of class Server, "pkg.mod.func" for a module member, "dep.Greet" for a dependency\'s export); ' +
       'add path to resolve the name as it is used in that file. Names from dependencies land on the dependency with external: true and its module and version. ' +
-      'If the name matches several symbols the answer says matches: N and lists candidates instead of guessing; qualify the name or give a path to pick one. An unknown name is a symbol_not_found error with near suggestions.',
+      'If the name matches several symbols the answer says matches: N and lists candidates, each with a qualified name that picks it alone; references and hover then answer nothing rather than guess, so ask again with that name. ' +
+      'An unknown name is a symbol_not_found error with near suggestions. grouped: true groups references by file with counts; limit and the next_cursor of a truncated answer page through long lists.',
     input: askQuery,
     run: (args, runner, signal) => runner.ask(check(askQuery, args), signal),
   },
@@ -102,7 +103,7 @@ const specs: ToolSpec[] = [
     'lsp_references',
     'references',
     'Find references: given a position on an identifier, return every place in the tree that refers to the same symbol (includeDeclaration adds the declaration itself). ' +
-      'Long lists are paged: the answer reports total and truncated, and passing back its cursor with the same arguments returns the next page; limit sets the page size.',
+      'Long lists are paged: the answer reports total and truncated, and passing its next_cursor back as cursor with the same arguments returns the next page; limit sets the page size.',
     { includeDeclaration: s.includeDeclaration, ...paging, ...optionalLspFields('grouped') },
   ),
   positional(
