@@ -1,0 +1,180 @@
+// The server table as a whole, on one real daemon: /readyz lists every row with
+// whether its server is installed, its version, and why not; a monorepo (two Go
+// modules, a TypeScript package and a Python project side by side) gets one
+// session per workspace, each answering within its own. Plus the pure pieces the
+// rows rely on: readiness by log line and by expected progress, generated compile
+// databases, dependency notes, paths under a fetched mount.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { clangdSessionFiles, CLANGD_CDB_DIR } from '../src/lsp/clangd-cdb.js';
+import { dependencyNote, fetchingFor, type DependencySource } from '../src/lsp/dependencies.js';
+import { hostPathOf } from '../src/lsp/paths.js';
+import { ReadinessTracker } from '../src/lsp/readiness.js';
+import { debianVersion } from '../src/lsp/server-env.js';
+import type { FetchView } from '../src/fetch/types.js';
+import { scratchDir } from './helpers/fetch-env.js';
+import { cannotJail, getJson, lineOf, lspQuery, position, realRows, shaOf, startLspd, uploadDir, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
+
+const skip = cannotJail();
+const FX = 'monorepo';
+const root = { org: 'acme', repo: 'monorepo', sha: shaOf('monorepo') };
+
+describe('the table on a real daemon', { skip }, () => {
+  let d: Lspd;
+  before(async () => {
+    d = await startLspd();
+    await uploadFixture(d.url, root, FX);
+  });
+  after(() => d?.close());
+
+  test('/readyz lists every row: available with a version, or unavailable with the reason', async () => {
+    const r = await getJson(d.url, '/readyz');
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    const servers = r.body.servers as Record<string, { available: boolean; version?: string; reason?: string }>;
+    assert.deepEqual(Object.keys(servers).sort(), realRows().map((x) => x.name).sort());
+    for (const name of ['typescript', 'typescript-language-server', 'pyright', 'intelephense', 'bash-language-server']) {
+      assert.equal(servers[name]!.available, true, name);
+      assert.match(servers[name]!.version ?? '', /^\d+\.\d+\.\d+/, name);
+    }
+    // Debian packages: the version dpkg recorded (images/pins.env pins it).
+    assert.deepEqual(servers.gopls, { available: true, version: '1:0.5.0+ds-1' });
+    assert.match(servers.clangd!.version ?? '', /^1:14\./);
+    assert.deepEqual(servers['rust-analyzer'], {
+      available: false,
+      reason: 'rust-analyzer cannot be installed from the registries this host reaches; the Dockerfile pins it',
+    });
+    for (const name of ['jdtls', 'ruby-lsp']) {
+      assert.equal(servers[name]!.available, false, name);
+      assert.match(servers[name]!.reason ?? '', /not installed/, name);
+    }
+  });
+
+  test('a file whose server is absent is refused with the reason', async () => {
+    const dir = scratchDir('lspd-rs-');
+    writeFileSync(join(dir, 'main.rs'), 'fn main() {}\n');
+    const rs = { org: 'acme', repo: 'rs', sha: shaOf('rs-tree') };
+    await uploadDir(d.url, rs, dir);
+    const r = await lspQuery(d.url, { ...rs, op: 'hover', path: 'main.rs', line: 0, character: 3 });
+    assert.equal(r.status, 422);
+    assert.equal(r.body.error, 'no_server');
+    assert.match(String(r.body.message), /rust-analyzer cannot be installed/);
+  });
+
+  test('monorepo: one session per workspace, each answering within its own', async () => {
+    const def = async (path: string, needle: string) => {
+      const r = await lspQuery(d.url, { ...root, op: 'definition', path, ...position(FX, path, needle) });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      return (r.body.locations as { path: string; range: { start: { line: number } } }[]).map((l) => `${l.path}:${l.range.start.line}`);
+    };
+    const [api, worker, web, tools] = await Promise.all([
+      def('services/api/main.go', 'Greet("api")'),
+      def('services/worker/main.go', 'Greet("worker")'),
+      def('web/src/app.ts', "greet('web')"),
+      def('tools/pkg/app.py', 'greet("tools")'),
+    ]);
+    assert.deepEqual(api, [`services/api/greet/greet.go:${lineOf(FX, 'services/api/greet/greet.go', 'func Greet(')}`]);
+    assert.deepEqual(worker, [`services/worker/greet/greet.go:${lineOf(FX, 'services/worker/greet/greet.go', 'func Greet(')}`]);
+    assert.deepEqual(web, [`web/src/greet.ts:${lineOf(FX, 'web/src/greet.ts', 'export function greet')}`]);
+    assert.deepEqual(tools, [`tools/pkg/greet.py:${lineOf(FX, 'tools/pkg/greet.py', 'def greet')}`]);
+
+    // References of one module's Greet never reach into the other module.
+    const refs = await lspQuery(d.url, { ...root, op: 'references', path: 'services/api/greet/greet.go', ...position(FX, 'services/api/greet/greet.go', 'func Greet(', 5) });
+    const paths = (refs.body.locations as { path: string }[]).map((l) => l.path);
+    assert.ok(paths.length >= 2 && paths.every((p) => p.startsWith('services/api/')), JSON.stringify(paths));
+
+    const got = await getJson(d.url, `/v1/roots/${root.org}/${root.repo}/${root.sha}`);
+    const sessions = (got.body.sessions as { server: string; workspace: string }[]).map((s) => `${s.server}@${s.workspace}`).sort();
+    assert.deepEqual(sessions, ['gopls@services/api', 'gopls@services/worker', 'pyright@tools', 'typescript@web']);
+  });
+});
+
+test('readiness by log line: only the pattern counts, and the line is not kept', async () => {
+  const t = new ReadinessTracker({ kind: 'logMessage', pattern: /BackgroundAnalysis: Completed/ }, 0, 0);
+  assert.equal(t.isReady(undefined), false);
+  t.onLog({ type: 3, message: 'BackgroundAnalysis: resolving glob "**/*.sh" inside "file:///src"...' });
+  assert.equal(t.isReady(undefined), false);
+  setTimeout(() => t.onLog({ type: 3, message: '06:36:30.666 INFO BackgroundAnalysis: Completed after 0.338 seconds.' }), 10);
+  assert.equal(await t.waitReady(undefined, 2000), true);
+  t.onProgress({ token: 'x', value: { kind: 'begin', title: 'something else' } });
+  assert.equal(t.isReady(undefined), false, 'open progress still blocks');
+});
+
+test('readiness with expected progress: quiet before the first progress is not ready', async () => {
+  const t = new ReadinessTracker({ kind: 'progress', expectProgress: true }, 0, 0);
+  assert.equal(t.isReady(undefined), false, 'intelephense has not begun indexing yet');
+  t.onProgress({ token: 1, value: { kind: 'begin', title: 'Intelephense indexing' } });
+  assert.equal(t.isReady(undefined), false);
+  t.onProgress({ token: 1, value: { kind: 'end' } });
+  assert.equal(t.isReady(undefined), true);
+  assert.equal(await new ReadinessTracker({ kind: 'progress', expectProgress: true }, 0, 0).waitReady(undefined, 50), false, 'bounded: incomplete, never a hang');
+});
+
+test('clangd: a tree without a database gets one listing its sources; one with a database gets a copy; links are not followed', async () => {
+  const tree = scratchDir('lspd-cdb-');
+  mkdirSync(join(tree, 'lib', 'src'), { recursive: true });
+  mkdirSync(join(tree, 'lib', 'nested'), { recursive: true });
+  writeFileSync(join(tree, 'lib', 'src', 'a.c'), 'int a;\n');
+  writeFileSync(join(tree, 'lib', 'src', 'b.cpp'), 'int b;\n');
+  writeFileSync(join(tree, 'lib', 'src', 'b.h'), 'int b;\n');
+  writeFileSync(join(tree, 'lib', 'nested', 'compile_flags.txt'), '-DX\n');
+  writeFileSync(join(tree, 'lib', 'nested', 'n.c'), 'int n;\n');
+  symlinkSync('/etc/passwd', join(tree, 'lib', 'src', 'evil.c'));
+  const files = await clangdSessionFiles({ treeHostDir: tree, workspace: 'lib', workspaceAt: '/src/lib' });
+  const db = JSON.parse(files[`${CLANGD_CDB_DIR}/compile_commands.json`]!) as { directory: string; file: string; arguments: string[] }[];
+  assert.deepEqual(db.map((e) => e.file), ['/src/lib/src/a.c', '/src/lib/src/b.cpp'], 'sources only; the nested workspace and the link left out');
+  assert.deepEqual(db[0]!.arguments, ['clang', '-I/src/lib', '-I/src/lib/include', '-I/src/lib/src', '-c', '/src/lib/src/a.c']);
+  assert.equal(db[1]!.arguments[0], 'clang++');
+  const nested = await clangdSessionFiles({ treeHostDir: tree, workspace: 'lib/nested', workspaceAt: '/src/lib/nested' });
+  assert.deepEqual((JSON.parse(Object.values(nested)[0]!) as { arguments: string[] }[])[0]!.arguments, ['clang', '-DX', '-c', '/src/lib/nested/n.c']);
+  writeFileSync(join(tree, 'lib', 'compile_commands.json'), '[{"directory":"/ci","file":"x.c","command":"cc x.c"}]');
+  const own = await clangdSessionFiles({ treeHostDir: tree, workspace: 'lib', workspaceAt: '/src/lib' });
+  assert.equal(Object.values(own)[0], '[{"directory":"/ci","file":"x.c","command":"cc x.c"}]');
+});
+
+test('dependency notes: per ecosystem, failures and refusals with their reason', () => {
+  const rows = realRows();
+  const row = (n: string) => rows.find((r) => r.name === n)!;
+  const src = (view: FetchView): DependencySource => ({
+    state: () => view,
+    wait: async () => view,
+    serveBinds: () => [],
+    serveEnv: () => ({}),
+    onDone: () => () => {},
+  });
+  const key = { org: 'a', repo: 'b', sha: 'c'.repeat(40) };
+  const mixed: FetchView = {
+    state: 'failed',
+    error: 'a dependency fetch failed',
+    ecosystems: [
+      { ecosystem: 'go', dir: '', state: 'failed', reason: 'go.sum lacks entries' },
+      { ecosystem: 'npm', dir: 'web', state: 'done' },
+      { ecosystem: 'python', dir: 'tools', state: 'refused', reason: 'Python dependencies were not fetched: pip runs code.' },
+    ],
+  };
+  assert.deepEqual(dependencyNote(src(mixed), key, row('gopls')), { state: 'failed', error: 'go.sum lacks entries' });
+  assert.deepEqual(dependencyNote(src(mixed), key, row('typescript')), { state: 'done' });
+  assert.deepEqual(dependencyNote(src(mixed), key, row('pyright')), { state: 'refused', error: 'Python dependencies were not fetched: pip runs code.' });
+  assert.deepEqual(dependencyNote(src(mixed), key, row('clangd')), { state: 'none' });
+  assert.match(dependencyNote(src({ state: 'none' }), key, row('pyright'))!.error!, /never fetched/);
+  assert.equal(dependencyNote(undefined, key, row('gopls')), undefined, 'no FETCH phase wired: nothing said');
+  const running: FetchView = { state: 'running', ecosystems: [{ ecosystem: 'go', dir: '', state: 'running' }] };
+  assert.equal(fetchingFor(running, row('gopls')), true);
+  assert.equal(fetchingFor(running, row('typescript')), false, 'a TypeScript query does not wait for Go modules');
+});
+
+test('paths under a fetched mount read from the mount; the deepest mount wins', () => {
+  const dirs = { treeHostDir: '/d/roots/x/tree', depsHostDir: '/d/roots/x/deps', mounts: [{ host: '/d/roots/x/deps/npm/ws/web/node_modules', at: '/src/web/node_modules' }] };
+  assert.equal(hostPathOf('/src/web/node_modules/left-pad/index.js', dirs), '/d/roots/x/deps/npm/ws/web/node_modules/left-pad/index.js');
+  assert.equal(hostPathOf('/src/web/src/app.ts', dirs), '/d/roots/x/tree/web/src/app.ts');
+  assert.equal(hostPathOf('/src/web/node_modules/../../../etc/passwd', dirs), undefined);
+});
+
+test('Debian versions come from dpkg status, a paragraph per package', async () => {
+  const f = join(scratchDir('lspd-dpkg-'), 'status');
+  writeFileSync(f, 'Package: gopls\nStatus: install ok installed\nVersion: 1:0.5.0+ds-1\n\nPackage: clangd\nStatus: deinstall ok config-files\nVersion: 1:14\n');
+  assert.equal(await debianVersion('gopls', f), '1:0.5.0+ds-1');
+  assert.equal(await debianVersion('clangd', f), undefined, 'removed packages are not installed');
+  assert.equal(await debianVersion('nope', f), undefined);
+});
