@@ -89,6 +89,18 @@ class RawClient {
 
 const agent = new Agent({ keepAlive: true, maxSockets: 1 });
 
+/** GET /livez over the same connection: the HTTP floor (client, socket, fastify) under the same load. */
+function livez(url: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${url}/livez`, { agent }, (res) => {
+      res.resume();
+      res.on('end', () => resolve());
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 /** POST /v1/code/lsp over a kept-alive connection; resolves with status and body. */
 function post(url: string, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
   const data = JSON.stringify(body);
@@ -151,16 +163,18 @@ async function main(): Promise<void> {
     }
     console.log(`\nbench/overhead: native TypeScript 7 on test/fixtures/${FX}, ${N} warm iterations per op (interleaved)`);
     console.log('lspd = HTTP POST /v1/code/lsp (jail, pool, projection; cache off)   raw = same binary over stdio, bare client\n');
-    console.log('op           lspd p50  lspd p95   raw p50   raw p95   diff p50  diff p95   ratio p50');
+    console.log('op           lspd p50  lspd p95   raw p50   raw p95   diff p50  diff p95   ratio p50   http floor p50');
     for (const op of Object.keys(OPS) as (keyof typeof OPS)[]) {
       const a: number[] = [];
       const b: number[] = [];
+      const h: number[] = [];
       for (let i = 0; i < N; i++) {
         a.push(await time(() => post(warm.url, { ...root, ...OPS[op] })));
         b.push(await time(() => raw.ask(op)));
+        h.push(await time(() => livez(warm.url)));
       }
       const [a50, a95, b50, b95] = [pct(a, 50), pct(a, 95), pct(b, 50), pct(b, 95)];
-      console.log(`${op.padEnd(12)}${f(a50)}  ${f(a95)}  ${f(b50)}  ${f(b95)}  ${f(a50 - b50)}  ${f(a95 - b95)}   ${(a50 / b50).toFixed(1).padStart(6)}x`);
+      console.log(`${op.padEnd(12)}${f(a50)}  ${f(a95)}  ${f(b50)}  ${f(b95)}  ${f(a50 - b50)}  ${f(a95 - b95)}   ${(a50 / b50).toFixed(1).padStart(6)}x   ${f(pct(h, 50))}`);
     }
 
     // cache hits on a daemon with the cache on
@@ -168,12 +182,17 @@ async function main(): Promise<void> {
     await uploadFixture(cached.url, croot, FX);
     await post(cached.url, { ...croot, ...OPS.hover });
     const hits: number[] = [];
-    for (let i = 0; i < N; i++) hits.push(await time(() => post(cached.url, { ...croot, ...OPS.hover })));
+    const hitFloor: number[] = [];
+    for (let i = 0; i < N; i++) {
+      hits.push(await time(() => post(cached.url, { ...croot, ...OPS.hover })));
+      hitFloor.push(await time(() => livez(cached.url)));
+    }
     const metrics = await (await fetch(`${cached.url}/metrics`)).text();
     const hitCount = Number(/lspd_cache_requests_total\{result="hit"\} (\d+)/.exec(metrics)?.[1] ?? 0);
 
+    console.log('(http floor: GET /livez on the same connection, interleaved: the cost of HTTP alone under the same load)');
     console.log(`\ncold, time to first definition (ms): lspd ${coldLspd.toFixed(0)} (fresh root: jail spawn, initialize, didOpen, load)   raw ${coldRaw.toFixed(0)} (spawn, initialize, didOpen)`);
-    console.log(`cache hit, hover over HTTP (ms): p50 ${pct(hits, 50).toFixed(2)}  p95 ${pct(hits, 95).toFixed(2)}  (${hitCount} hits)`);
+    console.log(`cache hit, hover over HTTP (ms): p50 ${pct(hits, 50).toFixed(2)}  p95 ${pct(hits, 95).toFixed(2)}  (${hitCount} hits; http floor p50 ${pct(hitFloor, 50).toFixed(2)})`);
     console.log(`(1-minute load average at the end of the run: ${loadavg()[0]!.toFixed(1)} on ${cpus().length} CPUs)\n`);
   } finally {
     raw.stop();
