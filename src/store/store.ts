@@ -209,6 +209,7 @@ export class RootStore {
     const staging = join(this.stagingDir, randomBytes(12).toString('hex'));
     const final = this.rootDir(key);
     let info: RootInfo;
+    let syncMs = 0;
     try {
       await this.mkdir755(staging);
       await this.mkdir755(join(staging, 'tree'));
@@ -225,7 +226,9 @@ export class RootStore {
       info = { root: { ...key }, files: r.files, bytes: r.bytes, languages: r.languages, createdAt: new Date().toISOString() };
       // Data first, then the metadata, then the names: after the rename is durable,
       // everything it points at is too.
+      const syncStart = performance.now();
       await syncFilesystem(staging);
+      syncMs = Math.round(performance.now() - syncStart);
       await writeDurable(join(staging, META), JSON.stringify({ version: 1, ...info }) + '\n');
       await fsyncDir(staging);
       await mkdir(dirname(final), { recursive: true, mode: 0o755 });
@@ -236,8 +239,9 @@ export class RootStore {
       const err = isAppError(raw) ? raw : storageError(raw);
       const result = !isAppError(err) ? 'failed' : err.code === 'upload_aborted' ? 'aborted' : err.status >= 500 ? 'failed' : 'refused';
       this.observe(result, started);
-      const fields = isAppError(err) ? { code: err.code, ...err.extra } : { err };
-      log[result === 'failed' ? 'error' : 'info']({ root: id, ...fields }, 'upload not stored');
+      // A refusal is the client's business and a full disk the operator's; only the rest is a bug.
+      if (isAppError(err)) log[err.status >= 500 ? 'warn' : 'info']({ root: id, code: err.code, ...err.extra }, 'upload not stored');
+      else log.error({ root: id, err }, 'upload not stored');
       throw err;
     }
     const now = Date.now();
@@ -245,7 +249,7 @@ export class RootStore {
     this.updateGauges();
     const ms = Math.round(performance.now() - started);
     this.observe('created', started);
-    log.info({ root: id, files: info.files, bytes: info.bytes, languages: info.languages, ms }, 'root stored');
+    log.info({ root: id, files: info.files, bytes: info.bytes, languages: info.languages, ms, syncMs }, 'root stored');
     return { created: true, info };
   }
 

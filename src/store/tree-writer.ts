@@ -21,7 +21,7 @@ const link = promisify(fs.link);
 
 /** Files up to this size are read whole and written in the background. */
 export const SMALL_FILE_BYTES = 64 * 1024;
-const MAX_INFLIGHT_OPS = 64;
+const MAX_INFLIGHT_OPS = 16;
 const MAX_INFLIGHT_BYTES = 8 * 1024 * 1024;
 /** Large files are written in batches of about this much. */
 const BATCH_BYTES = 512 * 1024;
