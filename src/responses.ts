@@ -76,7 +76,7 @@ export const lspAnswer = z.looseObject({
     .optional()
     .describe("What the answering server could see of the root's dependencies: fetched (done), none to fetch, or failed/refused and why (the tree is still served)."),
   matches: z.number().int().optional().describe('/ask: how many symbols the name matched.'),
-  cursor: z.string().optional().describe('Pass back to get the next page of a truncated answer.'),
+  next_cursor: z.string().optional().describe('Pass back to get the next page of a truncated answer.'),
 });
 
 export const askBatchAnswer = z.looseObject({

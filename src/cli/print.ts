@@ -24,7 +24,7 @@ export function formatAnswer(a: LspAnswer): string {
   const shown = a.locations?.length ?? 0;
   const notes: string[] = [];
   if (a.locations && a.total !== undefined && a.total !== shown) notes.push(`${shown} of ${a.total} shown`);
-  if (a.truncated) notes.push('truncated' + (a.cursor ? ` (more with --cursor ${a.cursor})` : ''));
+  if (a.truncated) notes.push('truncated' + (a.next_cursor ? ` (more with --cursor ${a.next_cursor})` : ''));
   if (a.other) notes.push(`${a.other} outside the tree and its dependencies`);
   if (a.matches !== undefined && a.matches > 1) notes.push(`${a.matches} symbols match this name`);
   if (a.incomplete) notes.push('incomplete: the server was still indexing');
