@@ -1,0 +1,199 @@
+// A bare LSP client for the benches: one server row's command run directly on the
+// host (no jail, no pool, no bounds, no projection), driven over stdio. It answers
+// the few requests servers make (workspace/configuration from the row's settings,
+// everything else null) and keeps a timeline of what the server pushed ($/progress,
+// publishDiagnostics, window/logMessage), so bench/calibrate can see each server's
+// readiness signals and bench/cold can time the same server without lspd.
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { pathToFileURL } from 'node:url';
+import { JAIL_HOME, JAIL_NODE_MODULES, PROJECT_DIR } from '../src/jail/policy.js';
+import { languageOf } from '../src/languages.js';
+import { TREE_AT } from '../src/lsp/paths.js';
+import { settingFor, type ServerRow } from '../src/lsp/server-table.js';
+
+export interface TimelineEvent {
+  /** ms since the process was spawned */
+  at: number;
+  kind: 'progress-begin' | 'progress-end' | 'diagnostics' | 'log';
+  detail: string;
+}
+
+/** The host equivalent of an in-jail path or string: node_modules and HOME moved to where they are here. */
+function hostify(s: string, home: string, tree: string): string {
+  return s.replaceAll(JAIL_NODE_MODULES, join(PROJECT_DIR, 'node_modules')).replaceAll(JAIL_HOME, home).replaceAll(`${TREE_AT}/`, `${tree}/`);
+}
+
+export class BareServer {
+  readonly t0 = performance.now();
+  readonly timeline: TimelineEvent[] = [];
+  private readonly cp: ChildProcessWithoutNullStreams;
+  private buf = Buffer.alloc(0);
+  private nextId = 0;
+  private readonly waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  private readonly home = mkdtempSync(join(tmpdir(), 'lspd-bare-home-'));
+  private readonly listeners = new Set<() => void>();
+  private stderr = '';
+
+  constructor(
+    readonly row: ServerRow,
+    /** Host directory of the workspace (the tree, or a directory in it). */
+    readonly workspace: string,
+    /** Session files (row.sessionFiles, generated for the host paths), by in-jail path. */
+    files: Readonly<Record<string, string>> = {},
+  ) {
+    for (const [at, text] of Object.entries(files)) {
+      const p = hostify(at, this.home, workspace);
+      mkdirSync(dirname(p), { recursive: true });
+      writeFileSync(p, text);
+    }
+    const argv = row.argv.map((a) => hostify(a, this.home, workspace));
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(row.env)) env[k] = hostify(v, this.home, workspace);
+    env.TMPDIR = this.home;
+    this.cp = spawn(argv[0]!, argv.slice(1), { cwd: workspace, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    this.cp.stderr.on('data', (d: Buffer) => (this.stderr = (this.stderr + d.toString()).slice(-4096)));
+    this.cp.stdin.on('error', () => {});
+    this.cp.stdout.on('data', (d: Buffer) => this.onData(d));
+    this.cp.on('exit', (code, sig) => {
+      for (const w of this.waiting.values()) w.reject(new Error(`${row.name} exited (${sig ?? code}): ${this.stderr.slice(-800)}`));
+      this.waiting.clear();
+    });
+  }
+
+  /** ms since spawn. */
+  now(): number {
+    return performance.now() - this.t0;
+  }
+
+  private onData(d: Buffer): void {
+    this.buf = Buffer.concat([this.buf, d]);
+    for (;;) {
+      const end = this.buf.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const len = Number(/Content-Length: (\d+)/i.exec(this.buf.subarray(0, end).toString())![1]);
+      if (this.buf.length < end + 4 + len) return;
+      const msg = JSON.parse(this.buf.subarray(end + 4, end + 4 + len).toString()) as {
+        id?: number;
+        method?: string;
+        params?: Record<string, unknown>;
+        result?: unknown;
+        error?: { message: string };
+      };
+      this.buf = this.buf.subarray(end + 4 + len);
+      if (msg.method !== undefined && msg.id !== undefined) {
+        const result =
+          msg.method === 'workspace/configuration'
+            ? ((msg.params?.items as { section?: string }[] | undefined) ?? []).map((i) => settingFor(this.row, i.section))
+            : msg.method === 'workspace/workspaceFolders'
+              ? [{ uri: pathToFileURL(this.workspace).href, name: 'ws' }]
+              : null;
+        this.send({ id: msg.id, result });
+      } else if (msg.id !== undefined) {
+        const w = this.waiting.get(msg.id);
+        this.waiting.delete(msg.id);
+        if (msg.error) w?.reject(new Error(msg.error.message));
+        else w?.resolve(msg.result ?? null);
+      } else if (msg.method !== undefined) {
+        this.onNotification(msg.method, msg.params ?? {});
+      }
+    }
+  }
+
+  private onNotification(method: string, p: Record<string, unknown>): void {
+    const at = this.now();
+    if (method === '$/progress') {
+      const v = p.value as { kind?: string; title?: string } | undefined;
+      if (v?.kind === 'begin') this.timeline.push({ at, kind: 'progress-begin', detail: `${String(p.token)} ${v.title ?? ''}` });
+      if (v?.kind === 'end') this.timeline.push({ at, kind: 'progress-end', detail: String(p.token) });
+    } else if (method === 'textDocument/publishDiagnostics') {
+      const n = Array.isArray(p.diagnostics) ? p.diagnostics.length : 0;
+      this.timeline.push({ at, kind: 'diagnostics', detail: `${String(p.uri).split('/').pop()} ${n}` });
+    } else if (method === 'window/logMessage') {
+      this.timeline.push({ at, kind: 'log', detail: String(p.message).slice(0, 160) });
+    }
+    for (const l of [...this.listeners]) l();
+  }
+
+  send(msg: object): void {
+    const body = Buffer.from(JSON.stringify({ jsonrpc: '2.0', ...msg }));
+    this.cp.stdin.write(Buffer.concat([Buffer.from(`Content-Length: ${body.length}\r\n\r\n`), body]));
+  }
+
+  request(method: string, params?: unknown): Promise<unknown> {
+    const id = ++this.nextId;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      this.send(params === undefined ? { id, method } : { id, method, params });
+    });
+  }
+
+  /** initialize (capabilities like lspd's session offers) and initialized. */
+  async initialize(): Promise<Record<string, unknown>> {
+    const uri = pathToFileURL(this.workspace).href;
+    const raw = typeof this.row.initializationOptions === 'function' ? (this.row.initializationOptions as (at: string) => unknown)(this.workspace) : this.row.initializationOptions;
+    const opts = raw === undefined ? undefined : (JSON.parse(hostify(JSON.stringify(raw), this.home, this.workspace)) as unknown);
+    const r = (await this.request('initialize', {
+      processId: null,
+      rootUri: uri,
+      rootPath: this.workspace,
+      workspaceFolders: [{ uri, name: 'ws' }],
+      initializationOptions: opts,
+      capabilities: {
+        general: { positionEncodings: ['utf-16'] },
+        window: { workDoneProgress: true },
+        workspace: { configuration: true, workspaceFolders: true },
+        textDocument: {
+          definition: { linkSupport: true },
+          hover: { contentFormat: ['markdown', 'plaintext'] },
+          documentSymbol: { hierarchicalDocumentSymbolSupport: true },
+          publishDiagnostics: {},
+          diagnostic: { dynamicRegistration: false },
+        },
+      },
+    })) as { capabilities: Record<string, unknown> };
+    this.send({ method: 'initialized', params: {} });
+    return r.capabilities;
+  }
+
+  uri(rel: string): string {
+    return pathToFileURL(join(this.workspace, rel)).href;
+  }
+
+  open(rel: string): string {
+    const uri = this.uri(rel);
+    const lang = languageOf(rel)!;
+    this.send({ method: 'textDocument/didOpen', params: { textDocument: { uri, languageId: lang.languageId, version: 1, text: readFileSync(join(this.workspace, rel), 'utf8') } } });
+    return uri;
+  }
+
+  /** Resolve on the next notification, or after ms. */
+  changed(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(t);
+        this.listeners.delete(done);
+        resolve();
+      };
+      const t = setTimeout(done, ms);
+      this.listeners.add(done);
+    });
+  }
+
+  async stop(): Promise<void> {
+    const exited = new Promise<void>((r) => (this.cp.exitCode !== null || this.cp.signalCode !== null ? r() : this.cp.once('exit', () => r())));
+    try {
+      await Promise.race([this.request('shutdown'), new Promise((r) => setTimeout(r, 2000))]);
+      this.send({ method: 'exit' });
+    } catch {
+      /* gone already */
+    }
+    const t = setTimeout(() => this.cp.kill('SIGKILL'), 2000);
+    await exited;
+    clearTimeout(t);
+    rmSync(this.home, { recursive: true, force: true });
+  }
+}

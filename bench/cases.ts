@@ -1,0 +1,66 @@
+// One definition question per server row, on its fixture tree, with the answer
+// that counts as right (file and line found by text): what bench/calibrate and
+// bench/cold time. Kept apart so both benches ask exactly the same thing.
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { fixturesDir, lineOf, position } from '../test/helpers/lsp-harness.js';
+import { defaultServerPaths, defaultServerRows, type ServerRow } from '../src/lsp/server-table.js';
+import { BareServer } from './bare-lsp.js';
+
+export interface Case {
+  row: ServerRow;
+  fixture: string;
+  /** The file asked about, root-relative. */
+  path: string;
+  position: { line: number; character: number };
+  /** "path:line" of the right definition. */
+  right: string;
+}
+
+const q = (fixture: string, path: string, needle: string, target: string, targetNeedle: string) => ({
+  fixture,
+  path,
+  position: position(fixture, path, needle),
+  right: `${target}:${lineOf(fixture, target, targetNeedle)}`,
+});
+
+const QUESTIONS: Record<string, Omit<Case, 'row'>> = {
+  typescript: q('ts-basic', 'src/app.ts', "greet('world')", 'src/greet.ts', 'export function greet'),
+  'typescript-language-server': q('ts-basic', 'src/app.ts', "greet('world')", 'src/greet.ts', 'export function greet'),
+  pyright: q('py-basic', 'pkg/app.py', 'greet("world")', 'pkg/greet.py', 'def greet'),
+  gopls: q('go-basic', 'main.go', 'Greet("world")', 'greet/greet.go', 'func Greet('),
+  clangd: q('c-basic', 'src/main.c', 'greet(buf, sizeof buf, "world")', 'src/greet.c', 'int greet('),
+  intelephense: q('php-basic', 'index.php', "greet('world')", 'src/Greeter.php', 'public function greet('),
+  'bash-language-server': q('sh-basic', 'main.sh', 'greet world', 'lib/greet.sh', 'greet() {'),
+};
+
+/** Every available-here row that has a question, in table order. */
+export function cases(only?: string[]): Case[] {
+  return defaultServerRows(defaultServerPaths())
+    .filter((row) => QUESTIONS[row.name] && (!only?.length || only.includes(row.name)))
+    .map((row) => ({ row, ...QUESTIONS[row.name]! }));
+}
+
+/** A bare server for a case, on the fixture's host directory (session files generated for host paths). */
+export async function bareFor(c: Case): Promise<BareServer> {
+  const dir = join(fixturesDir, c.fixture);
+  const files = c.row.sessionFiles ? await c.row.sessionFiles({ treeHostDir: dir, workspace: '', workspaceAt: dir }) : {};
+  return new BareServer(c.row, dir, files);
+}
+
+/** "path:line" of each location a raw definition answer names, relative to the fixture. */
+export function rawLocations(c: Case, result: unknown): string[] {
+  const dir = join(fixturesDir, c.fixture) + '/';
+  const list = Array.isArray(result) ? result : result ? [result] : [];
+  return list.map((l: { uri?: string; targetUri?: string; range?: { start: { line: number } }; targetSelectionRange?: { start: { line: number } } }) => {
+    const uri = l.targetUri ?? l.uri ?? '';
+    const path = uri.startsWith('file:') ? fileURLToPath(uri) : uri;
+    const line = (l.targetSelectionRange ?? l.range)?.start.line;
+    return `${path.startsWith(dir) ? path.slice(dir.length) : path}:${line}`;
+  });
+}
+
+/** Is this the right answer (first location only, as a client would jump)? */
+export function isRight(c: Case, locs: string[]): boolean {
+  return locs[0] === c.right;
+}
