@@ -59,6 +59,8 @@ export function daemonSuite(o: DaemonSuiteOptions): void {
     let c: ChaosDaemon;
     let restarted: ChaosDaemon | undefined;
     let registry: HangingServer;
+    /** The upload held open when the daemon is killed (destroyed in after() whatever happened). */
+    let held: http.ClientRequest | undefined;
     let roots: Root[] = [];
     const figures = new Figures();
     const rssAll: number[] = [];
@@ -85,6 +87,7 @@ export function daemonSuite(o: DaemonSuiteOptions): void {
 
     after(async () => {
       clearInterval(rssTimer);
+      held?.destroy();
       for (const d of [restarted, c]) {
         if (!d) continue;
         if (d.daemon.child.exitCode === null && d.daemon.child.signalCode === null) await d.daemon.stop();
@@ -240,7 +243,7 @@ export function daemonSuite(o: DaemonSuiteOptions): void {
       const big = await packTar(Array.from({ length: 1500 }, (_, i) => ({ name: `src/m${i % 20}/f${i}.ts`, data: `export const v${i} = "${'x'.repeat(2000)}";\n` })));
       const crashKey = { org: 'chaos', repo: 'crash', sha: shaOf(`crash-${o.label}`) };
       const { hostname, port } = new URL(c.url);
-      const up = http.request({ hostname, port, method: 'PUT', path: rootPath(crashKey), headers: { 'content-type': 'application/x-tar' } });
+      const up = (held = http.request({ hostname, port, method: 'PUT', path: rootPath(crashKey), headers: { 'content-type': 'application/x-tar' } }));
       up.on('error', () => {}); // the daemon dies under it
       up.write(big.subarray(0, Math.floor(big.length * 0.8)));
       assert.ok(await waitFor(() => walk(c.daemon.dataDir).filter((p) => p.startsWith('staging/')).length > 50, 20_000), 'the upload reached staging');

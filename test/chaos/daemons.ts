@@ -39,9 +39,14 @@ export async function startChaosDaemon(slot: number, env: Record<string, string>
     env: { LSPD_JAIL_UID_BASE: String(uids.base), LSPD_JAIL_UID_COUNT: String(uids.count), LSPD_RESULT_CACHE_ENTRIES: '0', ...env },
     timeoutMs: 60_000,
   });
-  const r = await fetch(daemon.url + '/readyz');
-  const body = (await r.json()) as { ready: boolean; reason?: string };
-  return { daemon, url: daemon.url, uids, ...(body.ready ? {} : { notReady: body.reason ?? 'not ready' }) };
+  try {
+    const r = await fetch(daemon.url + '/readyz');
+    const body = (await r.json()) as { ready: boolean; reason?: string };
+    return { daemon, url: daemon.url, uids, ...(body.ready ? {} : { notReady: body.reason ?? 'not ready' }) };
+  } catch (err) {
+    await daemon.kill(); // never leave a daemon behind a failed start
+    throw err;
+  }
 }
 
 /** Collect a stream into one Buffer (fixture tars are small). */

@@ -69,7 +69,9 @@ export function faultSuite(o: { rounds: number; label: string; slot: number }): 
       assert.ok(id, JSON.stringify(r.body));
       return id;
     };
-    const sessionsOf = (server: string) => d.lsp.pool.list().filter((s) => s.row.name === server && s.state.kind === 'ready');
+    /** Ready sessions of a server (on one root, when given). */
+    const sessionsOf = (server: string, root?: Root) =>
+      d.lsp.pool.list().filter((s) => s.row.name === server && s.state.kind === 'ready' && (!root || s.key.rootId === `${root.org}/${root.repo}/${root.sha}`));
 
     test('a server that allocates without bound is stopped by its memory cap, and the session restarts', async () => {
       for (let round = 0; round < o.rounds; round++) {
@@ -231,7 +233,7 @@ export function faultSuite(o: { rounds: number; label: string; slot: number }): 
         assert.ok(ms < QUERY_TIMEOUT_MS + 2_000, `answered in ${ms} ms`);
         // A cancel left unanswered for a further whole query deadline marks the server
         // wedged (session.ts): then the session is retired and its jail killed.
-        assert.ok(await waitFor(() => sessionsOf('chaos-wedge').length === 0, QUERY_TIMEOUT_MS + 5_000), 'the wedged session was retired');
+        assert.ok(await waitFor(() => sessionsOf('chaos-wedge', root).length === 0, QUERY_TIMEOUT_MS + 5_000), 'the wedged session was retired');
         assert.notEqual(await alive(root, 'wedge'), before, 'a fresh session answers');
         faults.fault('server wedged on stdout', true, `504 after ${ms} ms, respawned`);
       }
