@@ -1,0 +1,186 @@
+// Question: under a steady query load against warm roots, what throughput and
+// latency does lspd give at 1, 8 and 64 concurrent clients, beside the raw
+// language server, and does the daemon's memory level off over a long soak?
+//   node --import tsx bench/load.ts [--soak-seconds N] [--phase-seconds N] [--quick]
+// Defaults: 20 s per phase, a 300 s soak; --quick is 5 s phases and a 30 s soak.
+// Load: four roots of test/fixtures/ts-basic, each client looping over definition,
+// hover, references and documentSymbols (undici, one connection per client).
+// Rows: "lspd uncached" (LSPD_RESULT_CACHE_ENTRIES=0: every query reaches TS 7 in
+// its SERVE jail), "lspd cached" (the default cache: roots are immutable, so
+// repeats are hits), and "raw TS 7" (the same requests straight to a bare
+// `tsc --lsp --stdio` over a pipe, no jail, no HTTP: the floor lspd adds to).
+import { spawn } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Budget, LspConnection } from '../src/lsp/transport.js';
+import { fixturesDir, startChaosDaemon, tsCall, tsRoots, type ChaosDaemon } from '../test/chaos/daemons.js';
+import { Figures, Load, percentile, sleep } from '../test/chaos/harness.js';
+import { MiB, jailRssBytes, rssBytes } from '../test/chaos/procs.js';
+import { projectDir } from '../test/helpers/daemon.js';
+
+const args = process.argv.slice(2);
+const flag = (name: string, def: number) => {
+  const i = args.indexOf(name);
+  return i >= 0 && args[i + 1] !== undefined ? Number(args[i + 1]) : def;
+};
+const quick = args.includes('--quick');
+const phaseSeconds = flag('--phase-seconds', quick ? 5 : 20);
+const soakSeconds = flag('--soak-seconds', quick ? 30 : 300);
+const CLIENTS = [1, 8, 64];
+const OPS = 4; // tsCall's questions 0..3: definition, hover, references, documentSymbols
+
+interface Row {
+  mode: string;
+  clients: number;
+  seconds: number;
+  requests: number;
+  perSecond: number;
+  p50: number;
+  p95: number;
+  p99: number;
+  refused: number;
+  lost: number;
+  rss: string;
+}
+
+const mib = (n: number) => Math.round(n / MiB);
+
+async function lspdPhase(d: ChaosDaemon, mode: string, clients: number, seconds: number, roots: Awaited<ReturnType<typeof tsRoots>>, onSecond?: (s: number) => void): Promise<Row> {
+  const f = new Figures();
+  const rss0 = rssBytes(d.daemon.child.pid!);
+  const t0 = performance.now();
+  const load = new Load({
+    url: d.url,
+    next: (i) => tsCall(roots[i % roots.length]!, Math.floor(i / roots.length) % OPS),
+    concurrency: clients,
+    maxRequests: 50_000_000,
+    maxMs: seconds * 1000,
+    timeoutMs: 80_000,
+    figures: f,
+  }).start();
+  for (let s = 1; s <= seconds; s++) {
+    await sleep(1000);
+    onSecond?.(s);
+  }
+  await load.stop();
+  const elapsed = (performance.now() - t0) / 1000;
+  if (f.wrong > 0) throw new Error(`${mode}: wrong answers: ${f.wrongWhy.join('; ')}`);
+  const lat = load.latencies;
+  return {
+    mode,
+    clients,
+    seconds: Math.round(elapsed),
+    requests: f.sent,
+    perSecond: Math.round(f.answered / elapsed),
+    p50: percentile(lat, 50),
+    p95: percentile(lat, 95),
+    p99: percentile(lat, 99),
+    refused: f.refused,
+    lost: f.lost,
+    rss: `${mib(rss0)}→${mib(rssBytes(d.daemon.child.pid!))}`,
+  };
+}
+
+/** The same four questions straight to a bare TS 7 server over stdio, `clients` requests in flight. */
+async function rawPhase(clients: number, seconds: number): Promise<Row> {
+  const dir = mkdtempSync(join(tmpdir(), 'lspd-bench-raw-'));
+  cpSync(join(fixturesDir, 'ts-basic'), dir, { recursive: true });
+  const bin = join(projectDir, 'node_modules/@typescript/typescript-linux-x64/lib/tsc');
+  const child = spawn(bin, ['--lsp', '--stdio'], { cwd: dir, stdio: ['pipe', 'pipe', 'ignore'] });
+  const conn = new LspConnection({ input: child.stdout, output: child.stdin, maxFrameBytes: 16 * MiB, onRequest: (m, p) => (m === 'workspace/configuration' ? ((p as { items?: unknown[] }).items ?? []).map(() => null) : null) });
+  try {
+    const root = pathToFileURL(dir).href;
+    await conn.request('initialize', { processId: null, rootUri: root, workspaceFolders: [{ uri: root, name: 'ts-basic' }], capabilities: { general: { positionEncodings: ['utf-16'] } } });
+    conn.notify('initialized', {});
+    for (const rel of ['src/app.ts', 'src/greet.ts']) {
+      conn.notify('textDocument/didOpen', { textDocument: { uri: `${root}/${rel}`, languageId: 'typescript', version: 1, text: readFileSync(join(dir, rel), 'utf8') } });
+    }
+    const requestOf = (i: number): [string, unknown] => {
+      const body = tsCall({ org: 'x', repo: 'x', sha: 'x' }, i % OPS).json as { op: string; path: string; line?: number; character?: number };
+      const textDocument = { uri: `${root}/${body.path}` };
+      const position = { line: body.line, character: body.character };
+      if (body.op === 'documentSymbols') return ['textDocument/documentSymbol', { textDocument }];
+      if (body.op === 'references') return ['textDocument/references', { textDocument, position, context: { includeDeclaration: true } }];
+      return [`textDocument/${body.op}`, { textDocument, position }];
+    };
+    for (let i = 0; i < OPS; i++) await conn.request(...requestOf(i)); // warm, as the lspd roots are
+    const lat: number[] = [];
+    let n = 0;
+    let failed = 0;
+    const until = performance.now() + seconds * 1000;
+    const t0 = performance.now();
+    await Promise.all(
+      Array.from({ length: clients }, async () => {
+        while (performance.now() < until) {
+          const [method, params] = requestOf(n++);
+          const s = performance.now();
+          try {
+            await conn.request(method, params, { budget: new Budget(10_000, 1 << 30) });
+            lat.push(Math.round(performance.now() - s));
+          } catch {
+            failed++;
+          }
+        }
+      }),
+    );
+    const elapsed = (performance.now() - t0) / 1000;
+    return { mode: 'raw TS 7 (stdio)', clients, seconds: Math.round(elapsed), requests: n, perSecond: Math.round(lat.length / elapsed), p50: percentile(lat, 50), p95: percentile(lat, 95), p99: percentile(lat, 99), refused: failed, lost: 0, rss: '-' };
+  } finally {
+    conn.close();
+    child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function withDaemon<T>(slot: number, env: Record<string, string>, fn: (d: ChaosDaemon) => Promise<T>): Promise<T> {
+  const d = await startChaosDaemon(slot, { LOG_LEVEL: 'info', ...env });
+  try {
+    if (d.notReady) throw new Error(`the daemon is not ready here: ${d.notReady}`);
+    return await fn(d);
+  } finally {
+    await d.daemon.stop();
+    d.daemon.cleanup();
+  }
+}
+
+const rows: Row[] = [];
+let soakLine = '';
+await withDaemon(0, {}, async (d) => {
+  const roots = await tsRoots(d.url, 4, 'bench');
+  for (const r of roots) for (let q = 0; q < OPS; q++) await fetch(d.url + '/v1/code/lsp', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(tsCall(r, q).json) }).then((x) => x.arrayBuffer());
+  // Warm-up, not reported: the first seconds of a fresh server are slower than its steady state.
+  await lspdPhase(d, 'warm-up', 8, Math.min(10, phaseSeconds), roots);
+  for (const c of CLIENTS) rows.push(await lspdPhase(d, 'lspd uncached', c, phaseSeconds, roots));
+  // The soak: 8 clients, RSS of the daemon (and of its jails) every second.
+  const daemonRss: number[] = [];
+  const jailRss: number[] = [];
+  const soak = await lspdPhase(d, 'soak, lspd uncached', 8, soakSeconds, roots, () => {
+    daemonRss.push(rssBytes(d.daemon.child.pid!));
+    jailRss.push(jailRssBytes(d.uids));
+  });
+  rows.push(soak);
+  const at = (xs: number[], p: number) => mib(xs[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!);
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+  const h = Math.floor(daemonRss.length / 2);
+  const q = Math.floor(daemonRss.length / 4);
+  const growth = mean(daemonRss.slice(3 * q)) - mean(daemonRss.slice(q, h));
+  const verdict = growth < Math.max(16 * MiB, 0.05 * mean(daemonRss.slice(q, h))) ? 'levels off' : 'STILL GROWING';
+  soakLine =
+    `soak ${soakSeconds} s at 8 clients: daemon RSS MiB at 0/25/50/75/100 %: ${[0, 25, 50, 75, 100].map((p) => at(daemonRss, p)).join(' / ')}, max ${mib(Math.max(...daemonRss))}; ` +
+    `last quarter vs second quarter ${growth >= 0 ? '+' : ''}${mib(growth)} MiB → ${verdict}. Jails RSS MiB: ${[0, 50, 100].map((p) => at(jailRss, p)).join(' / ')}`;
+});
+await withDaemon(1, { LSPD_RESULT_CACHE_ENTRIES: '10000' }, async (d) => {
+  const roots = await tsRoots(d.url, 4, 'bench-cached');
+  await lspdPhase(d, 'warm-up', 8, Math.min(10, phaseSeconds), roots);
+  for (const c of CLIENTS) rows.push(await lspdPhase(d, 'lspd cached', c, phaseSeconds, roots));
+});
+for (const c of CLIENTS) rows.push(await rawPhase(c, phaseSeconds));
+
+const head = ['mode', 'clients', 's', 'requests', 'req/s', 'p50 ms', 'p95 ms', 'p99 ms', 'refused', 'lost', 'daemon RSS MiB'];
+const table = [head, ...rows.map((r) => [r.mode, r.clients, r.seconds, r.requests, r.perSecond, r.p50, r.p95, r.p99, r.refused, r.lost, r.rss].map(String))];
+const widths = head.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
+console.log(`lspd load bench: ${cpus().length} cores, node ${process.version}, TypeScript 7 (native), 4 warm roots of ts-basic, ops definition/hover/references/documentSymbols`);
+for (const row of table) console.log(row.map((c, i) => (i <= 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
+console.log(soakLine);
