@@ -9,10 +9,11 @@
 // lspd runs as its own process (src/main.ts, as operators run it); runs of the two
 // are interleaved so machine load hits both alike; medians of RUNS.
 // Run: node --import tsx bench/cold.ts [runs] [row names...]
+import { createHash } from 'node:crypto';
 import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { spawnDaemon, type Daemon } from '../test/helpers/daemon.js';
-import { cannotJail, fetchSettled, lspQuery, shaOf, uploadFixture } from '../test/helpers/lsp-harness.js';
+import { cannotJail, fetchSettled, lspQuery, uploadFixture } from '../test/helpers/lsp-harness.js';
 import { bareFor, cases, isRight, rawLocations, type Case } from './cases.js';
 
 const RUNS = Number(process.argv[2] ?? 3) || 3;
@@ -24,7 +25,8 @@ async function daemon(env: Record<string, string>, slot: number): Promise<Daemon
 }
 
 async function lspdOnce(d: Daemon, c: Case, run: number): Promise<{ ms: number; right: boolean }> {
-  const root = { org: 'bench', repo: c.fixture, sha: shaOf(`cold-${c.row.name}-${run}-${process.pid}-${Date.now()}`) };
+  // A root never seen before (a fresh session, nothing cached).
+  const root = { org: 'bench', repo: c.fixture, sha: createHash('sha1').update(`cold ${c.row.name} ${run} ${process.pid} ${Date.now()}`).digest('hex') };
   await uploadFixture(d.url, root, c.fixture);
   await fetchSettled(d.url, root);
   const t0 = performance.now();
