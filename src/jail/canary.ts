@@ -43,7 +43,11 @@ export async function runProbe(
   });
   const ended = new Promise<void>((resolve) => j.stdout.once('close', () => resolve()));
   const exit = await j.exited;
-  await Promise.race([ended, new Promise((r) => setTimeout(r, 1000))]);
+  // Once the gate has exited every process of the jail is gone, so stdout ends
+  // promptly; the bound only guards against a leaked descriptor. It was 1 s, and on
+  // a 2-core host at load 10 the probe's lines sometimes arrived after it.
+  const drained = await Promise.race([ended.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 10_000).unref())]);
+  if (!drained) j.stdout.destroy();
   const results = new Map<string, ProbeResult>();
   for (const line of out.split('\n')) {
     try {
