@@ -61,7 +61,7 @@ export const configSchema = z.object({
   reapIntervalMs: int(30_000, 100).describe('How often the reaper looks for idle sessions.'),
   initializeTimeoutMs: int(30_000, 100).describe('Deadline for the initialize handshake.'),
   shutdownTimeoutMs: int(3_000, 100).describe('Deadline for shutdown/exit before the process group is killed.'),
-  readyTimeoutMs: int(20_000, 0).describe('How long a query waits for a server that is indexing before answering incomplete.'),
+  readyTimeoutMs: int(30_000, 0).describe('How long a query waits for a server that is indexing before answering incomplete.'),
   readyGraceMs: int(150, 0).describe('Quiet time after the last $/progress end before a server counts as ready.'),
   diagnosticsWindowMs: int(4_000, 100).describe('How long to wait for pushed diagnostics after didOpen.'),
   maxSessions: int(64, 1).describe('Most live language-server sessions; past it the least recently used idle one is stopped.'),
