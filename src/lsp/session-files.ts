@@ -17,12 +17,15 @@ export interface SessionFiles {
 
 /** `files`: in-jail absolute path (under HOME or TMP) → contents. */
 export async function writeSessionFiles(baseDir: string, files: Readonly<Record<string, string>>): Promise<SessionFiles> {
-  await mkdir(baseDir, { recursive: true, mode: 0o755 });
+  await mkdir(baseDir, { recursive: true });
+  // Modes set explicitly, not through mkdir/writeFile: a umask like 077 would
+  // leave them unreadable to the pool uids the jails run as.
+  await chmod(baseDir, 0o755);
   const dir = await mkdtemp(join(baseDir, 's-'));
   let removed: Promise<void> | undefined;
   const remove = () => (removed ??= rm(dir, { recursive: true, force: true }).catch(() => undefined));
   try {
-    // Jailed processes run as pool uids: the files must be readable by others (they hold nothing secret).
+    // Readable by others (the jail's pool uids); they hold nothing secret.
     await chmod(dir, 0o755);
     const binds: Bind[] = [];
     let n = 0;
@@ -31,7 +34,8 @@ export async function writeSessionFiles(baseDir: string, files: Readonly<Record<
         throw new Error(`session file ${at} is not inside the session's private tmpfs`);
       }
       const host = join(dir, `f${n++}`);
-      await writeFile(host, text, { mode: 0o644 });
+      await writeFile(host, text);
+      await chmod(host, 0o644);
       binds.push({ host, at });
     }
     return { binds, remove };
