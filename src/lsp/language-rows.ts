@@ -28,8 +28,10 @@ export function languageRows(p: ServerPaths): ServerRow[] {
       //   /deps/go/pkg/mod and named by GOMODCACHE (the fetcher's serveEnv adds it);
       //   GOPROXY=off and -mod=readonly so a missing module is an error, never a
       //   download or a rewrite of go.mod/go.sum. GOTOOLCHAIN=local: never fetch a Go.
-      // - readiness: it loads the workspace inside `initialized` and holds
-      //   requests until then; its progress ("Setting up workspace") closes when loaded.
+      // - readiness: it loads the workspace after `initialized` and holds requests
+      //   until then; its progress ("Setting up workspace") begins a few ms after
+      //   `initialized` and closes when loaded (expectProgress: the diagnostics
+      //   window then starts after the load, not during it).
       // - positions: UTF-16 only.
       name: 'gopls',
       languages: ['go'],
@@ -51,7 +53,7 @@ export function languageRows(p: ServerPaths): ServerRow[] {
       ecosystem: 'go',
       rootMarkers: ['go.mod'],
       settings: { gopls: { hoverKind: 'FullDocumentation', linksInHover: false } },
-      readiness: { kind: 'progress' },
+      readiness: { kind: 'progress', expectProgress: true },
       encodings: ['utf-16'],
       maxInFlight: 16,
       probe: () => probeBinary({ path: '/usr/bin/gopls', debianPackage: 'gopls', absent: 'not installed (gopls missing; images/pins.env pins the Debian package)' }),
