@@ -130,7 +130,29 @@ test('clangd: a tree without a database gets one listing its sources; one with a
   assert.deepEqual((JSON.parse(Object.values(nested)[0]!) as { arguments: string[] }[])[0]!.arguments, ['clang', '-DX', '-c', '/src/lib/nested/n.c']);
   writeFileSync(join(tree, 'lib', 'compile_commands.json'), '[{"directory":"/ci","file":"x.c","command":"cc x.c"}]');
   const own = await clangdSessionFiles({ treeHostDir: tree, workspace: 'lib', workspaceAt: '/src/lib' });
-  assert.equal(Object.values(own)[0], '[{"directory":"/ci","file":"x.c","command":"cc x.c"}]');
+  assert.equal(Object.values(own)[0], '[{"directory":"/ci","file":"x.c","command":"cc x.c"}]', 'nothing of it found in the tree: copied as is');
+});
+
+test("clangd: a database written on a CI machine is rebased onto the workspace's in-jail path", async () => {
+  const tree = scratchDir('lspd-cdb-ci-');
+  mkdirSync(join(tree, 'src'), { recursive: true });
+  mkdirSync(join(tree, 'build'), { recursive: true });
+  writeFileSync(join(tree, 'src', 'a.c'), 'int a;\n');
+  const ci = '/home/runner/work/app/app';
+  const db = [
+    { directory: `${ci}/build`, file: `${ci}/src/a.c`, arguments: ['cc', `-I${ci}/include`, `-I${ci}-extra/x`, '-c', `${ci}/src/a.c`] },
+    { directory: `${ci}/build`, file: '../src/a.c', command: `cc -I${ci}/include -c ../src/a.c` },
+  ];
+  writeFileSync(join(tree, 'build', 'compile_commands.json'), JSON.stringify(db));
+  const files = await clangdSessionFiles({ treeHostDir: tree, workspace: '', workspaceAt: '/src' });
+  const got = JSON.parse(Object.values(files)[0]!) as { directory: string; file: string; arguments?: string[]; command?: string }[];
+  assert.equal(got[0]!.directory, '/src/build');
+  assert.equal(got[0]!.file, '/src/src/a.c');
+  assert.deepEqual(got[0]!.arguments, ['cc', '-I/src/include', `-I${ci}-extra/x`, '-c', '/src/src/a.c'], 'only whole path prefixes');
+  assert.equal(got[1]!.command, 'cc -I/src/include -c ../src/a.c');
+  const inJail = JSON.stringify([{ directory: '/src', file: 'src/a.c', arguments: ['cc', '-c', 'src/a.c'] }]);
+  writeFileSync(join(tree, 'compile_commands.json'), inJail);
+  assert.equal(Object.values(await clangdSessionFiles({ treeHostDir: tree, workspace: '', workspaceAt: '/src' }))[0], inJail, 'already the jail layout: unchanged');
 });
 
 test('dependency notes: per ecosystem, failures and refusals with their reason', () => {

@@ -10,10 +10,14 @@
 //   declaration). Every C/C++ source of the workspace is listed with the same flags:
 //   the workspace's compile_flags.txt when it has one, else the fallback flags
 //   (the workspace, include/ and src/ on the include path).
+// - A database written on a CI machine names that machine's checkout
+//   (/home/runner/work/app/app/src/x.c, -I/home/runner/work/app/app/include): the
+//   copy is rebased onto the workspace's in-jail path when its files are found in
+//   the tree under a common prefix, so clangd matches the files and finds headers.
 // Nothing is ever built and no compiler is ever run: clangd only parses, and it
 // is never given --query-driver, so the driver named here is a name, not a program.
 import { lstat, readdir, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { isAbsolute, join, posix } from 'node:path';
 import { JAIL_HOME } from '../jail/policy.js';
 
 /** Where the generated database (and so clangd's index) lives inside the jail. */
@@ -62,8 +66,9 @@ export async function clangdSessionFiles(
 ): Promise<Record<string, string>> {
   const hostWs = join(ws.treeHostDir, ws.workspace);
   const at = `${CLANGD_CDB_DIR}/compile_commands.json`;
-  const own = await readPlain(join(hostWs, 'compile_commands.json'), limits.maxDatabaseBytes);
-  if (own !== undefined) return { [at]: own };
+  // Where clangd itself looks: the directory, then its build/ (CMake's habit).
+  const own = (await readPlain(join(hostWs, 'compile_commands.json'), limits.maxDatabaseBytes)) ?? (await readPlain(join(hostWs, 'build', 'compile_commands.json'), limits.maxDatabaseBytes));
+  if (own !== undefined) return { [at]: await rebaseDatabase(own, hostWs, ws.workspaceAt) };
 
   const flagsText = await readPlain(join(hostWs, 'compile_flags.txt'), 1024 * 1024);
   const flags = flagsText !== undefined ? flagsText.split('\n').map((l) => l.trim()).filter((l) => l !== '') : fallbackFlags(ws.workspaceAt);
@@ -92,4 +97,50 @@ export async function clangdSessionFiles(
     level = next;
   }
   return { [at]: JSON.stringify(entries) };
+}
+
+/** Entries looked at to find the prefix a database was written under. */
+const REBASE_SAMPLE = 64;
+
+/**
+ * The database with the checkout prefix it was written under replaced by
+ * `workspaceAt`, when that prefix can be told: for sampled entries, the shortest
+ * tail of the file's absolute path that exists in the workspace (a regular file,
+ * reached without `..`) gives prefix = path minus tail; the most common one wins.
+ * Unchanged when it is already the jail's layout, unparseable, or no prefix is found.
+ */
+export async function rebaseDatabase(text: string, hostWs: string, workspaceAt: string): Promise<string> {
+  let entries: unknown;
+  try {
+    entries = JSON.parse(text);
+  } catch {
+    return text; // clangd will say what is wrong with it
+  }
+  if (!Array.isArray(entries)) return text;
+  const votes = new Map<string, number>();
+  for (const e of entries.slice(0, REBASE_SAMPLE) as { directory?: unknown; file?: unknown }[]) {
+    if (typeof e?.file !== 'string' || typeof e.directory !== 'string') continue;
+    const abs = posix.normalize(isAbsolute(e.file) ? e.file : posix.join(e.directory, e.file));
+    if (abs === workspaceAt || abs.startsWith(`${workspaceAt}/`)) return text; // written for this layout
+    const segs = abs.split('/').filter((x) => x !== '');
+    for (let i = segs.length - 1; i >= 0; i--) {
+      const tail = segs.slice(i);
+      if (tail.some((x) => x === '..' || x === '.')) break;
+      const st = await lstat(join(hostWs, ...tail)).catch(() => undefined);
+      if (st?.isFile()) {
+        const prefix = '/' + segs.slice(0, i).join('/');
+        if (prefix !== '/') votes.set(prefix, (votes.get(prefix) ?? 0) + 1);
+        break;
+      }
+    }
+  }
+  const best = [...votes].sort((a, b) => b[1] - a[1])[0]?.[0];
+  if (!best) return text;
+  // Every string value: directory, file, output, command and each argument
+  // (-I/prefix/include, -include /prefix/config.h, ...). A path boundary must follow.
+  const re = new RegExp(best.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '(?=/|$|\\s|")', 'g');
+  const swap = (v: unknown): unknown => (typeof v === 'string' ? v.replace(re, workspaceAt) : Array.isArray(v) ? v.map(swap) : v);
+  return JSON.stringify(
+    (entries as Record<string, unknown>[]).map((e) => (typeof e === 'object' && e !== null ? Object.fromEntries(Object.entries(e).map(([k, v]) => [k, swap(v)])) : e)),
+  );
 }
