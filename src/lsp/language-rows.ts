@@ -62,7 +62,8 @@ export function languageRows(p: ServerPaths): ServerRow[] {
       // clangd 14. Quirks:
       // - compile commands: every session gets a compile_commands.json generated
       //   into its private HOME (clangd-cdb.ts, --compile-commands-dir): a copy of
-      //   the workspace's own when it has one, else every C/C++ source listed with
+      //   the workspace's own (or build/'s) when it has one, rebased from the CI
+      //   checkout it names onto the jail's path, else every C/C++ source listed with
       //   the workspace's compile_flags.txt or the fallback flags (the workspace,
       //   include/ and src/ on the include path). No build is ever run;
       //   --query-driver is never given, so no compiler named there is executed.
