@@ -47,6 +47,21 @@ interface Row {
 
 const mib = (n: number) => Math.round(n / MiB);
 
+/** Least-squares slope of one-per-second samples, in MiB per minute. */
+function slopeMiBPerMin(ys: number[]): number {
+  const n = ys.length;
+  if (n < 2) return 0;
+  const mx = (n - 1) / 2;
+  const my = ys.reduce((a, b) => a + b, 0) / n;
+  let num = 0;
+  let den = 0;
+  ys.forEach((y, x) => {
+    num += (x - mx) * (y - my);
+    den += (x - mx) ** 2;
+  });
+  return ((num / den) * 60) / MiB;
+}
+
 async function lspdPhase(d: ChaosDaemon, mode: string, clients: number, seconds: number, roots: Awaited<ReturnType<typeof tsRoots>>, onSecond?: (s: number) => void): Promise<Row> {
   const f = new Figures();
   const rss0 = rssBytes(d.daemon.child.pid!);
@@ -162,14 +177,16 @@ await withDaemon(0, {}, async (d) => {
   });
   rows.push(soak);
   const at = (xs: number[], p: number) => mib(xs[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!);
-  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+  // V8's RSS is a sawtooth (it grows until a collection, then drops): compare the peaks
+  // of the two halves rather than means, and give the least-squares slope beside them.
   const h = Math.floor(daemonRss.length / 2);
-  const q = Math.floor(daemonRss.length / 4);
-  const growth = mean(daemonRss.slice(3 * q)) - mean(daemonRss.slice(q, h));
-  const verdict = growth < Math.max(16 * MiB, 0.05 * mean(daemonRss.slice(q, h))) ? 'levels off' : 'STILL GROWING';
+  const peak1 = Math.max(...daemonRss.slice(0, h));
+  const peak2 = Math.max(...daemonRss.slice(h));
+  const verdict = peak2 - peak1 < Math.max(16 * MiB, 0.05 * peak1) ? 'levels off' : 'STILL GROWING';
   soakLine =
-    `soak ${soakSeconds} s at 8 clients: daemon RSS MiB at 0/25/50/75/100 %: ${[0, 25, 50, 75, 100].map((p) => at(daemonRss, p)).join(' / ')}, max ${mib(Math.max(...daemonRss))}; ` +
-    `last quarter vs second quarter ${growth >= 0 ? '+' : ''}${mib(growth)} MiB → ${verdict}. Jails RSS MiB: ${[0, 50, 100].map((p) => at(jailRss, p)).join(' / ')}`;
+    `soak ${soakSeconds} s at 8 clients: daemon RSS MiB at 0/25/50/75/100 %: ${[0, 25, 50, 75, 100].map((p) => at(daemonRss, p)).join(' / ')}; ` +
+    `peak first half ${mib(peak1)}, second half ${mib(peak2)}, slope ${slopeMiBPerMin(daemonRss).toFixed(1)} MiB/min → ${verdict}. ` +
+    `Jails RSS MiB at 0/50/100 %: ${[0, 50, 100].map((p) => at(jailRss, p)).join(' / ')}`;
 });
 await withDaemon(1, { LSPD_RESULT_CACHE_ENTRIES: '10000' }, async (d) => {
   const roots = await tsRoots(d.url, 4, 'bench-cached');
