@@ -62,7 +62,11 @@ export async function createLsp(deps: LspDeps): Promise<Lsp> {
   const offDone = fetcher?.onDone((k, view) => {
     const ecosystems = fetchedEcosystems(view);
     service.dropRoot(rootId(k));
-    const n = pool.restartRoot(rootId(k), (s) => s.row.ecosystem !== undefined && ecosystems.has(s.row.ecosystem));
+    // Only sessions spawned before the fetch finished lack its mounts: a query that
+    // waited for the fetch may already have spawned one that has them.
+    const finished = view.finishedAt === undefined ? Infinity : Date.parse(view.finishedAt);
+    const stale = (s: { createdAt: number }) => !(s.createdAt >= finished);
+    const n = pool.restartRoot(rootId(k), (s) => s.row.ecosystem !== undefined && ecosystems.has(s.row.ecosystem) && stale(s));
     if (n > 0) log.info({ root: rootId(k), sessions: n }, 'sessions restarted after the fetch');
   });
   const off = store.onRemove?.(async (k) => {

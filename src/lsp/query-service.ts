@@ -187,7 +187,9 @@ export class QueryService {
   private async openAndWait(w: Work, session: Session, target: TargetFile): Promise<{ uri: string; complete: boolean }> {
     const lang = languageOf(target.path)!;
     const uri = session.open(target.path, lang.languageId, target.text);
-    const budgetMs = Math.max(0, Math.min(this.deps.config.readyTimeoutMs, w.deadlineAt - Date.now()));
+    // Half of what is left at most: a server still indexing at the bound must leave
+    // time to answer (incomplete) rather than turn the whole query into a 504.
+    const budgetMs = Math.max(0, Math.min(this.deps.config.readyTimeoutMs, (w.deadlineAt - Date.now()) / 2));
     const complete = await session.waitReady(uri, budgetMs, w.deadline);
     if (w.deadline.aborted) throw w.deadline.reason as Error;
     return { uri, complete };

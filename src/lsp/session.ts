@@ -83,6 +83,8 @@ export class Session {
   /** Queries holding this session; the reaper never takes a leased session. */
   leases = 0;
   lastUsed = Date.now();
+  /** When it was spawned: a fetch that finished before this saw it already. */
+  readonly createdAt = Date.now();
   /** Settles when ready (or rejects with SessionFailedError). */
   readonly started: Promise<void>;
   private st: SessionState = { kind: 'starting', since: Date.now() };
