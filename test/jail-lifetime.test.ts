@@ -111,8 +111,9 @@ describe('jail lifetime: the daemon is SIGKILLed', { skip }, () => {
 
     cli.kill('SIGKILL');
     assert.ok(await waitFor(() => pool().length === 0, 5_000), `survivors: ${pool().join(' ')}`);
-    if (cgDir) {
-      assert.ok(existsSync(cgDir), 'a SIGKILLed daemon leaves its empty cgroup dir');
+    // A SIGKILLed daemon leaves its empty cgroup dir; any daemon that starts next
+    // sweeps it, and in npm test that may be another test file's daemon, first.
+    if (cgDir && existsSync(cgDir)) {
       const next = await startJail();
       await next.close();
       assert.ok(!existsSync(cgDir), 'the next daemon sweeps it');
