@@ -138,7 +138,7 @@ async function main(): Promise<void> {
           const r = await request(`${daemon.url}/v1/roots/bench/t${sizeMb}/${sha}`, {
             dispatcher,
             method: 'PUT',
-            body: createReadStream(archive, { highWaterMark: 1 * MB }),
+            body: createReadStream(archive, { highWaterMark: 256 * 1024 }),
             headers: { 'content-type': gz ? 'application/gzip' : 'application/x-tar' },
           }).catch((err: unknown) => {
             console.error(daemon.logs.slice(-5));
@@ -153,6 +153,7 @@ async function main(): Promise<void> {
           const syncS = Number(stored?.syncMs ?? NaN) / 1000;
           await request(`${daemon.url}/v1/roots/bench/t${sizeMb}/${sha}`, { dispatcher, method: 'DELETE' }).then((x) => x.body.dump());
           await dispatcher.close();
+          await execFileP('sync', ['-f', work]); // settle the removal before the next tar run
           best = {
             syncS: tLspd < best.lspd ? syncS : best.syncS,
             lspd: Math.min(best.lspd, tLspd),

@@ -72,15 +72,21 @@ export class RootStore {
   /** Create the layout, remove what a crash left in staging and trash, load the index. */
   static async open(deps: StoreDeps): Promise<RootStore> {
     const d = deps.config.dataDir;
-    await mkdir(d, { recursive: true, mode: 0o755 });
+    const madeDataDir = await mkdir(d, { recursive: true, mode: 0o755 });
     for (const sub of ['staging', 'trash']) {
       const leftover = await readdir(join(d, sub)).catch(() => []);
       if (leftover.length > 0) deps.log.info({ dir: sub, entries: leftover.length }, 'removing what an earlier run left');
       await rm(join(d, sub), { recursive: true, force: true });
-      await mkdir(join(d, sub), { mode: 0o700 });
+      await mkdir(join(d, sub), { mode: 0o700 }); // half-written uploads stay private
     }
+    const fixModes = await umaskStripsModes(join(d, 'staging'));
     await mkdir(join(d, 'roots'), { recursive: true, mode: 0o755 });
-    const store = new RootStore(deps, await umaskStripsModes(join(d, 'staging')));
+    if (fixModes) {
+      // An operator's own data dir keeps its mode; what lspd creates is opened up.
+      if (madeDataDir !== undefined) await chmod(d, 0o755);
+      await chmod(join(d, 'roots'), 0o755);
+    }
+    const store = new RootStore(deps, fixModes);
     await store.load();
     return store;
   }
@@ -231,7 +237,8 @@ export class RootStore {
       syncMs = Math.round(performance.now() - syncStart);
       await writeDurable(join(staging, META), JSON.stringify({ version: 1, ...info }) + '\n');
       await fsyncDir(staging);
-      await mkdir(dirname(final), { recursive: true, mode: 0o755 });
+      await this.ensureDir755(dirname(dirname(final)));
+      await this.ensureDir755(dirname(final));
       await rename(staging, final);
       await fsyncDir(dirname(final));
     } catch (raw) {
@@ -329,6 +336,15 @@ export class RootStore {
     await mkdir(dir, { mode: 0o755 });
     // The jails run as other uids; a restrictive umask must not hide the tree from them.
     if (this.fixModes) await chmod(dir, 0o755);
+  }
+
+  /** mkdir755 for a directory other uploads may be creating at the same moment (an org or repo dir). */
+  private async ensureDir755(dir: string): Promise<void> {
+    try {
+      await this.mkdir755(dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
   }
 
   private updateGauges(): void {

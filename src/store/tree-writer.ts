@@ -4,6 +4,12 @@
 // large files stream with double-buffered writev. Every path it is given was
 // admitted by EntryChecker, so it never follows a link: directories are created
 // one level at a time by this writer alone, and files are created with O_EXCL.
+//
+// Whatever creates a name (open O_CREAT, mkdir, symlink, link) takes the parent
+// directory's lock in the kernel, and threads that queue on it spin
+// (rwsem_spin_on_owner: measured as the largest kernel cost with parallel creates
+// in one directory). So creates are serialized per parent directory here, while
+// the data writes and closes of those files still run in parallel.
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -11,7 +17,6 @@ import { errors } from '../errors.js';
 
 const mkdir = promisify(fs.mkdir);
 const chmod = promisify(fs.chmod);
-const writeFile = promisify(fs.writeFile);
 const open = promisify(fs.open);
 const close = promisify(fs.close);
 const writev = promisify(fs.writev);
@@ -21,7 +26,9 @@ const link = promisify(fs.link);
 
 /** Files up to this size are read whole and written in the background. */
 export const SMALL_FILE_BYTES = 64 * 1024;
-const MAX_INFLIGHT_OPS = 16;
+// A few more than libuv's 4 threads, so none idles while the main thread turns around;
+// many more only adds contention on the directory lock (creates in one dir serialize).
+const MAX_INFLIGHT_OPS = 8;
 const MAX_INFLIGHT_BYTES = 8 * 1024 * 1024;
 /** Large files are written in batches of about this much. */
 const BATCH_BYTES = 512 * 1024;
@@ -38,6 +45,8 @@ export function storageError(err: unknown): unknown {
 
 export class TreeWriter {
   private readonly dirs = new Map<string, Promise<void>>([['', Promise.resolve()]]);
+  /** Per parent directory, the last name-creating operation queued in it. */
+  private readonly createTail = new Map<string, Promise<unknown>>();
   private readonly inflight = new Set<Promise<void>>();
   private inflightBytes = 0;
   /** Callers of room() waiting for a write to finish. */
@@ -70,9 +79,14 @@ export class TreeWriter {
   smallFile(path: string, data: Buffer, executable: boolean): void {
     const mode = fileMode(executable);
     const abs = join(this.root, path);
-    const op = this.dirReady(parentOf(path))
-      .then(() => writeFile(abs, data, { flag: 'wx', mode }))
-      .then(() => (this.fixModes ? chmod(abs, mode) : undefined));
+    const op = this.create(parentOf(path), () => open(abs, 'wx', mode)).then(async (fd) => {
+      try {
+        await writeAll(fd, [data]);
+        if (this.fixModes) await fchmod(fd, mode);
+      } finally {
+        await close(fd);
+      }
+    });
     this.track(op, data.length);
   }
 
@@ -87,8 +101,7 @@ export class TreeWriter {
   private async streamFile(path: string, chunks: AsyncIterable<Buffer>, executable: boolean): Promise<number> {
     const mode = fileMode(executable);
     const abs = join(this.root, path);
-    await this.dirReady(parentOf(path));
-    const fd = await open(abs, 'wx', mode);
+    const fd = await this.create(parentOf(path), () => open(abs, 'wx', mode));
     let written = 0;
     // One writev in flight while the next batch is read from the tar stream.
     let pending: Promise<void> = Promise.resolve();
@@ -119,14 +132,13 @@ export class TreeWriter {
 
   symlink(path: string, target: string): void {
     const abs = join(this.root, path);
-    this.track(this.dirReady(parentOf(path)).then(() => symlink(target, abs)), 0);
+    this.track(this.create(parentOf(path), () => symlink(target, abs)), 0);
   }
 
   /** Hard links are rare: wait for every write so the target surely exists, then link. */
   async hardlink(path: string, target: string): Promise<void> {
     await this.settle();
-    await this.dirReady(parentOf(path));
-    await link(join(this.root, target), join(this.root, path));
+    await this.create(parentOf(path), () => link(join(this.root, target), join(this.root, path)));
   }
 
   /** Wait for every background write; throw the first failure. */
@@ -139,11 +151,22 @@ export class TreeWriter {
     let p = this.dirs.get(dir);
     if (p) return p;
     const abs = join(this.root, dir);
-    p = this.dirReady(parentOf(dir))
-      .then(() => mkdir(abs, { mode: DIR_MODE }))
-      .then(() => (this.fixModes ? chmod(abs, DIR_MODE) : undefined));
+    p = this.create(parentOf(dir), () => mkdir(abs, { mode: DIR_MODE })).then(() => (this.fixModes ? chmod(abs, DIR_MODE) : undefined));
     p.catch(() => {}); // reported through whichever op awaits it
     this.dirs.set(dir, p);
+    return p;
+  }
+
+  /** Run `fn` (which creates one name in `dir`) once `dir` exists and after every earlier create in it. */
+  private create<T>(dir: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.createTail.get(dir) ?? this.dirReady(dir);
+    const p = prev.then(fn);
+    const tail = p.catch(() => {});
+    this.createTail.set(dir, tail);
+    // Forget a quiet directory, so the map holds only directories being written.
+    void tail.then(() => {
+      if (this.createTail.get(dir) === tail) this.createTail.delete(dir);
+    });
     return p;
   }
 
