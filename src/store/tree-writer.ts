@@ -197,7 +197,7 @@ function parentOf(path: string): string {
 
 /** writev until every byte is written (a regular file may take fewer than asked only when the disk fills). */
 async function writeAll(fd: number, bufs: Buffer[]): Promise<void> {
-  let rest = bufs;
+  let rest = bufs.filter((b) => b.length > 0);
   while (rest.length > 0) {
     let n = (await writev(fd, rest)).bytesWritten;
     if (n === 0) throw Object.assign(new Error('write made no progress'), { code: 'ENOSPC' });
