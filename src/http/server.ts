@@ -1,6 +1,6 @@
 // buildServer(deps): the fastify instance with every route, the one error handler
 // and the body parsers. It does not listen; main.ts (or a test) does.
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Deps } from './deps.js';
 import { installErrorHandler } from './error-handler.js';
 import { installAuth } from './auth.js';
@@ -19,7 +19,8 @@ export async function buildServer(deps: Deps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.log.child({ mod: 'http' }) as FastifyBaseLogger,
     bodyLimit: deps.config.jsonBodyLimitBytes,
-    disableRequestLogging: true,
+    // Our routes log what matters (with the root and code); a line per request is noise.
+    logController: new LogController({ disableRequestLogging: true }),
     // Uploads are long; the per-route logic bounds them by size, not by a socket timeout.
     requestTimeout: 0,
     return503OnClosing: true,
