@@ -1,18 +1,19 @@
 // Writes admitted entries into a fresh staging directory. The main thread only
-// batches: each operation (in tar order) and its bytes go into a batch that is
-// handed to a writer thread (write-worker.ts) when it is full or at the end of
-// the turn, so the tar parser moves on while the thread does the syscalls.
+// encodes: each operation (in tar order) and its bytes are copied as a record
+// (write-protocol.ts) into a batch buffer that is moved to a writer thread
+// (write-worker.ts) when it is full or at the end of the turn, so the tar parser
+// moves on while the thread does the syscalls.
 // Batches not yet applied are bounded in bytes: room() makes the parser wait,
 // which pauses the request body, so memory does not grow with the upload.
 import { errors } from '../errors.js';
 import { openLane, takeBuffer, type WriterLane } from './write-pool.js';
-import type { WriteOp, WriteReply } from './write-protocol.js';
+import { Op, strBytes, type WriteReply } from './write-protocol.js';
 
 /** Files up to this size are read whole before they are queued. */
 export const SMALL_FILE_BYTES = 64 * 1024;
-/** A batch is handed over once it holds this much data or this many operations. */
+/** A batch is handed over once it holds this many bytes or records (sooner handed, sooner written). */
 const BATCH_BYTES = 256 * 1024;
-const BATCH_OPS = 128;
+const BATCH_RECORDS = 128;
 /** Bytes handed over and not yet written, plus the batch being filled. */
 const MAX_PENDING_BYTES = 8 * 1024 * 1024;
 
@@ -27,15 +28,16 @@ export function storageError(err: unknown): unknown {
 
 export class TreeWriter {
   private readonly lane: WriterLane;
-  private ops: WriteOp[] = [];
-  private chunks: Buffer[] = [];
-  private batchBytes = 0;
+  /** The batch being filled (a view of a pooled buffer), its bytes used and records. */
+  private buf: Buffer | undefined;
+  private used = 0;
+  private records = 0;
   private flushQueued = false;
   private seq = 0;
   /** Bytes of each batch handed over and not yet answered. */
   private readonly unanswered = new Map<number, number>();
   private pendingBytes = 0;
-  /** Callers waiting for an answer (room() and settle()). */
+  /** Callers waiting for an answer (room() and close()). */
   private waiters: (() => void)[] = [];
   private failure: unknown;
   private closed = false;
@@ -56,41 +58,54 @@ export class TreeWriter {
   }
 
   dir(path: string): void {
-    this.push({ k: 'dir', path });
+    if (!this.begin(Op.Dir, strBytes(path))) return;
+    this.str(path);
+    this.end();
   }
 
   /** Wait until `bytes` more fit; call before reading a small file, or between chunks of a large one. */
   async room(bytes: number): Promise<void> {
-    while (this.failure === undefined && this.unanswered.size > 0 && this.pendingBytes + this.batchBytes + bytes > MAX_PENDING_BYTES) {
+    while (this.failure === undefined && this.unanswered.size > 0 && this.pendingBytes + this.used + bytes > MAX_PENDING_BYTES) {
       this.flush();
       await new Promise<void>((resolve) => this.waiters.push(resolve));
     }
   }
 
   smallFile(path: string, data: Buffer[], size: number, executable: boolean): void {
-    this.push({ k: 'file', path, mode: fileMode(executable), len: size }, data, size);
+    if (!this.begin(Op.File, 2 + strBytes(path) + 4 + size)) return;
+    this.u16(fileMode(executable));
+    this.str(path);
+    this.bytes(data, size);
+    this.end();
   }
 
   /** Stream one large file; resolves with its length once every chunk is queued. */
   async largeFile(path: string, chunks: AsyncIterable<Buffer>, executable: boolean): Promise<number> {
-    this.push({ k: 'open', path, mode: fileMode(executable) });
+    if (this.begin(Op.Open, 2 + strBytes(path))) {
+      this.u16(fileMode(executable));
+      this.str(path);
+      this.end();
+    }
     let written = 0;
     for await (const chunk of chunks) {
       await this.room(chunk.length);
-      this.push({ k: 'append', len: chunk.length }, [chunk], chunk.length);
+      if (this.begin(Op.Append, 4 + chunk.length)) {
+        this.bytes([chunk], chunk.length);
+        this.end();
+      }
       written += chunk.length;
     }
-    this.push({ k: 'close' });
+    if (this.begin(Op.Close, 0)) this.end();
     return written;
   }
 
   symlink(path: string, target: string): void {
-    this.push({ k: 'symlink', path, target });
+    this.link(Op.Symlink, path, target);
   }
 
   /** The target was written earlier in the same ordered stream, so it exists. */
   hardlink(path: string, target: string): void {
-    this.push({ k: 'link', path, target });
+    this.link(Op.Link, path, target);
   }
 
   /** Hand over what is queued, wait until the thread has written all of it, and end the job; throw the first failure. */
@@ -104,13 +119,29 @@ export class TreeWriter {
     if (this.failure !== undefined) throw this.failure;
   }
 
-  private push(op: WriteOp, data?: Buffer[], bytes = 0): void {
+  private link(op: typeof Op.Symlink | typeof Op.Link, path: string, target: string): void {
+    if (!this.begin(op, strBytes(path) + strBytes(target))) return;
+    this.str(path);
+    this.str(target);
+    this.end();
+  }
+
+  /** Start a record of `size` bytes after its op byte, in a batch with room for it; false once closed. */
+  private begin(op: number, size: number): boolean {
     // Only a failed upload still parses after close (its last entry, being torn down).
-    if (this.closed) return;
-    this.ops.push(op);
-    if (data) this.chunks.push(...data);
-    this.batchBytes += bytes;
-    if (this.batchBytes >= BATCH_BYTES || this.ops.length >= BATCH_OPS) this.flush();
+    if (this.closed) return false;
+    const need = 1 + size;
+    if (this.buf && this.used + need > this.buf.length) this.flush();
+    if (!this.buf) {
+      this.buf = Buffer.from(takeBuffer(need));
+      this.used = 0;
+    }
+    this.buf[this.used++] = op;
+    return true;
+  }
+
+  private end(): void {
+    if (++this.records >= BATCH_RECORDS || this.used >= BATCH_BYTES) this.flush();
     else if (!this.flushQueued) {
       // Whatever one turn of the parser queued goes over together.
       this.flushQueued = true;
@@ -121,29 +152,38 @@ export class TreeWriter {
     }
   }
 
+  private u16(v: number): void {
+    this.used = this.buf!.writeUInt16LE(v, this.used);
+  }
+
+  private str(s: string): void {
+    const len = this.buf!.write(s, this.used + 4, 'utf8');
+    this.buf!.writeUInt32LE(len, this.used);
+    this.used += 4 + len;
+  }
+
+  private bytes(chunks: Buffer[], size: number): void {
+    this.used = this.buf!.writeUInt32LE(size, this.used);
+    for (const c of chunks) this.used += c.copy(this.buf!, this.used);
+  }
+
   private flush(end = false): void {
-    if (this.ops.length === 0 && !end) return;
-    // The bytes are copied into a buffer that is moved (not copied) to the thread;
-    // moving a slice of a body chunk would drag its whole backing store along.
-    const buf = takeBuffer(this.batchBytes);
-    const data = Buffer.from(buf);
-    let off = 0;
-    for (const c of this.chunks) off += c.copy(data, off);
+    if (this.used === 0 && !end) return;
+    const buf = this.buf ?? Buffer.from(takeBuffer(0));
     const seq = this.seq++;
-    const first = seq === 0;
-    this.unanswered.set(seq, this.batchBytes);
-    this.pendingBytes += this.batchBytes;
+    this.unanswered.set(seq, this.used);
+    this.pendingBytes += this.used;
     this.lane.post({
       job: this.lane.job,
       seq,
-      ...(first ? { start: { root: this.root, fixModes: this.fixModes } } : {}),
-      ops: this.ops,
-      data: buf,
+      ...(seq === 0 ? { start: { root: this.root, fixModes: this.fixModes } } : {}),
+      data: buf.buffer as ArrayBuffer,
+      bytes: this.used,
       ...(end ? { end: true } : {}),
     });
-    this.ops = [];
-    this.chunks = [];
-    this.batchBytes = 0;
+    this.buf = undefined;
+    this.used = 0;
+    this.records = 0;
   }
 
   private answered(r: WriteReply): void {

@@ -1,7 +1,8 @@
-// The store's writer thread: applies each upload's operations in tar order with
-// plain synchronous syscalls, the way `tar -x` does. One thread writing in order
-// costs one open/write/close per file; the same work through libuv's pool cost
-// three thread hops per file and ran at a third of tar's speed (bench/upload).
+// The store's writer thread: applies each upload's records (write-protocol.ts) in
+// tar order with plain synchronous syscalls, the way `tar -x` does. One thread
+// writing in order costs one open/write/close per file; the same work through
+// libuv's pool cost three thread hops per file and ran at a third of tar's speed
+// (bench/upload).
 //
 // Every path was admitted by EntryChecker on the main thread, so nothing here
 // follows a link: directories are created one level at a time by this writer
@@ -9,16 +10,16 @@
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { parentPort } from 'node:worker_threads';
-import type { WriteBatch, WriteReply } from './write-protocol.js';
+import { Op, type WriteBatch, type WriteReply } from './write-protocol.js';
 
 const DIR_MODE = 0o755;
 
 interface Job {
   root: string;
   fixModes: boolean;
-  /** Directories this job has made (or that exist: the root). */
+  /** Directories this job has made (and the root). */
   dirs: Set<string>;
-  /** The large file being streamed, if any. */
+  /** The large file being streamed, if any, and its mode. */
   fd: number | undefined;
   fdMode: number;
   failed: WriteReply['error'];
@@ -38,7 +39,7 @@ parentPort!.on('message', (b: WriteBatch) => {
   } else {
     if (!job.failed) {
       try {
-        apply(job, b);
+        apply(job, Buffer.from(b.data, 0, b.bytes));
       } catch (err) {
         const e = err as NodeJS.ErrnoException;
         job.failed = { code: e.code, message: e.message };
@@ -56,33 +57,43 @@ parentPort!.on('message', (b: WriteBatch) => {
   parentPort!.postMessage(reply, [b.data]);
 });
 
-function apply(job: Job, b: WriteBatch): void {
-  const data = Buffer.from(b.data);
+function apply(job: Job, buf: Buffer): void {
   let off = 0;
-  const take = (len: number) => data.subarray(off, (off += len));
-  for (const op of b.ops) {
-    switch (op.k) {
-      case 'dir':
-        ensureDir(job, op.path);
+  const u16 = () => ((off += 2), buf.readUInt16LE(off - 2));
+  const u32 = () => ((off += 4), buf.readUInt32LE(off - 4));
+  const str = () => {
+    const len = u32();
+    return buf.toString('utf8', off, (off += len));
+  };
+  const bytes = () => {
+    const len = u32();
+    return buf.subarray(off, (off += len));
+  };
+  while (off < buf.length) {
+    const op = buf[off++];
+    switch (op) {
+      case Op.Dir:
+        ensureDir(job, str());
         break;
-      case 'file': {
-        const fd = create(job, op.path, op.mode);
+      case Op.File: {
+        const mode = u16();
+        const fd = create(job, str(), mode);
         try {
-          writeAll(fd, take(op.len));
-          if (job.fixModes) fs.fchmodSync(fd, op.mode);
+          writeAll(fd, bytes());
+          if (job.fixModes) fs.fchmodSync(fd, mode);
         } finally {
           fs.closeSync(fd);
         }
         break;
       }
-      case 'open':
-        job.fd = create(job, op.path, op.mode);
-        job.fdMode = op.mode;
+      case Op.Open:
+        job.fdMode = u16();
+        job.fd = create(job, str(), job.fdMode);
         break;
-      case 'append':
-        writeAll(openFd(job), take(op.len));
+      case Op.Append:
+        writeAll(openFd(job), bytes());
         break;
-      case 'close': {
+      case Op.Close: {
         const fd = openFd(job);
         job.fd = undefined;
         try {
@@ -92,14 +103,20 @@ function apply(job: Job, b: WriteBatch): void {
         }
         break;
       }
-      case 'symlink':
-        ensureDir(job, parentOf(op.path));
-        fs.symlinkSync(op.target, join(job.root, op.path));
+      case Op.Symlink: {
+        const path = str();
+        ensureDir(job, parentOf(path));
+        fs.symlinkSync(str(), join(job.root, path));
         break;
-      case 'link':
-        ensureDir(job, parentOf(op.path));
-        fs.linkSync(join(job.root, op.target), join(job.root, op.path));
+      }
+      case Op.Link: {
+        const path = str();
+        ensureDir(job, parentOf(path));
+        fs.linkSync(join(job.root, str()), join(job.root, path));
         break;
+      }
+      default:
+        throw new Error(`writer thread: unknown record ${op} at ${off - 1}`);
     }
   }
 }
