@@ -184,6 +184,10 @@ test('dependency notes: per ecosystem, failures and refusals with their reason',
   const running: FetchView = { state: 'running', ecosystems: [{ ecosystem: 'go', dir: '', state: 'running' }] };
   assert.equal(fetchingFor(running, row('gopls')), true);
   assert.equal(fetchingFor(running, row('typescript')), false, 'a TypeScript query does not wait for Go modules');
+  // Mounts are published when the job ends: Go's steps being done is not enough.
+  const goDoneNpmRunning: FetchView = { state: 'running', ecosystems: [{ ecosystem: 'go', dir: '', state: 'done' }, { ecosystem: 'npm', dir: 'web', state: 'running' }] };
+  assert.equal(fetchingFor(goDoneNpmRunning, row('gopls')), true);
+  assert.equal(fetchingFor({ ...goDoneNpmRunning, state: 'done' }, row('gopls')), false);
 });
 
 test('paths under a fetched mount read from the mount; the deepest mount wins', () => {

@@ -34,11 +34,16 @@ const PYTHON_NEVER = 'Python dependencies are never fetched: pip and Python buil
 
 const unsettled = (s: StepStatus['state']) => s === 'queued' || s === 'running';
 
-/** Is the root fetching (or about to fetch) what `row` reads? */
+/**
+ * Is the root fetching (or about to fetch) what `row` reads? Until the whole job
+ * settles, even when this ecosystem's own steps are done: the mounts are published
+ * when the job ends (serveBinds), so a session started earlier would run without
+ * them, answer as if they were there, and be restarted when the job ends.
+ */
 export function fetchingFor(view: FetchView, row: ServerRow): boolean {
   if (view.state !== 'queued' && view.state !== 'running') return false;
   if (!row.ecosystem) return false;
-  return (view.ecosystems ?? []).some((s) => s.ecosystem === row.ecosystem && unsettled(s.state));
+  return (view.ecosystems ?? []).some((s) => s.ecosystem === row.ecosystem);
 }
 
 /**
