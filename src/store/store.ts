@@ -89,7 +89,7 @@ export class RootStore {
     }
     const store = new RootStore(deps, fixModes);
     await store.load();
-    warmWriterThreads();
+    await warmWriterThreads();
     return store;
   }
 

@@ -12,6 +12,7 @@
 //   SYMLINK  path, target
 //   LINK     path, target                              target: a path already written
 
+// write-worker.js repeats these codes (it imports nothing of ours).
 export const Op = { Dir: 1, File: 2, Open: 3, Append: 4, Close: 5, Symlink: 6, Link: 7 } as const;
 
 export interface WriteBatch {
