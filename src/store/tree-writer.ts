@@ -1,7 +1,7 @@
 // Writes admitted entries into a fresh staging directory. The main thread only
 // encodes: each operation (in tar order) and its bytes are copied as a record
 // (write-protocol.ts) into a batch buffer that is moved to a writer thread
-// (write-worker.ts) when it is full or at the end of the turn, so the tar parser
+// (write-worker.js) when it is full or at the end of the turn, so the tar parser
 // moves on while the thread does the syscalls.
 // Batches not yet applied are bounded in bytes: room() makes the parser wait,
 // which pauses the request body, so memory does not grow with the upload.

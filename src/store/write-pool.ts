@@ -1,4 +1,4 @@
-// The writer threads the store's uploads share (write-worker.ts). Each upload is
+// The writer threads the store's uploads share (write-worker.js). Each upload is
 // a job pinned to one thread, so its operations stay in order; jobs go to the
 // least busy thread, so two uploads write in parallel. A thread that dies fails
 // only the jobs it held and is replaced on next use. Threads keep the process
@@ -51,16 +51,16 @@ let nextJob = 1;
 const threads: (Thread | undefined)[] = [];
 
 /**
- * Start a writer thread ahead of the first upload; resolves once it has loaded.
- * The store opens before the jail's canary runs and waits for this on purpose:
+ * Start every writer thread ahead of the first upload; resolves once they have
+ * loaded. The store opens before the jail's canary runs and waits for this on purpose:
  * while a thread was still starting, a jail spawned at the same moment lost its
  * probe's output (exit 0, nothing on stdout) in 1-3% of daemon starts (5 of 160,
  * against 0 of 96 without the thread and 0 of 64 with this wait). The cause was
- * not found; see LLM.md.
+ * not found; see LLM.md. Hence all threads now, not lazily beside later spawns.
  */
 export async function warmWriterThreads(): Promise<void> {
-  const t = (threads[0] ??= startThread(0));
-  await t.ready;
+  for (let slot = 0; slot < THREADS; slot++) threads[slot] ??= startThread(slot);
+  await Promise.all(threads.map((t) => t?.ready));
 }
 
 /** Stop every thread; jobs they held fail. The next job starts a thread again. */
