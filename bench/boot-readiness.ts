@@ -1,8 +1,8 @@
 // Question: how often does a daemon start without being ready on a host that can
 // run jails? Starts daemons four at a time (the canary of each proves both jail
 // phases) and counts those whose /readyz says not ready, with the reasons. Any
-// count above zero is a bug: the store's writer thread starting beside a jail
-// spawn once cost 1-3% of starts (LLM.md).
+// count above zero is a bug: with a worker thread in the daemon, 2% of starts lost
+// the probe's output (LLM.md, "No worker threads").
 //
 //   node --import tsx bench/boot-readiness.ts [--rounds 16]
 import { spawnDaemon } from '../test/helpers/daemon.js';
