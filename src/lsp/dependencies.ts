@@ -6,6 +6,7 @@
 // - the binds and env a new session gets (the checked mounts of a finished fetch).
 // - what every answer says of its dependencies (`dependencies: {state, error?}`):
 //   a failed or refused fetch still serves the tree, and says so.
+import { deadline } from '../deadline.js';
 import { errors } from '../errors.js';
 import type { Ecosystem, FetchView, StepStatus } from '../fetch/types.js';
 import type { Bind } from '../jail/types.js';
@@ -56,7 +57,12 @@ export async function awaitDependencies(src: DependencySource | undefined, key: 
   let view = src.state(key);
   if (!fetchingFor(view, row)) return;
   const waitMs = Math.max(0, Math.floor((deadlineAt - Date.now()) / 2));
-  view = await src.wait(key, AbortSignal.any([signal, AbortSignal.timeout(Math.max(1, waitMs))]));
+  const dl = deadline(signal, waitMs);
+  try {
+    view = await src.wait(key, dl.signal);
+  } finally {
+    dl.clear();
+  }
   if (signal.aborted) throw signal.reason as Error;
   if (fetchingFor(view, row)) {
     throw errors.fetchRunning(`This root's dependencies are still being fetched (${view.state}); retry shortly.`, 5);

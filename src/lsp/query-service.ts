@@ -13,6 +13,7 @@ import { homedir } from 'node:os';
 import { LRUCache } from 'lru-cache';
 import type { z } from 'zod';
 import type { Config } from '../config.js';
+import { deadline } from '../deadline.js';
 import { AppError, errors, isAppError } from '../errors.js';
 import type { Health } from '../health.js';
 import { languageOf } from '../languages.js';
@@ -105,16 +106,27 @@ export class QueryService {
     if (!health.jailReady) throw errors.notReady(`Nothing is served: ${health.reason ?? 'the jail is not proved'}.`);
     if (!store.get(q)) throw errors.needTree();
     store.touch(q);
+    const dl = deadline(signal, deadlineAt - Date.now());
     const w: Work = {
       q,
       rootId: `${q.org}/${q.repo}/${q.sha}`,
       treeDir: store.treeDir(q),
       depsDir: store.depsDir(q),
       t0,
-      deadline: AbortSignal.any([signal, AbortSignal.timeout(Math.max(1, deadlineAt - Date.now()))]),
+      deadline: dl.signal,
       deadlineAt,
       client: signal,
     };
+    try {
+      return await this.answer(w);
+    } finally {
+      dl.clear();
+    }
+  }
+
+  private async answer(w: Work): Promise<LspAnswer> {
+    const { config } = this.deps;
+    const { q, t0 } = w;
     if (q.op === 'workspaceSymbols') return this.workspaceSymbolsAnswer(w);
 
     const row = this.serverFor(q.path!);

@@ -113,7 +113,9 @@ export function faultSuite(o: { rounds: number; label: string; slot: number }): 
         assert.equal(cold.status, 200, JSON.stringify(cold.body));
         const ms = `warm query ${warm.ms} ms, upload + first query on a new jail ${Date.now() - t0 - warm.ms} ms`;
         clearInterval(watch);
-        assert.ok(bombProcs > PIDS / 2 && bombProcs <= PIDS, `the bombed jail held ${bombProcs} processes meanwhile (cap ${PIDS} tasks)`);
+        // The bomb reaching its cap was proved above (seen.procs); a 50 ms sampler under
+        // load can land between its churns, so here only: alive, and never past the cap.
+        assert.ok(bombProcs > 0 && bombProcs <= PIDS, `the bombed jail held ${bombProcs} processes meanwhile (cap ${PIDS} tasks)`);
         // Removing the root stops its session: the whole jail, bomb included, goes.
         const del = await send(d.url, { method: 'DELETE', path: rootPath(root) }, { timeoutMs: 20_000 });
         assert.equal(del.status, 204);
