@@ -12,6 +12,7 @@ import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { JAIL_HOME, JAIL_NODE_MODULES, PROJECT_DIR } from '../src/jail/policy.js';
 import { languageOf } from '../src/languages.js';
+import { FrameReader } from '../src/lsp/frame-reader.js';
 import { TREE_AT } from '../src/lsp/paths.js';
 import { settingFor, type ServerRow } from '../src/lsp/server-table.js';
 
@@ -31,7 +32,6 @@ export class BareServer {
   readonly t0 = performance.now();
   readonly timeline: TimelineEvent[] = [];
   private readonly cp: ChildProcessWithoutNullStreams;
-  private buf = Buffer.alloc(0);
   private nextId = 0;
   private readonly waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   private readonly home = mkdtempSync(join(tmpdir(), 'lspd-bare-home-'));
@@ -57,7 +57,8 @@ export class BareServer {
     this.cp = spawn(argv[0]!, argv.slice(1), { cwd: workspace, env, stdio: ['pipe', 'pipe', 'pipe'] });
     this.cp.stderr.on('data', (d: Buffer) => (this.stderr = (this.stderr + d.toString()).slice(-4096)));
     this.cp.stdin.on('error', () => {});
-    this.cp.stdout.on('data', (d: Buffer) => this.onData(d));
+    const frames = new FrameReader({ maxFrameBytes: 64 * 1024 * 1024, onMessage: (m) => this.onMessage(m), onError: () => this.cp.kill() });
+    this.cp.stdout.on('data', (d: Buffer) => frames.push(d));
     this.cp.on('exit', (code, sig) => {
       for (const w of this.waiting.values()) w.reject(new Error(`${row.name} exited (${sig ?? code}): ${this.stderr.slice(-800)}`));
       this.waiting.clear();
@@ -69,37 +70,29 @@ export class BareServer {
     return performance.now() - this.t0;
   }
 
-  private onData(d: Buffer): void {
-    this.buf = Buffer.concat([this.buf, d]);
-    for (;;) {
-      const end = this.buf.indexOf('\r\n\r\n');
-      if (end < 0) return;
-      const len = Number(/Content-Length: (\d+)/i.exec(this.buf.subarray(0, end).toString())![1]);
-      if (this.buf.length < end + 4 + len) return;
-      const msg = JSON.parse(this.buf.subarray(end + 4, end + 4 + len).toString()) as {
-        id?: number;
-        method?: string;
-        params?: Record<string, unknown>;
-        result?: unknown;
-        error?: { message: string };
-      };
-      this.buf = this.buf.subarray(end + 4 + len);
-      if (msg.method !== undefined && msg.id !== undefined) {
-        const result =
-          msg.method === 'workspace/configuration'
-            ? ((msg.params?.items as { section?: string }[] | undefined) ?? []).map((i) => settingFor(this.row, i.section))
-            : msg.method === 'workspace/workspaceFolders'
-              ? [{ uri: pathToFileURL(this.workspace).href, name: 'ws' }]
-              : null;
-        this.send({ id: msg.id, result });
-      } else if (msg.id !== undefined) {
-        const w = this.waiting.get(msg.id);
-        this.waiting.delete(msg.id);
-        if (msg.error) w?.reject(new Error(msg.error.message));
-        else w?.resolve(msg.result ?? null);
-      } else if (msg.method !== undefined) {
-        this.onNotification(msg.method, msg.params ?? {});
-      }
+  private onMessage(raw: unknown): void {
+    const msg = raw as {
+      id?: number;
+      method?: string;
+      params?: Record<string, unknown>;
+      result?: unknown;
+      error?: { message: string };
+    };
+    if (msg.method !== undefined && msg.id !== undefined) {
+      const result =
+        msg.method === 'workspace/configuration'
+          ? ((msg.params?.items as { section?: string }[] | undefined) ?? []).map((i) => settingFor(this.row, i.section))
+          : msg.method === 'workspace/workspaceFolders'
+            ? [{ uri: pathToFileURL(this.workspace).href, name: 'ws' }]
+            : null;
+      this.send({ id: msg.id, result });
+    } else if (msg.id !== undefined) {
+      const w = this.waiting.get(msg.id);
+      this.waiting.delete(msg.id);
+      if (msg.error) w?.reject(new Error(msg.error.message));
+      else w?.resolve(msg.result ?? null);
+    } else if (msg.method !== undefined) {
+      this.onNotification(msg.method, msg.params ?? {});
     }
   }
 

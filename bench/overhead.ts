@@ -19,6 +19,7 @@ import { Agent, request } from 'node:http';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { FrameReader } from '../src/lsp/frame-reader.js';
 import { spawnDaemon, type Daemon } from '../test/helpers/daemon.js';
 import { cannotJail, fixturesDir, position, shaOf, uploadFixture } from '../test/helpers/lsp-harness.js';
 
@@ -36,26 +37,22 @@ const METHOD = { definition: 'textDocument/definition', references: 'textDocumen
 
 /** A bare LSP client over a child's stdio: no bounds, no projection, nothing but framing. */
 class RawClient {
-  private buf = Buffer.alloc(0);
   private id = 0;
   private readonly waiting = new Map<number, (v: unknown) => void>();
   private readonly cp = spawn(TSC, ['--lsp', '--stdio'], { stdio: ['pipe', 'pipe', 'ignore'] });
   constructor() {
-    this.cp.stdout.on('data', (d: Buffer) => {
-      this.buf = Buffer.concat([this.buf, d]);
-      for (;;) {
-        const end = this.buf.indexOf('\r\n\r\n');
-        if (end < 0) return;
-        const len = Number(/Content-Length: (\d+)/i.exec(this.buf.subarray(0, end).toString())![1]);
-        if (this.buf.length < end + 4 + len) return;
-        const msg = JSON.parse(this.buf.subarray(end + 4, end + 4 + len).toString()) as { id?: number; method?: string; result?: unknown; params?: { items?: unknown[] } };
-        this.buf = this.buf.subarray(end + 4 + len);
+    const frames = new FrameReader({
+      maxFrameBytes: 64 * 1024 * 1024,
+      onMessage: (raw) => {
+        const msg = raw as { id?: number; method?: string; result?: unknown; params?: { items?: unknown[] } };
         if (msg.method !== undefined && msg.id !== undefined) {
           const result = msg.method === 'workspace/configuration' ? (msg.params?.items ?? []).map(() => null) : null;
           this.send({ id: msg.id, result });
         } else if (msg.id !== undefined) this.waiting.get(msg.id)?.(msg.result);
-      }
+      },
+      onError: () => this.cp.kill(),
     });
+    this.cp.stdout.on('data', (d: Buffer) => frames.push(d));
   }
   send(msg: object): void {
     const body = Buffer.from(JSON.stringify({ jsonrpc: '2.0', ...msg }));
