@@ -39,6 +39,18 @@ describe('jail lifetime', { skip }, () => {
     assert.deepEqual(running(), []);
   });
 
+  test('output a jail wrote before it exited is still there for a caller that reads late', async () => {
+    // Node resumes a child's unread stdout when the child exits, dropping its bytes; a
+    // fast jail (the canary's probe) can be gone before spawn() returns to its caller.
+    const j = await t.jail.spawn({ phase: 'serve', argv: ['/bin/sh', '-c', 'echo written-before-exit'] });
+    j.stdin.end();
+    assert.equal((await j.exited).code, 0);
+    await new Promise((r) => setTimeout(r, 50));
+    let out = '';
+    for await (const d of j.stdout) out += String(d);
+    assert.equal(out, 'written-before-exit\n');
+  });
+
   test('kill() is idempotent and the uid returns to the pool', async () => {
     const j = await t.jail.spawn({ phase: 'fetch', argv: FORKER });
     j.stdin.end();

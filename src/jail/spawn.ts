@@ -14,7 +14,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, constants, fchownSync, openSync, readFileSync } from 'node:fs';
 import { lchown, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Duplex } from 'node:stream';
+import { PassThrough, type Duplex, type Readable } from 'node:stream';
 import { errors } from '../errors.js';
 import type { Logger } from '../log.js';
 import { bwrapOptions, jailCommand } from './bwrap-argv.js';
@@ -239,7 +239,7 @@ function launch(ctx: SpawnContext, opts: JailSpawnOptions, treeFd: number | unde
   const jailed: Launched = {
     pid: child.pid ?? -1,
     stdin: child.stdin!,
-    stdout: child.stdout!,
+    stdout: holdOutput(child.stdout!),
     stderrTail: () => scrub(ring.text()),
     exited,
     kill,
@@ -247,6 +247,25 @@ function launch(ctx: SpawnContext, opts: JailSpawnOptions, treeFd: number | unde
   };
   ctx.live.add(jailed);
   return jailed;
+}
+
+/**
+ * The jail's stdout as a stream that keeps what the jail wrote until the caller reads
+ * it. When a child exits, Node resumes each of its stdio streams nobody has started
+ * reading (flushStdio in lib/internal/child_process.js) and the bytes go nowhere; a
+ * jail as quick as the canary's probe can exit before spawnInJail returns, and its
+ * answer was lost (1 daemon start in 100 not ready). Piped, the child's stream is
+ * never "unread"; backpressure still reaches the jail through the pipe.
+ */
+function holdOutput(out: Readable): Readable {
+  const held = new PassThrough();
+  out.pipe(held);
+  // An errored pipe (the jail's end reset) does not end its destination: end it here.
+  out.once('close', () => {
+    if (!held.writableEnded) held.end();
+  });
+  held.once('close', () => out.destroy());
+  return held;
 }
 
 /**
