@@ -1,8 +1,8 @@
 // Question: how often does a daemon start without being ready on a host that can
 // run jails? Starts daemons four at a time (the canary of each proves both jail
 // phases) and counts those whose /readyz says not ready, with the reasons. Any
-// count above zero is a bug: with a worker thread in the daemon, 2% of starts lost
-// the probe's output (LLM.md, "No worker threads").
+// count above zero is a bug: a probe that exited before its spawn returned once
+// lost its output to Node's flushStdio in 1 start of 100 (LLM.md, "A jail's stdout").
 //
 //   node --import tsx bench/boot-readiness.ts [--rounds 16]
 import { spawnDaemon } from '../test/helpers/daemon.js';

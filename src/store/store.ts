@@ -23,6 +23,7 @@ import { loadIndex, type IndexEntry } from './root-index.js';
 import { checkRootKey } from './root-key.js';
 import { ingestTar } from './tar-ingest.js';
 import { storageError } from './tree-writer.js';
+import { stopWriterThreads, warmWriterThreads } from './write-pool.js';
 import {
   rootId,
   type HoldCheck,
@@ -88,6 +89,7 @@ export class RootStore {
     }
     const store = new RootStore(deps, fixModes);
     await store.load();
+    await warmWriterThreads();
     return store;
   }
 
@@ -203,6 +205,7 @@ export class RootStore {
     while (this.locks.size > 0 || this.background.size > 0) {
       await Promise.allSettled([...this.locks.values(), ...this.background]);
     }
+    await stopWriterThreads();
   }
 
   private rootDir(key: RootKey): string {

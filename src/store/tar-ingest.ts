@@ -99,13 +99,13 @@ class Ingest {
       const parsed = this.parse();
       parsed.catch(() => {}); // a failure is reported through `failed` first
       await Promise.race([parsed, failed]);
-      await this.writer.settle();
+      await this.writer.close();
       this.checker.verifySymlinks();
       if (this.failure !== undefined) throw this.failure;
     } catch (err) {
       this.fail(err);
       // Nothing may still be writing when the caller removes the directory.
-      await this.writer.settle().catch(() => {});
+      await this.writer.close().catch(() => {});
       throw this.failure;
     } finally {
       for (const detach of this.detachers) detach();
@@ -230,14 +230,14 @@ class Ingest {
         this.writer.symlink(a.path, a.target);
         return drain(stream);
       case 'hardlink':
-        await drain(stream);
-        return this.writer.hardlink(a.path, a.target);
+        this.writer.hardlink(a.path, a.target);
+        return drain(stream);
       case 'file': {
         if (a.size <= SMALL_FILE_BYTES) {
           await this.writer.room(a.size);
-          const data = await readAll(stream);
-          assertSize(data.length, a.size, h.name);
-          this.writer.smallFile(a.path, data, a.executable);
+          const { chunks, size } = await readAll(stream);
+          assertSize(size, a.size, h.name);
+          this.writer.smallFile(a.path, chunks, size, a.executable);
           return;
         }
         const n = await this.writer.largeFile(a.path, stream, a.executable);
@@ -267,17 +267,19 @@ class Ingest {
   }
 }
 
-/** A copy of an entry's whole data (small files only). Events, not for-await: measurably cheaper per entry. */
-function readAll(stream: EntryStream): Promise<Buffer> {
+/** An entry's whole data (small files only). Events, not for-await: measurably cheaper per entry. */
+function readAll(stream: EntryStream): Promise<{ chunks: Buffer[]; size: number }> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
+    let size = 0;
     let ended = false;
-    stream.on('data', (c: Buffer) => chunks.push(c));
+    stream.on('data', (c: Buffer) => {
+      chunks.push(c);
+      size += c.length;
+    });
     stream.on('end', () => {
       ended = true;
-      // Always a copy: a slice would pin the whole body chunk it came from (up to
-      // 1 MiB for one small file) until the write is done and the GC runs.
-      resolve(Buffer.concat(chunks));
+      resolve({ chunks, size });
     });
     stream.on('error', reject);
     stream.on('close', () => ended || reject(new Error('entry stream closed early')));

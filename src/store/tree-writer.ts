@@ -1,39 +1,22 @@
-// Writes admitted entries into a fresh staging directory, fast: small files are
-// written in the background (bounded in count and bytes) so the tar parser can
-// move on to the next header while the thread pool does open/write/close, and
-// large files stream with double-buffered writev. Every path it is given was
-// admitted by EntryChecker, so it never follows a link: directories are created
-// one level at a time by this writer alone, and files are created with O_EXCL.
-//
-// Whatever creates a name (open O_CREAT, mkdir, symlink, link) takes the parent
-// directory's lock in the kernel, and threads that queue on it spin
-// (rwsem_spin_on_owner: measured as the largest kernel cost with parallel creates
-// in one directory). So creates are serialized per parent directory here, while
-// the data writes and closes of those files still run in parallel.
-import * as fs from 'node:fs';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
+// Writes admitted entries into a fresh staging directory. The main thread only
+// encodes: each operation (in tar order) and its bytes are copied as a record
+// (write-protocol.ts) into a batch buffer that is moved to a writer thread
+// (write-worker.js) when it is full or at the end of the turn, so the tar parser
+// moves on while the thread does the syscalls.
+// Batches not yet applied are bounded in bytes: room() makes the parser wait,
+// which pauses the request body, so memory does not grow with the upload.
 import { errors } from '../errors.js';
+import { openLane, takeBuffer, type WriterLane } from './write-pool.js';
+import { Op, strBytes, type WriteReply } from './write-protocol.js';
 
-const mkdir = promisify(fs.mkdir);
-const chmod = promisify(fs.chmod);
-const open = promisify(fs.open);
-const close = promisify(fs.close);
-const writev = promisify(fs.writev);
-const fchmod = promisify(fs.fchmod);
-const symlink = promisify(fs.symlink);
-const link = promisify(fs.link);
-
-/** Files up to this size are read whole and written in the background. */
+/** Files up to this size are read whole before they are queued. */
 export const SMALL_FILE_BYTES = 64 * 1024;
-// A few more than libuv's 4 threads, so none idles while the main thread turns around;
-// many more only adds contention on the directory lock (creates in one dir serialize).
-const MAX_INFLIGHT_OPS = 8;
-const MAX_INFLIGHT_BYTES = 8 * 1024 * 1024;
-/** Large files are written in batches of about this much. */
-const BATCH_BYTES = 512 * 1024;
+/** A batch is handed over once it holds this many bytes or records (sooner handed, sooner written). */
+const BATCH_BYTES = 256 * 1024;
+const BATCH_RECORDS = 128;
+/** Bytes handed over and not yet written, plus the batch being filled. */
+const MAX_PENDING_BYTES = 8 * 1024 * 1024;
 
-const DIR_MODE = 0o755;
 const fileMode = (executable: boolean) => (executable ? 0o755 : 0o644);
 
 /** ENOSPC/EDQUOT become 507; anything else stays as it is (a 500, logged). */
@@ -44,172 +27,187 @@ export function storageError(err: unknown): unknown {
 }
 
 export class TreeWriter {
-  private readonly dirs = new Map<string, Promise<void>>([['', Promise.resolve()]]);
-  /** Per parent directory, the last name-creating operation queued in it. */
-  private readonly createTail = new Map<string, Promise<unknown>>();
-  private readonly inflight = new Set<Promise<void>>();
-  private inflightBytes = 0;
-  /** Callers of room() waiting for a write to finish. */
+  private readonly lane: WriterLane;
+  /** The batch being filled (a view of a pooled buffer), its bytes used and records. */
+  private buf: Buffer | undefined;
+  private used = 0;
+  private records = 0;
+  private flushQueued = false;
+  private seq = 0;
+  /** Bytes of each batch handed over and not yet answered. */
+  private readonly unanswered = new Map<number, number>();
+  private pendingBytes = 0;
+  /** Callers waiting for an answer (room() and close()). */
   private waiters: (() => void)[] = [];
   private failure: unknown;
+  private closed = false;
+  private lost = false;
 
   /**
    * @param root the empty directory to fill
    * @param fixModes chmod after create: the process umask would strip group/other
    *   bits, and jails run as other uids that must be able to read the tree
-   * @param onError told of the first failed background write
+   * @param onError told of the first failed write
    */
   constructor(
     private readonly root: string,
     private readonly fixModes: boolean,
     private readonly onError: (err: unknown) => void,
-  ) {}
-
-  dir(path: string): void {
-    this.track(this.dirReady(path), 0);
+  ) {
+    this.lane = openLane({ onReply: (r) => this.answered(r), onThreadLost: (err) => this.threadLost(err) });
   }
 
-  /** Wait until one more background write fits; call before reading a small file. */
+  dir(path: string): void {
+    if (!this.begin(Op.Dir, strBytes(path))) return;
+    this.str(path);
+    this.end();
+  }
+
+  /** Wait until `bytes` more fit; call before reading a small file, or between chunks of a large one. */
   async room(bytes: number): Promise<void> {
-    while (this.inflight.size >= MAX_INFLIGHT_OPS || (this.inflight.size > 0 && this.inflightBytes + bytes > MAX_INFLIGHT_BYTES)) {
+    while (this.failure === undefined && this.unanswered.size > 0 && this.pendingBytes + this.used + bytes > MAX_PENDING_BYTES) {
+      this.flush();
       await new Promise<void>((resolve) => this.waiters.push(resolve));
     }
   }
 
-  smallFile(path: string, data: Buffer, executable: boolean): void {
-    const mode = fileMode(executable);
-    const abs = join(this.root, path);
-    const op = this.create(parentOf(path), () => open(abs, 'wx', mode)).then(async (fd) => {
-      try {
-        await writeAll(fd, [data]);
-        if (this.fixModes) await fchmod(fd, mode);
-      } finally {
-        await close(fd);
-      }
-    });
-    this.track(op, data.length);
+  smallFile(path: string, data: Buffer[], size: number, executable: boolean): void {
+    if (!this.begin(Op.File, 2 + strBytes(path) + 4 + size)) return;
+    this.u16(fileMode(executable));
+    this.str(path);
+    this.bytes(data, size);
+    this.end();
   }
 
-  /** Stream one large file; resolves with its length once it is written and closed. */
-  largeFile(path: string, chunks: AsyncIterable<Buffer>, executable: boolean): Promise<number> {
-    const op = this.streamFile(path, chunks, executable);
-    // Tracked like the background writes, so settle() also waits for this one.
-    this.track(op.then(() => {}), 0);
-    return op;
-  }
-
-  private async streamFile(path: string, chunks: AsyncIterable<Buffer>, executable: boolean): Promise<number> {
-    const mode = fileMode(executable);
-    const abs = join(this.root, path);
-    const fd = await this.create(parentOf(path), () => open(abs, 'wx', mode));
-    let written = 0;
-    // One writev in flight while the next batch is read from the tar stream.
-    let pending: Promise<void> = Promise.resolve();
-    try {
-      let batch: Buffer[] = [];
-      let batchBytes = 0;
-      for await (const chunk of chunks) {
-        batch.push(chunk);
-        batchBytes += chunk.length;
-        written += chunk.length;
-        if (batchBytes >= BATCH_BYTES) {
-          await pending;
-          pending = writeAll(fd, batch);
-          pending.catch(() => {}); // awaited below; this only keeps it from counting as unhandled meanwhile
-          batch = [];
-          batchBytes = 0;
-        }
-      }
-      await pending;
-      if (batch.length > 0) await writeAll(fd, batch);
-      if (this.fixModes) await fchmod(fd, mode);
-    } finally {
-      await pending.catch(() => {});
-      await close(fd);
+  /** Stream one large file; resolves with its length once every chunk is queued. */
+  async largeFile(path: string, chunks: AsyncIterable<Buffer>, executable: boolean): Promise<number> {
+    if (this.begin(Op.Open, 2 + strBytes(path))) {
+      this.u16(fileMode(executable));
+      this.str(path);
+      this.end();
     }
+    let written = 0;
+    for await (const chunk of chunks) {
+      await this.room(chunk.length);
+      if (this.begin(Op.Append, 4 + chunk.length)) {
+        this.bytes([chunk], chunk.length);
+        this.end();
+      }
+      written += chunk.length;
+    }
+    if (this.begin(Op.Close, 0)) this.end();
     return written;
   }
 
   symlink(path: string, target: string): void {
-    const abs = join(this.root, path);
-    this.track(this.create(parentOf(path), () => symlink(target, abs)), 0);
+    this.link(Op.Symlink, path, target);
   }
 
-  /** Hard links are rare: wait for every write so the target surely exists, then link. */
-  async hardlink(path: string, target: string): Promise<void> {
-    await this.settle();
-    await this.create(parentOf(path), () => link(join(this.root, target), join(this.root, path)));
+  /** The target was written earlier in the same ordered stream, so it exists. */
+  hardlink(path: string, target: string): void {
+    this.link(Op.Link, path, target);
   }
 
-  /** Wait for every background write; throw the first failure. */
-  async settle(): Promise<void> {
-    while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+  /** Hand over what is queued, wait until the thread has written all of it, and end the job; throw the first failure. */
+  async close(): Promise<void> {
+    if (!this.closed) {
+      this.closed = true;
+      this.flush(true);
+    }
+    while (this.unanswered.size > 0 && !this.lost) await new Promise<void>((resolve) => this.waiters.push(resolve));
+    this.lane.release();
     if (this.failure !== undefined) throw this.failure;
   }
 
-  private dirReady(dir: string): Promise<void> {
-    let p = this.dirs.get(dir);
-    if (p) return p;
-    const abs = join(this.root, dir);
-    p = this.create(parentOf(dir), () => mkdir(abs, { mode: DIR_MODE })).then(() => (this.fixModes ? chmod(abs, DIR_MODE) : undefined));
-    p.catch(() => {}); // reported through whichever op awaits it
-    this.dirs.set(dir, p);
-    return p;
+  private link(op: typeof Op.Symlink | typeof Op.Link, path: string, target: string): void {
+    if (!this.begin(op, strBytes(path) + strBytes(target))) return;
+    this.str(path);
+    this.str(target);
+    this.end();
   }
 
-  /** Run `fn` (which creates one name in `dir`) once `dir` exists and after every earlier create in it. */
-  private create<T>(dir: string, fn: () => Promise<T>): Promise<T> {
-    const prev = this.createTail.get(dir) ?? this.dirReady(dir);
-    const p = prev.then(fn);
-    const tail = p.catch(() => {});
-    this.createTail.set(dir, tail);
-    // Forget a quiet directory, so the map holds only directories being written.
-    void tail.then(() => {
-      if (this.createTail.get(dir) === tail) this.createTail.delete(dir);
-    });
-    return p;
-  }
-
-  private track(op: Promise<void>, bytes: number): void {
-    this.inflightBytes += bytes;
-    const done = () => {
-      this.inflight.delete(tracked);
-      this.inflightBytes -= bytes;
-      const waiters = this.waiters;
-      this.waiters = [];
-      for (const wake of waiters) wake();
-    };
-    const tracked: Promise<void> = op.then(done, (err: unknown) => {
-      done();
-      if (this.failure === undefined) {
-        this.failure = storageError(err);
-        this.onError(this.failure);
-      }
-    });
-    this.inflight.add(tracked);
-  }
-}
-
-function parentOf(path: string): string {
-  const i = path.lastIndexOf('/');
-  return i < 0 ? '' : path.slice(0, i);
-}
-
-/** writev until every byte is written (a regular file may take fewer than asked only when the disk fills). */
-async function writeAll(fd: number, bufs: Buffer[]): Promise<void> {
-  let rest = bufs.filter((b) => b.length > 0);
-  while (rest.length > 0) {
-    let n = (await writev(fd, rest)).bytesWritten;
-    if (n === 0) throw Object.assign(new Error('write made no progress'), { code: 'ENOSPC' });
-    const next: Buffer[] = [];
-    for (const b of rest) {
-      if (n >= b.length) {
-        n -= b.length;
-        continue;
-      }
-      next.push(n > 0 ? b.subarray(n) : b);
-      n = 0;
+  /** Start a record of `size` bytes after its op byte, in a batch with room for it; false once closed. */
+  private begin(op: number, size: number): boolean {
+    // Only a failed upload still parses after close (its last entry, being torn down).
+    if (this.closed) return false;
+    const need = 1 + size;
+    if (this.buf && this.used + need > this.buf.length) this.flush();
+    if (!this.buf) {
+      this.buf = Buffer.from(takeBuffer(need));
+      this.used = 0;
     }
-    rest = next;
+    this.buf[this.used++] = op;
+    return true;
+  }
+
+  private end(): void {
+    if (++this.records >= BATCH_RECORDS || this.used >= BATCH_BYTES) this.flush();
+    else if (!this.flushQueued) {
+      // Whatever one turn of the parser queued goes over together.
+      this.flushQueued = true;
+      setImmediate(() => {
+        this.flushQueued = false;
+        if (!this.closed) this.flush();
+      });
+    }
+  }
+
+  private u16(v: number): void {
+    this.used = this.buf!.writeUInt16LE(v, this.used);
+  }
+
+  private str(s: string): void {
+    const len = this.buf!.write(s, this.used + 4, 'utf8');
+    this.buf!.writeUInt32LE(len, this.used);
+    this.used += 4 + len;
+  }
+
+  private bytes(chunks: Buffer[], size: number): void {
+    this.used = this.buf!.writeUInt32LE(size, this.used);
+    for (const c of chunks) this.used += c.copy(this.buf!, this.used);
+  }
+
+  private flush(end = false): void {
+    if (this.used === 0 && !end) return;
+    const buf = this.buf ?? Buffer.from(takeBuffer(0));
+    const seq = this.seq++;
+    this.unanswered.set(seq, this.used);
+    this.pendingBytes += this.used;
+    this.lane.post({
+      job: this.lane.job,
+      seq,
+      ...(seq === 0 ? { start: { root: this.root, fixModes: this.fixModes } } : {}),
+      data: buf.buffer as ArrayBuffer,
+      bytes: this.used,
+      ...(end ? { end: true } : {}),
+    });
+    this.buf = undefined;
+    this.used = 0;
+    this.records = 0;
+  }
+
+  private answered(r: WriteReply): void {
+    this.pendingBytes -= this.unanswered.get(r.seq) ?? 0;
+    this.unanswered.delete(r.seq);
+    if (r.error) this.fail(Object.assign(new Error(r.error.message), { code: r.error.code }));
+    this.wake();
+  }
+
+  private threadLost(err: Error): void {
+    this.lost = true;
+    this.fail(err);
+    this.wake();
+  }
+
+  private fail(err: unknown): void {
+    if (this.failure !== undefined) return;
+    this.failure = storageError(err);
+    this.onError(this.failure);
+  }
+
+  private wake(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const w of waiters) w();
   }
 }
