@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { lstatSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -56,6 +56,17 @@ describe('TreeWriter (through the writer thread)', () => {
     for (const [n, r] of roots.entries()) {
       for (const i of [0, 299, 599]) assert.equal(readFileSync(join(r, `p${i % 7}/f${i}.txt`), 'utf8'), `${n}:${i}`);
     }
+  });
+
+  it('a record queued while the thread is busy reaches disk without waiting for close()', async () => {
+    const root = emptyDir();
+    const w = new TreeWriter(root, false, () => {});
+    w.smallFile('first.ts', [Buffer.from('1')], 1, false);
+    await new Promise((r) => setImmediate(r)); // the first batch is now with the thread
+    w.smallFile('second.ts', [Buffer.from('2')], 1, false); // held until the first is answered
+    for (let i = 0; i < 200 && !existsSync(join(root, 'second.ts')); i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(readFileSync(join(root, 'second.ts'), 'utf8'), '2');
+    await w.close();
   });
 
   it('the first failing syscall is reported with its code, and nothing after it is written', async () => {

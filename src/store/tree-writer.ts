@@ -14,6 +14,8 @@ export const SMALL_FILE_BYTES = 64 * 1024;
 /** A batch is handed over once it holds this many bytes or records (sooner handed, sooner written). */
 const BATCH_BYTES = 256 * 1024;
 const BATCH_RECORDS = 128;
+/** Batches handed over at once before the next waits to be full: the thread always has the next one ready. */
+const IN_FLIGHT = 1;
 /** Bytes handed over and not yet written, plus the batch being filled. */
 const MAX_PENDING_BYTES = 8 * 1024 * 1024;
 
@@ -142,14 +144,18 @@ export class TreeWriter {
 
   private end(): void {
     if (++this.records >= BATCH_RECORDS || this.used >= BATCH_BYTES) this.flush();
-    else if (!this.flushQueued) {
+    else if (this.unanswered.size < IN_FLIGHT && !this.flushQueued) {
       // Whatever one turn of the parser queued goes over together.
       this.flushQueued = true;
       setImmediate(() => {
         this.flushQueued = false;
-        if (!this.closed) this.flush();
+        if (!this.closed && this.unanswered.size < IN_FLIGHT) this.flush();
       });
     }
+    // Else the thread is busy: keep filling, and answered() hands this batch over
+    // when one comes back. A body arrives in 64 KiB turns; a batch per turn cost
+    // a hand-over and a fresh buffer per few files and made the main thread the
+    // bottleneck (bench/upload).
   }
 
   private u16(v: number): void {
@@ -190,6 +196,7 @@ export class TreeWriter {
     this.pendingBytes -= this.unanswered.get(r.seq) ?? 0;
     this.unanswered.delete(r.seq);
     if (r.error) this.fail(Object.assign(new Error(r.error.message), { code: r.error.code }));
+    else if (!this.closed && this.used > 0 && this.unanswered.size < IN_FLIGHT) this.flush();
     this.wake();
   }
 
