@@ -1,8 +1,8 @@
 // Writes admitted entries into a fresh staging directory. The main thread only
 // encodes: each operation (in tar order) and its bytes are copied as a record
 // (write-protocol.ts) into a batch buffer that is moved to a writer thread
-// (write-worker.js) when it is full or at the end of the turn, so the tar parser
-// moves on while the thread does the syscalls.
+// (write-worker.js) when it is full, or at the end of the turn if the thread has
+// nothing else, so the tar parser moves on while the thread does the syscalls.
 // Batches not yet applied are bounded in bytes: room() makes the parser wait,
 // which pauses the request body, so memory does not grow with the upload.
 import { errors } from '../errors.js';
@@ -14,7 +14,7 @@ export const SMALL_FILE_BYTES = 64 * 1024;
 /** A batch is handed over once it holds this many bytes or records (sooner handed, sooner written). */
 const BATCH_BYTES = 256 * 1024;
 const BATCH_RECORDS = 128;
-/** Batches handed over at once before the next waits to be full: the thread always has the next one ready. */
+/** While this many batches are with the thread, the next keeps filling until it is full or one is answered. */
 const IN_FLIGHT = 1;
 /** Bytes handed over and not yet written, plus the batch being filled. */
 const MAX_PENDING_BYTES = 8 * 1024 * 1024;
