@@ -113,6 +113,24 @@ test('tool errors are the route errors: not found, bad arguments, unknown root, 
   assert.equal(unknown.error, 'bad_request');
 });
 
+test('a tools/call whose params are not a tool call is JSON-RPC -32602 Invalid params, naming the field', async () => {
+  for (const [params, field] of [
+    [{ name: 5 }, 'name'],
+    [{ name: 'lsp_locate', arguments: 'x' }, 'arguments'],
+    [{}, 'name'],
+  ] as const) {
+    const r = await fetch(`${s!.url}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params }),
+    });
+    const body = (await r.json()) as { id: number; error: { code: number; message: string } };
+    assert.equal(body.id, 7);
+    assert.equal(body.error.code, -32602, body.error.message);
+    assert.match(body.error.message, new RegExp(`"${field}"`));
+  }
+});
+
 test('an unproved jail: MCP lists no tools and refuses calls with not_ready', { timeout: 60_000 }, async () => {
   const broken = await startDaemon({ LSPD_BWRAP_PATH: '/nonexistent/bwrap' }, { expectReady: false });
   const c = await connect(broken.url);

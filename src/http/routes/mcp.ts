@@ -17,6 +17,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
 import { assertOrg, type Access } from '../auth.js';
 import { callTool, coverageOf, listTools, toolErrorBody, type ToolRunner } from '../../tools.js';
 import type { Deps } from '../deps.js';
@@ -29,6 +30,14 @@ const INSTRUCTIONS =
   'about source trees uploaded to it, using real language servers. Every tool names the tree by org, repo and commit sha. ' +
   'Start with lsp_locate when you know a name, or lsp_symbols to outline a file.';
 
+/**
+ * tools/call with any params. The SDK parses a handler's schema before its own
+ * tools/call check, so with CallToolRequestSchema here malformed params answered
+ * -32603 "Internal error" and a raw zod dump; with this, its check runs and answers
+ * -32602 "Invalid params", as JSON-RPC says.
+ */
+const AnyToolCall = z.object({ method: z.literal('tools/call'), params: z.unknown() });
+
 function mcpServer(deps: Deps, runner: ToolRunner, hangup: AbortSignal): Server {
   const coverage = deps.table ? coverageOf(deps.table) : undefined;
   const server = new Server({ name: 'lspd', version: '1' }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
@@ -40,7 +49,8 @@ function mcpServer(deps: Deps, runner: ToolRunner, hangup: AbortSignal): Server 
       annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
     })),
   }));
-  server.setRequestHandler(CallToolRequestSchema, async (req, extra): Promise<CallToolResult> => {
+  server.setRequestHandler(AnyToolCall, async (raw, extra): Promise<CallToolResult> => {
+    const req = CallToolRequestSchema.parse(raw); // the SDK's own check has passed: this only types it
     // Cancelled by the client (notifications/cancelled) or by the HTTP request going away.
     const signal = AbortSignal.any([extra.signal, hangup]);
     try {
