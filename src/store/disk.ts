@@ -29,17 +29,6 @@ export async function fsyncDir(dir: string): Promise<void> {
   }
 }
 
-/** Write a small file and fsync it. */
-export async function writeDurable(path: string, data: string, mode = 0o644): Promise<void> {
-  const fh = await open(path, 'wx', mode);
-  try {
-    await fh.writeFile(data);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-}
-
 /** Sum of the sizes of everything under `dir` (links are counted, never followed); 0 if absent. */
 export async function dirBytes(dir: string): Promise<number> {
   let total = 0;

@@ -8,7 +8,7 @@
 // synchronous, serializes work per root with an in-process lock, and enforces the
 // disk quota by evicting least recently used roots nobody holds.
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, readdir, rename, rm, utimes } from 'node:fs/promises';
+import { chmod, mkdir, readdir, rename, rm, utimes, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
@@ -17,7 +17,7 @@ import { errors, isAppError } from '../errors.js';
 import type { PhaseVerdict } from '../health.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
-import { dirBytes, fsyncDir, syncFilesystem, umaskStripsModes, writeDurable } from './disk.js';
+import { dirBytes, fsyncDir, syncFilesystem, umaskStripsModes } from './disk.js';
 import { pickVictims } from './eviction.js';
 import { loadIndex, type IndexEntry } from './root-index.js';
 import { checkRootKey } from './root-key.js';
@@ -219,10 +219,12 @@ export class RootStore {
     const final = this.rootDir(key);
     let info: RootInfo;
     let syncMs = 0;
+    let ingestMs = 0;
     try {
       await this.mkdir755(staging);
       await this.mkdir755(join(staging, 'tree'));
       await this.mkdir755(join(staging, 'deps'));
+      const ingestStart = performance.now();
       const r = await ingestTar({
         body,
         gzip: opts.gzip,
@@ -232,16 +234,18 @@ export class RootStore {
         signal: opts.signal,
         onBodyBytes: (n) => metrics.uploadBytes.inc(n),
       });
+      ingestMs = Math.round(performance.now() - ingestStart);
       info = { root: { ...key }, files: r.files, bytes: r.bytes, languages: r.languages, createdAt: new Date().toISOString() };
-      // Data first, then the metadata, then the names: after the rename is durable,
-      // everything it points at is too.
+      // Everything under the staging dir, its metadata and the org/repo dirs are made
+      // durable by one syncfs (it writes back every dirty page and inode of the
+      // filesystem, so no per-file fsync is needed); only then is the root renamed
+      // into sight, and the rename made durable by fsyncing its parent.
+      await writeFile(join(staging, META), JSON.stringify({ version: 1, ...info }) + '\n', { flag: 'wx', mode: 0o644 });
+      await this.ensureDir755(dirname(dirname(final)));
+      await this.ensureDir755(dirname(final));
       const syncStart = performance.now();
       await syncFilesystem(staging);
       syncMs = Math.round(performance.now() - syncStart);
-      await writeDurable(join(staging, META), JSON.stringify({ version: 1, ...info }) + '\n');
-      await fsyncDir(staging);
-      await this.ensureDir755(dirname(dirname(final)));
-      await this.ensureDir755(dirname(final));
       await rename(staging, final);
       await fsyncDir(dirname(final));
     } catch (raw) {
@@ -259,7 +263,7 @@ export class RootStore {
     this.updateGauges();
     const ms = Math.round(performance.now() - started);
     this.observe('created', started);
-    log.info({ root: id, files: info.files, bytes: info.bytes, languages: info.languages, ms, syncMs }, 'root stored');
+    log.info({ root: id, files: info.files, bytes: info.bytes, languages: info.languages, ms, ingestMs, syncMs }, 'root stored');
     return { created: true, info };
   }
 
