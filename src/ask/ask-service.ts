@@ -12,6 +12,7 @@
 import { LRUCache } from 'lru-cache';
 import type { Logger } from '../log.js';
 import { AppError, errors, isAppError } from '../errors.js';
+import { deadline } from '../deadline.js';
 import { askBatchItem, lspQuery, type AskQuery, type LspQuery, type RootKey } from '../schemas.js';
 import { resolveName, type Candidate, type Resolution } from './resolve-name.js';
 import type { AskContext, AskLimits, Loc, LspAnswer, LspRequest } from './types.js';
@@ -154,8 +155,8 @@ export class AskService {
 
   async #one(q: AskQuery, outer: AbortSignal, memo: Memo): Promise<AskAnswer> {
     const started = performance.now();
-    const deadline = AbortSignal.timeout(this.#o.deadlineMs);
-    const signal = AbortSignal.any([outer, deadline]);
+    const dl = deadline(outer, this.#o.deadlineMs);
+    const signal = dl.signal;
     const seen: Seen = { incomplete: false, servers: new Set() };
     const ctx = this.#context(q, signal, memo, seen);
     try {
@@ -178,8 +179,10 @@ export class AskService {
     } catch (err) {
       // The service reads any abort of its signal as the client leaving; when it was this
       // query's own deadline, say so.
-      if (deadline.aborted && !outer.aborted) throw errors.timeout(`Resolving ${JSON.stringify(q.symbol)} did not finish within ${this.#o.deadlineMs} ms.`);
+      if (signal.aborted && !outer.aborted) throw errors.timeout(`Resolving ${JSON.stringify(q.symbol)} did not finish within ${this.#o.deadlineMs} ms.`);
       throw err;
+    } finally {
+      dl.clear();
     }
   }
 
