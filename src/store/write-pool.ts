@@ -13,7 +13,7 @@ const THREADS = 2;
  * freed only when the thread's GC gets to them, and V8 lets tens of MiB of such
  * external memory pile up first (measured: RSS kept rising with the upload's size).
  */
-export const POOLED_BUFFER_BYTES = 320 * 1024;
+const POOLED_BUFFER_BYTES = 320 * 1024;
 const MAX_POOLED_BUFFERS = 40;
 const freeBuffers: ArrayBuffer[] = [];
 
