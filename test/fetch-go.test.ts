@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fetchEnv, fixtures, newKey, scratchDir, type FetchEnv } from './helpers/fetch-env.js';
 import { buildGoProxy, writeGoProxy } from './helpers/go-proxy.js';
+import { skipOrFail } from './helpers/host.js';
 
 describe('fetch: go', () => {
   let env: FetchEnv;
@@ -25,7 +26,7 @@ describe('fetch: go', () => {
 
   it('downloads the module into the deps dir, verified against go.sum', async (t) => {
     if (env.skipReason) return t.skip(env.skipReason);
-    if (!env.tools.go) return t.skip('go is not installed under /usr');
+    if (!env.tools.go) return t.skip(skipOrFail('go is not installed under /usr'));
     const m = env.manager();
     const key = newKey('go-dep');
     env.store.put(key, join(fixtures, 'go-dep'));
@@ -64,7 +65,7 @@ describe('fetch: go', () => {
 
   it('re-queues a fetch a crash interrupted, once; a second interruption marks it failed', async (t) => {
     if (env.skipReason) return t.skip(env.skipReason);
-    if (!env.tools.go) return t.skip('go is not installed under /usr');
+    if (!env.tools.go) return t.skip(skipOrFail('go is not installed under /usr'));
     const interrupted = (attempt: number) => ({
       v: 1,
       attempt,
@@ -93,7 +94,7 @@ describe('fetch: go', () => {
 
   it('fails, saying why, when a module does not match go.sum', async (t) => {
     if (env.skipReason) return t.skip(env.skipReason);
-    if (!env.tools.go) return t.skip('go is not installed under /usr');
+    if (!env.tools.go) return t.skip(skipOrFail('go is not installed under /usr'));
     const m = env.manager();
     const key = newKey('go-tampered');
     const src = scratchDir('lspd-go-tampered-');
@@ -112,7 +113,7 @@ describe('fetch: go', () => {
 
   it('fails with a clear reason when go.sum lacks entries (the tree is read-only)', async (t) => {
     if (env.skipReason) return t.skip(env.skipReason);
-    if (!env.tools.go) return t.skip('go is not installed under /usr');
+    if (!env.tools.go) return t.skip(skipOrFail('go is not installed under /usr'));
     const m = env.manager();
     const key = newKey('go-nosum');
     const src = scratchDir('lspd-go-nosum-');
@@ -148,7 +149,7 @@ describe('fetch: the byte bound', () => {
     const env = await fetchEnv({ LSPD_GO_PROXY: `file://${proxyDir}`, LSPD_FETCH_REGISTRIES: '127.0.0.1:9', LSPD_FETCH_MAX_BYTES: String(1024 * 1024), LSPD_JAIL_UID_BASE: '211000' });
     try {
       if (env.skipReason) return t.skip(env.skipReason);
-      if (!env.tools.go) return t.skip('go is not installed under /usr');
+      if (!env.tools.go) return t.skip(skipOrFail('go is not installed under /usr'));
       const m = env.manager();
       const key = newKey('go-big');
       env.store.put(key, tree);

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fetchEnv, fixtures, newKey, scratchDir, type FetchEnv } from './helpers/fetch-env.js';
 import { startNpmRegistry, type NpmRegistry } from './helpers/npm-registry.js';
+import { skipOrFail } from './helpers/host.js';
 
 /** A tree with one dependency whose lockfile entry says where to get it and what hash it has. */
 function lockedTree(dep: { name: string; version: string; resolved: string; integrity: string }): string {
@@ -75,7 +76,7 @@ describe('fetch: npm through the egress proxy', () => {
 
   it('installs the locked package into the deps dir, with no install script run', async (t) => {
     if (env.skipReason) return t.skip(env.skipReason);
-    if (!env.tools.npm || !env.tools.node) return t.skip('npm/node are not installed under /usr');
+    if (!env.tools.npm || !env.tools.node) return t.skip(skipOrFail('npm/node are not installed under /usr'));
     const m = env.manager();
     const key = newKey('npm-dep');
     env.store.put(key, join(fixtures, 'npm-dep'));
@@ -100,7 +101,7 @@ describe('fetch: npm through the egress proxy', () => {
 
   it('installs an npm workspaces monorepo from its root lockfile', async (t) => {
     if (env.skipReason) return t.skip(env.skipReason);
-    if (!env.tools.npm || !env.tools.node) return t.skip('npm/node are not installed under /usr');
+    if (!env.tools.npm || !env.tools.node) return t.skip(skipOrFail('npm/node are not installed under /usr'));
     const m = env.manager();
     const key = newKey('npm-ws');
     env.store.put(key, join(fixtures, 'npm-workspaces'));
@@ -121,7 +122,7 @@ describe('fetch: npm through the egress proxy', () => {
 
   it('fails with a clear log tail when the lockfile points at a host that is not allowed', async (t) => {
     if (env.skipReason) return t.skip(env.skipReason);
-    if (!env.tools.npm || !env.tools.node) return t.skip('npm/node are not installed under /usr');
+    if (!env.tools.npm || !env.tools.node) return t.skip(skipOrFail('npm/node are not installed under /usr'));
     const m = env.manager();
     const key = newKey('npm-evil');
     const resolved = `${other.url}left-pad-lite/-/left-pad-lite-1.0.0.tgz`;
@@ -166,7 +167,7 @@ describe('fetch: deadline and cancellation', () => {
     const env = await fetchEnv({ LSPD_NPM_REGISTRY: hang.url, LSPD_FETCH_REGISTRIES: hang.authority, LSPD_FETCH_TIMEOUT_MS: '1500', LSPD_JAIL_UID_BASE: '222000' });
     try {
       if (env.skipReason) return t.skip(env.skipReason);
-      if (!env.tools.npm || !env.tools.node) return t.skip('npm/node are not installed under /usr');
+      if (!env.tools.npm || !env.tools.node) return t.skip(skipOrFail('npm/node are not installed under /usr'));
       const m = env.manager();
       const key = newKey('hang');
       env.store.put(key, lockedTree({ name: 'left-pad-lite', version: '1.0.0', resolved: `${hang.url}left-pad-lite/-/left-pad-lite-1.0.0.tgz`, integrity: fixtureIntegrity }));
@@ -187,7 +188,7 @@ describe('fetch: deadline and cancellation', () => {
     const env = await fetchEnv({ LSPD_NPM_REGISTRY: hang.url, LSPD_FETCH_REGISTRIES: hang.authority, LSPD_JAIL_UID_BASE: '223000' });
     try {
       if (env.skipReason) return t.skip(env.skipReason);
-      if (!env.tools.npm || !env.tools.node) return t.skip('npm/node are not installed under /usr');
+      if (!env.tools.npm || !env.tools.node) return t.skip(skipOrFail('npm/node are not installed under /usr'));
       const m = env.manager();
       const key = newKey('cancel');
       env.store.put(key, lockedTree({ name: 'left-pad-lite', version: '1.0.0', resolved: `${hang.url}left-pad-lite/-/left-pad-lite-1.0.0.tgz`, integrity: fixtureIntegrity }));
@@ -216,7 +217,7 @@ describe('fetch: deadline and cancellation', () => {
     const env = await fetchEnv({ LSPD_NPM_REGISTRY: hang.url, LSPD_FETCH_REGISTRIES: hang.authority, LSPD_JAIL_UID_BASE: '224000' });
     try {
       if (env.skipReason) return t.skip(env.skipReason);
-      if (!env.tools.npm || !env.tools.node) return t.skip('npm/node are not installed under /usr');
+      if (!env.tools.npm || !env.tools.node) return t.skip(skipOrFail('npm/node are not installed under /usr'));
       const key = newKey('shutdown');
       env.store.put(key, lockedTree({ name: 'left-pad-lite', version: '1.0.0', resolved: `${hang.url}left-pad-lite/-/left-pad-lite-1.0.0.tgz`, integrity: fixtureIntegrity }));
       for (let start = 0; start < 3; start++) {

@@ -8,8 +8,9 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { cannotJail, lineOf, lspQuery, position, shaOf, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
+import { lacksBinaries } from './helpers/host.js';
 
-const skip = cannotJail() ?? (existsSync('/usr/bin/clangd') ? undefined : 'clangd is not installed under /usr');
+const skip = cannotJail() ?? lacksBinaries('clangd', '/usr/bin/clangd');
 const C = 'c-basic';
 const CPP = 'cpp-cdb';
 const cRoot = { org: 'acme', repo: 'c-basic', sha: shaOf('c-basic') };

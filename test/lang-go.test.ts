@@ -6,12 +6,12 @@
 // example.com/dep@v1.0.0 in the read-only module cache.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { scratchDir } from './helpers/fetch-env.js';
 import { buildGoProxy } from './helpers/go-proxy.js';
 import { cannotJail, fetchSettled, lineOf, lspQuery, position, postJson, shaOf, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
+import { lacksBinaries } from './helpers/host.js';
 
-const skip = cannotJail() ?? (existsSync('/usr/bin/gopls') && existsSync('/usr/bin/go') ? undefined : 'gopls or go is not installed under /usr');
+const skip = cannotJail() ?? lacksBinaries('gopls or go', '/usr/bin/gopls', '/usr/bin/go');
 const FX = 'go-basic';
 const basic = { org: 'acme', repo: 'go-basic', sha: shaOf('go-basic') };
 const withDep = { org: 'acme', repo: 'go-dep', sha: shaOf('go-dep-fetched') };

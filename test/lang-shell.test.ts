@@ -5,10 +5,10 @@
 // its background analysis is done: the first answer must already be right.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { cannotJail, lineOf, lspQuery, position, shaOf, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
+import { lacksBinaries } from './helpers/host.js';
 
-const skip = cannotJail() ?? (existsSync('/usr/bin/shellcheck') ? undefined : 'shellcheck is not installed under /usr');
+const skip = cannotJail() ?? lacksBinaries('shellcheck', '/usr/bin/shellcheck');
 const FX = 'sh-basic';
 const root = { org: 'acme', repo: 'sh-basic', sha: shaOf('sh-basic') };
 

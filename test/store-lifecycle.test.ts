@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { RootKey } from '../src/store/types.js';
 import { SHA, assertNothingStored, call, packTar, put, startServer, until, walk, type TestServer } from './store-helpers.js';
+import { skipOrFail } from './helpers/host.js';
 
 const key = (sha: string, org = 'acme', repo = 'api'): RootKey => ({ org, repo, sha });
 const small = () => packTar([{ name: 'a.ts', data: 'export const a = 1;\n' }]);
@@ -233,7 +234,7 @@ describe('failures mid-upload', () => {
       execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', mnt], { stdio: 'pipe' });
     } catch (err) {
       rmSync(mnt, { recursive: true, force: true });
-      t.skip(`filling a disk needs a small tmpfs, and mounting one failed (needs root): ${(err as Error).message.split('\n')[0]}`);
+      t.skip(skipOrFail(`filling a disk needs a small tmpfs, and mounting one failed (needs root): ${(err as Error).message.split('\n')[0]}`));
       return;
     }
     try {

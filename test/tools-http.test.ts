@@ -43,11 +43,14 @@ test('/v1/tools: schemas compile and agree with the routes on real arguments', {
     lsp_diagnostics: { args: { ...root, path: 'src/main.ts' }, route: '/v1/code/lsp', body: { op: 'diagnostics', path: 'src/main.ts' } },
   };
   // The languages served here are not called unavailable; any that are not served are named with why.
+  // TS 7 and pyright ship in package.json, so both are always served here.
   const ready = (await getJson(s!.url, '/readyz')).body.servers as Record<string, { available: boolean }>;
+  assert.equal(ready.typescript?.available, true, 'TS 7 is served');
+  assert.equal(ready.pyright?.available, true, 'pyright is served');
   for (const tool of tools) {
     const note = /Not served by this daemon: ([^;]*);/.exec(tool.description)?.[1] ?? '';
-    if (ready.typescript?.available) assert.doesNotMatch(note, /typescript/, tool.name);
-    if (ready.pyright?.available) assert.doesNotMatch(note, /python/, tool.name);
+    assert.doesNotMatch(note, /typescript/, tool.name);
+    assert.doesNotMatch(note, /python/, tool.name);
     for (const item of note ? note.split(', ') : []) assert.match(item, /^[a-z]+ \((no language server|[\w-]+ unavailable)\)$/, item);
   }
   for (const tool of tools) {

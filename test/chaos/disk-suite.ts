@@ -15,13 +15,14 @@ import { packTar, walk } from '../store-helpers.js';
 import { fixtureTar, putTar, rootPath, shaOf, startChaosDaemon, tsLoad, tsRoots, type ChaosDaemon, type Root } from './daemons.js';
 import { Figures, Load, report, send, waitFor } from './harness.js';
 import { MiB, jailProcs } from './procs.js';
+import { skipOrFail } from '../helpers/host.js';
 
 const SIZE_MIB = 20;
 
 function whyNot(): string | undefined {
   const jail = cannotJail();
   if (jail) return jail;
-  if (process.getuid?.() !== 0) return 'mounting a tmpfs needs root';
+  if (process.getuid?.() !== 0) return skipOrFail('mounting a tmpfs needs root');
   return undefined;
 }
 

@@ -14,6 +14,7 @@ import { createLogger } from '../../src/log.js';
 import { createMetrics } from '../../src/metrics.js';
 import { rootId, type RootKey } from '../../src/store/types.js';
 import { projectDir, tempDir } from './daemon.js';
+import { skipOrFail } from './host.js';
 
 export const fixtures = join(projectDir, 'test', 'fixtures');
 
@@ -96,7 +97,7 @@ export async function fetchEnv(settings: Record<string, string>): Promise<FetchE
     store,
     tools,
     dataDir,
-    ...(verdicts.fetch.ok ? {} : { skipReason: `the FETCH jail is not available here: ${verdicts.fetch.reason}` }),
+    ...(verdicts.fetch.ok ? {} : { skipReason: skipOrFail(`the FETCH jail is not available here: ${verdicts.fetch.reason}`)! }),
     manager(opts = {}) {
       const m = new FetchManager({ config, log, metrics: createMetrics(), jail, store, tools, byteCheckIntervalMs: 100, ...opts });
       managers.push(m);

@@ -13,7 +13,6 @@ import { createMetrics, type Metrics } from '../../src/metrics.js';
 import { Health } from '../../src/health.js';
 import { RootStore } from '../../src/store/store.js';
 import { createJail, type JailRuntime } from '../../src/jail/jail.js';
-import { preflight } from '../../src/jail/preflight.js';
 import { buildServer } from '../../src/http/server.js';
 import { createLsp, type Lsp } from '../../src/lsp/create-lsp.js';
 import { FetchManager } from '../../src/fetch/fetch-manager.js';
@@ -22,18 +21,12 @@ import { defaultServerPaths, defaultServerRows, type ServerRow } from '../../src
 import { getJson, postJson, shaOf, tarOf, upload } from './ask-harness.js';
 import { pidsOfUids, waitFor } from '../fixtures/jail/harness.js';
 
+export { cannotJail } from './host.js';
 export { getJson, postJson, pidsOfUids, shaOf, tarOf, upload, waitFor };
 
 export const projectDir = resolve(import.meta.dirname, '..', '..');
 export const fixturesDir = join(projectDir, 'test', 'fixtures');
 
-/** Why the LSP integration tests cannot run here (they need the real jail), or undefined. */
-export function cannotJail(): string | undefined {
-  const missing = preflight({ bwrapPath: '/usr/bin/bwrap' });
-  if (missing.length) return `this host cannot run jails: ${missing.join('; ')}`;
-  if (process.getuid?.() !== 0) return 'the jail needs root (it runs each jail as a pool uid)';
-  return undefined;
-}
 
 export interface Lspd {
   url: string;
