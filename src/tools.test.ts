@@ -79,9 +79,14 @@ test('every input schema compiles (ajv strict) and accepts/refuses what the rout
     assert.ok(validate(args), `${t.name}: ${JSON.stringify(validate.errors)}`);
     await callTool(t.name, args, health(true), runner, AbortSignal.timeout(1000));
     // Refused by the schema and by the call alike: a bad sha, an unknown field, a missing root.
-    for (const bad of [{ ...args, sha: 'main' }, { ...args, nope: 1 }, { ...args, org: undefined }]) {
+    const refusals: [Record<string, unknown>, string][] = [
+      [{ ...args, sha: 'main' }, 'bad_sha'],
+      [{ ...args, nope: 1 }, 'bad_request'],
+      [{ ...args, org: undefined }, 'bad_name'],
+    ];
+    for (const [bad, code] of refusals) {
       assert.equal(validate(JSON.parse(JSON.stringify(bad))), false, `${t.name} schema accepts ${JSON.stringify(bad)}`);
-      await assert.rejects(callTool(t.name, bad, health(true), runner, AbortSignal.timeout(1000)), (e: unknown) => e instanceof AppError && e.code === 'bad_request');
+      await assert.rejects(callTool(t.name, bad, health(true), runner, AbortSignal.timeout(1000)), (e: unknown) => e instanceof AppError && e.code === code);
     }
   }
   // Position tools reach /v1/code/lsp's schema with their op; symbols picks its op by path.

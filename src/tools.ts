@@ -7,6 +7,7 @@
 // a server reported unavailable is named in every description.
 import { z } from 'zod';
 import { errors, isAppError } from './errors.js';
+import { validate } from './validation.js';
 import type { Health } from './health.js';
 import { knownSuffixes, languageOf, type Language } from './languages.js';
 import { askBatch, askBatchItem, askQuery, lspQuery, type LspOp, type LspQuery } from './schemas.js';
@@ -173,13 +174,8 @@ function unavailableNote(health: Health, coverage: readonly LanguageCoverage[] |
   return down.length > 0 ? ` Unavailable on this daemon: ${down.join(', ')}; files those servers would serve cannot be answered.` : '';
 }
 
-/** Validate with a route schema; a failure is the route's own 400 bad_request naming the field. */
-function check<T extends z.ZodType>(schema: T, data: unknown): z.infer<T> {
-  const r = schema.safeParse(data);
-  if (r.success) return r.data;
-  const i = r.error.issues[0];
-  throw errors.badRequest(`${i?.path.length ? i.path.join('.') + ': ' : ''}${i?.message ?? 'invalid arguments'}`.replace(/\.?$/, '.'));
-}
+/** Validate with a route schema; a failure is the route's own 400 (bad_name, bad_sha, bad_request). */
+const check = validate;
 
 /** The JSON Schema of a tool's arguments: input side (defaults make fields optional), draft-07 for the widest client support. */
 export function inputSchemaOf(input: z.ZodType): Record<string, unknown> {

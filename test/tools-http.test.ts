@@ -67,6 +67,7 @@ test('/v1/tools: schemas compile and agree with the routes on real arguments', {
     assert.equal(validate(bad), false, tool.name);
     const refused = await postJson(s!.url, sample.route, { ...sample.body, ...root, sha: 'main' });
     assert.equal(refused.status, 400, tool.name);
+    assert.equal(refused.body.error, 'bad_sha', tool.name);
   }
 });
 

@@ -14,6 +14,7 @@ import type { Logger } from '../log.js';
 import { AppError, errors, isAppError } from '../errors.js';
 import { deadline } from '../deadline.js';
 import { askBatchItem, lspQuery, type AskQuery, type LspQuery, type RootKey } from '../schemas.js';
+import { invalid } from '../validation.js';
 import { resolveName, type Candidate, type Resolution } from './resolve-name.js';
 import type { AskContext, AskLimits, Loc, LspAnswer, LspRequest } from './types.js';
 import { pageLocations } from './paging.js';
@@ -140,10 +141,7 @@ export class AskService {
     const answers = await mapLimit(b.queries, this.#limits.batchConcurrency, async (raw) => {
       if (signal.aborted) return errorEntry(errors.timeout('The batch was cancelled before this query ran.'));
       const item = askBatchItem.safeParse(raw);
-      if (!item.success) {
-        const i = item.error.issues[0];
-        return errorEntry(errors.badRequest(`${i?.path.length ? i.path.join('.') + ': ' : ''}${i?.message ?? 'invalid query'}`.replace(/\.?$/, '.')));
-      }
+      if (!item.success) return errorEntry(invalid(item.error));
       try {
         return await this.#one({ ...root, ...item.data }, signal, memo);
       } catch (err) {

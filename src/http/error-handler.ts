@@ -5,10 +5,11 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { AppError, errors, isAppError } from '../errors.js';
+import { invalid, validate } from '../validation.js';
 
 export function toAppError(err: unknown): AppError {
   if (isAppError(err)) return err;
-  if (err instanceof z.ZodError) return errors.badRequest(describeZod(err));
+  if (err instanceof z.ZodError) return invalid(err);
   const fe = err as FastifyError;
   switch (fe?.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
@@ -28,19 +29,8 @@ export function toAppError(err: unknown): AppError {
   return errors.internal('Internal error.');
 }
 
-export function describeZod(err: z.ZodError): string {
-  const i = err.issues[0];
-  if (!i) return 'Invalid request.';
-  const where = i.path.length ? i.path.join('.') + ': ' : '';
-  return `${where}${i.message}`.replace(/\.?$/, '.');
-}
-
-/** Validate with a zod schema; a failure is a 400 bad_request naming the field. */
-export function parse<T extends z.ZodType>(schema: T, data: unknown): z.infer<T> {
-  const r = schema.safeParse(data);
-  if (!r.success) throw errors.badRequest(describeZod(r.error));
-  return r.data;
-}
+/** Validate with a zod schema (src/validation.ts: bad_name, bad_sha, else bad_request naming the field). */
+export const parse = validate;
 
 export function sendError(reply: FastifyReply, err: AppError): FastifyReply {
   const retry = err.extra.retry_after;

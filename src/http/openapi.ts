@@ -87,13 +87,13 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
     tag: 'trees',
     summary: 'Describe a stored root: size, languages, dependency fetch state, sessions.',
     params: rootParams,
-    answers: { '200': { description: 'The root.', schema: 'RootAnswer' }, '404': err('not_found (need: tree).') },
+    answers: { '200': { description: 'The root.', schema: 'RootAnswer' }, '400': err('bad_sha or bad_name.'), '404': err('not_found (need: tree).') },
   },
   'DELETE /v1/roots/:org/:repo/:sha': {
     tag: 'trees',
     summary: "Delete a root: stop its sessions, remove its files and dependency cache.",
     params: rootParams,
-    answers: { '204': { description: 'Deleted.' }, '404': err('not_found.') },
+    answers: { '204': { description: 'Deleted.' }, '400': err('bad_sha or bad_name.'), '404': err('not_found.') },
   },
   'GET /v1/roots': {
     tag: 'trees',
@@ -109,7 +109,7 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
     body: 'LspQuery',
     answers: {
       '200': { description: 'The answer (fields by op).', schema: 'LspAnswer' },
-      '400': err('bad_request: schema, path or position.'),
+      '400': err('bad_sha or bad_name (the root key), else bad_request: schema, path or position.'),
       '404': err('no_such_file.'),
       '409': err('need_tree: upload the root, then retry.'),
       '413': err('file_too_large.'),
@@ -125,7 +125,7 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
     body: 'AskQuery',
     answers: {
       '200': { description: 'The answer, like /v1/code/lsp plus matches; a batch answers {answers: [...]}.', schema: 'LspAnswer' },
-      '400': err('bad_request.'),
+      '400': err('bad_sha or bad_name (the root key), else bad_request.'),
       '404': err('symbol_not_found.'),
       '409': err('need_tree: upload the root, then retry.'),
       '503': err('not_ready, server_unavailable or busy.'),
