@@ -23,8 +23,9 @@ export function jailVisiblePath(dataDir: string, paths: readonly PrivatePath[]):
     const real = realish(p.path);
     const hit = binds.find((b) => real === b.real || real.startsWith(b.real.endsWith(sep) ? b.real : b.real + sep));
     if (hit) {
-      const phases = [...new Set(binds.filter((b) => b.real === hit.real).map((b) => b.phase.toUpperCase()))].join(' and ');
-      return `${p.name} (${p.path}) lies under ${hit.host}, which the ${phases} jail binds at ${hit.at}: every jailed process could read it; choose a path outside what the jails see`;
+      const phases = [...new Set(binds.filter((b) => b.real === hit.real).map((b) => b.phase.toUpperCase()))];
+      const who = phases.length > 1 ? `${phases.join(' and ')} jails bind` : `${phases[0]} jail binds`;
+      return `${p.name} (${p.path}) lies under ${hit.host}, which the ${who} at ${hit.at}: every jailed process could read it; choose a path outside what the jails see`;
     }
   }
   return undefined;
