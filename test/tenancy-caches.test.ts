@@ -54,6 +54,17 @@ describe('a re-uploaded key answers with the new tree (reproduction 6)', { skip:
     assert.equal(r.body.incomplete, false, JSON.stringify(r.body));
     return r.body.locations as Loc[];
   };
+  /** references of greet from its call, a page of one; the answer's status and body. */
+  const references = (cursor?: string) =>
+    postJson(s.url, '/v1/code/lsp', {
+      ...root,
+      op: 'references',
+      path: 'src/main.ts',
+      line: 1,
+      character: MAIN.split('\n')[1]!.indexOf('greet'),
+      limit: 1,
+      ...(cursor ? { cursor } : {}),
+    });
   const locate = async (symbol: string) => {
     const r = await postJson(s.url, '/ask', { ...root, symbol });
     assert.equal(r.status, 200, JSON.stringify(r.body));
@@ -70,6 +81,9 @@ describe('a re-uploaded key answers with the new tree (reproduction 6)', { skip:
     const w1 = await locate('wave');
     assert.deepEqual(w1.map((l) => [l.external, l.module, l.version, l.path, l.range.start.line]), [[true, 'greeter', '1.0.0', 'index.d.ts', 0]]);
     assert.match(w1[0]!.preview!, /wave\(name: string\): string/);
+    const r1 = await references();
+    assert.equal(r1.status, 200, JSON.stringify(r1.body));
+    const oldCursor = String(r1.body.next_cursor);
 
     const del = await fetch(`${s.url}/v1/roots/${root.org}/${root.repo}/${root.sha}`, { method: 'DELETE' });
     assert.equal(del.status, 204);
@@ -84,5 +98,19 @@ describe('a re-uploaded key answers with the new tree (reproduction 6)', { skip:
     const w2 = await locate('wave');
     assert.deepEqual(w2.map((l) => [l.external, l.module, l.version, l.path, l.range.start.line]), [[true, 'greeter', '2.0.0', 'index.d.ts', 1]]);
     assert.match(w2[0]!.preview!, /times\?: number/);
+
+    // A cursor from the deleted tree's answer does not page the new tree's; the new one's own do.
+    const stale = await references(oldCursor);
+    assert.equal(stale.status, 400, JSON.stringify(stale.body));
+    assert.match(String(stale.body.message), /different query/);
+    const pages: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const r = await references(cursor);
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      pages.push(...(r.body.locations as Loc[]).map((l) => `${l.path}:${l.range.start.line}`));
+      cursor = r.body.next_cursor as string | undefined;
+    } while (cursor !== undefined && pages.length < 10);
+    assert.deepEqual(pages.sort(), ['src/lib.ts:1', 'src/main.ts:0', 'src/main.ts:1']);
   });
 });
