@@ -7,7 +7,7 @@
 // 5. GET /v1/roots with a token limited to some orgs pages over those orgs only:
 //    every page is full and no `next` names a root the token may not see.
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
@@ -152,5 +152,35 @@ describe('listing filters before paging (reproduction 5)', () => {
 
   it('an unlimited token pages over every org', async () => {
     assert.deepEqual((await all(admin, 3)).flatMap((p) => p.ids), roots);
+  });
+});
+
+describe('generations', () => {
+  it('every upload of a key is a new generation, kept in meta.json; an older meta.json gets a stable one at load', async () => {
+    const dataDir = tempDir('lspd-generation-');
+    const key = { org: 'acme', repo: 'gen', sha: SHA(1) };
+    const meta = join(dataDir, 'roots/acme/gen', SHA(1), 'meta.json');
+    const tar = await packTar([{ name: 'a.ts', data: 'export const a = 1;\n' }]);
+    let s = await startServer({ dataDir });
+    try {
+      assert.equal((await put(s.url, `acme/gen/${SHA(1)}`, tar)).status, 201);
+      const first = s.store.get(key)!.generation;
+      assert.equal((JSON.parse(readFileSync(meta, 'utf8')) as { generation: string }).generation, first);
+      assert.equal((await call(s.url, 'DELETE', `/v1/roots/acme/gen/${SHA(1)}`)).status, 204);
+      assert.equal((await put(s.url, `acme/gen/${SHA(1)}`, tar)).status, 201);
+      assert.notEqual(s.store.get(key)!.generation, first);
+      await s.close();
+      // A root stored before generations existed.
+      const { generation: _g, ...old } = JSON.parse(readFileSync(meta, 'utf8')) as Record<string, unknown>;
+      writeFileSync(meta, JSON.stringify(old));
+      s = await startServer({ dataDir });
+      const derived = s.store.get(key)!.generation;
+      assert.match(derived, /^legacy-[0-9a-f]{16}$/);
+      await s.close();
+      s = await startServer({ dataDir });
+      assert.equal(s.store.get(key)!.generation, derived, 'the same after another restart');
+    } finally {
+      await s.destroy();
+    }
   });
 });
