@@ -30,7 +30,7 @@ const listen = z
 export const configSchema = z.object({
   // --- service ---
   listen: listen.describe('Address the HTTP server listens on (host:port). Off loopback only with tokens.'),
-  dataDir: z.string().min(1).default('./data').describe('Directory for roots, dependency caches and server caches.'),
+  dataDir: z.string().min(1).default('./data').describe('Directory for roots, dependency caches and server caches. Start-up refuses one a jail could see (under /usr, node_modules, jail/build, …); so for LSPD_TOKENS and LSPD_CONFIG.'),
   tokensFile: z.string().optional().describe('Path to the tokens file; when unset, only loopback is served.'),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('pino log level.'),
   shutdownGraceMs: int(10_000).describe('How long SIGTERM waits for in-flight requests before closing sessions.'),
@@ -40,7 +40,15 @@ export const configSchema = z.object({
   maxTreeBytes: int(4 * GiB, 1).describe('Largest total size of the files of one uploaded tree (bytes, uncompressed).'),
   maxTreeFiles: int(200_000, 1).describe('Most entries one uploaded tree may hold.'),
   maxFileBytes: int(256 * MiB, 1).describe('Largest single file in an uploaded tree.'),
-  diskQuotaBytes: int(50 * GiB, 1).describe('Disk for roots and their dependency caches; past it, least recently used unheld roots are evicted.'),
+  diskQuotaBytes: int(50 * GiB, 1).describe('Disk for roots and their dependency caches; past it, unheld roots of orgs above their share are evicted, least recently used first.'),
+  orgDiskQuotaBytes: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe(
+      "Disk one org may use for roots and dependency caches (default and most: LSPD_DISK_QUOTA_BYTES). Past it the org's own least recently used unheld roots are evicted; an upload that cannot fit is refused 507. A full store evicts only orgs above their share (this, and at most the global quota over the orgs storing roots).",
+    ),
 
   // --- query bounds (DESIGN.md "Bounds") ---
   maxTargetFileBytes: int(2 * MiB, 1).describe('Largest file a query may target.'),
@@ -116,10 +124,16 @@ export class ConfigError extends Error {
 
 /** Parse env (+ LSPD_CONFIG file), validate, resolve paths, freeze. Throws ConfigError naming the bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
+  return loadConfigWithSource(env, cwd).config;
+}
+
+/** loadConfig, and the file LSPD_CONFIG named (resolved), if any: main checks no jail can read it. */
+export function loadConfigWithSource(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): { config: Config; file?: string } {
   let raw: Record<string, unknown> = {};
-  if (env.LSPD_CONFIG) {
+  const file = env.LSPD_CONFIG ? resolve(cwd, env.LSPD_CONFIG) : undefined;
+  if (file !== undefined) {
     try {
-      raw = JSON.parse(readFileSync(env.LSPD_CONFIG, 'utf8')) as Record<string, unknown>;
+      raw = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
     } catch (err) {
       throw new ConfigError(`LSPD_CONFIG: cannot read ${env.LSPD_CONFIG}: ${(err as Error).message}`);
     }
@@ -141,13 +155,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   if (c.cleanupReserveMs >= c.queryTimeoutMs) {
     throw new ConfigError(`${envName('cleanupReserveMs')}: must be less than ${envName('queryTimeoutMs')}`);
   }
-  return Object.freeze({
+  const config = Object.freeze({
     ...c,
     dataDir: resolve(cwd, c.dataDir),
     jailHelperPath: resolve(cwd, c.jailHelperPath),
     tokensFile: c.tokensFile === undefined ? undefined : resolve(cwd, c.tokensFile),
     fetchRegistries: Object.freeze([...c.fetchRegistries]) as string[],
   });
+  return file === undefined ? { config } : { config, file };
 }
 
 /** Rows for README's table of variables. */

@@ -1,12 +1,13 @@
 // lspd's entry point: config → log → metrics → store → jail → pool → http, then
 // signals and shutdown. The only process.exit in lspd lives here.
-import { ConfigError, isLoopback, loadConfig, type Config } from './config.js';
+import { ConfigError, isLoopback, loadConfigWithSource, type Config } from './config.js';
 import { createLogger, type Logger } from './log.js';
 import { createMetrics } from './metrics.js';
 import { Health } from './health.js';
 import { RootStore } from './store/store.js';
 import { buildServer } from './http/server.js';
 import { createJail } from './jail/jail.js';
+import { jailVisiblePath } from './jail/private-paths.js';
 import { TokenSet } from './tokens.js';
 import { createLsp } from './lsp/create-lsp.js';
 import { FetchManager } from './fetch/fetch-manager.js';
@@ -15,14 +16,25 @@ import type { RootKey } from './store/types.js';
 
 async function main(): Promise<void> {
   let config: Config;
+  let configFile: string | undefined;
   try {
-    config = loadConfig();
+    ({ config, file: configFile } = loadConfigWithSource());
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`lspd: bad configuration: ${err.message}\n`);
       process.exit(2);
     }
     throw err;
+  }
+  // Every org's trees, the tokens and the configuration stay out of every jail's sight.
+  const visible = jailVisiblePath(config.dataDir, [
+    { name: 'LSPD_DATA', path: config.dataDir },
+    ...(config.tokensFile ? [{ name: 'LSPD_TOKENS', path: config.tokensFile }] : []),
+    ...(configFile ? [{ name: 'LSPD_CONFIG', path: configFile }] : []),
+  ]);
+  if (visible) {
+    process.stderr.write(`lspd: bad configuration: ${visible}\n`);
+    process.exit(2);
   }
   const log = createLogger(config.logLevel);
   if (!config.tokensFile && !isLoopback(config.listen)) {

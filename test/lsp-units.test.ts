@@ -110,20 +110,25 @@ test('readiness by document diagnostics; pushes for unopened documents wait (bou
   assert.equal(p.cut, true);
 });
 
-test('the result cache: exact keys, incomplete answers never kept, a root dropped whole', () => {
+test('the result cache: exact keys, incomplete answers never kept, a generation of its own, a root dropped whole', () => {
   const metrics = createMetrics();
   const c = new ResultCache(100, metrics);
   const q = lspQuery.parse({ org: 'a', repo: 'b', sha: 'c'.repeat(40), op: 'hover', path: 'x.ts', line: 1, character: 2 });
-  const k1 = ResultCache.keyOf('a/b/' + q.sha, 'typescript', q);
-  const k2 = ResultCache.keyOf('a/b/' + q.sha, 'typescript', { ...q, encoding: 'utf-8' });
+  const root = { id: 'a/b/' + q.sha, generation: 'g1' };
+  const reupload = { id: root.id, generation: 'g2' };
+  const k1 = ResultCache.keyOf('typescript', q);
+  const k2 = ResultCache.keyOf('typescript', { ...q, encoding: 'utf-8' });
   assert.notEqual(k1, k2);
-  c.set(k1, { incomplete: false });
-  c.set(k2, { incomplete: true });
-  assert.deepEqual(c.get(k1), { incomplete: false });
-  assert.equal(c.get(k2), undefined);
-  c.set(k1, { incomplete: false }); // replace under the same key keeps the index
-  c.dropRoot('a/b/' + q.sha);
-  assert.equal(c.get(k1), undefined);
+  c.set(root, k1, { incomplete: false });
+  c.set(root, k2, { incomplete: true });
+  assert.deepEqual(c.get(root, k1), { incomplete: false });
+  assert.equal(c.get(root, k2), undefined);
+  assert.equal(c.get(reupload, k1), undefined, 'another upload of the same key sees nothing of the first');
+  c.set(root, k1, { incomplete: false }); // replace under the same key keeps the index
+  c.set(reupload, k1, { incomplete: false });
+  c.dropRoot(root.id);
+  assert.equal(c.get(root, k1), undefined);
+  assert.equal(c.get(reupload, k1), undefined);
   assert.equal(c.size, 0);
 });
 
@@ -149,9 +154,10 @@ test('target files: inside the root, regular, bounded, UTF-8', async () => {
   writeFileSync(join(tree, 'pkg', 'pyproject.toml'), '');
   writeFileSync(join(tree, 'pkg', 'sub', 'm.py'), '');
   const w = new WorkspaceFinder();
-  assert.equal(w.find(tree, 'pkg/sub/m.py', ['pyproject.toml']), 'pkg');
-  assert.equal(w.find(tree, 'pkg/sub/m.py', ['go.mod']), '');
-  assert.equal(w.find(tree, 'ok.ts', ['tsconfig.json']), '');
+  const root = { id: 'a/b/c', generation: 'g1' };
+  assert.equal(w.find(root, tree, 'pkg/sub/m.py', ['pyproject.toml']), 'pkg');
+  assert.equal(w.find(root, tree, 'pkg/sub/m.py', ['go.mod']), '');
+  assert.equal(w.find(root, tree, 'ok.ts', ['tsconfig.json']), '');
   assert.equal(await findFileOf(tree, (p) => p.endsWith('.py')), 'pkg/sub/m.py');
   assert.equal(await findFileOf(tree, (p) => p.endsWith('.rs')), undefined);
 });

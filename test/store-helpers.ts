@@ -16,6 +16,7 @@ import { buildServer } from '../src/http/server.js';
 import { createLogger } from '../src/log.js';
 import { createMetrics, type Metrics } from '../src/metrics.js';
 import { RootStore } from '../src/store/store.js';
+import { TokenSet } from '../src/tokens.js';
 
 export const SHA = (n: number) => n.toString(16).padStart(40, '0');
 
@@ -39,7 +40,9 @@ export async function startServer(opts: { dataDir?: string; env?: Record<string,
   const store = await RootStore.open({ config, log, metrics });
   const health = new Health();
   health.store = await store.checkWritable();
-  const app = await buildServer({ config, log, metrics, health, store });
+  // LSPD_TOKENS in env turns auth on, as in the daemon.
+  const tokens = config.tokensFile ? TokenSet.load(config.tokensFile) : undefined;
+  const app = await buildServer({ config, log, metrics, health, store, ...(tokens ? { tokens } : {}) });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   const close = async () => {
     await app.close();

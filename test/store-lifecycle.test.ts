@@ -40,6 +40,7 @@ describe('GET, DELETE and list', () => {
       createdAt: got.body.createdAt,
       fetch: { state: 'none' },
       sessions: [],
+      org_disk: { bytes: 20, quota_bytes: 50 * 1024 ** 3 },
     });
     assert.ok(!Number.isNaN(Date.parse(String(got.body.createdAt))));
   });
@@ -184,9 +185,18 @@ describe('disk quota', () => {
     assert.equal(await evictions(), 2);
   });
 
-  it('never evicts the root just stored, even when it alone exceeds the quota', async () => {
+  it('refuses (507) a tree its org has no room for, leaving nothing; one that fits evicts the older roots, never itself', async () => {
+    // The org quota defaults to the global one: 2500 bytes, 1000 of them held.
+    const refused = await put(s.url, `acme/q/${SHA(5)}`, await sized(2000));
+    assert.equal(refused.status, 507);
+    assert.equal(refused.body.error, 'insufficient_storage');
+    assert.equal(refused.body.limit, 'org_disk_quota');
+    assert.match(String(refused.body.message), /org "acme".*quota is 2500 bytes, 1000 of which are held/);
+    assert.deepEqual(readdirSync(join(s.dataDir, 'staging')), []);
+    assert.ok(!existsSync(join(s.dataDir, 'roots/acme/q', SHA(5))));
     s.store.setHoldCheck(() => false);
-    assert.equal((await put(s.url, `acme/q/${SHA(5)}`, await sized(3000))).status, 201);
+    assert.equal((await put(s.url, `acme/q/${SHA(5)}`, await sized(3000))).status, 507, 'bigger than the whole quota');
+    assert.equal((await put(s.url, `acme/q/${SHA(5)}`, await sized(2450))).status, 201);
     assert.ok(s.store.get(key(SHA(5), 'acme', 'q')));
     assert.equal(s.store.get(key(SHA(3), 'acme', 'q')), undefined);
     assert.equal(s.store.get(key(SHA(4), 'acme', 'q')), undefined);
@@ -196,7 +206,7 @@ describe('disk quota', () => {
   it('counts the dependency cache once it is measured', async () => {
     s.store.setHoldCheck(() => false);
     assert.equal((await put(s.url, `acme/q/${SHA(6)}`, await sized(100))).status, 201);
-    // 5 (3000 bytes) was evicted to fit 6 in; 6 is alone at 100 bytes.
+    // 5 (2450 bytes) was evicted to fit 6 in; 6 is alone at 100 bytes.
     assert.equal(s.store.get(key(SHA(5), 'acme', 'q')), undefined);
     writeFileSync(join(s.store.depsDir(key(SHA(6), 'acme', 'q')), 'dep.tgz'), Buffer.alloc(1500));
     await s.store.refreshUsage(key(SHA(6), 'acme', 'q'));

@@ -9,7 +9,6 @@
 // is several LSP requests, so the bound is applied here to the whole resolution
 // and answer (each LSP request also keeps the service's own deadline). In a batch
 // each query has its own deadline from when it starts: a batch is many queries.
-import { LRUCache } from 'lru-cache';
 import type { Logger } from '../log.js';
 import { AppError, errors, isAppError } from '../errors.js';
 import { deadline } from '../deadline.js';
@@ -19,6 +18,7 @@ import { resolveName, type Candidate, type Resolution } from './resolve-name.js'
 import type { AskContext, AskLimits, Loc, LspAnswer, LspRequest } from './types.js';
 import { pageLocations } from './paging.js';
 import { filesMentioning } from './use-scan.js';
+import { RootCache } from '../store/root-cache.js';
 
 /** The query service's one entry point (src/lsp/query-service.ts), as /ask uses it. */
 export type LspCall = (q: LspQuery, signal: AbortSignal) => Promise<LspAnswer>;
@@ -34,6 +34,8 @@ export interface TreeFiles {
 export interface AskServiceOptions {
   lsp: LspCall;
   files: TreeFiles;
+  /** Which upload of the key the stored root is (RootInfo.generation); undefined when none is stored. */
+  generationOf: (root: RootKey) => string | undefined;
   log: Logger;
   /** The whole-query deadline: config.queryTimeoutMs less the cleanup reserve, as the query service counts it. */
   deadlineMs: number;
@@ -107,24 +109,36 @@ export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (it
 export class AskService {
   readonly #o: AskServiceOptions;
   readonly #limits: AskLimits;
-  /** Files mentioning a name, per root: a root is immutable, so a scan stays true for as long as it exists. */
-  readonly #mentions = new LRUCache<string, Promise<string[]>>({ max: 2000 });
+  /**
+   * Files mentioning a name, per root: a root is immutable, so a scan stays true
+   * for as long as it exists; keyed by its generation too and dropped with it.
+   */
+  readonly #mentions = new RootCache<Promise<string[]>>({ max: 2000 });
 
   constructor(o: AskServiceOptions) {
     this.#o = o;
     this.#limits = { ...defaultAskLimits, ...o.limits };
   }
 
+  /** The root went away (DELETE or eviction): forget what was learned about it. */
+  dropRoot(rootId: string): void {
+    this.#mentions.dropRoot(rootId);
+  }
+
   #filesMentioning(root: RootKey, leaf: string, qualifier: string | undefined): Promise<string[]> {
-    const key = JSON.stringify([root.org, root.repo, root.sha, leaf, qualifier ?? null]);
-    let p = this.#mentions.get(key);
+    const generation = this.#o.generationOf(root);
+    const ref = { id: `${root.org}/${root.repo}/${root.sha}`, generation: generation ?? '' };
+    const key = JSON.stringify([leaf, qualifier ?? null]);
+    let p = generation === undefined ? undefined : this.#mentions.get(ref, key);
     if (!p) {
       const { files } = this.#o;
       // Read for the scan only: the texts are not kept (a scan may read tens of MiB).
       const src = { listFiles: (r: RootKey) => files.listFiles(r), readText: (r: RootKey, path: string) => files.readText(r, path, this.#limits.maxScanFileBytes) };
       p = filesMentioning(src, root, leaf, qualifier, this.#limits);
-      this.#mentions.set(key, p);
-      p.catch(() => this.#mentions.delete(key));
+      // A root no longer stored is not remembered: the next upload of its key is another tree.
+      if (generation === undefined) return p;
+      this.#mentions.set(ref, key, p);
+      p.catch(() => this.#mentions.delete(ref, key));
     }
     return p;
   }

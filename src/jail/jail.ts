@@ -14,7 +14,7 @@ import type { Metrics } from '../metrics.js';
 import { CANARY_TESTS, judge, runProbe } from './canary.js';
 import { openCgroups, type Cgroups, type CgroupVersion } from './cgroup.js';
 import { startEgressProxy, type EgressProxy } from './egress-proxy.js';
-import { GATE_PATH, JAIL_INNER_UID, PROJECT_DIR, phasePolicy, topLevelDirs, type PhasePolicy } from './policy.js';
+import { GATE_PATH, JAIL_INNER_UID, PROJECT_DIR, hostLayout, phasePolicy, type PhasePolicy } from './policy.js';
 import { preflight } from './preflight.js';
 import { buildFilter } from './seccomp.js';
 import { spawnInJail, type SpawnContext } from './spawn.js';
@@ -72,9 +72,8 @@ export async function createJail({ config, log, metrics }: JailDeps): Promise<Ja
   }
 
   // The daemon's jail files: passwd/group/hosts for the jail's /etc, and the egress socket.
-  const jailDir = join(config.dataDir, 'jail');
-  const etcDir = join(jailDir, 'etc');
-  const egressSocket = join(jailDir, 'egress.sock');
+  const host = hostLayout(config.dataDir);
+  const { etcDir, egressSocket } = host;
   let egress: EgressProxy | undefined;
   if (!problems.serve || !problems.fetch) {
     try {
@@ -95,7 +94,6 @@ export async function createJail({ config, log, metrics }: JailDeps): Promise<Ja
     }
   }
 
-  const host = { projectDir: PROJECT_DIR, etcDir, egressSocket, usrMerged: topLevelDirs() };
   const policies: Record<Phase, PhasePolicy> = { serve: phasePolicy('serve', host), fetch: phasePolicy('fetch', host) };
   const live = new Set<JailedProcess>();
   const ctx: SpawnContext | undefined =

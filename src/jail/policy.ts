@@ -68,6 +68,17 @@ export interface HostLayout {
   usrMerged: Readonly<Record<string, string>>;
 }
 
+/** This host's layout for a daemon over `dataDir`: its jail files live in <dataDir>/jail. */
+export function hostLayout(dataDir: string): HostLayout {
+  const jailDir = join(dataDir, 'jail');
+  return { projectDir: PROJECT_DIR, etcDir: join(jailDir, 'etc'), egressSocket: join(jailDir, 'egress.sock'), usrMerged: topLevelDirs() };
+}
+
+/** Every host path a phase's policy binds into its jails, with where and in which phase. */
+export function boundHostPaths(host: HostLayout): { host: string; at: string; phase: Phase }[] {
+  return (['serve', 'fetch'] as const).flatMap((phase) => phasePolicy(phase, host).roBinds.map((b) => ({ host: b.host, at: b.at, phase })));
+}
+
 /** /bin, /sbin, /lib* as symlinks where the host has them so, else read-only binds. */
 export function topLevelDirs(): Record<string, string> {
   const out: Record<string, string> = {};

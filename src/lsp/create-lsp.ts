@@ -61,7 +61,7 @@ export async function createLsp(deps: LspDeps): Promise<Lsp> {
   // to) were started without it; they are replaced on their next query.
   const offDone = fetcher?.onDone((k, view) => {
     const ecosystems = fetchedEcosystems(view);
-    service.dropRoot(rootId(k));
+    service.dropAnswers(rootId(k));
     // Only sessions spawned before the fetch finished lack its mounts: a query that
     // waited for the fetch may already have spawned one that has them.
     const finished = view.finishedAt === undefined ? Infinity : Date.parse(view.finishedAt);
@@ -70,7 +70,7 @@ export async function createLsp(deps: LspDeps): Promise<Lsp> {
     if (n > 0) log.info({ root: rootId(k), sessions: n }, 'sessions restarted after the fetch');
   });
   const off = store.onRemove?.(async (k) => {
-    service.dropRoot(rootId(k), store.treeDir(k));
+    service.dropRoot(rootId(k));
     await pool.stopRoot(rootId(k));
   });
   return {

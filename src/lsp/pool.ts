@@ -1,4 +1,5 @@
-// The session pool: one Session per (server, root, workspace), spawned lazily,
+// The session pool: one Session per (server, root, workspace, generation of the
+// root: a re-upload under a deleted root's key never meets its sessions), spawned lazily,
 // shared by every query on it, reaped when idle. Leases are taken in the same
 // synchronous step that selects (or creates) the session, so the reaper, which also
 // runs synchronously up to its decision, can never take a session between a query
@@ -25,6 +26,8 @@ export interface PoolDeps {
 export interface SessionSpec {
   row: ServerRow;
   rootId: string;
+  /** Which upload of the root (RootInfo.generation); '' when the caller does not care (tests holding a root). */
+  generation?: string;
   /** Root-relative workspace directory ('' for the tree's top). */
   workspace: string;
   treeHostDir: string;
@@ -69,8 +72,8 @@ export class SessionPool {
     this.reaper.unref();
   }
 
-  static keyOf(server: string, rootId: string, workspace: string): string {
-    return `${server}\u0000${rootId}\u0000${workspace}`;
+  static keyOf(server: string, rootId: string, workspace: string, generation = ''): string {
+    return `${server}\u0000${rootId}\u0000${workspace}\u0000${generation}`;
   }
 
   get size(): number {
@@ -80,7 +83,7 @@ export class SessionPool {
   /** Select or create the session and lease it, in one synchronous step. */
   acquire(spec: SessionSpec): Lease {
     if (this.state !== 'open') throw errors.shuttingDown('lspd is shutting down.');
-    const key = SessionPool.keyOf(spec.row.name, spec.rootId, spec.workspace);
+    const key = SessionPool.keyOf(spec.row.name, spec.rootId, spec.workspace, spec.generation);
     const now = Date.now();
     let s = this.sessions.get(key);
     if (s && (s.state.kind === 'failed' || s.state.kind === 'stopped')) {

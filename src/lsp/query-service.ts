@@ -10,7 +10,6 @@
 // reserve is for $/cancelRequest and cleanup. A client that disconnects aborts the
 // query the same way (`signal`).
 import { homedir } from 'node:os';
-import { LRUCache } from 'lru-cache';
 import type { z } from 'zod';
 import type { Config } from '../config.js';
 import { deadline } from '../deadline.js';
@@ -21,6 +20,7 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { LspQuery, RootKey } from '../schemas.js';
 import type { lspAnswer } from '../responses.js';
+import { RootCache, rootScope, type RootRef } from '../store/root-cache.js';
 import type { RootInfo } from '../store/types.js';
 import { PROJECT_DIR } from '../jail/policy.js';
 import { ResultCache } from './cache.js';
@@ -65,7 +65,8 @@ const DEPENDENCY_FRESHNESS = 'server_observed_not_attested';
 
 interface Work {
   q: LspQuery;
-  rootId: string;
+  /** The root and which upload of it: every cache and session is keyed by both. */
+  root: RootRef;
   treeDir: string;
   depsDir: string;
   t0: number;
@@ -80,8 +81,8 @@ export class QueryService {
   private readonly workspaces = new WorkspaceFinder();
   private readonly lines = new TreeLines();
   private readonly targets = new TargetCache();
-  /** One scrubber per tree (building one compiles its known-path matchers). */
-  private readonly scrubbers = new LRUCache<string, Scrubber>({ max: 256 });
+  /** One scrubber per root (building one compiles its known-path matchers). */
+  private readonly scrubbers = new RootCache<Scrubber>({ max: 256 });
   /** Queries admitted and waiting for a server (spawn, readiness, an in-flight slot). */
   private waiting = 0;
 
@@ -90,13 +91,18 @@ export class QueryService {
     this.cache = new ResultCache<LspAnswer>(deps.config.resultCacheEntries, deps.metrics);
   }
 
-  /** A root went away: forget its cached answers and files (the pool stops its sessions). */
-  dropRoot(rootId: string, treeDir?: string): void {
+  /** The root's dependencies changed (its fetch finished): answers given without them are forgotten. */
+  dropAnswers(rootId: string): void {
     this.cache.dropRoot(rootId);
-    if (treeDir !== undefined) {
-      this.targets.dropTree(treeDir);
-      this.scrubbers.delete(treeDir);
-    }
+  }
+
+  /** A root went away (DELETE or eviction): forget everything cached about it (the pool stops its sessions). */
+  dropRoot(rootId: string): void {
+    this.cache.dropRoot(rootId);
+    this.targets.dropRoot(rootId);
+    this.workspaces.dropRoot(rootId);
+    this.lines.dropRoot(rootId);
+    this.scrubbers.dropRoot(rootId);
   }
 
   async lsp(q: LspQuery, signal: AbortSignal): Promise<LspAnswer> {
@@ -104,12 +110,13 @@ export class QueryService {
     const t0 = performance.now();
     const deadlineAt = Date.now() + config.queryTimeoutMs - config.cleanupReserveMs;
     if (!health.jailReady) throw errors.notReady(`Nothing is served: ${health.reason ?? 'the jail is not proved'}.`);
-    if (!store.get(q)) throw errors.needTree();
+    const info = store.get(q);
+    if (!info) throw errors.needTree();
     store.touch(q);
     const dl = deadline(signal, deadlineAt - Date.now());
     const w: Work = {
       q,
-      rootId: `${q.org}/${q.repo}/${q.sha}`,
+      root: { id: `${q.org}/${q.repo}/${q.sha}`, generation: info.generation },
       treeDir: store.treeDir(q),
       depsDir: store.depsDir(q),
       t0,
@@ -130,19 +137,19 @@ export class QueryService {
     if (q.op === 'workspaceSymbols') return this.workspaceSymbolsAnswer(w);
 
     const row = this.serverFor(q.path!);
-    const key = ResultCache.keyOf(w.rootId, row.name, q);
+    const key = ResultCache.keyOf(row.name, q);
     // A hit implies the file passed its checks when it was first asked: the root is immutable.
-    const hit = this.cache.get(key);
+    const hit = this.cache.get(w.root, key);
     if (hit) return { ...hit, elapsed_ms: elapsed(t0) };
-    const target = await this.targets.read(w.treeDir, q.path!, config.maxTargetFileBytes);
+    const target = await this.targets.read(w.root, w.treeDir, q.path!, config.maxTargetFileBytes);
 
     const r = await this.withSession(w, row, target.path, async (session) => {
       const { uri, complete } = await this.openAndWait(w, session, target);
-      const out = await runOp({ ...this.opContext(w, session, uri, target), cursorScope: key });
+      const out = await runOp({ ...this.opContext(w, session, uri, target), cursorScope: cursorScope(w.root, row.name, q) });
       return { ...out, complete: out.complete && complete };
     });
     const answer = this.finish(w, row.name, r, dependencyNote(this.deps.dependencies, q, row));
-    this.cache.set(key, answer);
+    this.cache.set(w.root, key, answer);
     return answer;
   }
 
@@ -175,8 +182,15 @@ export class QueryService {
     } catch (err) {
       throw this.mapError(err, row, w);
     }
-    const workspace = this.workspaces.find(w.treeDir, rel, row.rootMarkers);
-    const lease = pool.acquire({ row, rootId: w.rootId, workspace, treeHostDir: w.treeDir, ...dependencyMounts(this.deps.dependencies, w.q, row) });
+    const workspace = this.workspaces.find(w.root, w.treeDir, rel, row.rootMarkers);
+    const lease = pool.acquire({
+      row,
+      rootId: w.root.id,
+      generation: w.root.generation,
+      workspace,
+      treeHostDir: w.treeDir,
+      ...dependencyMounts(this.deps.dependencies, w.q, row),
+    });
     let releaseSlot: (() => void) | undefined;
     this.waiting++;
     let waiting = true;
@@ -220,7 +234,7 @@ export class QueryService {
       projection: {
         encoding: w.q.encoding,
         serverEncoding: session.encoding,
-        readLines: this.lines.reader(dirs),
+        readLines: this.lines.reader(w.root, dirs),
         readPackageVersion: this.lines.versionReader(dirs),
       },
       scrub: this.scrubberFor(w),
@@ -231,10 +245,10 @@ export class QueryService {
   }
 
   private scrubberFor(w: Work): Scrubber {
-    let s = this.scrubbers.get(w.treeDir);
+    let s = this.scrubbers.get(w.root, w.treeDir);
     if (!s) {
       s = createScrubber({ treeHostDirs: [w.treeDir], knownPaths: [this.deps.config.dataDir, PROJECT_DIR, homedir()] });
-      this.scrubbers.set(w.treeDir, s);
+      this.scrubbers.set(w.root, w.treeDir, s);
     }
     return s;
   }
@@ -254,8 +268,8 @@ export class QueryService {
     if (rows.length === 0) throw errors.noServer('No language server serves any language of this root.');
     rows.sort((a, b) => this.deps.table.rows.indexOf(a) - this.deps.table.rows.indexOf(b));
     const name = rows.map((r) => r.name).join(',');
-    const key = ResultCache.keyOf(w.rootId, name, w.q);
-    const hit = this.cache.get(key);
+    const key = ResultCache.keyOf(name, w.q);
+    const hit = this.cache.get(w.root, key);
     if (hit) return { ...hit, elapsed_ms: elapsed(w.t0) };
 
     const parts = await Promise.all(
@@ -265,11 +279,11 @@ export class QueryService {
           return l !== undefined && row.languages.includes(l.language);
         });
         if (rel === undefined) return undefined;
-        const target = await this.targets.read(w.treeDir, rel, this.deps.config.maxTargetFileBytes).catch(() => undefined);
+        const target = await this.targets.read(w.root, w.treeDir, rel, this.deps.config.maxTargetFileBytes).catch(() => undefined);
         if (!target) return undefined;
         return this.withSession(w, row, rel, async (session) => {
           const { uri, complete } = await this.openAndWait(w, session, target);
-          const out = await workspaceSymbols({ ...this.opContext(w, session, uri, target), cursorScope: key });
+          const out = await workspaceSymbols({ ...this.opContext(w, session, uri, target), cursorScope: cursorScope(w.root, name, w.q) });
           return { ...out, complete: out.complete && complete };
         });
       }),
@@ -285,7 +299,7 @@ export class QueryService {
       complete: got.length > 0 && got.every((p) => p.complete),
     };
     const answer = this.finish(w, name, merged, rows.length === 1 ? dependencyNote(this.deps.dependencies, w.q, rows[0]!) : undefined);
-    this.cache.set(key, answer);
+    this.cache.set(w.root, key, answer);
     return answer;
   }
 
@@ -331,6 +345,15 @@ export class QueryService {
     }
     return err;
   }
+}
+
+/**
+ * What a paging cursor is bound to: the query on this upload of the root, less the
+ * cursor and page size themselves (the next page's query carries the cursor, and
+ * may ask for another size), so a cursor works on its own query's next page only.
+ */
+function cursorScope(root: RootRef, server: string, q: LspQuery): string {
+  return rootScope(root) + ResultCache.keyOf(server, { ...q, cursor: undefined, limit: undefined });
 }
 
 function elapsed(t0: number): number {

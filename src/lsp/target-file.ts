@@ -2,12 +2,13 @@
 // no_such_file, 413 file_too_large, 415 not_utf8), and the workspace it belongs to:
 // the nearest ancestor directory holding one of its server's root markers, else the
 // tree's top (DESIGN.md "Language servers": a monorepo with three Go modules gets
-// three gopls workspaces). Roots are immutable, so workspace answers are cached.
+// three gopls workspaces). Roots are immutable, so both are cached, keyed by the
+// root's identity and generation and dropped with the root.
 import { open, readdir, realpath } from 'node:fs/promises';
 import { constants, existsSync } from 'node:fs';
 import { join, posix, sep } from 'node:path';
-import { LRUCache } from 'lru-cache';
 import { errors } from '../errors.js';
+import { RootCache, type RootRef } from '../store/root-cache.js';
 import { splitLines } from './encoding.js';
 
 export interface TargetFile {
@@ -63,33 +64,32 @@ export async function readTarget(treeDir: string, rel: string, maxBytes: number)
  * passes again with the same text. Bounded by the text held. Failures are not kept.
  */
 export class TargetCache {
-  private readonly lru = new LRUCache<string, TargetFile>({
+  private readonly cache = new RootCache<TargetFile>({
     max: 4096,
     maxSize: 64 * 1024 * 1024,
     sizeCalculation: (t) => Math.max(1, t.text.length * 2),
   });
 
-  async read(treeDir: string, rel: string, maxBytes: number): Promise<TargetFile> {
-    const key = `${treeDir}\u0000${rel}`;
-    const hit = this.lru.get(key);
+  async read(root: RootRef, treeDir: string, rel: string, maxBytes: number): Promise<TargetFile> {
+    const hit = this.cache.get(root, rel);
     if (hit && hit.text.length <= maxBytes) return hit;
     const t = await readTarget(treeDir, rel, maxBytes);
-    this.lru.set(key, t);
+    this.cache.set(root, rel, t);
     return t;
   }
 
-  dropTree(treeDir: string): void {
-    for (const k of [...this.lru.keys()]) if (k.startsWith(`${treeDir}\u0000`)) this.lru.delete(k);
+  dropRoot(rootId: string): void {
+    this.cache.dropRoot(rootId);
   }
 }
 
 export class WorkspaceFinder {
-  private readonly cache = new LRUCache<string, string>({ max: 10_000 });
+  private readonly cache = new RootCache<string>({ max: 10_000 });
 
   /** Root-relative workspace directory of `rel` for a server with these markers ('' = tree top). */
-  find(treeDir: string, rel: string, markers: readonly string[]): string {
-    const key = `${treeDir}\u0000${markers.join('\u0000')}\u0000${rel}`;
-    const hit = this.cache.get(key);
+  find(root: RootRef, treeDir: string, rel: string, markers: readonly string[]): string {
+    const key = `${markers.join('\u0000')}\u0000${rel}`;
+    const hit = this.cache.get(root, key);
     if (hit !== undefined) return hit;
     let dir = posix.dirname(rel);
     let found = '';
@@ -102,8 +102,12 @@ export class WorkspaceFinder {
       if (d === '') break;
       dir = posix.dirname(dir);
     }
-    this.cache.set(key, found);
+    this.cache.set(root, key, found);
     return found;
+  }
+
+  dropRoot(rootId: string): void {
+    this.cache.dropRoot(rootId);
   }
 }
 

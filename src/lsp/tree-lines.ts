@@ -1,19 +1,21 @@
 // The I/O behind projection's `ReadLines` and `readPackageVersion`: lines of tree
 // and dependency files, read on the host through paths.hostPathOf (which refuses
 // anything outside the root's tree and deps dirs). Roots are immutable, so files
-// are cached by host path, bounded by count and by the bytes of text held.
+// are cached, bounded by count and by the bytes of text held, keyed by the root's
+// identity and generation (a re-upload under the same key has the same host paths)
+// and dropped with the root.
 import { readFile, realpath, stat } from 'node:fs/promises';
 import { join, sep } from 'node:path';
-import { LRUCache } from 'lru-cache';
 import type { FileCoordinate } from './coordinates.js';
 import { splitLines } from './encoding.js';
+import { RootCache, type RootRef } from '../store/root-cache.js';
 import { hostPathOf, type HostDirs } from './paths.js';
 
 /** Files larger than this get no previews (bundles, generated code). */
 const MAX_FILE_BYTES = 8 * 1024 * 1024;
 
 export class TreeLines {
-  private readonly files = new LRUCache<string, string[]>({
+  private readonly files = new RootCache<string[]>({
     max: 512,
     maxSize: 64 * 1024 * 1024,
     sizeCalculation: (lines) => Math.max(1, lines.reduce((n, l) => n + l.length + 1, 0)),
@@ -21,13 +23,18 @@ export class TreeLines {
   private readonly decoder = new TextDecoder('utf-8', { fatal: true });
 
   /** A ReadLines for one root. */
-  reader(dirs: HostDirs): (coord: FileCoordinate, startLine: number, count: number) => Promise<readonly string[] | undefined> {
+  reader(root: RootRef, dirs: HostDirs): (coord: FileCoordinate, startLine: number, count: number) => Promise<readonly string[] | undefined> {
     return async (coord, startLine, count) => {
       const host = hostPathOf(coord.jailPath, dirs);
       if (host === undefined) return undefined;
-      const lines = this.files.get(host) ?? (await this.load(host, dirs));
+      const lines = this.files.get(root, host) ?? (await this.load(root, host, dirs));
       return lines?.slice(startLine, startLine + count);
     };
+  }
+
+  /** The root went away: forget its files. */
+  dropRoot(rootId: string): void {
+    this.files.dropRoot(rootId);
   }
 
   /** The `version` of an npm package directory (in-jail path), for `external` coordinates. */
@@ -45,13 +52,13 @@ export class TreeLines {
   }
 
   /** Read a file once (it never changes): only if it resolves inside the root's dirs. */
-  private async load(hostPath: string, dirs: HostDirs): Promise<string[] | undefined> {
+  private async load(root: RootRef, hostPath: string, dirs: HostDirs): Promise<string[] | undefined> {
     if (!(await staysInside(hostPath, dirs))) return undefined;
     try {
       const st = await stat(hostPath);
       if (!st.isFile() || st.size > MAX_FILE_BYTES) return undefined;
       const lines = splitLines(this.decoder.decode(await readFile(hostPath)));
-      this.files.set(hostPath, lines);
+      this.files.set(root, hostPath, lines);
       return lines;
     } catch {
       return undefined;

@@ -135,6 +135,21 @@ describe('EntryChecker', () => {
     assert.deepEqual(run([file('a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/r/s/t/u')]), { code: 'too_large', limit: 'tree_files' });
   });
 
+  it("refuses past the org's room on disk with 507 and its reason, a tree limit first", () => {
+    const c = new EntryChecker({ ...limits, room: { bytes: 250, why: 'No room for org "x".' } });
+    c.admit(file('a', 100));
+    c.admit(file('b', 100));
+    c.admit(file('c', 50));
+    c.admit(hard('h', 'a')); // shares a's data: no bytes
+    assert.throws(
+      () => c.admit(file('d', 1)),
+      (e: unknown) => isAppError(e) && e.status === 507 && e.code === 'insufficient_storage' && e.message === 'No room for org "x".' && e.extra.limit === 'org_disk_quota',
+    );
+    // A file past the per-file limit is the tree's fault (413), whatever the room.
+    const tight = new EntryChecker({ ...limits, room: { bytes: 10, why: 'x' } });
+    assert.throws(() => tight.admit(file('big', 101)), (e: unknown) => isAppError(e) && e.code === 'too_large');
+  });
+
   it('refuses a directory entry that carries data', () => {
     assert.equal((run([{ name: 'd/', type: 'directory', size: 512 }]) as { code: string }).code, 'bad_archive');
   });

@@ -20,6 +20,12 @@ export interface EntryLimits {
   maxTreeBytes: number;
   maxTreeFiles: number;
   maxFileBytes: number;
+  /**
+   * The disk this upload's org has room for (its quota less what it cannot evict),
+   * when the store gives one: past it the upload is refused 507 with `why`, since
+   * what is short is disk, not a limit on trees.
+   */
+  room?: { bytes: number; why: string };
 }
 
 /** What to do with one admitted entry; paths are normalized, root-relative, `/`-separated. */
@@ -176,6 +182,8 @@ export class EntryChecker {
     if (this.bytes + size > this.limits.maxTreeBytes) {
       throw errors.tooLarge(`The tree is larger than the ${this.limits.maxTreeBytes}-byte limit.`, 'tree_bytes');
     }
+    const room = this.limits.room;
+    if (room && this.bytes + size > room.bytes) throw errors.insufficientStorage(room.why, { limit: 'org_disk_quota' });
     this.count(entry);
     this.kinds.set(path, Kind.File);
     this.files++;

@@ -1,7 +1,10 @@
 // Rebuilds the store's in-memory index from disk at open: every
 // roots/<org>/<repo>/<sha>/meta.json that names itself correctly is a root; its
 // mtime is the root's last use (the store moves it forward as the root is used).
+// A meta.json written before roots had generations gets one derived from the
+// files it describes, stable across restarts and never equal to a new upload's.
 // Anything else under roots/ is reported as junk for the store to remove.
+import { createHash } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Language } from '../languages.js';
@@ -52,18 +55,26 @@ async function readEntry(dir: string, metaName: string, names: RootKey): Promise
     const key = checkRootKey(names);
     const metaPath = join(dir, metaName);
     const [text, st] = await Promise.all([readFile(metaPath, 'utf8'), stat(metaPath)]);
-    const m = JSON.parse(text) as Partial<RootInfo> & { version?: number };
+    const m = JSON.parse(text) as Partial<Record<keyof RootInfo, unknown>> & { version?: number };
     if (m.version !== 1 || typeof m.files !== 'number' || typeof m.bytes !== 'number' || !Array.isArray(m.languages)) return undefined;
-    if (m.root?.org !== key.org || m.root.repo !== key.repo || m.root.sha !== key.sha) return undefined;
+    const named = m.root as Partial<RootKey> | undefined;
+    if (named?.org !== key.org || named.repo !== key.repo || named.sha !== key.sha) return undefined;
+    const createdAt = String(m.createdAt ?? st.birthtime.toISOString());
     const info: RootInfo = {
       root: key,
       files: m.files,
       bytes: m.bytes,
       languages: m.languages as Language[],
-      createdAt: String(m.createdAt ?? st.birthtime.toISOString()),
+      createdAt,
+      generation: typeof m.generation === 'string' && m.generation !== '' ? m.generation : legacyGeneration(dir, createdAt, st.ino),
     };
     return { key, info, dir, treeBytes: m.bytes, depsBytes: 0, lastUsedMs: st.mtimeMs, persistedUseMs: st.mtimeMs };
   } catch {
     return undefined;
   }
+}
+
+/** A generation for a root stored before there were any: its creation stamp and meta.json's inode, hashed. */
+function legacyGeneration(dir: string, createdAt: string, ino: number): string {
+  return 'legacy-' + createHash('sha256').update(`${dir}\u0000${createdAt}\u0000${ino}`).digest('hex').slice(0, 16);
 }

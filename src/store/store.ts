@@ -6,7 +6,8 @@
 // moment leaves the whole root or nothing; staging and trash are emptied at open.
 // It keeps an in-memory index (rebuilt from meta.json files at open) so `get` is
 // synchronous, serializes work per root with an in-process lock, and enforces the
-// disk quota by evicting least recently used roots nobody holds.
+// disk quotas (global and per org, eviction.ts) by evicting least recently used
+// roots nobody holds; an upload its org has no room for is refused while it streams.
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readdir, rename, rm, utimes, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -19,6 +20,7 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { dirBytes, fsyncDir, syncFilesystem, umaskStripsModes } from './disk.js';
 import { pickVictims } from './eviction.js';
+import type { EntryLimits } from './entry-check.js';
 import { loadIndex, type IndexEntry } from './root-index.js';
 import { checkRootKey } from './root-key.js';
 import { ingestTar } from './tar-ingest.js';
@@ -141,9 +143,26 @@ export class RootStore {
     };
   }
 
-  /** Roots in id order, a page at a time. */
+  /** Bytes each org stores (trees and dependency caches). */
+  orgUsage(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const e of this.index.values()) out.set(e.key.org, (out.get(e.key.org) ?? 0) + e.treeBytes + e.depsBytes);
+    return out;
+  }
+
+  /** The most disk one org may use (LSPD_ORG_DISK_QUOTA_BYTES, never more than the global quota). */
+  get orgQuotaBytes(): number {
+    const { diskQuotaBytes, orgDiskQuotaBytes } = this.deps.config;
+    return Math.min(orgDiskQuotaBytes ?? diskQuotaBytes, diskQuotaBytes);
+  }
+
+  /**
+   * Roots in id order, a page at a time. Only the orgs `opts.orgs` accepts are
+   * paged over, so `next` never names a root the caller may not see.
+   */
   list(opts: ListOptions): ListPage {
-    const ids = [...this.index.keys()].sort();
+    const visible = opts.orgs;
+    const ids = [...this.index.entries()].filter(([, e]) => !visible || visible(e.key.org)).map(([id]) => id).sort();
     let start = 0;
     if (opts.after !== undefined) {
       const after = opts.after;
@@ -174,7 +193,7 @@ export class RootStore {
       }
       return this.create(key, body, opts, started);
     });
-    if (result.created) await this.enforceQuota(id);
+    if (result.created) await this.enforceQuota(key.org, id);
     return result;
   }
 
@@ -196,7 +215,7 @@ export class RootStore {
     if (!e) return;
     e.depsBytes = await dirBytes(join(e.dir, 'deps'));
     this.updateGauges();
-    await this.enforceQuota();
+    await this.enforceQuota(key.org);
   }
 
   /** Finish what is queued (uploads, removals) and refuse new uploads. */
@@ -229,13 +248,21 @@ export class RootStore {
         body,
         gzip: opts.gzip,
         dir: join(staging, 'tree'),
-        limits: config,
+        limits: this.limitsFor(key.org),
         fixModes: this.fixModes,
         signal: opts.signal,
         onBodyBytes: (n) => metrics.uploadBytes.inc(n),
       });
       ingestMs = Math.round(performance.now() - ingestStart);
-      info = { root: { ...key }, files: r.files, bytes: r.bytes, languages: r.languages, createdAt: new Date().toISOString() };
+      const createdMs = Date.now();
+      info = {
+        root: { ...key },
+        files: r.files,
+        bytes: r.bytes,
+        languages: r.languages,
+        createdAt: new Date(createdMs).toISOString(),
+        generation: `${createdMs.toString(36)}-${randomBytes(8).toString('hex')}`,
+      };
       // Everything under the staging dir, its metadata and the org/repo dirs are made
       // durable by one syncfs (it writes back every dirty page and inode of the
       // filesystem, so no per-file fsync is needed); only then is the root renamed
@@ -251,7 +278,7 @@ export class RootStore {
     } catch (raw) {
       await rm(staging, { recursive: true, force: true }).catch((err: unknown) => log.error({ err }, 'could not remove staging'));
       const err = isAppError(raw) ? raw : storageError(raw);
-      const result = !isAppError(err) ? 'failed' : err.code === 'upload_aborted' ? 'aborted' : err.status >= 500 ? 'failed' : 'refused';
+      const result = !isAppError(err) ? 'failed' : err.code === 'upload_aborted' ? 'aborted' : err.status >= 500 && !isQuotaRefusal(err) ? 'failed' : 'refused';
       this.observe(result, started);
       // A refusal is the client's business and a full disk the operator's; only the rest is a bug.
       if (isAppError(err)) log[err.status >= 500 ? 'warn' : 'info']({ root: id, code: err.code, ...err.extra }, 'upload not stored');
@@ -263,7 +290,8 @@ export class RootStore {
     this.updateGauges();
     const ms = Math.round(performance.now() - started);
     this.observe('created', started);
-    log.info({ root: id, files: info.files, bytes: info.bytes, languages: info.languages, ms, ingestMs, syncMs }, 'root stored');
+    const orgBytes = this.orgUsage().get(key.org) ?? 0;
+    log.info({ root: id, files: info.files, bytes: info.bytes, languages: info.languages, ms, ingestMs, syncMs, orgBytes, orgQuotaBytes: this.orgQuotaBytes }, 'root stored');
     return { created: true, info };
   }
 
@@ -288,12 +316,35 @@ export class RootStore {
     else this.track(gone);
   }
 
-  /** Evict least recently used unheld roots until the total fits the quota; runs one at a time. */
-  private enforceQuota(protect?: string): Promise<void> {
+  /**
+   * The entry limits of an upload by `org`: the configured ones, and the room the
+   * org has: its quota less what it stores that cannot be evicted now (held roots).
+   */
+  private limitsFor(org: string): EntryLimits {
+    const { maxTreeBytes, maxTreeFiles, maxFileBytes } = this.deps.config;
+    const quota = this.orgQuotaBytes;
+    let held = 0;
+    for (const e of this.index.values()) if (e.key.org === org && this.holdCheck(e.key)) held += e.treeBytes + e.depsBytes;
+    const room = Math.max(0, quota - held);
+    if (room >= maxTreeBytes) return { maxTreeBytes, maxTreeFiles, maxFileBytes };
+    const why =
+      `The tree does not fit org ${JSON.stringify(org)}'s disk: its quota is ${quota} bytes` +
+      (held > 0 ? `, ${held} of which are held by roots in use, leaving ${room}` : '') +
+      '; delete roots of this org or upload a smaller tree.';
+    return { maxTreeBytes, maxTreeFiles, maxFileBytes, room: { bytes: room, why } };
+  }
+
+  /**
+   * Evict least recently used unheld roots until every org fits its quota and the
+   * store the global one, taking from `grower` (whose upload or fetch grew the
+   * store) and orgs above their share first (eviction.ts); runs one at a time.
+   */
+  private enforceQuota(grower?: string, protect?: string): Promise<void> {
     const run = this.quotaRun.then(async () => {
-      const usage = [...this.index.entries()].map(([id, e]) => ({ id, bytes: e.treeBytes + e.depsBytes, lastUsedMs: e.lastUsedMs }));
+      const usage = [...this.index.entries()].map(([id, e]) => ({ id, org: e.key.org, bytes: e.treeBytes + e.depsBytes, lastUsedMs: e.lastUsedMs }));
       const spare = (id: string) => id === protect || this.holdCheck(this.index.get(id)!.key);
-      for (const id of pickVictims(usage, this.deps.config.diskQuotaBytes, spare)) {
+      const rule = { globalBytes: this.deps.config.diskQuotaBytes, orgBytes: this.orgQuotaBytes, ...(grower !== undefined ? { grower } : {}) };
+      for (const id of pickVictims(usage, rule, spare)) {
         await this.locked(id, async () => {
           const e = this.index.get(id);
           if (!e || this.holdCheck(e.key)) return;
@@ -380,4 +431,9 @@ function discard(body: Readable): Promise<void> {
     body.on('error', () => resolve());
     body.resume();
   });
+}
+
+/** A refusal because the org has no room (507, but the client's doing, not the disk failing). */
+function isQuotaRefusal(err: { code: string; extra: Record<string, unknown> }): boolean {
+  return err.code === 'insufficient_storage' && err.extra.limit === 'org_disk_quota';
 }

@@ -87,9 +87,10 @@ class Ingest {
     // Larger zlib chunks mean fewer trips through the parser.
     this.gunzip = opts.gzip ? createGunzip({ chunkSize: 64 * 1024 }) : undefined;
     // Headers and padding are bounded by the entry limit; past this the "tar" is
-    // padding (a gzip of zeros, say), never a tree: stop decompressing it.
-    const { maxTreeBytes, maxTreeFiles } = opts.limits;
-    this.maxTarBytes = maxTreeBytes + maxTreeFiles * 2048 + 64 * 1024 * 1024;
+    // padding (a gzip of zeros, say), never a tree: stop decompressing it. An org
+    // with less room than a tree may hold can never store more than its room.
+    const { maxTreeBytes, maxTreeFiles, room } = opts.limits;
+    this.maxTarBytes = Math.min(maxTreeBytes, room?.bytes ?? maxTreeBytes) + maxTreeFiles * 2048 + 64 * 1024 * 1024;
   }
 
   async run(): Promise<IngestResult> {

@@ -12,6 +12,12 @@ export interface RootInfo {
   languages: Language[];
   /** ISO time the root became visible. */
   createdAt: string;
+  /**
+   * Which upload of this key the root is: new on every upload (a key can be
+   * DELETEd and uploaded again with another tree), so whatever is cached about a
+   * root is keyed by it as well as by the key. Written to meta.json.
+   */
+  generation: string;
 }
 
 export interface PutOptions {
@@ -45,6 +51,8 @@ export interface ListOptions {
   limit: number;
   /** Cursor: the `next` of the previous page. */
   after?: string;
+  /** Only roots of orgs this accepts are listed and paged over (the token's orgs); all when absent. */
+  orgs?: (org: string) => boolean;
 }
 
 export interface ListPage {

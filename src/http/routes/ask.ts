@@ -10,6 +10,7 @@ import { treeFiles } from '../../ask/tree-files.js';
 import { askBatch, askOps, askQuery, lspQuery, type LspQuery } from '../../schemas.js';
 import type { Deps } from '../deps.js';
 import { parse } from '../error-handler.js';
+import { rootId } from '../../store/types.js';
 
 const services = new WeakMap<Deps, AskService>();
 
@@ -17,14 +18,17 @@ const services = new WeakMap<Deps, AskService>();
 export function askServiceOf(deps: Deps): AskService {
   let s = services.get(deps);
   if (!s) {
-    s = new AskService({
+    const svc = new AskService({
       lsp: lspCallOf(deps),
       files: treeFilesOf(deps),
+      generationOf: (k) => deps.store.get(k)?.generation,
       log: deps.log.child({ mod: 'ask' }),
       deadlineMs: deps.config.queryTimeoutMs - deps.config.cleanupReserveMs,
       maxLocations: deps.config.maxLocations,
     });
-    services.set(deps, s);
+    // What /ask learned about a root goes with it (the service lives as long as the server).
+    deps.store.onRemove((k) => svc.dropRoot(rootId(k)));
+    services.set(deps, (s = svc));
   }
   return s;
 }

@@ -11,6 +11,8 @@ import { rootId, type RootInfo, type RootKey } from '../../store/types.js';
 import type { FetchView } from '../../fetch/types.js';
 import type { Deps } from '../deps.js';
 import { parse } from '../error-handler.js';
+import { principalOf } from '../auth.js';
+import { mayTouchOrg } from '../../tokens.js';
 
 const TAR_MEDIA = new Set(['application/x-tar', 'application/tar', 'application/octet-stream']);
 const GZIP_MEDIA = new Set(['application/gzip', 'application/x-gzip']);
@@ -54,7 +56,8 @@ export async function rootRoutes(app: FastifyInstance, deps: Deps): Promise<void
     const info = store.get(key);
     if (!info) throw errors.notFound();
     const sessions = deps.pool?.sessionsOf(rootId(key)).map((s) => ({ server: s.server, state: s.state, workspace: s.workspace })) ?? [];
-    return { ...view(info), fetch: deps.fetcher?.state(key) ?? NO_FETCH, sessions };
+    const org_disk = { bytes: store.orgUsage().get(key.org) ?? 0, quota_bytes: store.orgQuotaBytes };
+    return { ...view(info), fetch: deps.fetcher?.state(key) ?? NO_FETCH, sessions, org_disk };
   });
 
   app.delete<KeyParams>('/v1/roots/:org/:repo/:sha', async (req, reply) => {
@@ -65,7 +68,9 @@ export async function rootRoutes(app: FastifyInstance, deps: Deps): Promise<void
 
   app.get('/v1/roots', async (req) => {
     const q = parse(listQuery, req.query);
-    const page = store.list({ limit: q.limit, after: q.after });
+    // Filtered before paging: a page, and its `next`, hold only roots the token may see.
+    const p = principalOf(req);
+    const page = store.list({ limit: q.limit, after: q.after, ...(p && p.orgs !== '*' ? { orgs: (org: string) => mayTouchOrg(p, org) } : {}) });
     // The list says only where each fetch stands; its steps and log are on the root's own GET.
     const fetchOf = (k: RootKey) => {
       const f = deps.fetcher?.state(k) ?? NO_FETCH;
