@@ -235,7 +235,8 @@ async function runStep(deps: RunDeps, ctx: StepContext, step: StepStatus, o: Run
     observe('failed');
     return `could not prepare the dependency dir (${(err as NodeJS.ErrnoException).code ?? 'error'})`;
   }
-  tail.line(`$ ${spawn.argv.slice(spawn.argv[0]?.endsWith('/node') ? 1 : 0).map((a) => a.slice(a.lastIndexOf('/') + 1)).join(' ')}`);
+  // Programs and files by their base name (no host or jail layout in the log); URLs and flags as they are.
+  tail.line(`$ ${spawn.argv.slice(spawn.argv[0]?.endsWith('/node') ? 1 : 0).map((a) => (a.startsWith('/') ? a.slice(a.lastIndexOf('/') + 1) : a)).join(' ')}`);
   let output = '';
   const keep = (d: Buffer) => {
     const s = d.toString('utf8');
