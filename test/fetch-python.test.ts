@@ -10,35 +10,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fetchEnv, newKey, scratchDir, type FetchEnv } from './helpers/fetch-env.js';
 import { startPypiIndex, type PyIndex, type PyProject } from './helpers/pypi-index.js';
-
-export const greetLib: PyProject = {
-  name: 'greet-lib',
-  version: '1.0.0',
-  wheel: {
-    'greet_lib/__init__.py': 'from greet_lib.core import greet\n\n__all__ = ["greet"]\n',
-    'greet_lib/core.py': 'def greet(name: str) -> str:\n    """Greet someone by name."""\n    return "hello " + name\n',
-  },
-};
-
-/** setup.py that leaves a marker wherever it could write, were it ever run. */
-export const onlySdist: PyProject = {
-  name: 'only-sdist',
-  version: '1.0',
-  sdist: {
-    'setup.py': [
-      'import os',
-      "for d in ('/deps/python/top', '/deps/python/top/site-packages', os.getcwd(), os.environ.get('TMPDIR', '/tmp')):",
-      '    try:',
-      "        open(os.path.join(d, 'SETUP_PY_RAN'), 'w').write('ran')",
-      '    except OSError:',
-      '        pass',
-      'from setuptools import setup',
-      "setup(name='only-sdist', version='1.0')",
-      '',
-    ].join('\n'),
-    'PKG-INFO': 'Metadata-Version: 2.1\nName: only-sdist\nVersion: 1.0\n',
-  },
-};
+import { greetLib, onlySdist } from './helpers/dep-packages.js';
 
 const windowsOnly: PyProject = { name: 'win-only', version: '2.0', tag: 'cp311-cp311-win_amd64', wheel: { 'win_only/__init__.py': 'X = 1\n' } };
 

@@ -222,6 +222,8 @@ export class QueryService {
         serverEncoding: session.encoding,
         readLines: this.lines.reader(dirs),
         readPackageVersion: this.lines.versionReader(dirs),
+        readComposerVersion: this.lines.composerVersionReader(dirs),
+        readPythonDist: this.lines.pythonDistReader(dirs),
       },
       scrub: this.scrubberFor(w),
       deadline: w.deadline,
