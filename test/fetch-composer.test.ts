@@ -5,17 +5,12 @@
 // marker prove neither ran. Also: no lock (refused), a dist only on a host that
 // is not allowed (failed, nothing reached it), a dist whose shasum does not match.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fetchEnv, newKey, scratchDir, type FetchEnv } from './helpers/fetch-env.js';
+import { fetchEnv, filesUnder, newKey, scratchDir, type FetchEnv } from './helpers/fetch-env.js';
 import { startComposerRepo, type ComposerRepo } from './helpers/composer-repo.js';
 import { composerTree, greeter, hooks } from './helpers/dep-packages.js';
-
-function filesUnder(dir: string): string[] {
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => statSync(join(dir, f)).isFile());
-}
 
 describe('fetch: composer through the egress proxy', () => {
   let env: FetchEnv;

@@ -5,10 +5,10 @@
 // built; the tree's own index options, editables and URLs are never obeyed; hashes
 // in the lock are checked. Every lock format lspd reads installs the same wheel.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fetchEnv, newKey, scratchDir, type FetchEnv } from './helpers/fetch-env.js';
+import { fetchEnv, filesUnder, newKey, scratchDir, type FetchEnv } from './helpers/fetch-env.js';
 import { startPypiIndex, type PyIndex, type PyProject } from './helpers/pypi-index.js';
 import { greetLib, onlySdist } from './helpers/dep-packages.js';
 
@@ -18,11 +18,6 @@ function tree(files: Record<string, string>): string {
   const dir = scratchDir('lspd-py-tree-');
   for (const [n, body] of Object.entries(files)) writeFileSync(join(dir, n), body);
   return dir;
-}
-
-function filesUnder(dir: string): string[] {
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => statSync(join(dir, f)).isFile());
 }
 
 describe('fetch: Python wheels through the egress proxy', () => {

@@ -9,26 +9,17 @@
 //   and its answers say why.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startComposerRepo, type ComposerRepo } from './helpers/composer-repo.js';
 import { composerTree, greeter, greetLib, onlySdist } from './helpers/dep-packages.js';
 import { scratchDir } from './helpers/fetch-env.js';
 import { startPypiIndex, type PyIndex } from './helpers/pypi-index.js';
-import { cannotJail, fetchSettled, getJson, lspQuery, shaOf, startLspd, uploadDir, type Lspd } from './helpers/lsp-harness.js';
+import { cannotJail, fetchSettled, getJson, lspQuery, positionIn, shaOf, startLspd, uploadDir, type Lspd } from './helpers/lsp-harness.js';
 
 const skip = cannotJail();
 
 type Loc = { path: string; external?: boolean; module?: string; version?: string; preview?: string; range: { start: { line: number } } };
-
-/** Zero-based position of `needle` (+ offset) in a file of `dir`. */
-function positionIn(dir: string, path: string, needle: string, offset = 0): { line: number; character: number } {
-  const text = readFileSync(join(dir, path), 'utf8');
-  const i = text.indexOf(needle);
-  if (i < 0) throw new Error(`${needle} not in ${path}`);
-  const before = text.slice(0, i + offset).split('\n');
-  return { line: before.length - 1, character: before[before.length - 1]!.length };
-}
 
 describe('definitions into fetched PHP and Python dependencies', { skip }, () => {
   let d: Lspd;
