@@ -7,9 +7,10 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { CLANGD } from '../src/lsp/language-rows.js';
 import { cannotJail, lineOf, lspQuery, position, shaOf, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
 
-const skip = cannotJail() ?? (existsSync('/usr/bin/clangd') ? undefined : 'clangd is not installed under /usr');
+const skip = cannotJail() ?? (existsSync(CLANGD) ? undefined : `${CLANGD} is not installed`);
 const C = 'c-basic';
 const CPP = 'cpp-cdb';
 const cRoot = { org: 'acme', repo: 'c-basic', sha: shaOf('c-basic') };
