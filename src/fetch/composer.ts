@@ -29,7 +29,7 @@
 //   platform; --no-autoloader because intelephense reads files, not autoloaders
 //   (vendor/composer/installed.json, which answers' coordinates read, is written
 //   regardless). COMPOSER_ROOT_VERSION spares composer running git to guess one.
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isMountPoint, isPlainDir, isRegularFile } from './ecosystems.js';
 import { COMPOSER_CACHE_REL, JAIL_DEPS, baseEnv, under, wsRel, type ServeMount, type StepContext, type StepSpawn } from './step.js';
@@ -98,8 +98,8 @@ const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null 
 
 async function readJson(file: string, label: string): Promise<Json> {
   if (!(await isRegularFile(file))) throw new Error(`${label} is not a regular file`);
+  if ((await stat(file)).size > MAX_JSON_BYTES) throw new Error(`${label} is larger than ${MAX_JSON_BYTES} bytes`);
   const text = await readFile(file, 'utf8');
-  if (Buffer.byteLength(text) > MAX_JSON_BYTES) throw new Error(`${label} is larger than ${MAX_JSON_BYTES} bytes`);
   let v: unknown;
   try {
     v = JSON.parse(text);
