@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One set-up for `npm start` and `npm test` (and the Dockerfile's build stage):
-# Debian packages from images/pins.env, npm dependencies from package-lock.json,
+# Debian packages from images/pins.env (its DEB_* rows; IMAGE_DEB_* are the image's
+# alone), npm dependencies from package-lock.json,
 # and the jail's native helper. Idempotent: each step checks before it acts, so a
 # second run takes well under a second.
 set -euo pipefail
@@ -15,10 +16,15 @@ say() { printf 'setup: %s\n' "$*" >&2; }
 pkgs=(
   "bubblewrap:/usr/bin/bwrap:$DEB_BUBBLEWRAP"
   "libseccomp-dev:/usr/include/seccomp.h:$DEB_LIBSECCOMP_DEV"
-  "clangd:/usr/bin/clangd:$DEB_CLANGD"
+  "clangd-16:/usr/bin/clangd-16:$DEB_CLANGD_16"
   "golang-go:/usr/bin/go:$DEB_GOLANG_GO"
   "gopls:/usr/bin/gopls:$DEB_GOPLS"
   "shellcheck:/usr/bin/shellcheck:$DEB_SHELLCHECK"
+  "composer:/usr/bin/composer:$DEB_COMPOSER"
+  "php-cli:/usr/bin/php.default:$DEB_PHP_CLI"
+  "php-zip:/usr/share/doc/php-zip/copyright:$DEB_PHP_ZIP"
+  "python3:/usr/bin/python3:$DEB_PYTHON3"
+  "python3-pip:/usr/lib/python3/dist-packages/pip/__main__.py:$DEB_PYTHON3_PIP"
 )
 missing=()
 for row in "${pkgs[@]}"; do

@@ -91,7 +91,13 @@ export const configSchema = z.object({
     'registry.npmjs.org:443',
     'proxy.golang.org:443',
     'sum.golang.org:443',
+    'pypi.org:443',
+    'files.pythonhosted.org:443',
     'repo.packagist.org:443',
+    'api.github.com:443',
+    'codeload.github.com:443',
+    'gitlab.com:443',
+    'bitbucket.org:443',
     'index.crates.io:443',
     'static.crates.io:443',
   ]).describe('host:port pairs the FETCH egress proxy lets through; nothing else leaves.'),
@@ -99,6 +105,12 @@ export const configSchema = z.object({
   fetchMaxBytes: int(8 * GiB, MiB).describe('Most bytes a fetch may write into a root dependency dir.'),
   goProxy: z.string().default('https://proxy.golang.org').describe('GOPROXY used by the Go fetcher.'),
   npmRegistry: z.string().default('https://registry.npmjs.org/').describe('npm registry used by the npm fetcher.'),
+  pipIndexUrl: z.string().url().default('https://pypi.org/simple').describe('PEP 503 simple index the Python fetcher installs wheels from (pip --index-url).'),
+  composerRepo: z
+    .string()
+    .url()
+    .default('https://repo.packagist.org')
+    .describe("Composer repository used in place of packagist.org; when it is not packagist, locked dists are tried first at <repo>/dists/<package>/<reference>.<type> (a mirror's layout)."),
 });
 
 export type Config = Readonly<z.infer<typeof configSchema>>;

@@ -72,7 +72,11 @@ export const lspAnswer = z.looseObject({
   untrusted: z.literal(true).optional().describe('Everything a language server produced is labelled untrusted.'),
   dependency_freshness: z.string().optional(),
   dependencies: z
-    .looseObject({ state: z.enum(['none', 'done', 'failed', 'refused']), error: z.string().optional() })
+    .looseObject({
+      state: z.enum(['none', 'done', 'failed', 'refused']),
+      error: z.string().optional(),
+      skipped: z.array(z.string()).optional().describe('Locked dependencies left out, each with why (a Python requirement with no wheel, a composer package with no dist).'),
+    })
     .optional()
     .describe("What the answering server could see of the root's dependencies: fetched (done), none to fetch, or failed/refused and why (the tree is still served)."),
   matches: z.number().int().optional().describe('/ask: how many symbols the name matched.'),

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { cannotJail, makeTree, startJail, tempDir, type TestJail } from './fixtures/jail/harness.js';
 import { JAIL_NODE_MODULES, JAIL_SRC } from '../src/jail/policy.js';
 import type { JailedProcess } from '../src/jail/types.js';
+import { CLANGD } from '../src/lsp/language-rows.js';
 
 const skip = cannotJail();
 const NODE = '/usr/bin/node';
@@ -25,7 +26,7 @@ const SERVERS: Record<string, { argv: string[]; initializationOptions?: unknown 
   intelephense: { argv: [NODE, nm('intelephense/lib/intelephense.js'), '--stdio'] },
   'bash-language-server': { argv: [NODE, nm('bash-language-server/out/cli.js'), 'start'] },
   gopls: { argv: ['/usr/bin/gopls'] },
-  clangd: { argv: ['/usr/bin/clangd'] },
+  clangd: { argv: [CLANGD] },
 };
 
 function frame(msg: unknown): string {

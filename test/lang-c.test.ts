@@ -7,10 +7,11 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { CLANGD } from '../src/lsp/language-rows.js';
 import { cannotJail, lineOf, lspQuery, position, shaOf, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
 import { lacksBinaries } from './helpers/host.js';
 
-const skip = cannotJail() ?? lacksBinaries('clangd', '/usr/bin/clangd');
+const skip = cannotJail() ?? lacksBinaries('clangd', CLANGD);
 const C = 'c-basic';
 const CPP = 'cpp-cdb';
 const cRoot = { org: 'acme', repo: 'c-basic', sha: shaOf('c-basic') };

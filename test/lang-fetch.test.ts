@@ -5,7 +5,7 @@
 // - a session started before the fetch finished is replaced after it, and the next
 //   answer sees the dependency (external, with its version);
 // - a failed fetch still serves the tree and says so in each answer; Python answers
-//   say its dependencies are never fetched.
+//   say why its dependencies were not fetched (no lock).
 // The npm registry is the test's, on 127.0.0.1 behind the egress proxy, and holds
 // every request until the test lets it answer.
 import { after, before, describe, test } from 'node:test';
@@ -142,7 +142,7 @@ describe('FETCH as queries see it', { skip }, () => {
     assert.equal(entry.fetch.state, 'failed');
   });
 
-  test('Python answers say their dependencies are never fetched', async () => {
+  test('Python answers on a tree with no lock say its dependencies were not fetched', async () => {
     await uploadFixture(d.url, py, 'py-basic');
     const view = await fetchSettled(d.url, py);
     assert.equal(view.state, 'refused');

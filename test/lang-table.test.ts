@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { clangdSessionFiles, CLANGD_CDB_DIR } from '../src/lsp/clangd-cdb.js';
 import { dependencyNote, fetchingFor, type DependencySource } from '../src/lsp/dependencies.js';
 import { hostPathOf } from '../src/lsp/paths.js';
+import { settingFor } from '../src/lsp/server-table.js';
 import { ReadinessTracker } from '../src/lsp/readiness.js';
 import { debianVersion } from '../src/lsp/server-env.js';
 import type { FetchView } from '../src/fetch/types.js';
@@ -40,14 +41,14 @@ describe('the table on a real daemon', { skip }, () => {
     }
     // Debian packages: the version dpkg recorded (images/pins.env pins it).
     assert.deepEqual(servers.gopls, { available: true, version: '1:0.5.0+ds-1' });
-    assert.match(servers.clangd!.version ?? '', /^1:14\./);
-    assert.deepEqual(servers['rust-analyzer'], {
-      available: false,
-      reason: 'rust-analyzer cannot be installed from the registries this host reaches; the Dockerfile pins it',
-    });
-    for (const name of ['jdtls', 'ruby-lsp']) {
-      assert.equal(servers[name]!.available, false, name);
-      assert.match(servers[name]!.reason ?? '', /not installed/, name);
+    // The newest clangd bookworm packages (clangd-16), not the default clangd 14.
+    assert.match(servers.clangd!.version ?? '', /^1:16\./);
+    // The rows only the image installs: unavailable here, saying why.
+    for (const name of ['rust-analyzer', 'jdtls', 'ruby-lsp']) {
+      assert.deepEqual(servers[name], {
+        available: false,
+        reason: `not installed (${name} is installed by the image only: images/pins.env pins its release and sha256, and this host cannot download it)`,
+      });
     }
   });
 
@@ -59,7 +60,7 @@ describe('the table on a real daemon', { skip }, () => {
     const r = await lspQuery(d.url, { ...rs, op: 'hover', path: 'main.rs', line: 0, character: 3 });
     assert.equal(r.status, 422);
     assert.equal(r.body.error, 'no_server');
-    assert.match(String(r.body.message), /rust-analyzer cannot be installed/);
+    assert.match(String(r.body.message), /rust-analyzer is installed by the image only/);
   });
 
   test('monorepo: one session per workspace, each answering within its own', async () => {
@@ -179,7 +180,17 @@ test('dependency notes: per ecosystem, failures and refusals with their reason',
   assert.deepEqual(dependencyNote(src(mixed), key, row('typescript')), { state: 'done' });
   assert.deepEqual(dependencyNote(src(mixed), key, row('pyright')), { state: 'refused', error: 'Python dependencies were not fetched: pip runs code.' });
   assert.deepEqual(dependencyNote(src(mixed), key, row('clangd')), { state: 'none' });
-  assert.match(dependencyNote(src({ state: 'none' }), key, row('pyright'))!.error!, /never fetched/);
+  assert.deepEqual(dependencyNote(src({ state: 'none' }), key, row('pyright')), { state: 'none' });
+  // Done, with what was left out named; composer answers are intelephense's.
+  const skipped: FetchView = {
+    state: 'done',
+    ecosystems: [
+      { ecosystem: 'python', dir: '', state: 'done', skipped: ['only-sdist==1.0: no wheel'] },
+      { ecosystem: 'composer', dir: '', state: 'done' },
+    ],
+  };
+  assert.deepEqual(dependencyNote(src(skipped), key, row('pyright')), { state: 'done', skipped: ['only-sdist==1.0: no wheel'] });
+  assert.deepEqual(dependencyNote(src(skipped), key, row('intelephense')), { state: 'done' });
   assert.equal(dependencyNote(undefined, key, row('gopls')), undefined, 'no FETCH phase wired: nothing said');
   const running: FetchView = { state: 'running', ecosystems: [{ ecosystem: 'go', dir: '', state: 'running' }] };
   assert.equal(fetchingFor(running, row('gopls')), true);
@@ -188,6 +199,22 @@ test('dependency notes: per ecosystem, failures and refusals with their reason',
   const goDoneNpmRunning: FetchView = { state: 'running', ecosystems: [{ ecosystem: 'go', dir: '', state: 'done' }, { ecosystem: 'npm', dir: 'web', state: 'running' }] };
   assert.equal(fetchingFor(goDoneNpmRunning, row('gopls')), true);
   assert.equal(fetchingFor({ ...goDoneNpmRunning, state: 'done' }, row('gopls')), false);
+});
+
+test('pyright is given the fetched site-packages as extra paths, and only then', () => {
+  const pyright = realRows().find((r) => r.name === 'pyright')!;
+  const binds = [
+    { host: '/d/deps/npm/top/node_modules', at: '/src/node_modules' },
+    { host: '/d/deps/python/top/site-packages', at: '/deps/python/top/site-packages' },
+    { host: '/d/deps/python/ws/svc/site-packages', at: '/deps/python/ws/svc/site-packages' },
+  ];
+  const s = pyright.dependencySettings!(binds)!;
+  const sites = ['/deps/python/top/site-packages', '/deps/python/ws/svc/site-packages'];
+  assert.deepEqual((settingFor(pyright, 'python.analysis', s) as { extraPaths: string[] }).extraPaths, sites);
+  assert.deepEqual((settingFor(pyright, 'python', s) as { analysis: { extraPaths: string[] } }).analysis.extraPaths, sites);
+  assert.equal((settingFor(pyright, 'python', s) as { pythonPath: string }).pythonPath, '/usr/bin/python3');
+  assert.equal(pyright.dependencySettings!(binds.slice(0, 1)), undefined, 'nothing fetched: the row settings as they are');
+  assert.equal((settingFor(pyright, 'python.analysis') as { extraPaths?: string[] }).extraPaths, undefined);
 });
 
 test('paths under a fetched mount read from the mount; the deepest mount wins', () => {

@@ -7,6 +7,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectDir } from './helpers/daemon.js';
+import { realRows } from './helpers/lsp-harness.js';
+import { JAVA, JDTLS_HOME, RUBY_LSP_HOME } from '../src/lsp/language-rows.js';
 
 const read = (p: string) => readFileSync(join(projectDir, p), 'utf8');
 const dockerfile = read('Dockerfile');
@@ -21,8 +23,16 @@ function pins(): Record<string, string> {
   return out;
 }
 
-/** The Debian package name the Dockerfile derives from a pin variable: DEB_GOLANG_GO → golang-go. */
-const debName = (v: string) => v.slice('DEB_'.length).toLowerCase().replace(/_/g, '-');
+/** The Debian package name the Dockerfile derives from a pin variable: DEB_GOLANG_GO → golang-go (IMAGE_DEB_, BUILD_DEB_ alike). */
+const debName = (v: string) => v.replace(/^(IMAGE_|BUILD_)?DEB_/, '').toLowerCase().replace(/_/g, '-');
+
+/** Stages that download an artefact a pin's sha256 then decides on, and the unpinned tools each may install to do so. */
+const artefactStages: Record<string, string[]> = {
+  'rust-analyzer': ['ca-certificates', 'curl'],
+  jdtls: ['ca-certificates', 'curl'],
+  // Compilers build ruby-lsp's C extensions from checked gems, as images/setup.sh's build the jail helper.
+  'ruby-lsp': ['ca-certificates', 'curl', 'gcc', 'make', 'libc6-dev'],
+};
 
 /** setup.sh's rows: "name:file:$VAR". */
 function setupRows(): { name: string; pinVar: string }[] {
@@ -65,28 +75,49 @@ describe('image pins', () => {
     assert.ok(run.some((l) => /^RUN bash images\/setup\.sh\b/.test(l)), 'builder runs images/setup.sh');
     const runtimeLoop = run.find((l) => l.includes('/opt/lspd/images/pins.env') && l.includes('apt-get install'));
     assert.ok(runtimeLoop, 'runtime installs from pins.env');
-    assert.match(runtimeLoop!, /sed -n 's\/\^\\\(DEB_\[A-Z0-9_\]\*\\\)=\.\*\/\\1\/p'/);
-    assert.match(runtimeLoop!, /tr 'A-Z_' 'a-z-'/);
+    // DEB_* and IMAGE_DEB_* (never BUILD_DEB_*), named as debName names them.
+    assert.ok(runtimeLoop!.includes(String.raw`sed -n 's/^\(\(IMAGE_\)\{0,1\}DEB_[A-Z0-9_]*\)=.*/\1/p'`), runtimeLoop);
+    assert.ok(runtimeLoop!.includes(`name=$(echo "\${var#IMAGE_}" | sed 's/^DEB_//' | tr 'A-Z_' 'a-z-')`), runtimeLoop);
     assert.match(runtimeLoop!, /pkgs="\$pkgs \$name=\$version"/);
+    // The image-only Debian pins are the JDK and Ruby the jdtls and ruby-lsp rows run on.
+    assert.deepEqual(Object.keys(p).filter((k) => k.startsWith('IMAGE_DEB_')).map(debName).sort(), ['openjdk-17-jdk-headless', 'ruby']);
   });
 
   it('installs no other versioned Debian package and no unpinned one in the runtime stage', () => {
+    const p = pins();
     const stages = dockerfile.split(/^FROM /m).slice(1);
     for (const stage of stages) {
-      const name = /^\S+ AS (\S+)/.exec(stage)?.[1];
+      const name = /^\S+ AS (\S+)/.exec(stage)?.[1] ?? '?';
       const body = stage.split('\n').filter((l) => !/^\s*#/.test(l)).join('\n').replace(/\\\n/g, ' ');
       for (const m of body.matchAll(/apt-get install ([^;&\n]*)/g)) {
         const words = m[1]!.split(/\s+/).filter((w) => w && !w.startsWith('-'));
         for (const w of words) {
           if (w === '$pkgs') continue;
-          // A literal name=version would be a second pin list.
-          assert.ok(!w.includes('='), `stage ${name}: literal pin ${w}`);
-          // Unpinned tools only where they carry bytes that a checksum then decides on.
-          assert.equal(name, 'rust-analyzer', `stage ${name}: unpinned package ${w}`);
-          assert.ok(['ca-certificates', 'curl'].includes(w), `stage ${name}: unexpected package ${w}`);
+          if (w.includes('=')) {
+            // Only name=${PIN} of pins.env, never a literal version (a second pin list).
+            const pin = /^([a-z0-9.+-]+)=\$\{((?:IMAGE_|BUILD_)DEB_[A-Z0-9_]+)\}$/.exec(w);
+            assert.ok(pin, `stage ${name}: literal pin ${w}`);
+            assert.ok(p[pin[2]!], `stage ${name}: ${pin[2]} is not in pins.env`);
+            assert.equal(pin[1], debName(pin[2]!), `stage ${name}: ${w}`);
+            continue;
+          }
+          // Unpinned tools only where they carry (or build) bytes that a checksum then decides on.
+          assert.ok(artefactStages[name]?.includes(w), `stage ${name}: unpinned package ${w}`);
         }
       }
     }
+    // Every pin a build stage uses comes from pins.env, sourced in that stage.
+    for (const stage of Object.keys(artefactStages)) {
+      const body = stages.find((st) => st.startsWith(`node:\${NODE_VERSION}-bookworm-slim AS ${stage}\n`));
+      assert.ok(body, `stage ${stage}`);
+      assert.match(body!, /^COPY images\/pins\.env \/tmp\/pins\.env$/m, `${stage} reads pins.env`);
+      assert.match(body!, /^RUN set -eu; \. \/tmp\/pins\.env;/m, `${stage} sources pins.env`);
+    }
+    assert.deepEqual(
+      dockerfile.split('\n').filter((l) => /^ARG /.test(l)).map((l) => l.split('=')[0]),
+      ['ARG NODE_VERSION'],
+      'no version lives in the Dockerfile but Node (FROM needs it before any file is read)',
+    );
   });
 
   it('installs npm packages only from package-lock.json, at the exact versions package.json pins', () => {
@@ -103,14 +134,49 @@ describe('image pins', () => {
   });
 
   it('pins rust-analyzer by release and sha256, verified before use', () => {
-    const version = /^ARG RUST_ANALYZER_VERSION=(\S+)$/m.exec(dockerfile)?.[1];
-    const sha = /^ARG RUST_ANALYZER_SHA256=(\S+)$/m.exec(dockerfile)?.[1];
-    assert.match(version ?? '', /^\d{4}-\d{2}-\d{2}$/, 'a dated release, never "latest"');
-    assert.match(sha ?? '', /^[0-9a-f]{64}$/);
-    const stage = instructions().join('\n');
-    assert.match(stage, /releases\/download\/\$\{RUST_ANALYZER_VERSION\}\/rust-analyzer-x86_64-unknown-linux-gnu\.gz/);
-    assert.match(stage, /echo "\$\{RUST_ANALYZER_SHA256\}  \/tmp\/rust-analyzer\.gz" \| sha256sum -c -/);
-    assert.doesNotMatch(dockerfile, /releases\/latest/);
+    const p = pins();
+    assert.match(p.RUST_ANALYZER_VERSION ?? '', /^\d{4}-\d{2}-\d{2}$/, 'a dated release, never "latest"');
+    assert.match(p.RUST_ANALYZER_SHA256 ?? '', /^[0-9a-f]{64}$/);
+    const all = instructions().join('\n');
+    assert.match(all, /releases\/download\/\$\{RUST_ANALYZER_VERSION\}\/rust-analyzer-x86_64-unknown-linux-gnu\.gz/);
+    assert.match(all, /echo "\$\{RUST_ANALYZER_SHA256\}  \/tmp\/rust-analyzer\.gz" \| sha256sum -c -/);
+    assert.doesNotMatch(dockerfile, /releases\/latest|snapshots\/|-latest\./);
+  });
+
+  it('pins jdtls by its dated milestone and sha256, on the JDK the row runs, unpacked where the row looks', () => {
+    const p = pins();
+    assert.match(p.JDTLS_VERSION ?? '', /^\d+\.\d+\.\d+$/);
+    assert.match(p.JDTLS_TIMESTAMP ?? '', /^\d{12}$/, 'the dated milestone build');
+    assert.match(p.JDTLS_SHA256 ?? '', /^[0-9a-f]{64}$/);
+    const all = instructions().join('\n');
+    assert.match(all, /download\.eclipse\.org\/jdtls\/milestones\/\$\{JDTLS_VERSION\}\/jdt-language-server-\$\{JDTLS_VERSION\}-\$\{JDTLS_TIMESTAMP\}\.tar\.gz/);
+    assert.match(all, /echo "\$\{JDTLS_SHA256\}  \/tmp\/jdtls\.tar\.gz" \| sha256sum -c -; .*tar -xzf \/tmp\/jdtls\.tar\.gz -C \/usr\/local\/share\/jdtls/, 'checked before it is unpacked');
+    assert.match(all, /^COPY --from=jdtls \/usr\/local\/share\/jdtls\/ \/usr\/local\/share\/jdtls\/$/m);
+    const row = realRows().find((r) => r.name === 'jdtls')!;
+    assert.equal(row.argv[0], JAVA);
+    assert.match(JAVA, /java-17-openjdk/, 'the JDK IMAGE_DEB_OPENJDK_17_JDK_HEADLESS installs');
+    assert.ok(row.argv.includes(`${JDTLS_HOME}/launcher.jar`) && all.includes('ln -s "$1" launcher.jar'));
+    // Its writable configuration area is in the jail's tmp; the shipped one is shared, read-only.
+    assert.deepEqual(row.argv.slice(row.argv.indexOf('-configuration'), row.argv.indexOf('-configuration') + 2), ['-configuration', '/tmp/jdtls-config']);
+    assert.ok(row.argv.includes(`-Dosgi.sharedConfiguration.area=${JDTLS_HOME}/config_linux`) && row.argv.includes('-Dosgi.sharedConfiguration.area.readOnly=true'));
+  });
+
+  it('pins ruby-lsp and every gem it needs by version and sha256, installed with no resolution', () => {
+    const p = pins();
+    const gems = Object.entries(p).filter(([k]) => k.startsWith('RUBY_GEM_'));
+    assert.deepEqual(gems.map(([, v]) => v.split('@')[0]).sort(), ['language_server-protocol', 'logger', 'prism', 'rbs', 'ruby-lsp', 'sorbet-runtime']);
+    for (const [k, v] of gems) assert.match(v, /^[a-z][a-z0-9_-]*@\d+(\.\d+)+@[0-9a-f]{64}$/, k);
+    const all = instructions().join('\n');
+    assert.match(all, /curl -fsSL -o "\/tmp\/gems\/\$\{name\}-\$\{version\}\.gem" "https:\/\/rubygems\.org\/gems\/\$\{name\}-\$\{version\}\.gem"; +echo "\$\{sha\}  \/tmp\/gems\/\$\{name\}-\$\{version\}\.gem" \| sha256sum -c -;/);
+    assert.match(all, /gem install --local --ignore-dependencies --no-document/);
+    assert.doesNotMatch(all.replace(/gem install --local --ignore-dependencies/g, ''), /gem install|bundle install/);
+    assert.match(all, /^COPY --from=ruby-lsp \/usr\/local\/lib\/ruby-lsp\/ \/usr\/local\/lib\/ruby-lsp\/$/m);
+    const row = realRows().find((r) => r.name === 'ruby-lsp')!;
+    assert.equal(row.argv[0], `${RUBY_LSP_HOME}/bin/ruby-lsp`);
+    // BUNDLE_GEMFILE set (to the image's empty Gemfile): ruby-lsp composes and installs no bundle.
+    assert.equal(row.env.BUNDLE_GEMFILE, `${RUBY_LSP_HOME}/Gemfile`);
+    assert.match(all, /> \/usr\/local\/lib\/ruby-lsp\/Gemfile;/);
+    assert.equal(row.env.GEM_PATH, RUBY_LSP_HOME);
   });
 
   it('ships the jail helper the set-up builds, and runs the daemon from source with tsx', () => {

@@ -51,18 +51,38 @@ describe('detect', () => {
   it('refuses, with a reason, what FETCH must not or cannot run', async () => {
     const d = tree({
       'py/requirements.txt': 'requests==2.0',
+      'pyproj/pyproject.toml': '[project]\nname = "x"\ndependencies = ["requests"]\n',
       'rs/Cargo.lock': '',
       'php/composer.lock': '{}',
       'y/yarn.lock': '',
       'package.json': '{"dependencies":{"left-pad":"1.0.0"}}',
+      'composer.json': '{"require":{"php":">=8.1","acme/x":"^1.0"}}',
     });
     const plan = await detect(d, all);
     const reasons = Object.fromEntries(plan.map((p) => [`${p.ecosystem}:${p.dir}`, p.action === 'refuse' ? p.reason : 'fetch']));
-    assert.match(reasons['python:py']!, /not fetched: pip .* run package code/);
+    assert.match(reasons['python:py']!, /no pinned python3 with pip/);
+    assert.match(reasons['python:pyproj']!, /there is no lock file/);
     assert.match(reasons['cargo:rs']!, /no pinned cargo/);
     assert.match(reasons['composer:php']!, /no pinned composer/);
+    assert.match(reasons['composer:']!, /composer\.json has no composer\.lock/);
     assert.match(reasons['npm:y']!, /yarn or pnpm/);
     assert.match(reasons['npm:']!, /no package-lock\.json/);
+  });
+
+  it('fetches composer and Python workspaces from their locks when the toolchains are there', async () => {
+    const withAll = { ...all, composer: '/usr/bin/composer', php: '/usr/bin/php8.2', python: '/usr/bin/python3', pip: '/usr/lib/python3/dist-packages/pip/__main__.py' };
+    const d = tree({
+      'composer.json': '{}',
+      'composer.lock': '{}',
+      'a/requirements-dev.txt': 'x==1',
+      'b/uv.lock': '',
+      'c/poetry.lock': '',
+      'd/Pipfile.lock': '{}',
+      'e/requirements/base.txt': 'x==1',
+      'f/composer.json': '{"require":{"acme/x":"1.0.0"}}',
+    });
+    const plan = await detect(d, withAll);
+    assert.deepEqual(plan.map((p) => `${p.ecosystem}:${p.dir}:${p.action}`), ['composer::fetch', 'python:a:fetch', 'python:b:fetch', 'python:c:fetch', 'python:d:fetch']);
   });
 
   it('a package.json without dependencies needs nothing; a missing toolchain refuses', async () => {

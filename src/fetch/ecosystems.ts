@@ -1,7 +1,10 @@
 // Which dependencies a stored tree has, per workspace, and whether FETCH may get
 // them. A workspace is a directory holding an ecosystem's lockfile (go.mod counts:
-// go.sum is its lock). Only first-party toolchains with scripts off are ever run;
-// installers that execute package code are refused with a reason the caller sees.
+// go.sum is its lock). Only first-party toolchains with scripts off are ever run
+// (composer --no-scripts --no-plugins; pip installing wheels only, which runs
+// nothing); installers that execute package code are refused with a reason the
+// caller sees. Without a lockfile nothing is fetched: versions would be resolved
+// at fetch time, and the answer would describe a tree nobody built.
 import { lstat, readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Ecosystem, PlanItem, Toolchains } from './types.js';
@@ -24,14 +27,18 @@ export const defaultDetectLimits: DetectLimits = { maxEntries: 200_000, maxDepth
  */
 const skipDirs = new Set(['node_modules', 'vendor', '.git', 'testdata', '.hg', '.svn']);
 
-const pythonMarkers = ['requirements.txt', 'pyproject.toml', 'setup.py', 'Pipfile', 'poetry.lock'];
+const pythonMarkers = ['pyproject.toml', 'setup.py', 'setup.cfg', 'Pipfile'];
+/** Python locks the fetcher reads (src/fetch/pip-driver.py), most exact first. */
+const pythonLocks = ['uv.lock', 'poetry.lock', 'Pipfile.lock'];
+const REQUIREMENTS = /^requirements[\w.-]*\.txt$/;
 
-const PY_REASON =
-  'Python dependencies were not fetched: pip and Python build backends run package code, which FETCH never does.';
+const PY_NO_LOCK =
+  'Python dependencies were not fetched: there is no lock file (requirements*.txt with pinned versions, uv.lock, poetry.lock or Pipfile.lock), and without one versions would be resolved at fetch time.';
+const PY_MISSING = 'Python dependencies were not fetched: no pinned python3 with pip (python3-pip) is installed.';
 const CARGO_REASON =
   'Rust dependencies were not fetched: no pinned cargo toolchain is installed under /usr (a per-user rustup cargo is not pinned), and no pinned rust-analyzer would read them.';
 const COMPOSER_MISSING = 'PHP dependencies were not fetched: no pinned composer (and php) is installed.';
-const COMPOSER_UNWRITTEN = 'PHP dependencies were not fetched: lspd has no composer fetcher yet.';
+const COMPOSER_NO_LOCK = 'PHP dependencies were not fetched: composer.json has no composer.lock, and without a lock file an install would resolve versions at fetch time.';
 const NPM_NO_LOCK = 'npm dependencies were not fetched: package.json has no package-lock.json or npm-shrinkwrap.json, and without a lockfile an install would resolve versions at fetch time.';
 const YARN_PNPM = 'npm dependencies were not fetched: only a yarn or pnpm lockfile is present and neither tool is pinned.';
 const GO_MISSING = 'Go dependencies were not fetched: the go toolchain is not installed.';
@@ -58,7 +65,9 @@ export async function detect(treeDir: string, tools: Toolchains, limits: DetectL
       // A committed node_modules is the tree's own install: served as it is, nothing to refuse.
       const hasModules = entries.some((e) => e.name === 'node_modules' && e.isDirectory());
       const bareNpm = rel === '' && !hasModules && files.has('package.json') && (await declaresDependencies(join(treeDir, 'package.json')));
-      found.push(...planDir(rel, files, tools, bareNpm));
+      const hasVendor = entries.some((e) => e.name === 'vendor' && e.isDirectory());
+      const bareComposer = rel === '' && !hasVendor && files.has('composer.json') && !files.has('composer.lock') && (await requiresPackages(join(treeDir, 'composer.json')));
+      found.push(...planDir(rel, files, tools, bareNpm, bareComposer));
       for (const e of entries) {
         // Dirent.isDirectory() is false for a symlink, so links are never followed.
         if (e.isDirectory() && !skipDirs.has(e.name)) next.push(rel === '' ? e.name : `${rel}/${e.name}`);
@@ -69,9 +78,9 @@ export async function detect(treeDir: string, tools: Toolchains, limits: DetectL
   return cap(found, limits);
 }
 
-function planDir(dir: string, files: Set<string>, tools: Toolchains, bareNpm: boolean): PlanItem[] {
+function planDir(dir: string, files: Set<string>, tools: Toolchains, bareNpm: boolean, bareComposer: boolean): PlanItem[] {
   const out: PlanItem[] = [];
-  const fetch = (ecosystem: 'go' | 'npm'): PlanItem => ({ ecosystem, dir, action: 'fetch' });
+  const fetch = (ecosystem: Exclude<Ecosystem, 'cargo'>): PlanItem => ({ ecosystem, dir, action: 'fetch' });
   const refuse = (ecosystem: Ecosystem, reason: string): PlanItem => ({ ecosystem, dir, action: 'refuse', reason });
 
   if (files.has('go.mod')) out.push(tools.go ? fetch('go') : refuse('go', GO_MISSING));
@@ -84,14 +93,35 @@ function planDir(dir: string, files: Set<string>, tools: Toolchains, bareNpm: bo
     out.push(refuse('npm', NPM_NO_LOCK));
   }
 
-  // A pinned composer is not in the image yet, so its fetcher is not written: say
-  // which of the two it is rather than fail a job on a step that cannot run.
-  if (files.has('composer.lock')) out.push(refuse('composer', tools.composer && tools.php ? COMPOSER_UNWRITTEN : COMPOSER_MISSING));
+  if (files.has('composer.lock')) out.push(tools.composer && tools.php ? fetch('composer') : refuse('composer', COMPOSER_MISSING));
+  else if (bareComposer) out.push(refuse('composer', COMPOSER_NO_LOCK));
 
   if (files.has('Cargo.lock')) out.push(refuse('cargo', CARGO_REASON));
 
-  if (pythonMarkers.some((m) => files.has(m))) out.push(refuse('python', PY_REASON));
+  const pyLock = pythonLocks.some((m) => files.has(m)) || [...files].some((f) => REQUIREMENTS.test(f));
+  if (pyLock) out.push(tools.python && tools.pip ? fetch('python') : refuse('python', PY_MISSING));
+  else if (pythonMarkers.some((m) => files.has(m))) out.push(refuse('python', PY_NO_LOCK));
   return out;
+}
+
+/** A top-level composer.json without a lock is reported only when it requires packages (not just php or ext-*). */
+async function requiresPackages(file: string): Promise<boolean> {
+  const json = await readSmallJson(file);
+  return ['require', 'require-dev'].some((k) => {
+    const v = json?.[k];
+    return typeof v === 'object' && v !== null && Object.keys(v).some((name) => name.includes('/'));
+  });
+}
+
+async function readSmallJson(file: string): Promise<Record<string, unknown> | undefined> {
+  try {
+    const st = await lstat(file);
+    if (!st.isFile() || st.size > 4 * 1024 * 1024) return undefined;
+    const v: unknown = JSON.parse(await readFile(file, 'utf8'));
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined; // unreadable or not JSON: the language server will say so; nothing to fetch
+  }
 }
 
 /**
@@ -100,16 +130,10 @@ function planDir(dir: string, files: Set<string>, tools: Toolchains, bareNpm: bo
  * a monorepo whose lock is higher up, and one with no dependencies needs nothing.
  */
 async function declaresDependencies(file: string): Promise<boolean> {
-  try {
-    const st = await lstat(file);
-    if (!st.isFile() || st.size > 4 * 1024 * 1024) return false;
-    const pkg = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
-    return ['dependencies', 'devDependencies', 'optionalDependencies', 'peerDependencies'].some(
-      (k) => typeof pkg[k] === 'object' && pkg[k] !== null && Object.keys(pkg[k] as object).length > 0,
-    );
-  } catch {
-    return false; // unreadable or not JSON: the language server will say so; nothing to fetch
-  }
+  const pkg = await readSmallJson(file);
+  return ['dependencies', 'devDependencies', 'optionalDependencies', 'peerDependencies'].some(
+    (k) => typeof pkg?.[k] === 'object' && pkg[k] !== null && Object.keys(pkg[k] as object).length > 0,
+  );
 }
 
 function cap(items: PlanItem[], limits: DetectLimits): PlanItem[] {
@@ -140,4 +164,22 @@ export async function isPlainDir(base: string, rel: string): Promise<boolean> {
   }
   const st = await lstat(base).catch(() => undefined);
   return !!st && st.isDirectory();
+}
+
+/** lstat: a regular file, not a link. */
+export async function isRegularFile(p: string): Promise<boolean> {
+  const st = await lstat(p).catch(() => undefined);
+  return !!st && st.isFile();
+}
+
+/**
+ * Can SERVE bind a fetched dir over <tree>/<dir>/<name>? <dir> must be a plain
+ * directory and <name> absent (the jail creates the mount point) or a directory (a
+ * committed node_modules or vendor is bound over, as an install would replace it);
+ * never a link or a file.
+ */
+export async function isMountPoint(treeDir: string, dir: string, name: string): Promise<boolean> {
+  if (!(await isPlainDir(treeDir, dir))) return false;
+  const st = await lstat(join(treeDir, dir, name)).catch(() => undefined);
+  return st === undefined || st.isDirectory();
 }

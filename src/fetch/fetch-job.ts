@@ -10,11 +10,13 @@ import type { Jail } from '../jail/types.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { diskUsage } from './disk-usage.js';
+import { composerHint, composerServeMounts, prepareComposer } from './composer.js';
 import { goHint, goServeMounts, prepareGo } from './go.js';
 import { LogTail } from './log-tail.js';
 import { npmHint, npmServeMounts, prepareNpm } from './npm.js';
 import { openForJail, seal } from './perms.js';
-import { NPM_CACHE_REL, OUTPUT_DIRS, type ServeMount, type StepContext, type StepSpawn } from './step.js';
+import { preparePython, pythonHint, pythonServeMounts, pythonSkipped } from './python.js';
+import { OUTPUT_DIRS, SCRATCH_DIRS, type ServeMount, type StepContext, type StepSpawn } from './step.js';
 import type { Ecosystem, FetchView, PlanItem, StepStatus } from './types.js';
 
 /** Why a running job was stopped; each ends differently (see FetchManager). */
@@ -141,10 +143,16 @@ export interface RunResult {
 interface Fetcher {
   prepare(ctx: StepContext, ws: string): Promise<StepSpawn>;
   hint(output: string): string | undefined;
+  /** What the caller is told ran, when it failed without a hint. */
+  command: string;
+  /** After a step that exited 0: locked dependencies it left out, each named with why. */
+  skipped?(ctx: StepContext, ws: string): Promise<string[]>;
 }
 const fetchers: Partial<Record<Ecosystem, Fetcher>> = {
-  go: { prepare: prepareGo, hint: goHint },
-  npm: { prepare: prepareNpm, hint: npmHint },
+  go: { prepare: prepareGo, hint: goHint, command: 'go mod download' },
+  npm: { prepare: prepareNpm, hint: npmHint, command: 'npm ci' },
+  composer: { prepare: prepareComposer, hint: composerHint, command: 'composer install' },
+  python: { prepare: preparePython, hint: pythonHint, command: 'pip install', skipped: pythonSkipped },
 };
 
 /** Run every queued step of a job in turn. Never throws for a step's failure; the result says. */
@@ -185,7 +193,7 @@ export async function runJob(deps: RunDeps, o: RunOptions): Promise<RunResult> {
     // walks over what was fetched. A resumed job seals and measures when it ends.
     return { steps, aborted: early, bytes: 0, log: tail.tail(), mounts: [] };
   }
-  await rm(join(o.ctx.depsDir, NPM_CACHE_REL), { recursive: true, force: true, maxRetries: 3 });
+  for (const rel of SCRATCH_DIRS) await rm(join(o.ctx.depsDir, rel), { recursive: true, force: true, maxRetries: 3 });
   for (const rel of OUTPUT_DIRS) await seal(join(o.ctx.depsDir, rel));
   let bytes = await diskUsage(o.ctx.depsDir);
   const aborted = signal.aborted ? abortCause(signal) : undefined;
@@ -227,15 +235,18 @@ async function runStep(deps: RunDeps, ctx: StepContext, step: StepStatus, o: Run
     observe('failed');
     return `could not prepare the dependency dir (${(err as NodeJS.ErrnoException).code ?? 'error'})`;
   }
-  tail.line(`$ ${spawn.argv.slice(spawn.argv[0]?.endsWith('/node') ? 1 : 0).map((a) => a.slice(a.lastIndexOf('/') + 1)).join(' ')}`);
+  // Programs and files by their base name (no host or jail layout in the log); URLs and flags as they are.
+  tail.line(`$ ${spawn.argv.slice(spawn.argv[0]?.endsWith('/node') ? 1 : 0).map((a) => (a.startsWith('/') ? a.slice(a.lastIndexOf('/') + 1) : a)).join(' ')}`);
   let output = '';
   const keep = (d: Buffer) => {
     const s = d.toString('utf8');
     tail.append(s);
     output = (output + s).slice(-o.stderrRingBytes);
   };
+  const { skipped: skippedBefore = [], ...jailSpawn } = spawn;
+  for (const s of skippedBefore) tail.line(`lspd: skipped ${s}`);
   try {
-    const proc = await deps.jail.spawn({ phase: 'fetch', ...spawn, signal, stderrRingBytes: o.stderrRingBytes });
+    const proc = await deps.jail.spawn({ phase: 'fetch', ...jailSpawn, signal, stderrRingBytes: o.stderrRingBytes });
     proc.stdin.end();
     proc.stdout.on('data', keep);
     const exit = await proc.exited;
@@ -249,12 +260,14 @@ async function runStep(deps: RunDeps, ctx: StepContext, step: StepStatus, o: Run
     }
     if (exit.code === 0) {
       observe('done');
+      const skipped = [...skippedBefore, ...((await fetcher.skipped?.(ctx, step.dir)) ?? [])];
+      if (skipped.length > 0) step.skipped = skipped;
       return undefined;
     }
     observe('failed');
     const hint = fetcher.hint(output);
     if (hint) tail.line(`lspd: ${hint}`);
-    return hint ?? `${step.ecosystem === 'go' ? 'go mod download' : 'npm ci'} exited with ${exit.code ?? exit.signal}`;
+    return hint ?? `${fetcher.command} exited with ${exit.code ?? exit.signal}`;
   } catch (err) {
     observe(signal.aborted ? abortCause(signal) : 'failed');
     if (signal.aborted) return describeAbort(abortCause(signal));
@@ -320,7 +333,7 @@ function watchBytes(dir: string, maxBytes: number, intervalMs: number, signal: A
 
 /** Remove what the fetchers wrote (not the state file). */
 export async function removeOutputs(depsDir: string): Promise<void> {
-  for (const rel of [...OUTPUT_DIRS, NPM_CACHE_REL]) {
+  for (const rel of [...OUTPUT_DIRS, ...SCRATCH_DIRS]) {
     await rm(join(depsDir, rel), { recursive: true, force: true, maxRetries: 3 });
   }
 }
@@ -330,7 +343,10 @@ export async function serveMounts(treeDir: string, depsDir: string, steps: StepS
   const out: ServeMount[] = [];
   if (steps.some((s) => s.ecosystem === 'go' && s.state === 'done')) out.push(...(await goServeMounts(depsDir)));
   for (const s of steps) {
-    if (s.ecosystem === 'npm' && s.state === 'done') out.push(...(await npmServeMounts(treeDir, depsDir, s.dir, notes)));
+    if (s.state !== 'done') continue;
+    if (s.ecosystem === 'npm') out.push(...(await npmServeMounts(treeDir, depsDir, s.dir, notes)));
+    else if (s.ecosystem === 'composer') out.push(...(await composerServeMounts(treeDir, depsDir, s.dir, notes)));
+    else if (s.ecosystem === 'python') out.push(...(await pythonServeMounts(depsDir, s.dir)));
   }
   return out;
 }

@@ -26,7 +26,7 @@ import type { ServeMount } from './step.js';
 import type { Ecosystem, FetchStore, FetchView, StepStatus, Toolchains } from './types.js';
 
 export interface FetchManagerOptions {
-  config: Pick<Config, 'fetchTimeoutMs' | 'fetchMaxBytes' | 'goProxy' | 'npmRegistry' | 'dataDir' | 'stderrRingBytes'>;
+  config: Pick<Config, 'fetchTimeoutMs' | 'fetchMaxBytes' | 'goProxy' | 'npmRegistry' | 'pipIndexUrl' | 'composerRepo' | 'dataDir' | 'stderrRingBytes'>;
   log: Logger;
   metrics: Pick<Metrics, 'fetchSeconds'>;
   jail: Jail;
@@ -274,7 +274,7 @@ export class FetchManager {
       const result = await runJob(
         { jail: this.o.jail, log: this.log, metrics: this.o.metrics },
         {
-          ctx: { treeDir, depsDir, goProxy: this.o.config.goProxy, npmRegistry: this.o.config.npmRegistry, tools: this.o.tools },
+          ctx: { treeDir, depsDir, goProxy: this.o.config.goProxy, npmRegistry: this.o.config.npmRegistry, pipIndexUrl: this.o.config.pipIndexUrl, composerRepo: this.o.config.composerRepo, tools: this.o.tools },
           steps: q.steps,
           signal: abort.signal,
           maxBytes: this.o.config.fetchMaxBytes,

@@ -25,7 +25,7 @@
 // .npmrc is never read: it is not copied, and HOME is the jail's private tmp.
 import { copyFile, lstat, mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isPlainDir, isSafeRelDir } from './ecosystems.js';
+import { isMountPoint, isPlainDir, isRegularFile, isSafeRelDir } from './ecosystems.js';
 import { JAIL_DEPS, NPM_CACHE_REL, baseEnv, npmRel, under, type ServeMount, type StepContext, type StepSpawn } from './step.js';
 
 /** Largest lockfile parsed for workspace members (a lockfile is JSON kept in memory once). */
@@ -107,7 +107,7 @@ export async function npmServeMounts(treeDir: string, depsDir: string, ws: strin
     // bwrap bind whatever host path it names. After the jail exits nothing writes
     // here any more, so this check cannot be raced.
     if (!(await isPlainDir(depsDir, depsRel))) continue;
-    if (!(await isMountable(treeDir, under(ws, m)))) {
+    if (!(await isMountPoint(treeDir, under(ws, m), 'node_modules'))) {
       notes?.(`lspd: ${treeRel} in the tree is a link or a file; the fetched packages are not served there`);
       continue;
     }
@@ -124,16 +124,4 @@ export function npmHint(output: string): string | undefined {
   }
   if (/ENOTFOUND|ECONNREFUSED|ETIMEDOUT|EAI_AGAIN/.test(output)) return 'the registry could not be reached.';
   return undefined;
-}
-
-/** <tree>/<dir> a plain directory whose node_modules is absent or a plain directory. */
-async function isMountable(treeDir: string, dir: string): Promise<boolean> {
-  if (!(await isPlainDir(treeDir, dir))) return false;
-  const st = await lstat(join(treeDir, dir, 'node_modules')).catch(() => undefined);
-  return st === undefined || st.isDirectory();
-}
-
-async function isRegularFile(p: string): Promise<boolean> {
-  const st = await lstat(p).catch(() => undefined);
-  return !!st && st.isFile();
 }

@@ -9,6 +9,15 @@
 // <deps>/npm/ws/<ws>/      the same for workspace dir <ws> (kept under ws/ so no
 //                          directory name can collide with `top`)
 // <deps>/npm-cache/        npm's download cache during the fetch; removed after it
+// <deps>/composer/top/, <deps>/composer/ws/<ws>/
+//                          composer.json + composer.lock copies (sanitized), and
+//                          the vendor/ composer install builds
+// <deps>/composer-cache/   composer's download cache during the fetch; removed after it
+// <deps>/python/top/, <deps>/python/ws/<ws>/
+//                          site-packages/ (pip --target: wheels only) and
+//                          report.json (what was installed, what skipped and why)
+// <deps>/python-tmp/       pip's temp dir during the fetch (wheels can outgrow the
+//                          jail's tmpfs); removed after it
 //
 // The in-jail names mirror these under /deps, as src/lsp/paths.ts lays them out
 // for sessions (DEPS_AT, GOMODCACHE_AT, npmModulesAt): keep the two in step.
@@ -21,12 +30,21 @@ import type { Toolchains } from './types.js';
 export const STATE_FILE = 'fetch.json';
 export const GO_MODCACHE_REL = 'go/pkg/mod';
 export const NPM_CACHE_REL = 'npm-cache';
+export const COMPOSER_CACHE_REL = 'composer-cache';
+export const PYTHON_TMP_REL = 'python-tmp';
+/** Scratch dirs a fetcher writes during a job; removed when the job ends. */
+export const SCRATCH_DIRS = [NPM_CACHE_REL, COMPOSER_CACHE_REL, PYTHON_TMP_REL] as const;
 /** Top-level <deps> dirs the fetchers' results live in (sealed after a job, removed when over the byte bound). */
-export const OUTPUT_DIRS = ['go', 'npm'] as const;
+export const OUTPUT_DIRS = ['go', 'npm', 'composer', 'python'] as const;
 
 /** <deps>-relative dir of an npm workspace's install ('' is the tree's top). */
 export function npmRel(ws: string): string {
-  return ws === '' ? 'npm/top' : `npm/ws/${ws}`;
+  return wsRel('npm', ws);
+}
+
+/** <deps>-relative dir of `ecosystem`'s output for workspace `ws`: <eco>/top or <eco>/ws/<ws>. */
+export function wsRel(ecosystem: 'npm' | 'composer' | 'python', ws: string): string {
+  return ws === '' ? `${ecosystem}/top` : `${ecosystem}/ws/${ws}`;
 }
 
 /** Fixed in-jail paths: the same in FETCH and SERVE, so nothing in the cache records a different one. */
@@ -39,6 +57,10 @@ export interface StepContext {
   depsDir: string;
   goProxy: string;
   npmRegistry: string;
+  /** PEP 503 index pip installs wheels from. */
+  pipIndexUrl: string;
+  /** Composer repository used in place of packagist.org (and as a dist mirror when it is not packagist). */
+  composerRepo: string;
   tools: Toolchains;
   /** Notes for the caller (why a bind was skipped, …) go here, scrubbed later. */
   log: LogTail;
@@ -51,6 +73,8 @@ export interface StepSpawn {
   binds: Bind[];
   tree?: { hostDir: string; at: string };
   cwd: string;
+  /** Locked dependencies the fetcher left out before running, each named with why (StepStatus.skipped). */
+  skipped?: string[];
 }
 
 /** A mount the SERVE side should make once the fetch is done (validated: plain dirs, no links). */

@@ -24,6 +24,12 @@ export interface StepStatus extends Workspace {
   state: 'queued' | 'running' | 'done' | 'failed' | 'refused' | 'skipped';
   /** Why it was refused, failed or skipped: one sentence, no host paths. */
   reason?: string;
+  /**
+   * Done, but some locked dependencies were left out, each named with why
+   * ("only-sdist==1.0: no wheel …"): a Python requirement with no wheel, a
+   * composer package with no dist archive. Bounded; never host paths.
+   */
+  skipped?: string[];
 }
 
 /** The JSON a caller sees; fields beyond `state`/`error` are additions API.md allows. */
@@ -60,4 +66,7 @@ export interface Toolchains {
   node?: string;
   composer?: string;
   php?: string;
+  /** Debian's python3 and its pip (python3-pip): wheels only, never a build. */
+  python?: string;
+  pip?: string;
 }

@@ -41,11 +41,11 @@ export function initializeParams(row: ServerRow, wsUri: string, wsPath: string):
 }
 
 /** The answer to a server→client request (METHOD_NOT_FOUND for anything we do not serve). */
-export function answerServerRequest(row: ServerRow, workspace: string, method: string, params: unknown): unknown {
+export function answerServerRequest(row: ServerRow, workspace: string, method: string, params: unknown, settings = row.settings): unknown {
   switch (method) {
     case 'workspace/configuration': {
       const items = (params as { items?: { section?: unknown }[] } | undefined)?.items;
-      return Array.isArray(items) ? items.slice(0, 256).map((i) => settingFor(row, i?.section)) : [];
+      return Array.isArray(items) ? items.slice(0, 256).map((i) => settingFor(row, i?.section, settings)) : [];
     }
     case 'workspace/workspaceFolders': {
       const p = treeJailPath(workspace);

@@ -159,3 +159,50 @@ test('coordinate keys separate tree and external files', () => {
     'e:npm:a@1/b.js',
   );
 });
+
+test('composer vendor packages are external only when installed.json names them', async () => {
+  const installed: Record<string, Record<string, string>> = { '/src/vendor': { 'acme/greeter': '1.0.0', 'acme/odd': 'x"; rm' }, '/src/app/vendor': { 'sym/fony': 'v6.4.1' } };
+  const reads: string[] = [];
+  const r = createResolver({
+    readComposerVersion: (dir, name) => (reads.push(`${dir}:${name}`), installed[dir]?.[name]),
+  });
+  assert.deepEqual(await r('file:///src/vendor/acme/greeter/src/Greeter.php'), {
+    kind: 'external',
+    ecosystem: 'composer',
+    module: 'acme/greeter',
+    version: '1.0.0',
+    path: 'src/Greeter.php',
+    jailPath: '/src/vendor/acme/greeter/src/Greeter.php',
+  });
+  const nested = await r('/src/app/vendor/sym/fony/Component/X.php');
+  assert.equal(nested.kind === 'external' && `${nested.module}@${nested.version}:${nested.path}`, 'sym/fony@v6.4.1:Component/X.php');
+  // A version that is not one is "unknown", never passed on.
+  const odd = await r('/src/vendor/acme/odd/a.php');
+  assert.equal(odd.kind === 'external' && odd.version, 'unknown');
+  // A Go vendor dir (no installed.json names it) stays a tree path.
+  assert.deepEqual(await r('/src/vendor/github.com/x/y/z.go'), { kind: 'tree', path: 'vendor/github.com/x/y/z.go', jailPath: '/src/vendor/github.com/x/y/z.go' });
+  // Names composer could not have written are never looked up.
+  assert.equal((await r('/src/vendor/Acme/Greeter/a.php')).kind, 'tree');
+  assert.ok(!reads.some((x) => x.includes('Acme')));
+  // Without a reader (no FETCH wired) it is the tree path it is.
+  assert.equal((await resolveCoordinate('/src/vendor/acme/greeter/src/Greeter.php')).kind, 'tree');
+});
+
+test('files in a fetched site-packages belong to the distribution whose RECORD lists them', async () => {
+  const dists: Record<string, { name: string; version: string }> = { greet_lib: { name: 'greet-lib', version: '1.0.0' }, 'six.py': { name: 'six', version: '1.16.0' } };
+  const r = createResolver({ readPythonDist: (site, top) => (site === '/deps/python/top/site-packages' ? dists[top] : undefined) });
+  assert.deepEqual(await r('file:///deps/python/top/site-packages/greet_lib/core.py'), {
+    kind: 'external',
+    ecosystem: 'python',
+    module: 'greet-lib',
+    version: '1.0.0',
+    path: 'greet_lib/core.py',
+    jailPath: '/deps/python/top/site-packages/greet_lib/core.py',
+  });
+  const six = await r('/deps/python/top/site-packages/six.py');
+  assert.equal(six.kind === 'external' && `${six.module}@${six.version}:${six.path}`, 'six@1.16.0:six.py');
+  // Not in any RECORD: named by its directory, version unknown.
+  const orphan = await r('/deps/python/ws/svc/site-packages/orphan/x.py');
+  assert.equal(orphan.kind === 'external' && `${orphan.module}@${orphan.version}`, 'orphan@unknown');
+  assert.deepEqual(await r('/deps/python/top/site-packages'), { kind: 'other', reason: 'malformed' });
+});

@@ -19,7 +19,13 @@
 //   installs name the package that owns the file). Its version comes from the
 //   caller's `readPackageVersion(packageDirInJail)` (this module does no I/O) and is
 //   checked before use; unknown is the literal "unknown", never a guess.
-import { DEPS_AT, GOMODCACHE_AT, TREE_AT, fileUriToJailPath, isUnder } from './paths.js';
+// - composer: `vendor/<vendor>/<package>/…` under the tree (SERVE binds the fetched
+//   vendor/ there), but only when that vendor/composer/installed.json names the
+//   package: a Go vendor/ dir or any other directory called vendor stays a tree
+//   path. Version from installed.json through the caller's `readComposerVersion`.
+// - Python: `/deps/python/…/site-packages/<top>/…`; the distribution owning <top>
+//   (and its version) from the .dist-info RECORDs, through `readPythonDist`.
+import { DEPS_AT, GOMODCACHE_AT, PYTHON_DEPS_AT, TREE_AT, fileUriToJailPath, isUnder } from './paths.js';
 
 export type MaybePromise<T> = T | Promise<T>;
 
@@ -33,8 +39,8 @@ export interface TreeCoordinate {
 
 export interface ExternalCoordinate {
   kind: 'external';
-  ecosystem: 'go' | 'npm';
-  /** Go module path or npm package name (`@scope/name`). */
+  ecosystem: 'go' | 'npm' | 'composer' | 'python';
+  /** Go module path, npm package name (`@scope/name`), composer `<vendor>/<package>` or Python distribution. */
   module: string;
   version: string;
   /** Path inside the module or package. */
@@ -62,9 +68,34 @@ export interface PendingNpm {
   packageDir: string;
 }
 
+/** A file under some vendor/<vendor>/<package>, waiting for installed.json to say whether it is one. */
+export interface PendingComposer {
+  kind: 'composer';
+  /** Innermost first: each vendor dir that could hold it, with the name and path it would have. */
+  candidates: { vendorDir: string; module: string; path: string }[];
+  jailPath: string;
+  /** What it is when no installed.json names it. */
+  fallback: TreeCoordinate | OtherCoordinate;
+}
+
+/** A file in a fetched site-packages, waiting for its distribution. */
+export interface PendingPython {
+  kind: 'python';
+  /** In-jail site-packages dir. */
+  siteDir: string;
+  /** Its first path segment there (an import package, or a module file). */
+  top: string;
+  path: string;
+  jailPath: string;
+}
+
 export interface CoordinateOptions {
   /** Read `version` from `<dirInJail>/package.json`; undefined when unreadable. */
   readPackageVersion?: (dirInJail: string) => MaybePromise<string | undefined>;
+  /** The version `<vendorDirInJail>/composer/installed.json` records for package `name`; undefined when it names none. */
+  readComposerVersion?: (vendorDirInJail: string, name: string) => MaybePromise<string | undefined>;
+  /** The distribution whose RECORD in `siteDirInJail` lists files under `top`. */
+  readPythonDist?: (siteDirInJail: string, top: string) => MaybePromise<{ name: string; version: string } | undefined>;
 }
 
 const other = (reason: OtherReason): OtherCoordinate => ({ kind: 'other', reason });
@@ -73,6 +104,12 @@ const GO_PATH_CHARS = /^[A-Za-z0-9._~/+-]+$/;
 const GO_VERSION = /^v[0-9A-Za-z.+-]{1,127}$/;
 const NPM_NAME_PART = /^[A-Za-z0-9~-][A-Za-z0-9._~-]{0,213}$/;
 const NPM_VERSION = /^[0-9A-Za-z.+-]{1,64}$/;
+/** Composer's package name rule (https://getcomposer.org/doc/04-schema.md#name), one side of the slash. */
+const COMPOSER_NAME_PART = /^[a-z0-9](?:[_.-]?[a-z0-9]+|-{2}[a-z0-9]+)*$/;
+const COMPOSER_VERSION = /^[0-9A-Za-z][0-9A-Za-z.+_-]{0,127}$/;
+/** PEP 508 distribution names; PEP 440 versions (plus local labels). */
+const PY_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,126}[A-Za-z0-9])?$/;
+const PY_VERSION = /^[0-9A-Za-z][0-9A-Za-z.+!_-]{0,63}$/;
 
 /**
  * Undo Go's case escaping (`!x` → `X`). undefined for an invalid escape: a `!` not
@@ -130,11 +167,31 @@ function classifyNpm(p: string, segs: string[], nm: number): PendingNpm | OtherC
   };
 }
 
+/** vendor/<vendor>/<package>/<file…> candidates in a tree path, innermost vendor dir first. */
+function composerCandidates(segs: string[]): PendingComposer['candidates'] {
+  const out: PendingComposer['candidates'] = [];
+  for (let i = segs.length - 4; i >= 1; i--) {
+    if (segs[i] !== 'vendor') continue;
+    const [v, pkg] = [segs[i + 1]!, segs[i + 2]!];
+    if (!COMPOSER_NAME_PART.test(v) || !COMPOSER_NAME_PART.test(pkg)) continue;
+    out.push({ vendorDir: '/' + segs.slice(0, i + 1).join('/'), module: `${v}/${pkg}`, path: segs.slice(i + 3).join('/') });
+  }
+  return out;
+}
+
+function classifyPython(p: string): PendingPython | OtherCoordinate {
+  const segs = p.slice(1).split('/');
+  const site = segs.indexOf('site-packages', PYTHON_DEPS_AT.split('/').length - 1);
+  if (site < 0) return other('outside');
+  if (site + 1 >= segs.length) return other('malformed');
+  return { kind: 'python', siteDir: '/' + segs.slice(0, site + 1).join('/'), top: segs[site + 1]!, path: segs.slice(site + 1).join('/'), jailPath: p };
+}
+
 /**
- * Everything but the npm version, synchronously. Accepts a `file:` URI or an
- * absolute in-jail path; never throws.
+ * Everything but the versions read from files, synchronously. Accepts a `file:`
+ * URI or an absolute in-jail path; never throws.
  */
-export function classify(uriOrPath: string): TreeCoordinate | ExternalCoordinate | PendingNpm | OtherCoordinate {
+export function classify(uriOrPath: string): TreeCoordinate | ExternalCoordinate | PendingNpm | PendingComposer | PendingPython | OtherCoordinate {
   if (typeof uriOrPath !== 'string') return other('malformed');
   if (!uriOrPath.startsWith('/') && !/^file:/i.test(uriOrPath)) return other('not-file');
   const p = fileUriToJailPath(uriOrPath);
@@ -144,12 +201,15 @@ export function classify(uriOrPath: string): TreeCoordinate | ExternalCoordinate
   if (!inTree && !inDeps) return other(/typeshed|\/go\/src\/|golang\.org\/toolchain/.test(p) ? 'toolchain' : 'outside');
   // Go first: a module may ship a node_modules directory, and it is still the module's file.
   if (isUnder(p, GOMODCACHE_AT)) return p === GOMODCACHE_AT ? other('malformed') : classifyGo(p);
+  if (isUnder(p, PYTHON_DEPS_AT)) return classifyPython(p);
   const segs = p.slice(1).split('/');
   const nm = segs.lastIndexOf('node_modules');
   if (nm >= 0) return classifyNpm(p, segs, nm);
   if (inTree) {
     const rel = p.slice(TREE_AT.length + 1);
-    return rel === '' ? other('malformed') : { kind: 'tree', path: rel, jailPath: p };
+    const tree: TreeCoordinate | OtherCoordinate = rel === '' ? other('malformed') : { kind: 'tree', path: rel, jailPath: p };
+    const candidates = composerCandidates(segs);
+    return candidates.length > 0 ? { kind: 'composer', candidates, jailPath: p, fallback: tree } : tree;
   }
   return other('outside');
 }
@@ -163,6 +223,34 @@ async function versionOf(dir: string, opts: CoordinateOptions): Promise<string> 
   } catch {
     return 'unknown';
   }
+}
+
+/** The first candidate an installed.json names, as an external coordinate; else the fallback. */
+async function resolveComposer(c: PendingComposer, opts: CoordinateOptions): Promise<Coordinate> {
+  for (const cand of opts.readComposerVersion ? c.candidates : []) {
+    let v: string | undefined;
+    try {
+      v = await opts.readComposerVersion!(cand.vendorDir, cand.module);
+    } catch {
+      v = undefined;
+    }
+    if (v === undefined) continue;
+    return { kind: 'external', ecosystem: 'composer', module: cand.module, version: typeof v === 'string' && COMPOSER_VERSION.test(v) ? v : 'unknown', path: cand.path, jailPath: c.jailPath };
+  }
+  return c.fallback;
+}
+
+async function resolvePython(c: PendingPython, opts: CoordinateOptions): Promise<Coordinate> {
+  let d: { name: string; version: string } | undefined;
+  try {
+    d = await opts.readPythonDist?.(c.siteDir, c.top);
+  } catch {
+    d = undefined;
+  }
+  const name = d && typeof d.name === 'string' && PY_NAME.test(d.name) ? d.name : c.top.replace(/\.pyi?$/, '');
+  if (!PY_NAME.test(name)) return other('malformed');
+  const version = d && typeof d.version === 'string' && PY_VERSION.test(d.version) ? d.version : 'unknown';
+  return { kind: 'external', ecosystem: 'python', module: name, version, path: c.path, jailPath: c.jailPath };
 }
 
 /** Resolve one URI or path to its coordinate. */
@@ -182,7 +270,9 @@ export function createResolver(opts: CoordinateOptions = {}): (uriOrPath: string
     if (hit) return hit;
     const c = classify(uriOrPath);
     let out: Promise<Coordinate>;
-    if (c.kind !== 'npm') out = Promise.resolve(c);
+    if (c.kind === 'composer') out = resolveComposer(c, opts);
+    else if (c.kind === 'python') out = resolvePython(c, opts);
+    else if (c.kind !== 'npm') out = Promise.resolve(c);
     else {
       let v = versions.get(c.packageDir);
       if (!v) versions.set(c.packageDir, (v = versionOf(c.packageDir, opts)));

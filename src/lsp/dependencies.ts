@@ -31,9 +31,9 @@ export type DependencyNote = {
   error?: string;
 } & Record<string, unknown>;
 
-const PYTHON_NEVER = 'Python dependencies are never fetched: pip and Python build backends run package code, which FETCH never does; only the standard library (typeshed) resolves.';
-
 const unsettled = (s: StepStatus['state']) => s === 'queued' || s === 'running';
+/** Skipped dependencies named in one answer (GET on the root names them all). */
+const MAX_SKIPPED_NOTED = 20;
 
 /**
  * Is the root fetching (or about to fetch) what `row` reads? Until the whole job
@@ -69,19 +69,21 @@ export async function awaitDependencies(src: DependencySource | undefined, key: 
   }
 }
 
-/** The read-only dependency binds and env for a new session of `row` on this root. */
-export function dependencyMounts(src: DependencySource | undefined, key: RootKey, row: ServerRow): { depBinds: Bind[]; depEnv: Record<string, string> } {
+/** The read-only dependency binds, env and settings for a new session of `row` on this root. */
+export function dependencyMounts(
+  src: DependencySource | undefined,
+  key: RootKey,
+  row: ServerRow,
+): { depBinds: Bind[]; depEnv: Record<string, string>; depSettings?: Readonly<Record<string, unknown>> } {
   if (!src) return { depBinds: [], depEnv: {} };
-  return { depBinds: src.serveBinds(key, TREE_AT), depEnv: row.ecosystem ? src.serveEnv(key, row.ecosystem) : {} };
+  const depBinds = src.serveBinds(key, TREE_AT);
+  const depSettings = row.dependencySettings?.(depBinds);
+  return { depBinds, depEnv: row.ecosystem ? src.serveEnv(key, row.ecosystem) : {}, ...(depSettings ? { depSettings } : {}) };
 }
 
 /** `dependencies` for an answer by `row` on this root; undefined when lspd has no FETCH phase wired. */
 export function dependencyNote(src: DependencySource | undefined, key: RootKey, row: ServerRow): DependencyNote | undefined {
   if (!src) return undefined;
-  if (row.ecosystem === 'python') {
-    const step = src.state(key).ecosystems?.find((s) => s.ecosystem === 'python' && s.reason);
-    return { state: 'refused', error: step?.reason ?? PYTHON_NEVER };
-  }
   const view = src.state(key);
   const steps = (view.ecosystems ?? []).filter((s) => s.ecosystem === row.ecosystem);
   if (steps.length === 0) {
@@ -92,7 +94,9 @@ export function dependencyNote(src: DependencySource | undefined, key: RootKey, 
   if (bad) return { state: 'failed', error: bad.reason ?? view.error ?? 'the dependency fetch did not finish' };
   const refused = steps.find((s) => s.state === 'refused');
   if (refused) return { state: 'refused', ...(refused.reason ? { error: refused.reason } : {}) };
-  return { state: 'done' };
+  // Done, but some locked dependencies could not be had (no wheel, no dist): say which.
+  const skipped = steps.flatMap((s) => s.skipped ?? []);
+  return skipped.length > 0 ? { state: 'done', skipped: skipped.slice(0, MAX_SKIPPED_NOTED) } : { state: 'done' };
 }
 
 /** Ecosystems a finished fetch brought (or failed to bring) dependencies for: their sessions restart. */

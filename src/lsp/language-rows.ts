@@ -1,18 +1,58 @@
 // The server table's rows beyond TypeScript and Python: Go, C/C++, PHP, shell,
-// and the rows for servers this image may lack (Rust, Java, Ruby), which stay in the
-// table and report unavailable with the reason. Each row carries its quirks beside
+// and the rows only the image installs (Rust, Java, Ruby: images/pins.env), which
+// stay in the table and report unavailable with the reason on a host without them. Each row carries its quirks beside
 // it: where it writes caches (always the session's private tmpfs HOME/TMPDIR), what
 // it needs of /proc, its readiness signal, and the position encodings it speaks.
 // Readiness figures are from bench/calibrate (LLM.md "Calibration").
+import { readdir } from 'node:fs/promises';
+import type { ServerAvailability } from '../health.js';
 import type { ServerRow, ServerPaths } from './server-table.js';
 import { JAIL_ENV, NODE, probeBinary, probeFiles } from './server-env.js';
-import { JAIL_HOME } from '../jail/policy.js';
+import { JAIL_HOME, JAIL_TMP } from '../jail/policy.js';
 import { CLANGD_CDB_DIR, clangdSessionFiles, fallbackFlags } from './clangd-cdb.js';
 
 /** Go's own tree in the image (golang-go); gopls runs `go list` from it. */
 export const GOROOT = '/usr/lib/go';
 
 const INTELEPHENSE_STORAGE = `${JAIL_HOME}/intelephense`;
+/** The newest clangd Debian bookworm packages (images/pins.env DEB_CLANGD_16). */
+export const CLANGD = '/usr/bin/clangd-16';
+/** Debian's JDK 17 (IMAGE_DEB_OPENJDK_17_JDK_HEADLESS), by its real path. */
+export const JAVA = '/usr/lib/jvm/java-17-openjdk-amd64/bin/java';
+/** Where the Dockerfile unpacks jdtls and installs ruby-lsp's gems (under /usr: the jail binds it). */
+export const JDTLS_HOME = '/usr/local/share/jdtls';
+export const RUBY_LSP_HOME = '/usr/local/lib/ruby-lsp';
+/** Why the image-only rows are absent on a host: said by /readyz. */
+const IMAGE_ONLY = 'is installed by the image only: images/pins.env pins its release and sha256, and this host cannot download it';
+
+/** Nothing of the tree runs: no build tool import, no autobuild (annotation processors). */
+const JDTLS_SETTINGS = {
+  java: {
+    import: { gradle: { enabled: false, wrapper: { enabled: false } }, maven: { enabled: false }, generatesMetadataFilesAtProjectRoot: false },
+    autobuild: { enabled: false },
+    configuration: { updateBuildConfiguration: 'disabled' },
+    maven: { downloadSources: false },
+    telemetry: { enabled: false },
+  },
+};
+
+/** jdtls: the JDK and the unpacked release; its version from the core plugin's file name. */
+async function probeJdtls(): Promise<ServerAvailability> {
+  const absent = { available: false, reason: `not installed (jdtls ${IMAGE_ONLY})` };
+  const jdk = await probeBinary({ path: JAVA, debianPackage: 'openjdk-17-jdk-headless', absent: '' });
+  if (!jdk.available || !(await probeFiles([`${JDTLS_HOME}/launcher.jar`, `${JDTLS_HOME}/config_linux/config.ini`])).available) return absent;
+  const core = (await readdir(`${JDTLS_HOME}/plugins`).catch(() => [] as string[])).map((f) => /^org\.eclipse\.jdt\.ls\.core_(\d+\.\d+\.\d+)/.exec(f)?.[1]).find(Boolean);
+  return { available: true, ...(core ? { version: `${core} (JDK ${jdk.version ?? '17'})` } : {}) };
+}
+
+/** ruby-lsp: Ruby and the installed gems; its version from the gem's specification file. */
+async function probeRubyLsp(): Promise<ServerAvailability> {
+  const absent = { available: false, reason: `not installed (ruby-lsp ${IMAGE_ONLY})` };
+  if (!(await probeBinary({ path: `${RUBY_LSP_HOME}/bin/ruby-lsp`, absent: '' })).available) return absent;
+  if (!(await probeBinary({ path: '/usr/bin/ruby', absent: '' })).available) return absent;
+  const spec = (await readdir(`${RUBY_LSP_HOME}/specifications`).catch(() => [] as string[])).map((f) => /^ruby-lsp-(\d[\w.]*)\.gemspec$/.exec(f)?.[1]).find(Boolean);
+  return { available: true, ...(spec ? { version: spec } : {}) };
+}
 
 export function languageRows(p: ServerPaths): ServerRow[] {
   const at = (rel: string) => `${p.nodeModulesAt}/${rel}`;
@@ -59,7 +99,8 @@ export function languageRows(p: ServerPaths): ServerRow[] {
       probe: () => probeBinary({ path: '/usr/bin/gopls', debianPackage: 'gopls', absent: 'not installed (gopls missing; images/pins.env pins the Debian package)' }),
     },
     {
-      // clangd 14. Quirks:
+      // clangd 16 (Debian's clangd-16; bookworm's default clangd is 14: bench/calibrate
+      // measured 16 no slower to a right answer, LLM.md "Calibration"). Quirks:
       // - compile commands: every session gets a compile_commands.json generated
       //   into its private HOME (clangd-cdb.ts, --compile-commands-dir): a copy of
       //   the workspace's own (or build/'s) when it has one, rebased from the CI
@@ -75,10 +116,10 @@ export function languageRows(p: ServerPaths): ServerRow[] {
       //   begins only once the first file is opened, after the moment a progress
       //   check would look: so wait for the opened file's diagnostics (its AST is
       //   built; the index has begun) and then for the progress to close.
-      // - positions: UTF-16 (clangd 14 predates LSP 3.17 position encodings).
+      // - positions: UTF-16 (the encoding lspd's callers speak; no conversion needed).
       name: 'clangd',
       languages: ['c', 'cpp'],
-      argv: ['/usr/bin/clangd', `--compile-commands-dir=${CLANGD_CDB_DIR}`, '--background-index', '--log=error', '--pch-storage=memory', '--header-insertion=never', '-j=2'],
+      argv: [CLANGD, `--compile-commands-dir=${CLANGD_CDB_DIR}`, '--background-index', '--log=error', '--pch-storage=memory', '--header-insertion=never', '-j=2'],
       env: { ...JAIL_ENV },
       rootMarkers: ['compile_commands.json', 'compile_flags.txt'],
       sessionFiles: (ws) => clangdSessionFiles(ws),
@@ -86,7 +127,7 @@ export function languageRows(p: ServerPaths): ServerRow[] {
       readiness: { kind: 'documentDiagnostics' },
       encodings: ['utf-16'],
       maxInFlight: 16,
-      probe: () => probeBinary({ path: '/usr/bin/clangd', debianPackage: 'clangd', absent: 'not installed (clangd missing; images/pins.env pins the Debian package)' }),
+      probe: () => probeBinary({ path: CLANGD, debianPackage: 'clangd-16', absent: 'not installed (clangd-16 missing; images/pins.env pins the Debian package)' }),
     },
     {
       // intelephense 1.18.5 (npm). Quirks:
@@ -150,8 +191,8 @@ export function languageRows(p: ServerPaths): ServerRow[] {
       probe: () => probeFiles([host('bash-language-server/out/cli.js'), '/usr/bin/shellcheck'], host('bash-language-server/package.json')),
     },
     {
-      // rust-analyzer, pinned by the Dockerfile (release and sha256) at
-      // /usr/local/bin. Build scripts and proc macros off: both run the tree's code.
+      // rust-analyzer, installed by the image only (images/pins.env: release and
+      // sha256) at /usr/local/bin. Build scripts and proc macros off: both run the tree's code.
       // Cargo's registry would be the FETCH phase's (cargo fetch), not yet built.
       name: 'rust-analyzer',
       languages: ['rust'],
@@ -169,33 +210,74 @@ export function languageRows(p: ServerPaths): ServerRow[] {
       encodings: ['utf-16', 'utf-8'],
       maxInFlight: 16,
       probe: () =>
-        probeBinary({ path: '/usr/local/bin/rust-analyzer', absent: 'rust-analyzer cannot be installed from the registries this host reaches; the Dockerfile pins it' }),
+        probeBinary({ path: '/usr/local/bin/rust-analyzer', absent: `not installed (rust-analyzer ${IMAGE_ONLY})` }),
     },
     {
-      // Eclipse JDT LS, when an image provides /usr/bin/jdtls (Debian bookworm has
-      // no package). Its workspace data dir (-data) belongs in the private HOME.
+      // Eclipse JDT LS 1.39.0 on Debian's JDK 17, installed by the image only
+      // (images/pins.env: the dated milestone tarball, checked against its sha256,
+      // under /usr/local/share/jdtls). Run by java directly, not its python wrapper.
+      // Quirks:
+      // - configuration area: the shipped config_linux is read-only in the jail, so it
+      //   is the shared (cascaded, read-only) area and the writable one is in the
+      //   jail's tmp (-configuration); the workspace data dir (-data) is in the
+      //   private HOME. Both go with the session.
+      // - nothing of the tree runs: Gradle import (build scripts, the wrapper's
+      //   download) and Maven import (plugins) are off, and so is the autobuild,
+      //   which would run annotation processors a tree's .factorypath names.
+      // - java is named by its real path: /usr/bin/java is a link through
+      //   /etc/alternatives, which the jail does not bind.
       name: 'jdtls',
       languages: ['java'],
-      argv: ['/usr/bin/jdtls', '-data', `${JAIL_HOME}/jdtls-data`],
+      argv: [
+        JAVA,
+        '-Declipse.application=org.eclipse.jdt.ls.core.id1',
+        '-Dosgi.bundles.defaultStartLevel=4',
+        '-Declipse.product=org.eclipse.jdt.ls.core.product',
+        '-Dosgi.checkConfiguration=true',
+        `-Dosgi.sharedConfiguration.area=${JDTLS_HOME}/config_linux`,
+        '-Dosgi.sharedConfiguration.area.readOnly=true',
+        '-Dosgi.configuration.cascaded=true',
+        '-Dlog.level=ERROR',
+        '-Xmx1G',
+        '--add-modules=ALL-SYSTEM',
+        '--add-opens',
+        'java.base/java.util=ALL-UNNAMED',
+        '--add-opens',
+        'java.base/java.lang=ALL-UNNAMED',
+        '-jar',
+        `${JDTLS_HOME}/launcher.jar`,
+        '-configuration',
+        `${JAIL_TMP}/jdtls-config`,
+        '-data',
+        `${JAIL_HOME}/jdtls-data`,
+      ],
       env: { ...JAIL_ENV },
       rootMarkers: ['pom.xml', 'build.gradle', 'build.gradle.kts', '.project'],
+      initializationOptions: { settings: JDTLS_SETTINGS },
+      settings: JDTLS_SETTINGS,
       readiness: { kind: 'progress' },
       encodings: ['utf-16'],
       maxInFlight: 16,
-      probe: () => probeBinary({ path: '/usr/bin/jdtls', absent: 'not installed (no jdtls in this image: Debian bookworm has no package of it)' }),
+      probe: () => probeJdtls(),
     },
     {
-      // ruby-lsp, when an image provides it. It must never shell out to bundler
-      // (which would run the tree's Gemfile): BUNDLE_GEMFILE points at nothing.
+      // ruby-lsp 0.23.11 and its gems on Debian's Ruby 3.1, installed by the image only
+      // (images/pins.env: each .gem checked against its sha256, installed with no
+      // resolution under /usr/local/lib/ruby-lsp). Quirks:
+      // - BUNDLE_GEMFILE names the image's empty Gemfile: unset, ruby-lsp composes a
+      //   bundle from the tree's Gemfile in <tree>/.ruby-lsp and runs `bundle install`
+      //   (the tree's gems' code, the network). So there is no bundle install, and
+      //   the tree's own gems do not resolve.
+      // - GEM_PATH is the image's gems, read-only; GEM_HOME the private HOME.
       name: 'ruby-lsp',
       languages: ['ruby'],
-      argv: ['/usr/local/bin/ruby-lsp'],
-      env: { ...JAIL_ENV, BUNDLE_GEMFILE: '/dev/null', GEM_HOME: `${JAIL_HOME}/gems` },
+      argv: [`${RUBY_LSP_HOME}/bin/ruby-lsp`],
+      env: { ...JAIL_ENV, GEM_PATH: RUBY_LSP_HOME, GEM_HOME: `${JAIL_HOME}/gems`, BUNDLE_GEMFILE: `${RUBY_LSP_HOME}/Gemfile` },
       rootMarkers: ['Gemfile', '.ruby-version'],
       readiness: { kind: 'progress' },
       encodings: ['utf-16'],
       maxInFlight: 16,
-      probe: () => probeBinary({ path: '/usr/local/bin/ruby-lsp', absent: 'not installed (no ruby-lsp in this image: it is a gem, and no pinned Ruby toolchain is installed)' }),
+      probe: () => probeRubyLsp(),
     },
   ];
 }

@@ -15,6 +15,10 @@
 //                             name can collide with `top`). The jail may also bind it
 //                             over /src/<workspace>/node_modules so Node resolution
 //                             finds it; coordinates.ts resolves either place.
+//   /src/<workspace>/vendor   what `composer install` built (bound over the tree,
+//                             where intelephense indexes it).
+//   /deps/python/top/site-packages, /deps/python/ws/<workspace>/site-packages
+//                             the wheels pip installed; pyright's extra paths.
 // Which coordinates a path under /deps has is decided by the ecosystem resolvers in
 // coordinates.ts, not here.
 //
@@ -28,6 +32,7 @@ export const DEPS_AT = '/deps';
 export const GOPATH_AT = `${DEPS_AT}/go`;
 export const GOMODCACHE_AT = `${GOPATH_AT}/pkg/mod`;
 export const NPM_DEPS_AT = `${DEPS_AT}/npm`;
+export const PYTHON_DEPS_AT = `${DEPS_AT}/python`;
 
 /** URIs and paths longer than this are refused: no real file has one, and it bounds work. */
 export const MAX_PATH_CHARS = 4096;

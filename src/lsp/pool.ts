@@ -35,6 +35,8 @@ export interface SessionSpec {
   depBinds?: readonly Bind[];
   /** Their environment for this row's server (FetchManager.serveEnv). */
   depEnv?: Readonly<Record<string, string>>;
+  /** The row's settings with them (row.dependencySettings), when it has such. */
+  depSettings?: Readonly<Record<string, unknown>>;
 }
 
 export interface Lease {
@@ -130,6 +132,7 @@ export class SessionPool {
       treeHostDir: spec.treeHostDir,
       ...(spec.depBinds ? { depBinds: spec.depBinds } : {}),
       ...(spec.depEnv ? { depEnv: spec.depEnv } : {}),
+      ...(spec.depSettings ? { depSettings: spec.depSettings } : {}),
       ...(this.deps.sessionFilesDir ? { sessionFilesDir: this.deps.sessionFilesDir } : {}),
     });
     this.sessions.set(key, s);

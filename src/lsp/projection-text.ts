@@ -173,7 +173,7 @@ export async function projectSymbols(raw: unknown, ctx: SymbolsContext): Promise
   let flat = flatten(Array.isArray(raw) ? raw : []);
   const q = ctx.query?.toLowerCase();
   if (q) flat = flat.filter((s) => matches(s, q));
-  const resolve = createResolver({ readPackageVersion: ctx.readPackageVersion });
+  const resolve = createResolver(ctx);
   const coords: Coordinate[] = await Promise.all(
     flat.map((s) => (s.uri === undefined ? (ctx.document ?? { kind: 'other' as const, reason: 'malformed' as const }) : resolve(s.uri))),
   );

@@ -39,6 +39,10 @@ export interface ProjectionContext {
   readLines: ReadLines;
   /** Reads an npm package's version from its directory in the jail. */
   readPackageVersion?: CoordinateOptions['readPackageVersion'];
+  /** Reads a composer package's version from its vendor dir's installed.json. */
+  readComposerVersion?: CoordinateOptions['readComposerVersion'];
+  /** Finds the Python distribution (and version) owning a site-packages entry. */
+  readPythonDist?: CoordinateOptions['readPythonDist'];
 }
 
 export interface LocationsContext extends ProjectionContext {
@@ -156,7 +160,8 @@ const rangeKey = (r: Range) => `${r.start.line}:${r.start.character}-${r.end.lin
 /** Project a definition/typeDefinition/implementation/references result. */
 export async function projectLocations(raw: unknown, ctx: LocationsContext): Promise<LocationsAnswer> {
   const { pairs, malformed } = normalize(raw);
-  const resolve = createResolver({ readPackageVersion: ctx.readPackageVersion });
+  // The context carries the coordinate readers (CoordinateOptions).
+  const resolve = createResolver(ctx);
   const coords = await Promise.all(pairs.map(([uri]) => resolve(uri)));
   const seen = new Set<string>();
   const items: Item[] = [];

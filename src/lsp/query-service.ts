@@ -91,9 +91,10 @@ export class QueryService {
     this.cache = new ResultCache<LspAnswer>(deps.config.resultCacheEntries, deps.metrics);
   }
 
-  /** The root's dependencies changed (its fetch finished): answers given without them are forgotten. */
+  /** The root's dependencies changed (its fetch finished): answers and dependency indexes read without them are forgotten. */
   dropAnswers(rootId: string): void {
     this.cache.dropRoot(rootId);
+    this.lines.dropIndexes(rootId);
   }
 
   /** A root went away (DELETE or eviction): forget everything cached about it (the pool stops its sessions). */
@@ -236,6 +237,8 @@ export class QueryService {
         serverEncoding: session.encoding,
         readLines: this.lines.reader(w.root, dirs),
         readPackageVersion: this.lines.versionReader(dirs),
+        readComposerVersion: this.lines.composerVersionReader(w.root, dirs),
+        readPythonDist: this.lines.pythonDistReader(w.root, dirs),
       },
       scrub: this.scrubberFor(w),
       deadline: w.deadline,

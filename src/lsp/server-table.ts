@@ -12,6 +12,7 @@ import type { Language } from '../languages.js';
 import type { Bind } from '../jail/types.js';
 import type { Ecosystem } from '../fetch/types.js';
 import { JAIL_NODE_MODULES, PROJECT_DIR } from '../jail/policy.js';
+import { PYTHON_DEPS_AT } from './paths.js';
 import type { Encoding } from './encoding.js';
 import { languageRows } from './language-rows.js';
 import { JAIL_ENV, NODE, probeFiles } from './server-env.js';
@@ -77,6 +78,11 @@ export interface ServerRow {
   ecosystem?: Ecosystem;
   /** Answers to `workspace/configuration`, by section (a dotted section is looked up by path). */
   settings?: Readonly<Record<string, unknown>>;
+  /**
+   * The settings for a session that sees the root's fetched dependencies (their
+   * read-only binds), in place of `settings`; undefined: `settings` as they are.
+   */
+  dependencySettings?: (depBinds: readonly Bind[]) => Readonly<Record<string, unknown>> | undefined;
   readiness: Readiness;
   /** Position encodings offered at initialize, preferred first (LSP 3.17 general.positionEncodings). */
   encodings: readonly Encoding[];
@@ -103,6 +109,18 @@ export function defaultServerPaths(): ServerPaths {
 const TSSERVER_TS_AT = '/opt/lspd-typescript/typescript';
 
 const PYRIGHT_ANALYSIS = { typeCheckingMode: 'standard', diagnosticMode: 'openFilesOnly', autoSearchPaths: true, logLevel: 'Error' };
+
+/**
+ * pyright's settings. Pin the interpreter pyright asks for sys.path to the image's
+ * own, never a `python` a tree could put first; check what a tree's config does not
+ * say. logLevel error: its info logs are notifications each request would pay for.
+ * `extraPaths`: the fetched site-packages dirs (nothing in a Python tree says where
+ * installed packages live, so pyright is told).
+ */
+function pyrightSettings(extraPaths: string[] = []): Record<string, unknown> {
+  const analysis = extraPaths.length > 0 ? { ...PYRIGHT_ANALYSIS, extraPaths } : PYRIGHT_ANALYSIS;
+  return { python: { pythonPath: '/usr/bin/python3', analysis }, 'python.analysis': analysis, pyright: {} };
+}
 
 /** The real table. Order matters: among rows claiming a language and selected, the first wins. */
 export function defaultServerRows(p: ServerPaths): ServerRow[] {
@@ -175,16 +193,13 @@ export function defaultServerRows(p: ServerPaths): ServerRow[] {
       languages: ['python'],
       argv: [NODE, at('pyright/langserver.index.js'), '--stdio'],
       env: { ...JAIL_ENV },
-      // Python dependencies are never fetched (installers run package code): answers say so.
+      // Wheels from the tree's lock (src/fetch/python.ts), bound under /deps/python.
       ecosystem: 'python',
       rootMarkers: ['pyrightconfig.json', 'pyproject.toml', 'setup.py', 'setup.cfg'],
-      settings: {
-        // Pin the interpreter pyright asks for sys.path to the image's own, never a
-        // `python` a tree could put first; check what a tree's config does not say.
-        // logLevel error: its info logs are notifications each request would pay for.
-        python: { pythonPath: '/usr/bin/python3', analysis: PYRIGHT_ANALYSIS },
-        'python.analysis': PYRIGHT_ANALYSIS,
-        pyright: {},
+      settings: pyrightSettings(),
+      dependencySettings: (binds) => {
+        const sites = binds.filter((b) => b.at.startsWith(`${PYTHON_DEPS_AT}/`)).map((b) => b.at);
+        return sites.length > 0 ? pyrightSettings(sites) : undefined;
       },
       // Pyright holds requests until its first analysis is done, but it also opens
       // a progress token for every references request: those are not indexing.
@@ -244,8 +259,8 @@ export class ServerTable {
 }
 
 /** The value of a `workspace/configuration` item for a row: exact section, else walk a dotted path. */
-export function settingFor(row: ServerRow, section: unknown): unknown {
-  const s = row.settings;
+export function settingFor(row: ServerRow, section: unknown, settings = row.settings): unknown {
+  const s = settings;
   if (!s || typeof section !== 'string') return null;
   if (section in s) return s[section];
   let cur: unknown = s;

@@ -73,6 +73,8 @@ export interface SessionDeps {
   depBinds?: readonly Bind[];
   /** Their environment for this server (FetchManager.serveEnv: e.g. GOMODCACHE). */
   depEnv?: Readonly<Record<string, string>>;
+  /** `workspace/configuration` answers with them, in place of row.settings (pyright's extra paths). */
+  depSettings?: Readonly<Record<string, unknown>>;
   /** Host directory under which per-session generated files (row.sessionFiles) are written. */
   sessionFilesDir?: string;
 }
@@ -188,7 +190,7 @@ export class Session {
       output: proc.stdin,
       maxFrameBytes: config.maxFrameBytes,
       onNotification: (method, params) => this.onNotification(method, params),
-      onRequest: (method, params) => answerServerRequest(this.row, this.key.workspace, method, params),
+      onRequest: (method, params) => answerServerRequest(this.row, this.key.workspace, method, params, this.deps.depSettings),
       onClose: (err) => {
         if (!err) return;
         if (err instanceof FrameError) this.retire('protocol', `${row.name} broke the LSP framing: ${err.message}`);

@@ -1,10 +1,13 @@
-// The I/O behind projection's `ReadLines` and `readPackageVersion`: lines of tree
-// and dependency files, read on the host through paths.hostPathOf (which refuses
-// anything outside the root's tree and deps dirs). Roots are immutable, so files
-// are cached, bounded by count and by the bytes of text held, keyed by the root's
-// identity and generation (a re-upload under the same key has the same host paths)
-// and dropped with the root.
-import { readFile, realpath, stat } from 'node:fs/promises';
+// The I/O behind projection's `ReadLines` and the coordinate readers (npm's
+// package.json version, composer's installed.json, Python's .dist-info): lines of
+// tree and dependency files, read on the host through paths.hostPathOf (which
+// refuses anything outside the root's tree and deps dirs) and only when they
+// resolve inside them (a fetched archive may hold links). Roots are immutable, so
+// what is read is cached, bounded by count and by the bytes of text held, keyed by
+// the root's identity and generation (a re-upload under the same key has the same
+// host paths) and dropped with the root; the dependency indexes are also dropped
+// when the root's fetch ends (installed.json and site-packages appear then).
+import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 import type { FileCoordinate } from './coordinates.js';
 import { splitLines } from './encoding.js';
@@ -13,6 +16,12 @@ import { hostPathOf, type HostDirs } from './paths.js';
 
 /** Files larger than this get no previews (bundles, generated code). */
 const MAX_FILE_BYTES = 8 * 1024 * 1024;
+/** installed.json and RECORD files larger than this are not read (coordinates say "unknown"). */
+const MAX_INDEX_BYTES = 32 * 1024 * 1024;
+/** Most .dist-info dirs read in one site-packages. */
+const MAX_DISTS = 5000;
+
+type Dist = { name: string; version: string };
 
 export class TreeLines {
   private readonly files = new RootCache<string[]>({
@@ -21,6 +30,10 @@ export class TreeLines {
     sizeCalculation: (lines) => Math.max(1, lines.reduce((n, l) => n + l.length + 1, 0)),
   });
   private readonly decoder = new TextDecoder('utf-8', { fatal: true });
+  /** installed.json by root and host path: package name → version. */
+  private readonly composerIndex = new RootCache<Promise<Map<string, string>>>({ max: 64 });
+  /** site-packages by root and host path: first path segment → distribution. */
+  private readonly pythonIndex = new RootCache<Promise<Map<string, Dist>>>({ max: 64 });
 
   /** A ReadLines for one root. */
   reader(root: RootRef, dirs: HostDirs): (coord: FileCoordinate, startLine: number, count: number) => Promise<readonly string[] | undefined> {
@@ -35,6 +48,13 @@ export class TreeLines {
   /** The root went away: forget its files. */
   dropRoot(rootId: string): void {
     this.files.dropRoot(rootId);
+    this.dropIndexes(rootId);
+  }
+
+  /** The root's fetch ended: what its dependency indexes said before may be gone or new. */
+  dropIndexes(rootId: string): void {
+    this.composerIndex.dropRoot(rootId);
+    this.pythonIndex.dropRoot(rootId);
   }
 
   /** The `version` of an npm package directory (in-jail path), for `external` coordinates. */
@@ -49,6 +69,79 @@ export class TreeLines {
         return undefined;
       }
     };
+  }
+
+  /** The version composer recorded for `name` in `<vendorDirInJail>/composer/installed.json`; undefined when not there. */
+  composerVersionReader(root: RootRef, dirs: HostDirs): (vendorDirInJail: string, name: string) => Promise<string | undefined> {
+    return async (vendorDirInJail, name) => {
+      const host = hostPathOf(`${vendorDirInJail}/composer/installed.json`, dirs);
+      if (host === undefined) return undefined;
+      let index = this.composerIndex.get(root, host);
+      if (!index) this.composerIndex.set(root, host, (index = this.readInstalledJson(host, dirs)));
+      return (await index).get(name);
+    };
+  }
+
+  /** The distribution in `siteDirInJail` whose RECORD lists files under `top`. */
+  pythonDistReader(root: RootRef, dirs: HostDirs): (siteDirInJail: string, top: string) => Promise<Dist | undefined> {
+    return async (siteDirInJail, top) => {
+      const host = hostPathOf(siteDirInJail, dirs);
+      if (host === undefined) return undefined;
+      let index = this.pythonIndex.get(root, host);
+      if (!index) this.pythonIndex.set(root, host, (index = this.readDistInfos(host, dirs)));
+      return (await index).get(top);
+    };
+  }
+
+  /** Composer 2's {packages: [...]} or Composer 1's bare array. */
+  private async readInstalledJson(host: string, dirs: HostDirs): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    const text = await this.readSmall(host, dirs);
+    if (text === undefined) return out;
+    try {
+      const j = JSON.parse(text) as unknown;
+      const list = Array.isArray(j) ? j : (j as { packages?: unknown }).packages;
+      for (const p of Array.isArray(list) ? list : []) {
+        const { name, version } = (p ?? {}) as { name?: unknown; version?: unknown };
+        if (typeof name === 'string' && typeof version === 'string') out.set(name, version);
+      }
+    } catch {
+      /* not JSON: nothing is named */
+    }
+    return out;
+  }
+
+  /** Every <name>-<version>.dist-info: its METADATA's Name/Version, mapped from the first segment of each RECORD path. */
+  private async readDistInfos(siteHost: string, dirs: HostDirs): Promise<Map<string, Dist>> {
+    const out = new Map<string, Dist>();
+    const names = await readdir(siteHost).catch(() => [] as string[]);
+    for (const info of names.filter((n) => n.endsWith('.dist-info')).slice(0, MAX_DISTS)) {
+      const meta = await this.readSmall(join(siteHost, info, 'METADATA'), dirs);
+      const fromDir = /^(.+?)-([^-]+)\.dist-info$/.exec(info);
+      const name = (meta && /^Name:\s*(.+?)\s*$/m.exec(meta)?.[1]) ?? fromDir?.[1];
+      const version = (meta && /^Version:\s*(.+?)\s*$/m.exec(meta)?.[1]) ?? fromDir?.[2];
+      if (!name || !version) continue;
+      const record = await this.readSmall(join(siteHost, info, 'RECORD'), dirs);
+      for (const line of (record ?? '').split('\n')) {
+        const top = line.split(',', 1)[0]!.split('/', 1)[0]!;
+        // The dist's own metadata, scripts (bin/) and pip's relative paths outside the target are not import packages.
+        if (top === '' || top === '..' || top === 'bin' || top.endsWith('.dist-info') || top === '__pycache__') continue;
+        if (!out.has(top)) out.set(top, { name, version });
+      }
+    }
+    return out;
+  }
+
+  /** A small text file that resolves inside the root's dirs, or undefined. */
+  private async readSmall(host: string, dirs: HostDirs): Promise<string | undefined> {
+    if (!(await staysInside(host, dirs))) return undefined;
+    try {
+      const st = await stat(host);
+      if (!st.isFile() || st.size > MAX_INDEX_BYTES) return undefined;
+      return await readFile(host, 'utf8');
+    } catch {
+      return undefined;
+    }
   }
 
   /** Read a file once (it never changes): only if it resolves inside the root's dirs. */

@@ -3,7 +3,7 @@
 // canary run, and a root store reduced to the FetchStore slice (tree and deps dirs
 // under the data dir, removal listeners). The jail is never mocked: when the host
 // cannot confine, `skipReason` says why and the tests skip saying so.
-import { chmodSync, cpSync, mkdirSync, rmSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig, type Config } from '../../src/config.js';
 import { FetchManager, type FetchManagerOptions } from '../../src/fetch/fetch-manager.js';
@@ -72,6 +72,12 @@ export function scratchDir(prefix: string): string {
   chmodSync(d, 0o755);
   scratch.push(d);
   return d;
+}
+
+/** Every file under `dir` (relative paths), to prove what a fetch did not leave behind. */
+export function filesUnder(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => statSync(join(dir, f)).isFile());
 }
 
 let n = 0;

@@ -102,7 +102,12 @@ export function realRows(): ServerRow[] {
 
 /** Zero-based position of the first `needle` in a fixture file (+ offset into it). */
 export function position(fixture: string, path: string, needle: string, offset = 0): { line: number; character: number } {
-  const text = readFileSync(join(fixturesDir, fixture, path), 'utf8');
+  return positionIn(join(fixturesDir, fixture), path, needle, offset);
+}
+
+/** The same in a file of any directory (a tree a test built). */
+export function positionIn(dir: string, path: string, needle: string, offset = 0): { line: number; character: number } {
+  const text = readFileSync(join(dir, path), 'utf8');
   const i = text.indexOf(needle);
   if (i < 0) throw new Error(`${JSON.stringify(needle)} not in ${path}`);
   const before = text.slice(0, i + offset).split('\n');

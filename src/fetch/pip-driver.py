@@ -1,0 +1,368 @@
+# lspd's Python fetcher, run inside the FETCH jail as
+#   /usr/bin/python3 -I -B pip-driver.py --workspace DIR --target DIR --report FILE --index-url URL
+# (src/fetch/python.ts builds that argv and reads the report).
+#
+# Wheels only: a wheel is an archive, and installing one runs none of its code; an
+# sdist would have to be built, which runs its setup.py or build backend. So every
+# requirement comes from a lock the tree already has, pinned to one version, and is
+# installed with `pip install --only-binary=:all: --no-deps --target`:
+# - --only-binary=:all: pip never downloads an sdist, let alone builds one. A
+#   requirement with no wheel for this platform is skipped and named in the report.
+# - --no-deps: the lock is the whole set; pip resolves nothing of its own.
+# - hashes in the lock are passed as --hash, and pip checks them (--require-hashes
+#   for the requirements that have them; a mismatch fails the fetch).
+# - the tree's requirement lines are never handed to pip as they are: a requirements
+#   file can carry --index-url, --find-links, -e, URLs and paths. Each line is
+#   parsed here and re-written as `name==version ; marker --hash=...`, or skipped.
+# - -I (isolated): neither the tree (cwd) nor the script's dir is on sys.path, so a
+#   `pip/` directory in the tree is never imported; --isolated and PIP_CONFIG_FILE
+#   keep pip from reading any configuration but this command line.
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+try:
+    import tomllib
+except ImportError:  # Python < 3.11: TOML locks are refused with a reason
+    tomllib = None
+
+MAX_REQUIREMENTS = 5000
+MAX_LOCK_BYTES = 64 * 1024 * 1024
+MAX_INCLUDE_DEPTH = 5
+
+NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,198}[A-Za-z0-9])?$")
+VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+!_-]{0,63}$")
+HASH = re.compile(r"^(sha256|sha384|sha512):[0-9a-fA-F]{64,128}$")
+# Environment markers as PEP 508 writes them; anything else is not passed to pip.
+MARKER = re.compile(r"""^[A-Za-z0-9_ .'"<>=!~(),*+-]{1,400}$""")
+PINNED = re.compile(
+    r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?P<extras>\[[^\]]*\])?\s*(?P<op>===|==)\s*(?P<version>[^\s;,]+)\s*(?:;\s*(?P<marker>.*))?$"
+)
+REQUIREMENTS_FILE = re.compile(r"^requirements[\w.-]*\.txt$")
+
+NO_WHEEL = "no wheel of this version for this platform on the index (an sdist is never built)"
+
+
+def norm(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+class Plan:
+    def __init__(self):
+        self.reqs = []  # dicts: name, version, hashes, marker
+        self.skipped = []  # "display: reason"
+        self.notes = []
+        self._seen = set()
+
+    def add(self, name, version, hashes=(), marker=None, where=""):
+        if not isinstance(name, str) or not NAME.match(name):
+            self.skip(repr(name)[:80], "not a valid distribution name")
+            return
+        if not isinstance(version, str) or not VERSION.match(version) or "*" in version:
+            self.skip(name, "not pinned to one version" + where)
+            return
+        hashes = [h for h in hashes if isinstance(h, str) and HASH.match(h)]
+        if marker is not None and (not isinstance(marker, str) or not MARKER.match(marker) or "--" in marker):
+            self.skip(f"{name}=={version}", "its environment marker could not be read")
+            return
+        key = norm(name)
+        if key in self._seen:
+            return  # the first lock entry for a name wins (default before develop, requirements.txt first)
+        if len(self.reqs) >= MAX_REQUIREMENTS:
+            self.skip(f"{name}=={version}", f"more than {MAX_REQUIREMENTS} requirements")
+            return
+        self._seen.add(key)
+        self.reqs.append({"name": name, "version": version, "hashes": hashes, "marker": marker})
+
+    def skip(self, what, reason):
+        self.skipped.append(f"{what}: {reason}")
+
+
+def read_text(path):
+    st = os.lstat(path)
+    if not os.path.isfile(path) or os.path.islink(path):
+        raise ValueError(f"{os.path.basename(path)} is not a regular file")
+    if st.st_size > MAX_LOCK_BYTES:
+        raise ValueError(f"{os.path.basename(path)} is larger than {MAX_LOCK_BYTES} bytes")
+    with open(path, "rb") as f:
+        return f.read().decode("utf-8", errors="replace")
+
+
+# --- lock readers -------------------------------------------------------------
+
+
+def from_uv_lock(plan, path):
+    data = tomllib.loads(read_text(path))
+    for pkg in data.get("package", []):
+        if not isinstance(pkg, dict):
+            continue
+        name, version, source = pkg.get("name"), pkg.get("version"), pkg.get("source") or {}
+        if not isinstance(source, dict) or "registry" not in source:
+            # The project itself (editable/virtual) is the tree; git, url and path
+            # sources are not on an index and could only be built.
+            kind = next(iter(source), "unknown") if isinstance(source, dict) else "unknown"
+            if kind not in ("editable", "virtual"):
+                plan.skip(str(name), f"from a {kind} source, not an index")
+            continue
+        hashes = [w.get("hash") for w in pkg.get("wheels", []) if isinstance(w, dict)]
+        sdist = pkg.get("sdist")
+        if isinstance(sdist, dict):
+            hashes.append(sdist.get("hash"))
+        plan.add(name, version, hashes)
+
+
+def from_poetry_lock(plan, path):
+    data = tomllib.loads(read_text(path))
+    legacy_files = (data.get("metadata") or {}).get("files") or {}
+    for pkg in data.get("package", []):
+        if not isinstance(pkg, dict):
+            continue
+        name, version = pkg.get("name"), pkg.get("version")
+        source = pkg.get("source")
+        if isinstance(source, dict) and source.get("type") in ("git", "directory", "file", "url"):
+            plan.skip(f"{name}=={version}", f"from a {source.get('type')} source, not an index")
+            continue
+        files = pkg.get("files") or legacy_files.get(name) or []
+        hashes = [f.get("hash") for f in files if isinstance(f, dict)]
+        marker = pkg.get("markers") if isinstance(pkg.get("markers"), str) else None
+        plan.add(name, version, hashes, marker)
+
+
+def from_pipfile_lock(plan, path):
+    data = json.loads(read_text(path))
+    for section in ("default", "develop"):
+        entries = data.get(section) or {}
+        if not isinstance(entries, dict):
+            continue
+        for name, e in entries.items():
+            if not isinstance(e, dict):
+                continue
+            if any(k in e for k in ("git", "hg", "svn", "path", "file", "editable")):
+                plan.skip(str(name), "not from an index (a VCS, path or URL entry)")
+                continue
+            version = e.get("version")
+            if isinstance(version, str) and version.startswith("=="):
+                version = version[2:]
+            else:
+                plan.skip(str(name), "not pinned to one version")
+                continue
+            plan.add(name, version, e.get("hashes") or [], e.get("markers"))
+
+
+def logical_lines(text):
+    """Requirement-file lines with comments removed and `\\` continuations joined (pip's rules)."""
+    buf = ""
+    for raw in text.splitlines():
+        line = re.sub(r"(^|\s+)#.*$", "", raw)
+        if line.endswith("\\"):
+            buf += line[:-1] + " "
+            continue
+        yield (buf + line).strip()
+        buf = ""
+    if buf.strip():
+        yield buf.strip()
+
+
+def from_requirements(plan, path, top, depth=0):
+    where = f" (in {os.path.relpath(path, top)})"
+    for line in logical_lines(read_text(path)):
+        if not line:
+            continue
+        if line.startswith("-"):
+            opt, _, arg = line.partition(" ")
+            if "=" in opt and not arg:
+                opt, _, arg = opt.partition("=")
+            arg = arg.strip()
+            if opt in ("-r", "--requirement"):
+                include(plan, path, arg, top, depth)
+            elif opt in ("-e", "--editable"):
+                plan.skip(arg or line, "an editable requirement is built from source, never fetched")
+            elif opt in ("-c", "--constraint"):
+                pass  # constraints pin nothing by themselves
+            else:
+                # --index-url, --find-links, --trusted-host, --pre, ...: the index is
+                # lspd's (LSPD_PIP_INDEX_URL), never the tree's.
+                plan.notes.append(f"ignored option line{where}: {opt}")
+            continue
+        req, hashes = split_hashes(line)
+        if "@" in req.split(";")[0] or "://" in req or req.startswith((".", "/")):
+            plan.skip(req.split(";")[0].strip()[:120], "a direct URL or path, not an index requirement")
+            continue
+        m = PINNED.match(req)
+        if not m:
+            plan.skip(req[:120], "not pinned with == to one version" + where)
+            continue
+        marker = m.group("marker")
+        plan.add(m.group("name"), m.group("version"), hashes, marker.strip() if marker else None, where)
+
+
+def split_hashes(line):
+    hashes = re.findall(r"--hash[=\s]+(\S+)", line)
+    req = re.split(r"\s--", " " + line, maxsplit=1)[0].strip()
+    return req, hashes
+
+
+def include(plan, path, arg, top, depth):
+    if depth >= MAX_INCLUDE_DEPTH or not arg or "://" in arg:
+        plan.notes.append(f"ignored include {arg!r}")
+        return
+    target = os.path.realpath(os.path.join(os.path.dirname(path), arg))
+    # Only files of the tree: nothing else is in this jail worth reading, but the
+    # report should not name anything outside it either.
+    if not target.startswith(TREE_TOP + "/") or not os.path.isfile(target):
+        plan.notes.append(f"ignored include {arg!r}: not a file of the tree")
+        return
+    from_requirements(plan, target, top, depth + 1)
+
+
+def read_plan(ws):
+    plan = Plan()
+    names = sorted(os.listdir(ws))
+    for lock, reader, needs_toml in (("uv.lock", from_uv_lock, True), ("poetry.lock", from_poetry_lock, True), ("Pipfile.lock", from_pipfile_lock, False)):
+        if lock in names:
+            if needs_toml and tomllib is None:
+                raise ValueError(f"{lock} needs Python 3.11's tomllib")
+            print(f"lspd: reading {lock}", flush=True)
+            reader(plan, os.path.join(ws, lock))
+            return plan
+    reqs = [n for n in names if REQUIREMENTS_FILE.match(n)]
+    reqs.sort(key=lambda n: (n != "requirements.txt", n))
+    for n in reqs:
+        print(f"lspd: reading {n}", flush=True)
+        from_requirements(plan, os.path.join(ws, n), ws)
+    return plan
+
+
+# --- pip ------------------------------------------------------------------------
+
+
+def line_of(r):
+    s = f"{r['name']}=={r['version']}"
+    if r["marker"]:
+        s += f" ; {r['marker']}"
+    for h in r["hashes"]:
+        s += f" --hash={h}"
+    return s
+
+
+def run_pip(args, reqs, require_hashes):
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, dir=os.environ.get("TMPDIR")) as f:
+        f.write("\n".join(line_of(r) for r in reqs) + "\n")
+        listing = f.name
+    cmd = [
+        sys.executable, "-I", "-m", "pip", "install",
+        "--isolated", "--no-input", "--disable-pip-version-check", "--no-cache-dir",
+        "--progress-bar", "off", "--no-compile", "--no-warn-script-location",
+        "--only-binary=:all:", "--no-deps",
+        "--target", args.target, "--index-url", args.index_url,
+        "--retries", "2", "--timeout", "30",
+    ]
+    if args.trusted_host:
+        cmd += ["--trusted-host", args.trusted_host]
+    if require_hashes:
+        cmd.append("--require-hashes")
+    cmd += ["-r", listing]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=os.environ.get("TMPDIR", "/tmp"))
+    out = p.stdout.decode("utf-8", errors="replace")
+    # The root warning says nothing to a caller: pip runs as an unprivileged jail uid.
+    sys.stdout.write("".join(l + "\n" for l in out.splitlines() if "Running pip as the 'root' user" not in l))
+    sys.stdout.flush()
+    os.unlink(listing)
+    return p.returncode, out
+
+
+def classify(out):
+    """(fatal, reason) for a failed pip run."""
+    if "DO NOT MATCH THE HASHES" in out or "do not match the hashes" in out:
+        return True, "a downloaded wheel does not match the hashes in the lock"
+    if re.search(r"Retrying \(Retry\(|ProxyError|Max retries exceeded|Connection refused|Tunnel connection failed", out):
+        return True, "the index could not be reached"
+    if "No matching distribution found" in out or "Could not find a version that satisfies" in out:
+        return False, NO_WHEEL
+    return True, "pip failed (see the log)"
+
+
+def failing_name(out, reqs):
+    m = re.search(r"No matching distribution found for ([A-Za-z0-9._-]+)", out)
+    if not m:
+        return None
+    want = norm(m.group(1))
+    return next((r for r in reqs if norm(r["name"]) == want), None)
+
+
+def install(args, reqs, require_hashes, report):
+    """Install `reqs` in as few pip runs as it takes: one, plus one per requirement with no wheel."""
+    pending = list(reqs)
+    while pending:
+        code, out = run_pip(args, pending, require_hashes)
+        if code == 0:
+            report["installed"] += [f"{r['name']}=={r['version']}" for r in pending]
+            return
+        fatal, reason = classify(out)
+        culprit = failing_name(out, pending) or (pending[0] if len(pending) == 1 else None)
+        if fatal:
+            report["failed"].append(f"{culprit['name']}=={culprit['version']}: {reason}" if culprit else reason)
+            return
+        if culprit is None:
+            # Not attributable to one requirement: one at a time, so each says for itself.
+            for r in pending:
+                install(args, [r], require_hashes, report)
+                if report["failed"]:
+                    return
+            return
+        report["skipped"].append(f"{culprit['name']}=={culprit['version']}: {reason}")
+        print(f"lspd: skipped {culprit['name']}=={culprit['version']}: {reason}", flush=True)
+        pending.remove(culprit)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--workspace", required=True)
+    ap.add_argument("--tree", required=True)
+    ap.add_argument("--target", required=True)
+    ap.add_argument("--report", required=True)
+    ap.add_argument("--index-url", required=True)
+    ap.add_argument("--trusted-host")
+    args = ap.parse_args()
+    global TREE_TOP
+    TREE_TOP = os.path.realpath(args.tree)
+    report = {"v": 1, "installed": [], "skipped": [], "failed": [], "notes": []}
+    try:
+        plan = read_plan(args.workspace)
+    except (ValueError, OSError) as e:
+        report["failed"].append(f"the lock could not be read: {e}")
+        write_report(args.report, report)
+        print(f"lspd: the lock could not be read: {e}", flush=True)
+        return 3
+    report["skipped"] += plan.skipped
+    report["notes"] += plan.notes
+    for s in plan.skipped:
+        print(f"lspd: skipped {s}", flush=True)
+    for n in plan.notes:
+        print(f"lspd: {n}", flush=True)
+    os.makedirs(args.target, exist_ok=True)
+    # pip's hash mode is all or nothing per run: requirements with hashes are
+    # installed in a run that requires them, the rest in a run of their own.
+    hashed = [r for r in plan.reqs if r["hashes"]]
+    plain = [r for r in plan.reqs if not r["hashes"]]
+    for group, require_hashes in ((hashed, True), (plain, False)):
+        if group and not report["failed"]:
+            install(args, group, require_hashes, report)
+    write_report(args.report, report)
+    print(f"lspd: {len(report['installed'])} installed, {len(report['skipped'])} skipped, {len(report['failed'])} failed", flush=True)
+    return 3 if report["failed"] else 0
+
+
+def write_report(path, report):
+    with open(path, "w") as f:
+        json.dump(report, f)
+
+
+TREE_TOP = "/src"
+
+if __name__ == "__main__":
+    sys.exit(main())
