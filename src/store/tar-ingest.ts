@@ -100,7 +100,7 @@ class Ingest {
       parsed.catch(() => {}); // a failure is reported through `failed` first
       await Promise.race([parsed, failed]);
       await this.writer.close();
-      this.checker.verifySymlinks();
+      await this.checker.verifySymlinksYielding();
       if (this.failure !== undefined) throw this.failure;
     } catch (err) {
       this.fail(err);
