@@ -254,7 +254,7 @@ describe('symlink resolution (linear, budgeted)', () => {
       if (rand() < 0.5) headers.reverse();
       const want = oracle(headers);
       assert.deepEqual(run(headers.map((h) => sym(h.name, h.linkname)), true, big), want, JSON.stringify(headers));
-      if (want === 'ok') oks++;
+      if (typeof want === 'string') oks++;
       else if (want.reason === 'symlink loop') loops++;
     }
     assert.ok(loops > 30 && oks > 30, `${loops} loops, ${oks} kept`);

@@ -220,6 +220,7 @@ export class RootStore {
     let info: RootInfo;
     let syncMs = 0;
     let ingestMs = 0;
+    let resolveSteps = 0;
     try {
       await this.mkdir755(staging);
       await this.mkdir755(join(staging, 'tree'));
@@ -235,6 +236,7 @@ export class RootStore {
         onBodyBytes: (n) => metrics.uploadBytes.inc(n),
       });
       ingestMs = Math.round(performance.now() - ingestStart);
+      resolveSteps = r.resolveSteps;
       info = { root: { ...key }, files: r.files, bytes: r.bytes, languages: r.languages, createdAt: new Date().toISOString() };
       // Everything under the staging dir, its metadata and the org/repo dirs are made
       // durable by one syncfs (it writes back every dirty page and inode of the
@@ -263,7 +265,7 @@ export class RootStore {
     this.updateGauges();
     const ms = Math.round(performance.now() - started);
     this.observe('created', started);
-    log.info({ root: id, files: info.files, bytes: info.bytes, languages: info.languages, ms, ingestMs, syncMs }, 'root stored');
+    log.info({ root: id, files: info.files, bytes: info.bytes, languages: info.languages, ms, ingestMs, syncMs, resolveSteps }, 'root stored');
     return { created: true, info };
   }
 

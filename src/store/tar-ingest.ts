@@ -33,6 +33,8 @@ export interface IngestResult {
   files: number;
   bytes: number;
   languages: Language[];
+  /** Steps spent resolving symlinks (bounded by the tar's header bytes: EntryChecker). */
+  resolveSteps: number;
 }
 
 /** tar-stream's header also says where the entry's data starts in the tar. */
@@ -114,6 +116,7 @@ class Ingest {
       files: this.checker.files,
       bytes: this.checker.bytes,
       languages: [...this.checker.languages].sort(),
+      resolveSteps: this.checker.resolveSteps,
     };
   }
 
