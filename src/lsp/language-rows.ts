@@ -7,7 +7,7 @@
 import type { ServerRow, ServerPaths } from './server-table.js';
 import { JAIL_ENV, NODE, probeBinary, probeFiles } from './server-env.js';
 import { JAIL_HOME } from '../jail/policy.js';
-import { CLANGD_CDB_DIR, clangdSessionFiles, fallbackFlags } from './clangd-cdb.js';
+import { CLANGD_CDB_DIR, clangdSessionFiles, defaultCdbLimits, fallbackFlags } from './clangd-cdb.js';
 
 /** Go's own tree in the image (golang-go); gopls runs `go list` from it. */
 export const GOROOT = '/usr/lib/go';
@@ -65,23 +65,29 @@ export function languageRows(p: ServerPaths): ServerRow[] {
       //   the workspace's own (or build/'s) when it has one, rebased from the CI
       //   checkout it names onto the jail's path, else every C/C++ source listed with
       //   the workspace's compile_flags.txt or the fallback flags (the workspace,
-      //   include/ and src/ on the include path). No build is ever run;
-      //   --query-driver is never given, so no compiler named there is executed.
+      //   include/ and src/ on the include path). Bounded in bytes (maxCompileDbBytes,
+      //   maxCompileFlagsBytes), written as a stream; what a bound cut is a note.
       // - index: clangd writes its background index beside the database it loaded,
       //   so it lives in the session's private tmpfs (not the read-only tree), and
-      //   goes with the session. .clangd project config is read (flags only; it can
-      //   name nothing outside the jail).
+      //   goes with the session.
       // - readiness: the background index reports $/progress ("indexing") that
       //   begins only once the first file is opened, after the moment a progress
       //   check would look: so wait for the opened file's diagnostics (its AST is
       //   built; the index has begun) and then for the progress to close.
       // - positions: UTF-16 (clangd 14 predates LSP 3.17 position encodings).
+      // Code and config from the tree: none. Plugins, response files, config files
+      // and toolchain paths are removed from every compile command it gets
+      // (compile-flags.ts) and the driver is a bare compiler name; --enable-config=false
+      // so a tree's .clangd (which can add flags) is never read; --query-driver is
+      // never given, so no compiler is ever executed. .clang-tidy and .clang-format
+      // are read: they choose among checks and styles built into clangd, load nothing.
       name: 'clangd',
       languages: ['c', 'cpp'],
-      argv: ['/usr/bin/clangd', `--compile-commands-dir=${CLANGD_CDB_DIR}`, '--background-index', '--log=error', '--pch-storage=memory', '--header-insertion=never', '-j=2'],
+      argv: ['/usr/bin/clangd', `--compile-commands-dir=${CLANGD_CDB_DIR}`, '--enable-config=false', '--background-index', '--log=error', '--pch-storage=memory', '--header-insertion=never', '-j=2'],
       env: { ...JAIL_ENV },
       rootMarkers: ['compile_commands.json', 'compile_flags.txt'],
-      sessionFiles: (ws) => clangdSessionFiles(ws),
+      sessionFiles: (ws, c) =>
+        clangdSessionFiles(ws, { ...defaultCdbLimits, maxDatabaseBytes: c.maxCompileDbBytes, maxFlagsBytes: c.maxCompileFlagsBytes }),
       initializationOptions: (workspaceAt: string) => ({ fallbackFlags: fallbackFlags(workspaceAt) }),
       readiness: { kind: 'documentDiagnostics' },
       encodings: ['utf-16'],

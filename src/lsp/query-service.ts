@@ -139,7 +139,7 @@ export class QueryService {
     const r = await this.withSession(w, row, target.path, async (session) => {
       const { uri, complete } = await this.openAndWait(w, session, target);
       const out = await runOp({ ...this.opContext(w, session, uri, target), cursorScope: key });
-      return { ...out, complete: out.complete && complete };
+      return { body: withNotes(out.body, session.notes), complete: out.complete && complete };
     });
     const answer = this.finish(w, row.name, r, dependencyNote(this.deps.dependencies, q, row));
     this.cache.set(key, answer);
@@ -270,7 +270,7 @@ export class QueryService {
         return this.withSession(w, row, rel, async (session) => {
           const { uri, complete } = await this.openAndWait(w, session, target);
           const out = await workspaceSymbols({ ...this.opContext(w, session, uri, target), cursorScope: key });
-          return { ...out, complete: out.complete && complete };
+          return { body: withNotes(out.body, session.notes), complete: out.complete && complete };
         });
       }),
     );
@@ -281,6 +281,7 @@ export class QueryService {
         total: got.reduce((n, p) => n + (p.body.total as number), 0),
         other: got.reduce((n, p) => n + (p.body.other as number), 0),
         truncated: got.some((p) => p.body.truncated === true) || got.reduce((n, p) => n + (p.body.symbols as unknown[]).length, 0) > this.deps.config.maxLocations,
+        ...withNotes({}, got.flatMap((p) => (p.body.notes as string[] | undefined) ?? [])),
       },
       complete: got.length > 0 && got.every((p) => p.complete),
     };
@@ -331,6 +332,11 @@ export class QueryService {
     }
     return err;
   }
+}
+
+/** A session's notes (what a bound or a refused flag changed in what its server sees) on an answer. */
+function withNotes(body: Record<string, unknown>, notes: readonly string[]): Record<string, unknown> {
+  return notes.length ? { ...body, notes: [...notes] } : body;
 }
 
 function elapsed(t0: number): number {

@@ -13,6 +13,7 @@ import type { Bind } from '../jail/types.js';
 import type { Ecosystem } from '../fetch/types.js';
 import { JAIL_NODE_MODULES, PROJECT_DIR } from '../jail/policy.js';
 import type { Encoding } from './encoding.js';
+import type { GeneratedFiles } from './session-files.js';
 import { languageRows } from './language-rows.js';
 import { JAIL_ENV, NODE, probeFiles } from './server-env.js';
 
@@ -70,9 +71,10 @@ export interface ServerRow {
   /**
    * Files generated for each session (in-jail path under HOME or /tmp → contents),
    * bound read-only; e.g. clangd's compile_commands.json. Given the host tree and the
-   * workspace, which it may read (never follow links out of: see the row).
+   * workspace, which it may read (never follow links out of: see the row), and the
+   * configuration (its bounds). Its notes are logged and carried by answers.
    */
-  sessionFiles?: (ws: { treeHostDir: string; workspace: string; workspaceAt: string }) => Promise<Record<string, string>>;
+  sessionFiles?: (ws: { treeHostDir: string; workspace: string; workspaceAt: string }, config: Config) => Promise<GeneratedFiles>;
   /** Whose fetched dependencies this server reads: their binds and env, and what answers say of them. */
   ecosystem?: Ecosystem;
   /** Answers to `workspace/configuration`, by section (a dotted section is looked up by path). */
