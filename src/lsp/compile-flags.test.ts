@@ -54,7 +54,8 @@ describe('filterFlags: arguments a tree may not give clangd', () => {
 describe('filterCommand: the driver is a bare compiler name', () => {
   it('cuts paths and launchers; keeps target prefixes and versions', () => {
     assert.deepEqual(filterCommand(['/usr/bin/cc', '-c', 'a.c'], false).args, ['cc', '-c', 'a.c']);
-    assert.deepEqual(filterCommand(['/opt/x/bin/arm-none-eabi-gcc', '-c', 'a.c'], false).args, ['arm-none-eabi-gcc', '-c', 'a.c']);
+    assert.deepEqual(filterCommand(['/opt/x/bin/arm-none-eabi-gcc', '-c', 'a.c'], false).args, ['gcc', '--target=arm-none-eabi', '-c', 'a.c']);
+    assert.deepEqual(filterCommand(['/opt/x/bin/arm-none-eabi-gcc', '-c', 'a.c'], false).removed, []);
     assert.deepEqual(filterCommand(['ccache', '/usr/bin/clang++-14', '-c', 'a.cc'], true).args, ['clang++-14', '-c', 'a.cc']);
     assert.deepEqual(filterCommand(['/usr/bin/cc', '-c', 'a.c'], false).removed, [], 'a path in front of a compiler is only cut, not a refusal');
   });
@@ -63,6 +64,9 @@ describe('filterCommand: the driver is a bare compiler name', () => {
     assert.deepEqual(f.args, ['clang++', '-c', 'a.cc']);
     assert.deepEqual(f.removed, ['/src/tools/evil-wrapper', '-fplugin=./p.so']);
     assert.deepEqual(filterCommand(['./p.so'], false).args, ['clang']);
+    // A prefixed name makes clang's driver look for <prefix>.cfg beside it: no prefix survives.
+    assert.deepEqual(filterCommand(['/src/tools/evil-cc', '-c', 'a.c'], false), { args: ['cc', '-c', 'a.c'], removed: ['/src/tools/evil-cc'] });
+    assert.deepEqual(filterCommand(['../x/-fplugin=p.so-gcc', '-c', 'a.c'], false).args, ['gcc', '-c', 'a.c']);
   });
 });
 

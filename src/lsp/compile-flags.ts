@@ -97,9 +97,14 @@ export function filterFlags(args: readonly string[]): FilteredArgs {
   return { args: out, removed };
 }
 
-// A driver name clangd may see: a compiler's bare name, optionally with a target
-// prefix and a version suffix (arm-none-eabi-gcc, clang++-14, x86_64-linux-gnu-g++-12).
-const DRIVER = /^(?:[A-Za-z0-9_.]+(?:-[A-Za-z0-9_.]+)*-)?(?:clang|clang\+\+|gcc|g\+\+|cc|c\+\+)(?:-\d+(?:\.\d+)*)?$/;
+// The driver names clangd may see: a compiler's bare name, with a version suffix
+// at most (clang++-14). A target prefix (arm-none-eabi-gcc) is taken off and given
+// as --target: clang's driver deduces a config file from a prefixed name and looks
+// for it beside the driver, which for a name not on the jail's PATH is the
+// working directory, i.e. the tree.
+const DRIVER = /^(?:(.+)-)?(clang|clang\+\+|gcc|g\+\+|cc|c\+\+)(-\d+(?:\.\d+)*)?$/;
+/** What a target prefix must look like to be kept as --target (a triple, not a path or a flag). */
+const TRIPLE = /^[a-z0-9_]+(?:-[a-z0-9_.]+){1,3}$/;
 /** Compiler launchers: the compiler is their first argument. */
 const LAUNCHERS = new Set(['ccache', 'sccache', 'distcc', 'icecc']);
 
@@ -109,19 +114,20 @@ const basename = (p: string) => p.slice(p.lastIndexOf('/') + 1);
  * A whole compile command (driver first) made safe: launchers dropped, the driver
  * cut to its bare name when it is a known compiler (else `clang`/`clang++` for the
  * file's language), then the flags filtered. clangd finds a bare name on the jail's
- * PATH only (never beside a path the tree chose, where a config file could wait).
+ * PATH only, never beside a path the tree chose.
  */
 export function filterCommand(argv: readonly string[], cxx: boolean): FilteredArgs {
   let i = 0;
   while (i < argv.length - 1 && LAUNCHERS.has(basename(argv[i]!))) i++;
   const given = argv[i] ?? '';
-  const name = basename(given);
-  const driver = DRIVER.test(name) ? name : cxx ? 'clang++' : 'clang';
+  const m = DRIVER.exec(basename(given));
+  const driver = m ? m[2]! + (m[3] ?? '') : cxx ? 'clang++' : 'clang';
+  const target = m?.[1] !== undefined && TRIPLE.test(m[1]) ? [`--target=${m[1]}`] : [];
   const rest = filterFlags(argv.slice(i + 1));
-  // A launcher or a path in front of a compiler's name is only cut; a driver that is
-  // no known compiler is replaced, and that is said.
-  const removed = [...(driver === name ? [] : [given]), ...rest.removed];
-  return { args: [driver, ...rest.args], removed };
+  // A launcher, a path or a target prefix around a compiler's name is only
+  // rewritten; a driver that is no known compiler is replaced, and that is said.
+  const removed = [...(m && (m[1] === undefined || target.length) ? [] : [given]), ...rest.removed];
+  return { args: [driver, ...target, ...rest.args], removed };
 }
 
 /**
