@@ -175,7 +175,7 @@ export class QueryService {
     } catch (err) {
       throw this.mapError(err, row, w);
     }
-    const workspace = this.workspaces.find(w.treeDir, rel, row.rootMarkers);
+    const workspace = await this.workspaces.find(w.treeDir, rel, row.rootMarkers);
     const lease = pool.acquire({ row, rootId: w.rootId, workspace, treeHostDir: w.treeDir, ...dependencyMounts(this.deps.dependencies, w.q, row) });
     let releaseSlot: (() => void) | undefined;
     this.waiting++;

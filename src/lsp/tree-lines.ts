@@ -11,12 +11,20 @@ import { hostPathOf, type HostDirs } from './paths.js';
 
 /** Files larger than this get no previews (bundles, generated code). */
 const MAX_FILE_BYTES = 8 * 1024 * 1024;
+/** A dependency's package.json read for its version: larger ones are not parsed (a tree's vendored one can be anything). */
+const MAX_PACKAGE_JSON_BYTES = 1024 * 1024;
+/**
+ * What one line costs held in an array beside its characters (pointer, string
+ * header): a file of 8 MiB newlines is 8 M lines, ~300 MiB of heap, not 8 MiB,
+ * and the cache's byte bound must count that or it holds many times its size.
+ */
+const LINE_OVERHEAD_BYTES = 40;
 
 export class TreeLines {
   private readonly files = new LRUCache<string, string[]>({
     max: 512,
     maxSize: 64 * 1024 * 1024,
-    sizeCalculation: (lines) => Math.max(1, lines.reduce((n, l) => n + l.length + 1, 0)),
+    sizeCalculation: (lines) => Math.max(1, lines.reduce((n, l) => n + l.length * 2 + LINE_OVERHEAD_BYTES, 0)),
   });
   private readonly decoder = new TextDecoder('utf-8', { fatal: true });
 
@@ -36,7 +44,9 @@ export class TreeLines {
       const host = hostPathOf(dirInJail, dirs);
       if (host === undefined) return undefined;
       try {
-        const j = JSON.parse(await readFile(join(host, 'package.json'), 'utf8')) as { version?: unknown };
+        const file = join(host, 'package.json');
+        if ((await stat(file)).size > MAX_PACKAGE_JSON_BYTES) return undefined;
+        const j = JSON.parse(await readFile(file, 'utf8')) as { version?: unknown };
         return typeof j.version === 'string' ? j.version : undefined;
       } catch {
         return undefined;
