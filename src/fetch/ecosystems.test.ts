@@ -85,7 +85,7 @@ describe('detect', () => {
     const plan = await detect(d, all, { maxEntries: 1000, maxDepth: 8, maxWorkspaces: 8, maxLockfileBytes: 32 * 1024 });
     const got = Object.fromEntries(plan.map((p) => [`${p.ecosystem}:${p.dir}`, p.action === 'refuse' ? p.reason : 'fetch']));
     assert.equal(got['go:ok'], 'fetch');
-    assert.match(got['npm:web']!, /^package-lock\.json is 39 KiB, over the 32 KiB bound for a lockfile or manifest: not parsed/);
+    assert.match(got['npm:web']!, /^package-lock\.json is 40 KiB, over the 32 KiB bound for a lockfile or manifest: not parsed/);
     assert.match(got['go:svc']!, /^go\.sum is .* not parsed, dependencies not fetched\.$/);
   });
 
