@@ -14,6 +14,11 @@ export const GOROOT = '/usr/lib/go';
 
 const INTELEPHENSE_STORAGE = `${JAIL_HOME}/intelephense`;
 
+/** jdtls: never import a build (Gradle runs build scripts, Maven runs plugins). */
+const JDTLS_SETTINGS = {
+  java: { import: { gradle: { enabled: false, wrapper: { enabled: false } }, maven: { enabled: false } }, autobuild: { enabled: false } },
+};
+
 export function languageRows(p: ServerPaths): ServerRow[] {
   const at = (rel: string) => `${p.nodeModulesAt}/${rel}`;
   const host = (rel: string) => `${p.nodeModulesHost}/${rel}`;
@@ -33,6 +38,13 @@ export function languageRows(p: ServerPaths): ServerRow[] {
       //   `initialized` and closes when loaded (expectProgress: the diagnostics
       //   window then starts after the load, not during it).
       // - positions: UTF-16 only.
+      // Code from the tree: none. The go command it runs is the image's (GOROOT);
+      // what could make go run another program is pinned here, where a tree cannot
+      // reach: GOTOOLCHAIN=local (a go.mod `toolchain` line never downloads or
+      // runs a Go), GOFLAGS set (so no -toolexec/-exec), GOENV=off (no go/env
+      // file), GOWORK=off (no go.work), CGO_ENABLED=0 (no C compiler for #cgo
+      // lines: `go list -compiled` runs nothing), GOPROXY=off, GOVCS=*:off.
+      // Nothing here reads the tree's env files; build flags come from our settings.
       name: 'gopls',
       languages: ['go'],
       argv: ['/usr/bin/gopls'],
@@ -105,6 +117,8 @@ export function languageRows(p: ServerPaths): ServerRow[] {
       //   expectProgress). Before it ends, definitions into unindexed files answer
       //   empty; it indexes the PHP stubs (~140 files) every session.
       // - positions: UTF-16.
+      // Code from the tree: none. It is a parser written in JS: it runs no PHP and
+      // no program; its settings come from us (workspace/configuration), not the tree.
       name: 'intelephense',
       languages: ['php'],
       argv: [NODE, at('intelephense/lib/intelephense.js'), '--stdio'],
@@ -135,6 +149,10 @@ export function languageRows(p: ServerPaths): ServerRow[] {
       //   is the signal waited for (logLevel info so the line is sent).
       // - no explainshell (the endpoint would be the network), no shfmt.
       // - positions: UTF-16.
+      // Code from the tree: none. It runs one program, /usr/bin/shellcheck (the
+      // path is ours), which parses scripts and never runs them; a tree's
+      // .shellcheckrc only chooses checks and where `source`d files are read from.
+      // backgroundAnalysisMaxFiles bounds the files it parses.
       name: 'bash-language-server',
       languages: ['shell'],
       argv: [NODE, at('bash-language-server/out/cli.js'), 'start'],
@@ -159,10 +177,18 @@ export function languageRows(p: ServerPaths): ServerRow[] {
       // rust-analyzer, pinned by the Dockerfile (release and sha256) at
       // /usr/local/bin. Build scripts and proc macros off: both run the tree's code.
       // Cargo's registry would be the FETCH phase's (cargo fetch), not yet built.
+      // Code from the tree: rust-analyzer's own stance is that the code it opens is
+      // trusted ("Security" in its manual). What this row can pin, it does: no
+      // build scripts, proc macros or cargo check; a tree's .cargo/config.toml
+      // cannot swap rustc or wrap it (RUSTC, RUSTC_WRAPPER, RUSTC_WORKSPACE_WRAPPER
+      // in the environment outrank config files; empty means none). What it cannot:
+      // a rust-toolchain.toml (only rustup reads it; the image has none) and a
+      // rust-analyzer.toml's commands. It stays unavailable in this image (no
+      // binary); installed, the jail is all that contains it.
       name: 'rust-analyzer',
       languages: ['rust'],
       argv: ['/usr/local/bin/rust-analyzer'],
-      env: { ...JAIL_ENV, CARGO_NET_OFFLINE: 'true' },
+      env: { ...JAIL_ENV, CARGO_NET_OFFLINE: 'true', CARGO_HOME: `${JAIL_HOME}/cargo`, RUSTC: 'rustc', RUSTC_WRAPPER: '', RUSTC_WORKSPACE_WRAPPER: '' },
       ecosystem: 'cargo',
       rootMarkers: ['Cargo.toml'],
       initializationOptions: {
@@ -180,11 +206,16 @@ export function languageRows(p: ServerPaths): ServerRow[] {
     {
       // Eclipse JDT LS, when an image provides /usr/bin/jdtls (Debian bookworm has
       // no package). Its workspace data dir (-data) belongs in the private HOME.
+      // Code from the tree: importing a Gradle project runs its build scripts (and
+      // a wrapper the tree ships), a Maven one its plugins: both imports are off,
+      // so it reads sources as an unmanaged folder.
       name: 'jdtls',
       languages: ['java'],
       argv: ['/usr/bin/jdtls', '-data', `${JAIL_HOME}/jdtls-data`],
       env: { ...JAIL_ENV },
       rootMarkers: ['pom.xml', 'build.gradle', 'build.gradle.kts', '.project'],
+      initializationOptions: { settings: JDTLS_SETTINGS },
+      settings: JDTLS_SETTINGS,
       readiness: { kind: 'progress' },
       encodings: ['utf-16'],
       maxInFlight: 16,
@@ -193,10 +224,14 @@ export function languageRows(p: ServerPaths): ServerRow[] {
     {
       // ruby-lsp, when an image provides it. It must never shell out to bundler
       // (which would run the tree's Gemfile): BUNDLE_GEMFILE points at nothing.
+      // Code from the tree: RuboCop would `require` what a tree's .rubocop.yml
+      // names, so the formatter and linters are off; RUBYOPT/RUBYLIB are empty so
+      // no -r reaches the interpreter.
       name: 'ruby-lsp',
       languages: ['ruby'],
       argv: ['/usr/local/bin/ruby-lsp'],
-      env: { ...JAIL_ENV, BUNDLE_GEMFILE: '/dev/null', GEM_HOME: `${JAIL_HOME}/gems` },
+      env: { ...JAIL_ENV, BUNDLE_GEMFILE: '/dev/null', GEM_HOME: `${JAIL_HOME}/gems`, RUBYOPT: '', RUBYLIB: '' },
+      initializationOptions: { formatter: 'none', linters: [] },
       rootMarkers: ['Gemfile', '.ruby-version'],
       readiness: { kind: 'progress' },
       encodings: ['utf-16'],
