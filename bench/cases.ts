@@ -6,6 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { fixturesDir, lineOf, position } from '../test/helpers/lsp-harness.js';
 import { defaultServerPaths, defaultServerRows, type ServerRow } from '../src/lsp/server-table.js';
 import { BareServer } from './bare-lsp.js';
+import { loadConfig } from '../src/config.js';
+import { bodyText } from '../src/lsp/session-files.js';
 
 export interface Case {
   row: ServerRow;
@@ -44,7 +46,11 @@ export function cases(only?: string[]): Case[] {
 /** A bare server for a case, on the fixture's host directory (session files generated for host paths). */
 export async function bareFor(c: Case): Promise<BareServer> {
   const dir = join(fixturesDir, c.fixture);
-  const files = c.row.sessionFiles ? await c.row.sessionFiles({ treeHostDir: dir, workspace: '', workspaceAt: dir }) : {};
+  const files: Record<string, string> = {};
+  if (c.row.sessionFiles) {
+    const generated = await c.row.sessionFiles({ treeHostDir: dir, workspace: '', workspaceAt: dir }, loadConfig({}));
+    for (const [at, body] of Object.entries(generated.files)) files[at] = await bodyText(body);
+  }
   return new BareServer(c.row, dir, files);
 }
 

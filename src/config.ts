@@ -76,6 +76,10 @@ export const configSchema = z.object({
   spawnBackoffMaxMs: int(60_000, 100).describe('Longest back-off after repeated spawn failures (never a permanent mark).'),
   stderrRingBytes: int(64 * 1024, 1024).describe('Bytes of each server stderr kept (a ring).'),
 
+  // --- what a tree can make lspd do (bounded whatever the tree holds) ---
+  maxCompileDbBytes: int(64 * MiB, 1024).describe("Largest compile_commands.json generated for clangd; past it fewer sources are listed (answers say so), and a tree's own larger one is not copied."),
+  maxCompileFlagsBytes: int(64 * 1024, 256).describe('Largest compile_flags.txt used; a larger one is ignored for fallback flags (answers say so).'),
+
   // --- jail ---
   bwrapPath: z.string().default('/usr/bin/bwrap').describe('bubblewrap binary.'),
   jailHelperPath: z.string().default('jail/build/lspd-seccomp').describe('The seccomp filter helper built from jail/.'),

@@ -79,6 +79,10 @@ export const lspAnswer = z.looseObject({
     })
     .optional()
     .describe("What the answering server could see of the root's dependencies: fetched (done), none to fetch, or failed/refused and why (the tree is still served)."),
+  notes: z
+    .array(z.string())
+    .optional()
+    .describe("What lspd left out of or changed in what the server sees of this tree, and why: a bound reached (a compile database listing fewer files), flags a tree may not give a server (removed)."),
   matches: z.number().int().optional().describe('/ask: how many symbols the name matched.'),
   next_cursor: z.string().optional().describe('Pass back to get the next page of a truncated answer.'),
 });

@@ -8,7 +8,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { clangdSessionFiles, CLANGD_CDB_DIR } from '../src/lsp/clangd-cdb.js';
+import { clangdSessionFiles, CLANGD_CDB_DIR, type CdbLimits } from '../src/lsp/clangd-cdb.js';
+import { bodyText } from '../src/lsp/session-files.js';
 import { dependencyNote, fetchingFor, type DependencySource } from '../src/lsp/dependencies.js';
 import { hostPathOf } from '../src/lsp/paths.js';
 import { settingFor } from '../src/lsp/server-table.js';
@@ -112,6 +113,15 @@ test('readiness with expected progress: quiet before the first progress is not r
   assert.equal(await new ReadinessTracker({ kind: 'progress', expectProgress: true }, 0, 0).waitReady(undefined, 50), false, 'bounded: incomplete, never a hang');
 });
 
+/** The generated database of a clangd session, parsed, and the notes (complete once it was read). */
+async function cdb(ws: { treeHostDir: string; workspace: string; workspaceAt: string }, limits?: CdbLimits): Promise<{ db: CdbEntry[]; text: string; notes: readonly string[] }> {
+  const g = await clangdSessionFiles(ws, limits);
+  assert.deepEqual(Object.keys(g.files), [`${CLANGD_CDB_DIR}/compile_commands.json`]);
+  const text = await bodyText(g.files[`${CLANGD_CDB_DIR}/compile_commands.json`]!);
+  return { db: JSON.parse(text) as CdbEntry[], text, notes: g.notes };
+}
+type CdbEntry = { directory: string; file: string; arguments: string[]; command?: string; output?: string };
+
 test('clangd: a tree without a database gets one listing its sources; one with a database gets a copy; links are not followed', async () => {
   const tree = scratchDir('lspd-cdb-');
   mkdirSync(join(tree, 'lib', 'src'), { recursive: true });
@@ -122,16 +132,18 @@ test('clangd: a tree without a database gets one listing its sources; one with a
   writeFileSync(join(tree, 'lib', 'nested', 'compile_flags.txt'), '-DX\n');
   writeFileSync(join(tree, 'lib', 'nested', 'n.c'), 'int n;\n');
   symlinkSync('/etc/passwd', join(tree, 'lib', 'src', 'evil.c'));
-  const files = await clangdSessionFiles({ treeHostDir: tree, workspace: 'lib', workspaceAt: '/src/lib' });
-  const db = JSON.parse(files[`${CLANGD_CDB_DIR}/compile_commands.json`]!) as { directory: string; file: string; arguments: string[] }[];
+  const { db, notes } = await cdb({ treeHostDir: tree, workspace: 'lib', workspaceAt: '/src/lib' });
   assert.deepEqual(db.map((e) => e.file), ['/src/lib/src/a.c', '/src/lib/src/b.cpp'], 'sources only; the nested workspace and the link left out');
   assert.deepEqual(db[0]!.arguments, ['clang', '-I/src/lib', '-I/src/lib/include', '-I/src/lib/src', '-c', '/src/lib/src/a.c']);
   assert.equal(db[1]!.arguments[0], 'clang++');
-  const nested = await clangdSessionFiles({ treeHostDir: tree, workspace: 'lib/nested', workspaceAt: '/src/lib/nested' });
-  assert.deepEqual((JSON.parse(Object.values(nested)[0]!) as { arguments: string[] }[])[0]!.arguments, ['clang', '-DX', '-c', '/src/lib/nested/n.c']);
+  assert.deepEqual(notes, []);
+  const nested = await cdb({ treeHostDir: tree, workspace: 'lib/nested', workspaceAt: '/src/lib/nested' });
+  assert.deepEqual(nested.db[0]!.arguments, ['clang', '-DX', '-c', '/src/lib/nested/n.c']);
   writeFileSync(join(tree, 'lib', 'compile_commands.json'), '[{"directory":"/ci","file":"x.c","command":"cc x.c"}]');
-  const own = await clangdSessionFiles({ treeHostDir: tree, workspace: 'lib', workspaceAt: '/src/lib' });
-  assert.equal(Object.values(own)[0], '[{"directory":"/ci","file":"x.c","command":"cc x.c"}]', 'nothing of it found in the tree: copied as is');
+  const own = await cdb({ treeHostDir: tree, workspace: 'lib', workspaceAt: '/src/lib' });
+  // Nothing of it found in the tree: copied as it is, but for `command` given back as `arguments` (split, filtered).
+  assert.deepEqual(own.db, [{ directory: '/ci', file: 'x.c', arguments: ['cc', 'x.c'] }]);
+  assert.deepEqual(own.notes, []);
 });
 
 test("clangd: a database written on a CI machine is rebased onto the workspace's in-jail path", async () => {
@@ -145,15 +157,14 @@ test("clangd: a database written on a CI machine is rebased onto the workspace's
     { directory: `${ci}/build`, file: '../src/a.c', command: `cc -I${ci}/include -c ../src/a.c` },
   ];
   writeFileSync(join(tree, 'build', 'compile_commands.json'), JSON.stringify(db));
-  const files = await clangdSessionFiles({ treeHostDir: tree, workspace: '', workspaceAt: '/src' });
-  const got = JSON.parse(Object.values(files)[0]!) as { directory: string; file: string; arguments?: string[]; command?: string }[];
+  const got = (await cdb({ treeHostDir: tree, workspace: '', workspaceAt: '/src' })).db;
   assert.equal(got[0]!.directory, '/src/build');
   assert.equal(got[0]!.file, '/src/src/a.c');
   assert.deepEqual(got[0]!.arguments, ['cc', '-I/src/include', `-I${ci}-extra/x`, '-c', '/src/src/a.c'], 'only whole path prefixes');
-  assert.equal(got[1]!.command, 'cc -I/src/include -c ../src/a.c');
-  const inJail = JSON.stringify([{ directory: '/src', file: 'src/a.c', arguments: ['cc', '-c', 'src/a.c'] }]);
-  writeFileSync(join(tree, 'compile_commands.json'), inJail);
-  assert.equal(Object.values(await clangdSessionFiles({ treeHostDir: tree, workspace: '', workspaceAt: '/src' }))[0], inJail, 'already the jail layout: unchanged');
+  assert.deepEqual(got[1]!.arguments, ['cc', '-I/src/include', '-c', '../src/a.c']);
+  const inJail = [{ directory: '/src', file: 'src/a.c', arguments: ['cc', '-c', 'src/a.c'] }];
+  writeFileSync(join(tree, 'compile_commands.json'), JSON.stringify(inJail));
+  assert.deepEqual((await cdb({ treeHostDir: tree, workspace: '', workspaceAt: '/src' })).db, inJail, 'already the jail layout: unchanged');
 });
 
 test('dependency notes: per ecosystem, failures and refusals with their reason', () => {

@@ -14,7 +14,7 @@ import { languageOf } from '../src/languages.js';
 import { ResultCache } from '../src/lsp/cache.js';
 import { MAX_EARLY_DOCS, ReadinessTracker } from '../src/lsp/readiness.js';
 import { ServerTable, defaultServerPaths, defaultServerRows, probeFiles, settingFor } from '../src/lsp/server-table.js';
-import { WorkspaceFinder, findFileOf, readTarget } from '../src/lsp/target-file.js';
+import { MAX_WORKSPACE_LEVELS, WorkspaceFinder, findFileOf, readTarget } from '../src/lsp/target-file.js';
 import { isAppError } from '../src/errors.js';
 import { lspQuery } from '../src/schemas.js';
 
@@ -155,9 +155,15 @@ test('target files: inside the root, regular, bounded, UTF-8', async () => {
   writeFileSync(join(tree, 'pkg', 'sub', 'm.py'), '');
   const w = new WorkspaceFinder();
   const root = { id: 'a/b/c', generation: 'g1' };
-  assert.equal(w.find(root, tree, 'pkg/sub/m.py', ['pyproject.toml']), 'pkg');
-  assert.equal(w.find(root, tree, 'pkg/sub/m.py', ['go.mod']), '');
-  assert.equal(w.find(root, tree, 'ok.ts', ['tsconfig.json']), '');
+  assert.equal(await w.find(root, tree, 'pkg/sub/m.py', ['pyproject.toml']), 'pkg');
+  assert.equal(await w.find(root, tree, 'pkg/sub/m.py', ['go.mod']), '');
+  assert.equal(await w.find(root, tree, 'ok.ts', ['tsconfig.json']), '');
+  // A deep tree: markers are looked for MAX_WORKSPACE_LEVELS directories up, no further.
+  const deep = (n: number) => Array.from({ length: n }, (_, i) => `d${i % 10}`).join('/');
+  mkdirSync(join(tree, deep(MAX_WORKSPACE_LEVELS + 20)), { recursive: true });
+  writeFileSync(join(tree, deep(10), 'go.mod'), '');
+  assert.equal(await w.find(root, tree, `${deep(100)}/x.go`, ['go.mod']), deep(10), '90 levels up: found');
+  assert.equal(await w.find(root, tree, `${deep(MAX_WORKSPACE_LEVELS + 20)}/x.go`, ['go.mod']), '', 'past the bound: the top');
   assert.equal(await findFileOf(tree, (p) => p.endsWith('.py')), 'pkg/sub/m.py');
   assert.equal(await findFileOf(tree, (p) => p.endsWith('.rs')), undefined);
 });

@@ -42,3 +42,49 @@ test('column conversions round-trip for utf-8 and code points', () => {
   assert.equal(toUtf16(line, 5, 'codepoint'), col16);
   assert.equal(toUtf16(line, 6, 'utf-16'), 6);
 });
+
+/** findOccurrences as it was (a pattern matched against everything before each occurrence): the oracle. */
+function oracleOccurrences(text: string, leaf: string, qualifiers: readonly string[], max = 8) {
+  const IMPORT_LINE = /^\s*(import\b|from\s+\S+\s+import\b|export\s+.*\bfrom\b|use\b|require\b|#include\b|using\b)|\brequire\s*\(/;
+  const COMMENT_LINE = /^\s*(\/\/|#(?!include)|\*|\/\*|--|;)/;
+  const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const lines = text.split(/\r\n|\r|\n/);
+  const inner = qualifiers[qualifiers.length - 1];
+  const found: { line: number; character: number; rank: number; qualified: boolean }[] = [];
+  for (let n = 0; n < lines.length; n++) {
+    const line = lines[n]!;
+    if (!line.includes(leaf)) continue;
+    for (const col of wordColumns(line, leaf)) {
+      const head = line.slice(0, col);
+      const qualified = inner !== undefined && new RegExp(`(?:^|[^\\p{L}\\p{N}_$])${escapeRe(inner)}\\s*(?:\\.|::|->|#|\\\\)\\s*$`, 'u').test(head);
+      let rank = 3;
+      if (COMMENT_LINE.test(line)) rank = 6;
+      else if (qualified) rank = 0;
+      else if (IMPORT_LINE.test(line)) rank = 1;
+      else if (/^\s*\(/.test(line.slice(col + leaf.length))) rank = 2;
+      found.push({ line: n, character: col, rank, qualified });
+    }
+  }
+  return found.sort((a, b) => a.rank - b.rank || a.line - b.line || a.character - b.character).slice(0, max);
+}
+
+test('findOccurrences: the same answers as the pattern it replaced (random lines)', () => {
+  let seed = 7;
+  const rand = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x80000000);
+  const parts = ['greet', 'greet', 'dep', 'mydep', '.', '::', '->', '#', '\\', ' ', '  ', '\u00a0', '(', 'import ', '// ', 'x', '$', '𝒳', 'require(', ';', '\n'];
+  for (let n = 0; n < 5000; n++) {
+    const text = Array.from({ length: 1 + Math.floor(rand() * 30) }, () => parts[Math.floor(rand() * parts.length)]).join('');
+    for (const [quals, max] of [[['dep'], 8], [[], 3], [['x', 'dep'], 2]] as const) {
+      assert.deepEqual(findOccurrences(text, 'greet', quals, max), oracleOccurrences(text, 'greet', quals, max), JSON.stringify(text));
+    }
+  }
+});
+
+test('findOccurrences: a 2 MiB line holding the name a million times is one pass, not a million', () => {
+  // The pattern it replaced ran over everything before each occurrence: about 10^12
+  // steps here, and on the event loop. (Bounded by the test's timeout, not a clock assertion.)
+  const line = 'a '.repeat(1024 * 1024);
+  const occ = findOccurrences(`${line}\n// a\nq.a()\n`, 'a', ['q'], 4);
+  assert.deepEqual(occ.map((o) => [o.line, o.character, o.rank]), [[2, 2, 0], [0, 0, 3], [0, 2, 3], [0, 4, 3]]);
+  assert.equal(findOccurrences(`require(x) ${'a('.repeat(500_000)}`, 'a', [], 2)[0]!.rank, 1);
+});

@@ -53,27 +53,62 @@ const COMMENT_LINE = /^\s*(\/\/|#(?!include)|\*|\/\*|--|;)/;
  * Probe positions for `leaf` in a file, best first: a use qualified as asked
  * (`dep.Greet`, `Server.close`), then import lines (they name where a name comes
  * from), then calls/uses, and comment lines last. At most `max`.
+ *
+ * Linear in the text whatever it holds: each line is classified once, each
+ * occurrence looks only at the blanks and separator right before and after it,
+ * and only the first `max` of each rank are kept (the best `max` are among them),
+ * so a 2 MiB line holding the name a million times costs one pass, not a million
+ * passes over the line (which is what matching a pattern against everything
+ * before each occurrence cost).
  */
 export function findOccurrences(text: string, leaf: string, qualifiers: readonly string[], max = 8): Occurrence[] {
   const lines = splitLines(text);
   const inner = qualifiers[qualifiers.length - 1];
-  const found: Occurrence[] = [];
+  const byRank: Occurrence[][] = [];
   for (let n = 0; n < lines.length; n++) {
     const line = lines[n]!;
     if (!line.includes(leaf)) continue;
+    const comment = COMMENT_LINE.test(line);
+    let importLine: boolean | undefined;
     for (const col of wordColumns(line, leaf)) {
-      const head = line.slice(0, col);
-      const qualified = inner !== undefined && new RegExp(`(?:^|[^\\p{L}\\p{N}_$])${escapeRe(inner)}\\s*(?:\\.|::|->|#|\\\\)\\s*$`, 'u').test(head);
+      const qualified = inner !== undefined && qualifiedAt(line, col, inner);
       let rank = 3;
-      if (COMMENT_LINE.test(line)) rank = 6;
+      if (comment) rank = 6;
       else if (qualified) rank = 0;
-      else if (IMPORT_LINE.test(line)) rank = 1;
-      else if (/^\s*\(/.test(line.slice(col + leaf.length))) rank = 2;
-      found.push({ line: n, character: col, rank, qualified });
+      else if ((importLine ??= IMPORT_LINE.test(line))) rank = 1;
+      else if (isCallAt(line, col + leaf.length)) rank = 2;
+      const kept = (byRank[rank] ??= []);
+      if (kept.length < max) kept.push({ line: n, character: col, rank, qualified });
     }
+    // Nothing can rank above `max` qualified uses already found.
+    if ((byRank[0]?.length ?? 0) >= max) break;
   }
-  // Stable by rank: within a rank, file order (earlier uses tend to be imports/declarations).
-  return found.sort((a, b) => a.rank - b.rank || a.line - b.line || a.character - b.character).slice(0, max);
+  // Within a rank, file order (earlier uses tend to be imports/declarations).
+  return byRank.flatMap((r) => r ?? []).slice(0, max);
+}
+
+const BLANK = /\s/u;
+
+/** `inner`, blanks, a separator (. :: -> # \\), blanks, then column `col`: `dep.greet`, `Server::close`. */
+function qualifiedAt(line: string, col: number, inner: string): boolean {
+  let i = col;
+  while (i > 0 && BLANK.test(line[i - 1]!)) i--;
+  if (line.endsWith('::', i) || line.endsWith('->', i)) i -= 2;
+  else if (i > 0 && '.#\\'.includes(line[i - 1]!)) i -= 1;
+  else return false;
+  while (i > 0 && BLANK.test(line[i - 1]!)) i--;
+  if (!line.endsWith(inner, i)) return false;
+  // The qualifier is a whole word: no identifier character runs into it.
+  const before = i - inner.length - 1;
+  const b = before > 0 && /[\uDC00-\uDFFF]/.test(line[before]!) ? before - 1 : before;
+  return !isWordAt(line, b);
+}
+
+/** Blanks then `(` from column `at`. */
+function isCallAt(line: string, at: number): boolean {
+  let i = at;
+  while (i < line.length && BLANK.test(line[i]!)) i++;
+  return line[i] === '(';
 }
 
 /**
@@ -88,10 +123,6 @@ export function findNameFrom(text: string, leaf: string, from: Pos, maxLines = 5
     if (cols.length > 0) return { line: n, character: cols[0]! };
   }
   return undefined;
-}
-
-function escapeRe(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
 /** A UTF-16 column → the caller's unit, counted over the line's prefix. */

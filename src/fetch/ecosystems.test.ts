@@ -99,6 +99,16 @@ describe('detect', () => {
     assert.deepEqual(plan.map((p) => p.action), ['fetch', 'fetch', 'refuse']);
   });
 
+  it('a lockfile or manifest over the bound refuses its fetch, unparsed, saying which file and how large', async () => {
+    const big = '{"lockfileVersion":3,"packages":{' + '"node_modules/x":{},'.repeat(2000) + '"":{}}}';
+    const d = tree({ 'web/package.json': '{}', 'web/package-lock.json': big, 'svc/go.mod': 'module s', 'svc/go.sum': 'x'.repeat(50_000), 'ok/go.mod': 'module ok' });
+    const plan = await detect(d, all, { maxEntries: 1000, maxDepth: 8, maxWorkspaces: 8, maxLockfileBytes: 32 * 1024 });
+    const got = Object.fromEntries(plan.map((p) => [`${p.ecosystem}:${p.dir}`, p.action === 'refuse' ? p.reason : 'fetch']));
+    assert.equal(got['go:ok'], 'fetch');
+    assert.match(got['npm:web']!, /^package-lock\.json is 40 KiB, over the 32 KiB bound for a lockfile or manifest: not parsed/);
+    assert.match(got['go:svc']!, /^go\.sum is .* not parsed, dependencies not fetched\.$/);
+  });
+
   it('isSafeRelDir refuses anything that could leave a host dir', () => {
     for (const ok of ['', 'a', 'a/b.c']) assert.equal(isSafeRelDir(ok), true, ok);
     for (const bad of ['/a', 'a/../b', '..', 'a//b', 'a/', './a', 'a\\b']) assert.equal(isSafeRelDir(bad), false, bad);

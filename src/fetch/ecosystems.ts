@@ -16,9 +16,26 @@ export interface DetectLimits {
   maxDepth: number;
   /** Most workspaces fetched per ecosystem; more are reported skipped, not run (each is a jail spawn). */
   maxWorkspaces: number;
+  /** A lockfile or manifest driving a fetch larger than this refuses that fetch, unparsed (MAX_LOCKFILE_BYTES when absent). */
+  maxLockfileBytes?: number;
 }
 
-export const defaultDetectLimits: DetectLimits = { maxEntries: 200_000, maxDepth: 32, maxWorkspaces: 16 };
+/**
+ * The largest lockfile or manifest that drives a fetch (package-lock.json,
+ * npm-shrinkwrap.json, package.json, go.mod, go.sum). The daemon parses an npm
+ * lockfile on its own thread (for workspace members) and a tool parses each in the
+ * jail: past this, the fetch is refused with the reason, nothing parsed. The
+ * largest real lockfiles are a few tens of MiB.
+ */
+export const MAX_LOCKFILE_BYTES = 32 * 1024 * 1024;
+
+export const defaultDetectLimits: DetectLimits = { maxEntries: 200_000, maxDepth: 32, maxWorkspaces: 16, maxLockfileBytes: MAX_LOCKFILE_BYTES };
+
+/** Files whose size bounds the fetch they drive, by ecosystem. */
+const FETCH_INPUTS: Record<'go' | 'npm', readonly string[]> = {
+  go: ['go.mod', 'go.sum'],
+  npm: ['package.json', 'package-lock.json', 'npm-shrinkwrap.json'],
+};
 
 /**
  * Directories never searched: installed dependencies (node_modules, vendor) are not
@@ -67,7 +84,7 @@ export async function detect(treeDir: string, tools: Toolchains, limits: DetectL
       const bareNpm = rel === '' && !hasModules && files.has('package.json') && (await declaresDependencies(join(treeDir, 'package.json')));
       const hasVendor = entries.some((e) => e.name === 'vendor' && e.isDirectory());
       const bareComposer = rel === '' && !hasVendor && files.has('composer.json') && !files.has('composer.lock') && (await requiresPackages(join(treeDir, 'composer.json')));
-      found.push(...planDir(rel, files, tools, bareNpm, bareComposer));
+      found.push(...(await bounded(treeDir, rel, planDir(rel, files, tools, bareNpm, bareComposer), limits.maxLockfileBytes ?? MAX_LOCKFILE_BYTES)));
       for (const e of entries) {
         // Dirent.isDirectory() is false for a symlink, so links are never followed.
         if (e.isDirectory() && !skipDirs.has(e.name)) next.push(rel === '' ? e.name : `${rel}/${e.name}`);
@@ -135,6 +152,29 @@ async function declaresDependencies(file: string): Promise<boolean> {
     (k) => typeof pkg?.[k] === 'object' && pkg[k] !== null && Object.keys(pkg[k] as object).length > 0,
   );
 }
+
+/** Fetches whose lockfile or manifest is over the bound become refusals naming the file and its size. */
+async function bounded(treeDir: string, dir: string, items: PlanItem[], maxBytes: number): Promise<PlanItem[]> {
+  const out: PlanItem[] = [];
+  for (const it of items) {
+    if (it.action !== 'fetch' || (it.ecosystem !== 'go' && it.ecosystem !== 'npm')) {
+      out.push(it);
+      continue;
+    }
+    let over: string | undefined;
+    for (const name of FETCH_INPUTS[it.ecosystem]) {
+      const st = await lstat(join(treeDir, dir, name)).catch(() => undefined);
+      if (st?.isFile() && st.size > maxBytes) {
+        over = `${name} is ${mib(st.size)}, over the ${mib(maxBytes)} bound for a lockfile or manifest: not parsed, dependencies not fetched.`;
+        break;
+      }
+    }
+    out.push(over ? { ecosystem: it.ecosystem, dir, action: 'refuse', reason: over } : it);
+  }
+  return out;
+}
+
+const mib = (n: number) => (n < 1024 * 1024 ? `${Math.ceil(n / 1024)} KiB` : `${(n / (1024 * 1024)).toFixed(n < 10 * 1024 * 1024 ? 1 : 0)} MiB`);
 
 function cap(items: PlanItem[], limits: DetectLimits): PlanItem[] {
   const count = new Map<Ecosystem, number>();

@@ -25,11 +25,9 @@
 // .npmrc is never read: it is not copied, and HOME is the jail's private tmp.
 import { copyFile, lstat, mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isMountPoint, isPlainDir, isRegularFile, isSafeRelDir } from './ecosystems.js';
+import { MAX_LOCKFILE_BYTES, isMountPoint, isPlainDir, isRegularFile, isSafeRelDir } from './ecosystems.js';
 import { JAIL_DEPS, NPM_CACHE_REL, baseEnv, npmRel, under, type ServeMount, type StepContext, type StepSpawn } from './step.js';
 
-/** Largest lockfile parsed for workspace members (a lockfile is JSON kept in memory once). */
-const MAX_LOCK_BYTES = 64 * 1024 * 1024;
 const JAIL_NPM_CACHE = `${JAIL_DEPS}/npm-cache`;
 
 export async function prepareNpm(ctx: StepContext, ws: string): Promise<StepSpawn> {
@@ -83,7 +81,8 @@ export async function prepareNpm(ctx: StepContext, ws: string): Promise<StepSpaw
  */
 export async function workspaceMembers(lockFile: string): Promise<string[]> {
   const st = await lstat(lockFile);
-  if (st.size > MAX_LOCK_BYTES) return [];
+  // Detection refused the fetch of a larger one; this is the second lock (a copy in the deps dir).
+  if (st.size > MAX_LOCKFILE_BYTES) return [];
   let lock: { packages?: Record<string, unknown> };
   try {
     lock = JSON.parse(await readFile(lockFile, 'utf8')) as typeof lock;

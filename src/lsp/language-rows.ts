@@ -9,7 +9,7 @@ import type { ServerAvailability } from '../health.js';
 import type { ServerRow, ServerPaths } from './server-table.js';
 import { JAIL_ENV, NODE, probeBinary, probeFiles } from './server-env.js';
 import { JAIL_HOME, JAIL_TMP } from '../jail/policy.js';
-import { CLANGD_CDB_DIR, clangdSessionFiles, fallbackFlags } from './clangd-cdb.js';
+import { CLANGD_CDB_DIR, clangdSessionFiles, defaultCdbLimits, fallbackFlags } from './clangd-cdb.js';
 
 /** Go's own tree in the image (golang-go); gopls runs `go list` from it. */
 export const GOROOT = '/usr/lib/go';
@@ -73,6 +73,13 @@ export function languageRows(p: ServerPaths): ServerRow[] {
       //   `initialized` and closes when loaded (expectProgress: the diagnostics
       //   window then starts after the load, not during it).
       // - positions: UTF-16 only.
+      // Code from the tree: none. The go command it runs is the image's (GOROOT);
+      // what could make go run another program is pinned here, where a tree cannot
+      // reach: GOTOOLCHAIN=local (a go.mod `toolchain` line never downloads or
+      // runs a Go), GOFLAGS set (so no -toolexec/-exec), GOENV=off (no go/env
+      // file), GOWORK=off (no go.work), CGO_ENABLED=0 (no C compiler for #cgo
+      // lines: `go list -compiled` runs nothing), GOPROXY=off, GOVCS=*:off.
+      // Nothing here reads the tree's env files; build flags come from our settings.
       name: 'gopls',
       languages: ['go'],
       argv: ['/usr/bin/gopls'],
@@ -106,23 +113,29 @@ export function languageRows(p: ServerPaths): ServerRow[] {
       //   the workspace's own (or build/'s) when it has one, rebased from the CI
       //   checkout it names onto the jail's path, else every C/C++ source listed with
       //   the workspace's compile_flags.txt or the fallback flags (the workspace,
-      //   include/ and src/ on the include path). No build is ever run;
-      //   --query-driver is never given, so no compiler named there is executed.
+      //   include/ and src/ on the include path). Bounded in bytes (maxCompileDbBytes,
+      //   maxCompileFlagsBytes), written as a stream; what a bound cut is a note.
       // - index: clangd writes its background index beside the database it loaded,
       //   so it lives in the session's private tmpfs (not the read-only tree), and
-      //   goes with the session. .clangd project config is read (flags only; it can
-      //   name nothing outside the jail).
+      //   goes with the session.
       // - readiness: the background index reports $/progress ("indexing") that
       //   begins only once the first file is opened, after the moment a progress
       //   check would look: so wait for the opened file's diagnostics (its AST is
       //   built; the index has begun) and then for the progress to close.
       // - positions: UTF-16 (the encoding lspd's callers speak; no conversion needed).
+      // Code and config from the tree: none. Plugins, response files, config files
+      // and toolchain paths are removed from every compile command it gets
+      // (compile-flags.ts) and the driver is a bare compiler name; --enable-config=false
+      // so a tree's .clangd (which can add flags) is never read; --query-driver is
+      // never given, so no compiler is ever executed. .clang-tidy and .clang-format
+      // are read: they choose among checks and styles built into clangd, load nothing.
       name: 'clangd',
       languages: ['c', 'cpp'],
-      argv: [CLANGD, `--compile-commands-dir=${CLANGD_CDB_DIR}`, '--background-index', '--log=error', '--pch-storage=memory', '--header-insertion=never', '-j=2'],
+      argv: [CLANGD, `--compile-commands-dir=${CLANGD_CDB_DIR}`, '--enable-config=false', '--background-index', '--log=error', '--pch-storage=memory', '--header-insertion=never', '-j=2'],
       env: { ...JAIL_ENV },
       rootMarkers: ['compile_commands.json', 'compile_flags.txt'],
-      sessionFiles: (ws) => clangdSessionFiles(ws),
+      sessionFiles: (ws, c) =>
+        clangdSessionFiles(ws, { ...defaultCdbLimits, maxDatabaseBytes: c.maxCompileDbBytes, maxFlagsBytes: c.maxCompileFlagsBytes }),
       initializationOptions: (workspaceAt: string) => ({ fallbackFlags: fallbackFlags(workspaceAt) }),
       readiness: { kind: 'documentDiagnostics' },
       encodings: ['utf-16'],
@@ -140,6 +153,8 @@ export function languageRows(p: ServerPaths): ServerRow[] {
       //   expectProgress). Before it ends, definitions into unindexed files answer
       //   empty; it indexes the PHP stubs (~140 files) every session.
       // - positions: UTF-16.
+      // Code from the tree: none. It is a parser written in JS: it runs no PHP and
+      // no program; its settings come from us (workspace/configuration), not the tree.
       name: 'intelephense',
       languages: ['php'],
       argv: [NODE, at('intelephense/lib/intelephense.js'), '--stdio'],
@@ -170,6 +185,10 @@ export function languageRows(p: ServerPaths): ServerRow[] {
       //   is the signal waited for (logLevel info so the line is sent).
       // - no explainshell (the endpoint would be the network), no shfmt.
       // - positions: UTF-16.
+      // Code from the tree: none. It runs one program, /usr/bin/shellcheck (the
+      // path is ours), which parses scripts and never runs them; a tree's
+      // .shellcheckrc only chooses checks and where `source`d files are read from.
+      // backgroundAnalysisMaxFiles bounds the files it parses.
       name: 'bash-language-server',
       languages: ['shell'],
       argv: [NODE, at('bash-language-server/out/cli.js'), 'start'],
@@ -194,10 +213,18 @@ export function languageRows(p: ServerPaths): ServerRow[] {
       // rust-analyzer, installed by the image only (images/pins.env: release and
       // sha256) at /usr/local/bin. Build scripts and proc macros off: both run the tree's code.
       // Cargo's registry would be the FETCH phase's (cargo fetch), not yet built.
+      // Code from the tree: rust-analyzer's own stance is that the code it opens is
+      // trusted ("Security" in its manual). What this row can pin, it does: no
+      // build scripts, proc macros or cargo check; a tree's .cargo/config.toml
+      // cannot swap rustc or wrap it (RUSTC, RUSTC_WRAPPER, RUSTC_WORKSPACE_WRAPPER
+      // in the environment outrank config files; empty means none). What it cannot:
+      // a rust-toolchain.toml (only rustup reads it; the image has none) and a
+      // rust-analyzer.toml's commands. It stays unavailable in this image (no
+      // binary); installed, the jail is all that contains it.
       name: 'rust-analyzer',
       languages: ['rust'],
       argv: ['/usr/local/bin/rust-analyzer'],
-      env: { ...JAIL_ENV, CARGO_NET_OFFLINE: 'true' },
+      env: { ...JAIL_ENV, CARGO_NET_OFFLINE: 'true', CARGO_HOME: `${JAIL_HOME}/cargo`, RUSTC: 'rustc', RUSTC_WRAPPER: '', RUSTC_WORKSPACE_WRAPPER: '' },
       ecosystem: 'cargo',
       rootMarkers: ['Cargo.toml'],
       initializationOptions: {
@@ -221,9 +248,10 @@ export function languageRows(p: ServerPaths): ServerRow[] {
       //   is the shared (cascaded, read-only) area and the writable one is in the
       //   jail's tmp (-configuration); the workspace data dir (-data) is in the
       //   private HOME. Both go with the session.
-      // - nothing of the tree runs: Gradle import (build scripts, the wrapper's
-      //   download) and Maven import (plugins) are off, and so is the autobuild,
-      //   which would run annotation processors a tree's .factorypath names.
+      // - code from the tree: importing a Gradle project runs its build scripts (and
+      //   a wrapper the tree ships, which downloads), a Maven one its plugins: both
+      //   imports are off, and so is the autobuild, which would run annotation
+      //   processors a tree's .factorypath names. It reads sources as an unmanaged folder.
       // - java is named by its real path: /usr/bin/java is a link through
       //   /etc/alternatives, which the jail does not bind.
       name: 'jdtls',
@@ -269,10 +297,14 @@ export function languageRows(p: ServerPaths): ServerRow[] {
       //   (the tree's gems' code, the network). So there is no bundle install, and
       //   the tree's own gems do not resolve.
       // - GEM_PATH is the image's gems, read-only; GEM_HOME the private HOME.
+      // - code from the tree: RuboCop would `require` what a tree's .rubocop.yml
+      //   names, so the formatter and linters are off; RUBYOPT/RUBYLIB are empty so
+      //   no -r reaches the interpreter.
       name: 'ruby-lsp',
       languages: ['ruby'],
       argv: [`${RUBY_LSP_HOME}/bin/ruby-lsp`],
-      env: { ...JAIL_ENV, GEM_PATH: RUBY_LSP_HOME, GEM_HOME: `${JAIL_HOME}/gems`, BUNDLE_GEMFILE: `${RUBY_LSP_HOME}/Gemfile` },
+      env: { ...JAIL_ENV, GEM_PATH: RUBY_LSP_HOME, GEM_HOME: `${JAIL_HOME}/gems`, BUNDLE_GEMFILE: `${RUBY_LSP_HOME}/Gemfile`, RUBYOPT: '', RUBYLIB: '' },
+      initializationOptions: { formatter: 'none', linters: [] },
       rootMarkers: ['Gemfile', '.ruby-version'],
       readiness: { kind: 'progress' },
       encodings: ['utf-16'],

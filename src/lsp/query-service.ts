@@ -147,7 +147,7 @@ export class QueryService {
     const r = await this.withSession(w, row, target.path, async (session) => {
       const { uri, complete } = await this.openAndWait(w, session, target);
       const out = await runOp({ ...this.opContext(w, session, uri, target), cursorScope: cursorScope(w.root, row.name, q) });
-      return { ...out, complete: out.complete && complete };
+      return { body: withNotes(out.body, session.notes), complete: out.complete && complete };
     });
     const answer = this.finish(w, row.name, r, dependencyNote(this.deps.dependencies, q, row));
     this.cache.set(w.root, key, answer);
@@ -183,7 +183,7 @@ export class QueryService {
     } catch (err) {
       throw this.mapError(err, row, w);
     }
-    const workspace = this.workspaces.find(w.root, w.treeDir, rel, row.rootMarkers);
+    const workspace = await this.workspaces.find(w.root, w.treeDir, rel, row.rootMarkers);
     const lease = pool.acquire({
       row,
       rootId: w.root.id,
@@ -287,7 +287,7 @@ export class QueryService {
         return this.withSession(w, row, rel, async (session) => {
           const { uri, complete } = await this.openAndWait(w, session, target);
           const out = await workspaceSymbols({ ...this.opContext(w, session, uri, target), cursorScope: cursorScope(w.root, name, w.q) });
-          return { ...out, complete: out.complete && complete };
+          return { body: withNotes(out.body, session.notes), complete: out.complete && complete };
         });
       }),
     );
@@ -298,6 +298,7 @@ export class QueryService {
         total: got.reduce((n, p) => n + (p.body.total as number), 0),
         other: got.reduce((n, p) => n + (p.body.other as number), 0),
         truncated: got.some((p) => p.body.truncated === true) || got.reduce((n, p) => n + (p.body.symbols as unknown[]).length, 0) > this.deps.config.maxLocations,
+        ...withNotes({}, got.flatMap((p) => (p.body.notes as string[] | undefined) ?? [])),
       },
       complete: got.length > 0 && got.every((p) => p.complete),
     };
@@ -357,6 +358,11 @@ export class QueryService {
  */
 function cursorScope(root: RootRef, server: string, q: LspQuery): string {
   return rootScope(root) + ResultCache.keyOf(server, { ...q, cursor: undefined, limit: undefined });
+}
+
+/** A session's notes (what a bound or a refused flag changed in what its server sees) on an answer. */
+function withNotes(body: Record<string, unknown>, notes: readonly string[]): Record<string, unknown> {
+  return notes.length ? { ...body, notes: [...notes] } : body;
 }
 
 function elapsed(t0: number): number {

@@ -14,6 +14,7 @@ import type { Ecosystem } from '../fetch/types.js';
 import { JAIL_NODE_MODULES, PROJECT_DIR } from '../jail/policy.js';
 import { PYTHON_DEPS_AT } from './paths.js';
 import type { Encoding } from './encoding.js';
+import type { GeneratedFiles } from './session-files.js';
 import { languageRows } from './language-rows.js';
 import { JAIL_ENV, NODE, probeFiles } from './server-env.js';
 
@@ -71,9 +72,10 @@ export interface ServerRow {
   /**
    * Files generated for each session (in-jail path under HOME or /tmp → contents),
    * bound read-only; e.g. clangd's compile_commands.json. Given the host tree and the
-   * workspace, which it may read (never follow links out of: see the row).
+   * workspace, which it may read (never follow links out of: see the row), and the
+   * configuration (its bounds). Its notes are logged and carried by answers.
    */
-  sessionFiles?: (ws: { treeHostDir: string; workspace: string; workspaceAt: string }) => Promise<Record<string, string>>;
+  sessionFiles?: (ws: { treeHostDir: string; workspace: string; workspaceAt: string }, config: Config) => Promise<GeneratedFiles>;
   /** Whose fetched dependencies this server reads: their binds and env, and what answers say of them. */
   ecosystem?: Ecosystem;
   /** Answers to `workspace/configuration`, by section (a dotted section is looked up by path). */
@@ -130,6 +132,10 @@ export function defaultServerRows(p: ServerPaths): ServerRow[] {
     {
       // TypeScript 7 (typescript-go). Its platform binary is run directly: the
       // package's bin/tsc wrapper cannot exec it on Node 20 and stays resident.
+      // Code from the tree: none. It has no language-service plugin loader
+      // (tsconfig compilerOptions.plugins is an option it reads and never acts on),
+      // never runs the tree's node_modules/typescript, and its one program run
+      // (npm, for type acquisition) is turned off below.
       name: 'typescript',
       languages: ['typescript', 'javascript'],
       argv: [at('@typescript/typescript-linux-x64/lib/tsc'), '--lsp', '--stdio'],
@@ -158,6 +164,13 @@ export function defaultServerRows(p: ServerPaths): ServerRow[] {
       // typescript-language-server over the daemon's pinned TypeScript 5: tsserver's
       // exact semantics for projects that need them. `tsserver.path` pins it so the
       // tree's own node_modules/typescript (dependency-authored code) is never run.
+      // Code from the tree: none. tsserver loads the plugins a tsconfig names
+      // (compilerOptions.plugins) only by package name (no paths, no `..`) and only
+      // from its search paths: --pluginProbeLocations (never given: no `plugins` in
+      // initializationOptions), beside its own install (/opt/lspd-typescript, the
+      // pinned package alone), and the project's directory only with
+      // --allowLocalPluginLoads, which is never given. So neither the tree nor its
+      // fetched node_modules can name a plugin that loads; typings installer off.
       name: 'typescript-language-server',
       languages: ['typescript', 'javascript'],
       argv: [NODE, at('typescript-language-server/lib/cli.mjs'), '--stdio'],
@@ -189,10 +202,17 @@ export function defaultServerRows(p: ServerPaths): ServerRow[] {
         ),
     },
     {
+      // Code from the tree: none. Pyright runs one program, a Python interpreter,
+      // for sys.path: the image's /usr/bin/python3 (python.pythonPath below; a
+      // pyrightconfig.json or [tool.pyright] cannot name one: venvPath/venv only
+      // point it at site-packages to read). It runs that with the workspace as its
+      // cwd: PYTHONSAFEPATH keeps the cwd (the tree: a json.py, os.py there) off
+      // sys.path from the start, beside pyright's own scrub of it after `import os`
+      // (frozen in 3.11); PYTHONNOUSERSITE: no user site-packages.
       name: 'pyright',
       languages: ['python'],
       argv: [NODE, at('pyright/langserver.index.js'), '--stdio'],
-      env: { ...JAIL_ENV },
+      env: { ...JAIL_ENV, PYTHONSAFEPATH: '1', PYTHONNOUSERSITE: '1' },
       // Wheels from the tree's lock (src/fetch/python.ts), bound under /deps/python.
       ecosystem: 'python',
       rootMarkers: ['pyrightconfig.json', 'pyproject.toml', 'setup.py', 'setup.cfg'],

@@ -87,6 +87,8 @@ export class Session {
   lastUsed = Date.now();
   /** When it was spawned: a fetch that finished before this saw it already. */
   readonly createdAt = Date.now();
+  /** What generating its files left out or changed (row.sessionFiles), said in every answer it gives. */
+  notes: readonly string[] = [];
   /** Settles when ready (or rejects with SessionFailedError). */
   readonly started: Promise<void>;
   private st: SessionState = { kind: 'starting', since: Date.now() };
@@ -164,7 +166,11 @@ export class Session {
       // Files the row generates for this workspace (clangd's compile_commands.json),
       // written by the daemon and bound read-only; removed when the jail is gone.
       if (row.sessionFiles && this.deps.sessionFilesDir) {
-        files = await writeSessionFiles(this.deps.sessionFilesDir, await row.sessionFiles({ treeHostDir: this.deps.treeHostDir, workspace: key.workspace, workspaceAt: wsPath }));
+        const generated = await row.sessionFiles({ treeHostDir: this.deps.treeHostDir, workspace: key.workspace, workspaceAt: wsPath }, config);
+        files = await writeSessionFiles(this.deps.sessionFilesDir, generated.files);
+        // Complete now that every body is written: what a bound or a refused flag changed.
+        this.notes = [...generated.notes];
+        if (this.notes.length) this.log.warn({ notes: this.notes }, 'generated session files trimmed');
       }
       proc = await jail.spawn({
         phase: 'serve',

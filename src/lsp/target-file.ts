@@ -4,8 +4,8 @@
 // tree's top (DESIGN.md "Language servers": a monorepo with three Go modules gets
 // three gopls workspaces). Roots are immutable, so both are cached, keyed by the
 // root's identity and generation and dropped with the root.
-import { open, readdir, realpath } from 'node:fs/promises';
-import { constants, existsSync } from 'node:fs';
+import { open, readdir, realpath, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
 import { join, posix, sep } from 'node:path';
 import { errors } from '../errors.js';
 import { RootCache, type RootRef } from '../store/root-cache.js';
@@ -83,19 +83,31 @@ export class TargetCache {
   }
 }
 
+/**
+ * How many directories above a file are looked at for a marker: a tree can be 1500
+ * directories deep (3 KiB names), and every look-up there walks that deep in the
+ * kernel, so an unbounded search cost O(depth² × markers) (1.1 s for one query at
+ * depth 1000, and synchronous it held the event loop for all of it). Past the bound
+ * the workspace is the tree's top, which it would be anyway unless a marker sits
+ * more than this many levels above the file.
+ */
+export const MAX_WORKSPACE_LEVELS = 128;
+
 export class WorkspaceFinder {
   private readonly cache = new RootCache<string>({ max: 10_000 });
 
   /** Root-relative workspace directory of `rel` for a server with these markers ('' = tree top). */
-  find(root: RootRef, treeDir: string, rel: string, markers: readonly string[]): string {
+  async find(root: RootRef, treeDir: string, rel: string, markers: readonly string[]): Promise<string> {
     const key = `${markers.join('\u0000')}\u0000${rel}`;
     const hit = this.cache.get(root, key);
     if (hit !== undefined) return hit;
     let dir = posix.dirname(rel);
     let found = '';
-    for (;;) {
+    // Off the event loop (fs.promises), level by level, markers of a level at once.
+    for (let level = 0; level < MAX_WORKSPACE_LEVELS; level++) {
       const d = dir === '.' ? '' : dir;
-      if (markers.some((m) => existsSync(join(treeDir, d, m)))) {
+      const present = await Promise.all(markers.map((m) => stat(join(treeDir, d, m)).then(() => true, () => false)));
+      if (present.includes(true)) {
         found = d;
         break;
       }

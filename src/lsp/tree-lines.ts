@@ -22,12 +22,20 @@ const MAX_INDEX_BYTES = 32 * 1024 * 1024;
 const MAX_DISTS = 5000;
 
 type Dist = { name: string; version: string };
+/** A dependency's package.json read for its version: larger ones are not parsed (a tree's vendored one can be anything). */
+const MAX_PACKAGE_JSON_BYTES = 1024 * 1024;
+/**
+ * What one line costs held in an array beside its characters (pointer, string
+ * header): a file of 8 MiB newlines is 8 M lines, ~300 MiB of heap, not 8 MiB,
+ * and the cache's byte bound must count that or it holds many times its size.
+ */
+const LINE_OVERHEAD_BYTES = 40;
 
 export class TreeLines {
   private readonly files = new RootCache<string[]>({
     max: 512,
     maxSize: 64 * 1024 * 1024,
-    sizeCalculation: (lines) => Math.max(1, lines.reduce((n, l) => n + l.length + 1, 0)),
+    sizeCalculation: (lines) => Math.max(1, lines.reduce((n, l) => n + l.length * 2 + LINE_OVERHEAD_BYTES, 0)),
   });
   private readonly decoder = new TextDecoder('utf-8', { fatal: true });
   /** installed.json by root and host path: package name → version. */
@@ -63,7 +71,9 @@ export class TreeLines {
       const host = hostPathOf(dirInJail, dirs);
       if (host === undefined) return undefined;
       try {
-        const j = JSON.parse(await readFile(join(host, 'package.json'), 'utf8')) as { version?: unknown };
+        const file = join(host, 'package.json');
+        if ((await stat(file)).size > MAX_PACKAGE_JSON_BYTES) return undefined;
+        const j = JSON.parse(await readFile(file, 'utf8')) as { version?: unknown };
         return typeof j.version === 'string' ? j.version : undefined;
       } catch {
         return undefined;

@@ -5,6 +5,7 @@
 // headers, and a refusal always happens before a byte of the entry is written.
 import { errors } from '../errors.js';
 import { languageOf, type Language } from '../languages.js';
+import { LinkWalker, type WalkRefusal } from './link-walk.js';
 
 /** The header fields the checks need (tar-stream's header, after PAX/GNU long names are applied). */
 export interface EntryHeader {
@@ -47,8 +48,16 @@ const enum Kind {
 // syscalls take at most PATH_MAX (4096) bytes: leave room for that prefix.
 const MAX_PATH_BYTES = 3072;
 const MAX_SEGMENT_BYTES = 255;
-// The kernel gives up after 40 symlinks in one lookup (ELOOP, path_resolution(7)).
-const MAX_LINK_HOPS = 40;
+// Symlink resolution may take this many steps (segments walked, links met) per
+// byte of header the upload has sent so far, plus a start: a real tree's links
+// cost a few steps each against at least 512 header bytes, so only a tar built
+// to multiply work meets it. Linear in what the tar sends, whatever it sends.
+export const RESOLVE_STEPS_PER_HEADER_BYTE = 2;
+export const RESOLVE_STEPS_BASE = 1 << 20;
+/** About 2-10 ms of walking between turns of the event loop in the final check. */
+const VERIFY_YIELD_STEPS = 1 << 16;
+/** The bytes a tar header takes at least (one block), beside the names it carries. */
+const HEADER_BLOCK_BYTES = 512;
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
 /**
@@ -89,7 +98,11 @@ function parentOf(path: string): string {
  */
 export class EntryChecker {
   private readonly kinds = new Map<string, Kind>();
-  private readonly links = new Map<string, string>();
+  /** Symlink paths in archive order. */
+  private readonly links: string[] = [];
+  /** Header bytes seen so far (a block per entry, plus its name and link name): the resolution budget grows with them. */
+  headerBytes = 0;
+  private readonly walker = new LinkWalker(() => this.resolveBudget);
   /** Languages of the regular files admitted so far (src/languages.ts table). */
   readonly languages = new Set<Language>();
   /** Non-directory entries (files, hard links, symlinks). */
@@ -99,8 +112,19 @@ export class EntryChecker {
 
   constructor(private readonly limits: EntryLimits) {}
 
+  /** Steps spent resolving symlink targets so far (the work the budget bounds). */
+  get resolveSteps(): number {
+    return this.walker.steps;
+  }
+
+  /** Steps resolution may have taken by now. */
+  get resolveBudget(): number {
+    return RESOLVE_STEPS_PER_HEADER_BYTE * this.headerBytes + RESOLVE_STEPS_BASE;
+  }
+
   admit(h: EntryHeader): Admission {
     const entry = h.name;
+    this.headerBytes += HEADER_BLOCK_BYTES + entry.length + (h.linkname?.length ?? 0);
     // tar-stream reports an unknown type flag as null: that must not read as 'file'.
     const type = h.type === undefined ? 'file' : h.type;
     // An undecodable size is null, and `null >= 0` passes tar-stream's own check: the
@@ -157,7 +181,8 @@ export class EntryChecker {
       this.checkLinkTarget(entry, path, target);
       this.count(entry);
       this.kinds.set(path, Kind.Symlink);
-      this.links.set(path, target);
+      this.links.push(path);
+      this.walker.add(path, target);
       this.files++;
       return { kind: 'symlink', path, target };
     }
@@ -197,9 +222,23 @@ export class EntryChecker {
    * (naming the first link in archive order) any that leads out of the root.
    */
   verifySymlinks(): void {
-    for (const [path, target] of this.links) {
-      const why = this.escapes(path, target);
-      if (why) throw errors.unsafeEntry(path, why);
+    for (const _ of this.verifying(Infinity));
+  }
+
+  /** verifySymlinks, handing the event loop back every `yieldSteps` steps (a tar can hold many links). */
+  async verifySymlinksYielding(yieldSteps = VERIFY_YIELD_STEPS): Promise<void> {
+    for (const _ of this.verifying(yieldSteps)) await new Promise((resolve) => setImmediate(resolve));
+  }
+
+  private *verifying(yieldSteps: number): Generator<void> {
+    let mark = this.walker.steps;
+    for (const path of this.links) {
+      const why = this.walker.check(path);
+      if (why) throw errors.unsafeEntry(path, reasonOf(why));
+      if (this.walker.steps - mark >= yieldSteps) {
+        yield;
+        mark = this.walker.steps;
+      }
     }
   }
 
@@ -234,44 +273,24 @@ export class EntryChecker {
     }
   }
 
+  /**
+   * Refuse a target that is empty, absolute or odd, or that, resolved from the
+   * link's directory through the links known now (LinkWalker, like
+   * path_resolution(7): a link component is replaced by its target relative to the
+   * link's own directory, `..` pops the physical path, components that do not exist
+   * or are files are walked lexically, which can only refuse more than the kernel
+   * would), climbs above the root or loops past the kernel's limit.
+   */
   private checkLinkTarget(entry: string, path: string, target: string): void {
     if (target === '') throw errors.unsafeEntry(entry, 'symlink without a target');
     if (CONTROL.test(target)) throw errors.unsafeEntry(entry, 'control character in symlink target');
     if (target.startsWith('/')) throw errors.unsafeEntry(entry, 'symlink target is absolute');
     if (Buffer.byteLength(target) > MAX_PATH_BYTES) throw errors.unsafeEntry(entry, 'symlink target too long');
-    const why = this.escapes(path, target);
-    if (why) throw errors.unsafeEntry(entry, why);
+    const why = this.walker.checkTarget(path, target);
+    if (why) throw errors.unsafeEntry(entry, reasonOf(why));
   }
+}
 
-  /**
-   * Resolve `target` from the directory of the link at `path`, following links
-   * known now, like path_resolution(7): a link component is replaced by its target
-   * (relative to the link's own directory, which is the current physical path), and
-   * `..` pops the physical path. Components that do not exist (or are files) are
-   * walked lexically, which can only refuse more than the kernel would. Answers
-   * why the link is refused (it climbs above the root, meets an absolute target,
-   * or loops past the kernel's limit), or undefined when it stays inside.
-   */
-  private escapes(path: string, target: string): string | undefined {
-    const stack = parentOf(path) === '' ? [] : parentOf(path).split('/');
-    let rest = target.split('/');
-    let hops = 0;
-    while (rest.length > 0) {
-      const seg = rest.shift()!;
-      if (seg === '' || seg === '.') continue;
-      if (seg === '..') {
-        if (stack.length === 0) return 'symlink target leaves the root';
-        stack.pop();
-        continue;
-      }
-      stack.push(seg);
-      const next = this.links.get(stack.join('/'));
-      if (next === undefined) continue;
-      if (next.startsWith('/')) return 'symlink target leaves the root';
-      if (++hops > MAX_LINK_HOPS) return 'symlink loop';
-      stack.pop();
-      rest = [...next.split('/'), ...rest];
-    }
-    return undefined;
-  }
+function reasonOf(why: WalkRefusal): string {
+  return why === 'budget' ? 'symlinks take too many steps to resolve (a chain built to multiply work)' : why;
 }

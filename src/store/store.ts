@@ -239,6 +239,7 @@ export class RootStore {
     let info: RootInfo;
     let syncMs = 0;
     let ingestMs = 0;
+    let resolveSteps = 0;
     try {
       await this.mkdir755(staging);
       await this.mkdir755(join(staging, 'tree'));
@@ -254,6 +255,7 @@ export class RootStore {
         onBodyBytes: (n) => metrics.uploadBytes.inc(n),
       });
       ingestMs = Math.round(performance.now() - ingestStart);
+      resolveSteps = r.resolveSteps;
       const createdMs = Date.now();
       info = {
         root: { ...key },
@@ -291,7 +293,7 @@ export class RootStore {
     const ms = Math.round(performance.now() - started);
     this.observe('created', started);
     const orgBytes = this.orgUsage().get(key.org) ?? 0;
-    log.info({ root: id, files: info.files, bytes: info.bytes, languages: info.languages, ms, ingestMs, syncMs, orgBytes, orgQuotaBytes: this.orgQuotaBytes }, 'root stored');
+    log.info({ root: id, files: info.files, bytes: info.bytes, languages: info.languages, ms, ingestMs, syncMs, resolveSteps, orgBytes, orgQuotaBytes: this.orgQuotaBytes }, 'root stored');
     return { created: true, info };
   }
 

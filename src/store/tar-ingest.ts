@@ -33,6 +33,8 @@ export interface IngestResult {
   files: number;
   bytes: number;
   languages: Language[];
+  /** Steps spent resolving symlinks (bounded by the tar's header bytes: EntryChecker). */
+  resolveSteps: number;
 }
 
 /** tar-stream's header also says where the entry's data starts in the tar. */
@@ -101,7 +103,7 @@ class Ingest {
       parsed.catch(() => {}); // a failure is reported through `failed` first
       await Promise.race([parsed, failed]);
       await this.writer.close();
-      this.checker.verifySymlinks();
+      await this.checker.verifySymlinksYielding();
       if (this.failure !== undefined) throw this.failure;
     } catch (err) {
       this.fail(err);
@@ -115,6 +117,7 @@ class Ingest {
       files: this.checker.files,
       bytes: this.checker.bytes,
       languages: [...this.checker.languages].sort(),
+      resolveSteps: this.checker.resolveSteps,
     };
   }
 

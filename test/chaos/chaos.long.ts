@@ -8,8 +8,10 @@ import { daemonSuite } from './daemon-suite.js';
 import { diskSuite } from './disk-suite.js';
 import { faultSuite } from './fault-suite.js';
 import { fuzzSuite } from './fuzz-suite.js';
+import { hostileSuite } from './hostile-suite.js';
 
 faultSuite({ rounds: 3, label: 'long', slot: 0 });
 daemonSuite({ label: 'long', slot: 1, kills: 10, bursts: 5, raceRounds: 100, soakSeconds: 120 });
 for (const seed of [1, 20_261_130, 0xdecafbad]) fuzzSuite({ label: 'long', slot: 2, seed, tarCases: 1000, jsonCases: 2000 });
 diskSuite({ label: 'long', slot: 3, rounds: 3 });
+hostileSuite({ label: 'long', tinyFiles: 60_000, depth: 1_200, bumpLinks: 4_000 });
