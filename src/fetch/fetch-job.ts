@@ -115,6 +115,8 @@ export interface RunDeps {
 }
 
 export interface RunOptions {
+  /** The root's org: its jails' uids and egress connections count against its share. */
+  org: string;
   ctx: Omit<StepContext, 'log'>;
   steps: StepStatus[];
   signal: AbortSignal;
@@ -235,7 +237,7 @@ async function runStep(deps: RunDeps, ctx: StepContext, step: StepStatus, o: Run
     output = (output + s).slice(-o.stderrRingBytes);
   };
   try {
-    const proc = await deps.jail.spawn({ phase: 'fetch', ...spawn, signal, stderrRingBytes: o.stderrRingBytes });
+    const proc = await deps.jail.spawn({ phase: 'fetch', org: o.org, ...spawn, signal, stderrRingBytes: o.stderrRingBytes });
     proc.stdin.end();
     proc.stdout.on('data', keep);
     const exit = await proc.exited;

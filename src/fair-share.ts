@@ -1,0 +1,181 @@
+// Fair shares of one bounded resource between orgs (queued queries, sessions,
+// jail uids, fetch slots, egress connections): pure bookkeeping, no I/O.
+//
+// The rule, for a pool of C units with a reserve R, when org X asks for one more:
+//   - refused when all C are taken ('full'), or X already holds its fixed cap ('cap');
+//   - granted when X holds less than the floor (what one org needs to work at all);
+//   - granted when more than R units are free: an idle daemon lets one org use
+//     everything but the reserve;
+//   - else granted only while X holds less than C / (others + 2), `others` being the
+//     orgs that hold a unit besides X: X's fair share with room for one newcomer.
+//     Otherwise refused ('share').
+// So a flooding org stops at C − R; an org that arrives gets the reserve at once
+// (it holds less than any share), and while it is there the flooder cannot re-take
+// a freed unit until it is back under its share: freed units go to the others.
+// Units never exceed C, so this works for fixed pools (uids) as well as counters.
+// Fairness is by units held, not by demand: an org that holds nothing is not
+// counted, so a share never waits on an org that went away.
+import assert from 'node:assert/strict';
+
+export interface ShareLimits {
+  /** C: units in all. */
+  readonly capacity: number;
+  /** R: free units an org past its share may not take (kept for a newcomer). */
+  readonly reserve: number;
+  /** Most units one org may hold, whatever is free. */
+  readonly orgCap: number;
+  /** Below this an org is refused only when nothing is free (what one org needs to work). */
+  readonly floor: number;
+}
+
+export type ShareRefusal = 'full' | 'cap' | 'share';
+
+/**
+ * Limits from settings: `orgCap` 0 means no fixed cap (the share alone decides);
+ * a fixed cap is never below the floor. The reserve is `reservePercent` of C, at
+ * least 1 and at most C; a percentage of 0 turns shares off (R = 0: first come,
+ * first served up to the fixed cap, which is what lspd did before shares).
+ */
+export function shareLimits(capacity: number, o: { orgCap: number; reservePercent: number; floor: number }): ShareLimits {
+  assert.ok(Number.isSafeInteger(capacity) && capacity >= 1, 'share capacity');
+  assert.ok(o.orgCap >= 0 && o.reservePercent >= 0 && o.floor >= 1, 'share settings');
+  const floor = Math.min(o.floor, capacity);
+  return Object.freeze({
+    capacity,
+    reserve: o.reservePercent === 0 ? 0 : Math.min(capacity, Math.max(1, Math.ceil((capacity * o.reservePercent) / 100))),
+    orgCap: o.orgCap === 0 ? capacity : Math.min(capacity, Math.max(floor, o.orgCap)),
+    floor,
+  });
+}
+
+/**
+ * May an org holding `held` units take one more, with `total` taken in all and
+ * `others` other orgs holding at least one? undefined when yes, else why not.
+ */
+export function shareVerdict(l: ShareLimits, held: number, total: number, others: number): ShareRefusal | undefined {
+  if (total >= l.capacity) return 'full';
+  if (held >= l.orgCap) return 'cap';
+  if (held < l.floor) return undefined;
+  if (l.capacity - total > l.reserve) return undefined;
+  return held < l.capacity / (others + 2) ? undefined : 'share';
+}
+
+/** The fair share an org holding units may grow to while `others` other orgs hold some (for messages). */
+export function fairShareOf(l: ShareLimits, others: number): number {
+  return Math.min(l.orgCap, Math.max(l.floor, Math.ceil(l.capacity / (others + 2))));
+}
+
+/** Units held per org, taken and given back through the rule above. */
+export class FairShare {
+  readonly limits: ShareLimits;
+  readonly #held = new Map<string, number>();
+  #total = 0;
+
+  constructor(limits: ShareLimits) {
+    this.limits = limits;
+  }
+
+  get total(): number {
+    return this.#total;
+  }
+
+  held(org: string): number {
+    return this.#held.get(org) ?? 0;
+  }
+
+  /** Orgs holding at least one unit, other than `org`. */
+  others(org: string): number {
+    return this.#held.size - (this.#held.has(org) ? 1 : 0);
+  }
+
+  /** Would `org` get a unit now? undefined when yes. */
+  check(org: string): ShareRefusal | undefined {
+    return shareVerdict(this.limits, this.held(org), this.#total, this.others(org));
+  }
+
+  /** Take a unit for `org` if the rule allows; undefined when taken, else why not. */
+  take(org: string): ShareRefusal | undefined {
+    const why = this.check(org);
+    if (why === undefined) {
+      this.#held.set(org, this.held(org) + 1);
+      this.#total++;
+    }
+    return why;
+  }
+
+  /** Give back one unit `org` took. Giving back what was never taken is a bug. */
+  give(org: string): void {
+    const n = this.held(org);
+    assert.ok(n > 0, `fair share: ${org} gave back a unit it does not hold`);
+    if (n === 1) this.#held.delete(org);
+    else this.#held.set(org, n - 1);
+    this.#total--;
+  }
+
+  /** Every org holding units, with how many (metrics). */
+  entries(): IterableIterator<[string, number]> {
+    return this.#held.entries();
+  }
+}
+
+/**
+ * Items waiting per org, handed out round-robin between orgs (FIFO within one),
+ * skipping orgs that may not take more now: one org's hundred queued items delay
+ * another org's one by at most one turn.
+ */
+export class OrgQueue<T> {
+  readonly #queues = new Map<string, T[]>();
+  /** Orgs in turn order; the head goes next. */
+  #order: string[] = [];
+  #size = 0;
+
+  get size(): number {
+    return this.#size;
+  }
+
+  push(org: string, item: T): void {
+    let q = this.#queues.get(org);
+    if (!q) {
+      q = [];
+      this.#queues.set(org, q);
+      this.#order.push(org);
+    }
+    q.push(item);
+    this.#size++;
+  }
+
+  /** Remove one item; false when it was not queued. */
+  remove(org: string, item: T): boolean {
+    const q = this.#queues.get(org);
+    const i = q ? q.indexOf(item) : -1;
+    if (!q || i < 0) return false;
+    q.splice(i, 1);
+    this.#size--;
+    if (q.length === 0) this.#drop(org);
+    return true;
+  }
+
+  /**
+   * The next item of the first org in turn that `may` accepts; that org then goes
+   * to the back of the turn order. undefined when no queued org may take one.
+   */
+  next(may: (org: string) => boolean = () => true): { org: string; item: T } | undefined {
+    for (let i = 0; i < this.#order.length; i++) {
+      const org = this.#order[i]!;
+      if (!may(org)) continue;
+      const q = this.#queues.get(org)!;
+      const item = q.shift()!;
+      this.#size--;
+      this.#order.splice(i, 1);
+      if (q.length === 0) this.#queues.delete(org);
+      else this.#order.push(org);
+      return { org, item };
+    }
+    return undefined;
+  }
+
+  #drop(org: string): void {
+    this.#queues.delete(org);
+    this.#order = this.#order.filter((o) => o !== org);
+  }
+}
