@@ -115,3 +115,15 @@ test('OrgQueue: round-robin between orgs, FIFO within one, skipping orgs that ma
   assert.equal(q.size, 1);
   assert.deepEqual(q.next(), { org: 'a', item: 'a2' });
 });
+
+test('OrgQueue: an org whose queue ran empty and refilled waits for the orgs not served since', () => {
+  const q = new OrgQueue<string>();
+  q.push('a', 'a1');
+  assert.equal(q.next()?.item, 'a1');
+  q.push('a', 'a2');
+  q.push('a', 'a3');
+  q.push('b', 'b1');
+  const order: string[] = [];
+  for (let x = q.next(); x; x = q.next()) order.push(x.item);
+  assert.deepEqual(order, ['b1', 'a2', 'a3']);
+});

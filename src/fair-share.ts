@@ -118,15 +118,23 @@ export class FairShare {
   }
 }
 
+/** Orgs whose last turn OrgQueue remembers; past it the longest-ago are forgotten (they rank first either way). */
+const MAX_REMEMBERED_TURNS = 4096;
+
 /**
  * Items waiting per org, handed out round-robin between orgs (FIFO within one),
  * skipping orgs that may not take more now: one org's hundred queued items delay
- * another org's one by at most one turn.
+ * another org's one by at most one turn. The turn goes to the org served longest
+ * ago (never served first; ties by arrival), so an org whose queue ran empty and
+ * refilled does not jump the others.
  */
 export class OrgQueue<T> {
   readonly #queues = new Map<string, T[]>();
-  /** Orgs in turn order; the head goes next. */
+  /** Orgs with items, in the order their queue became non-empty. */
   #order: string[] = [];
+  /** org → serial of its last turn; re-inserted on each, so the oldest come first. */
+  readonly #served = new Map<string, number>();
+  #serial = 0;
   #size = 0;
 
   get size(): number {
@@ -155,23 +163,26 @@ export class OrgQueue<T> {
     return true;
   }
 
-  /**
-   * The next item of the first org in turn that `may` accepts; that org then goes
-   * to the back of the turn order. undefined when no queued org may take one.
-   */
+  /** The next item of the org whose turn it is among those `may` accepts; undefined when none may take one. */
   next(may: (org: string) => boolean = () => true): { org: string; item: T } | undefined {
-    for (let i = 0; i < this.#order.length; i++) {
-      const org = this.#order[i]!;
-      if (!may(org)) continue;
-      const q = this.#queues.get(org)!;
-      const item = q.shift()!;
-      this.#size--;
-      this.#order.splice(i, 1);
-      if (q.length === 0) this.#queues.delete(org);
-      else this.#order.push(org);
-      return { org, item };
+    let best: string | undefined;
+    let bestTurn = Infinity;
+    for (const org of this.#order) {
+      const turn = this.#served.get(org) ?? 0;
+      if (turn < bestTurn && may(org)) {
+        best = org;
+        bestTurn = turn;
+      }
     }
-    return undefined;
+    if (best === undefined) return undefined;
+    const q = this.#queues.get(best)!;
+    const item = q.shift()!;
+    this.#size--;
+    if (q.length === 0) this.#drop(best);
+    this.#served.delete(best);
+    this.#served.set(best, ++this.#serial);
+    if (this.#served.size > MAX_REMEMBERED_TURNS) this.#served.delete(this.#served.keys().next().value!);
+    return { org: best, item };
   }
 
   #drop(org: string): void {
