@@ -60,11 +60,6 @@ export function shareVerdict(l: ShareLimits, held: number, total: number, others
   return held < l.capacity / (others + 2) ? undefined : 'share';
 }
 
-/** The fair share an org holding units may grow to while `others` other orgs hold some (for messages). */
-export function fairShareOf(l: ShareLimits, others: number): number {
-  return Math.min(l.orgCap, Math.max(l.floor, Math.ceil(l.capacity / (others + 2))));
-}
-
 /** Units held per org, taken and given back through the rule above. */
 export class FairShare {
   readonly limits: ShareLimits;

@@ -103,8 +103,6 @@ export interface EgressProxy {
    * JAIL_EGRESS_SOCKET, so the proxy knows whose every connection is.
    */
   listen(socketPath: string, org: string): Promise<EgressListener>;
-  /** Open client connections of `org` (tests, metrics). */
-  connections(org: string): number;
   close(): Promise<void>;
 }
 
@@ -251,7 +249,6 @@ export function createEgressProxy(opts: EgressProxyOptions): EgressProxy {
       listeners.add(listener);
       return listener;
     },
-    connections: (org) => share.held(org),
     async close() {
       await Promise.all([...listeners].map((l) => l.close()));
     },

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { envName } from '../config.js';
 import { errors } from '../errors.js';
-import { FairShare, shareLimits, type ShareLimits } from '../fair-share.js';
+import { FairShare, shareLimits } from '../fair-share.js';
 
 /** What one org needs to work: a session's jail and a fetch's at once. */
 export const ORG_UID_FLOOR = 2;
@@ -43,15 +43,6 @@ export class UidPool {
 
   get inUse(): number {
     return this.#used.size;
-  }
-
-  get limits(): ShareLimits {
-    return this.#share.limits;
-  }
-
-  /** uids held for `org`'s jails. */
-  heldBy(org: string): number {
-    return this.#share.held(org);
   }
 
   /** Every uid of the pool (for sweeps and tests). */
