@@ -115,6 +115,17 @@ export const configSchema = z.object({
     .url()
     .default('https://repo.packagist.org')
     .describe("Composer repository used in place of packagist.org; when it is not packagist, locked dists are tried first at <repo>/dists/<package>/<reference>.<type> (a mirror's layout)."),
+
+  // --- fair shares per org (README "Tenancy"; src/fair-share.ts has the rule) ---
+  orgReservePercent: z.coerce.number().int().min(0).max(50).default(12).describe(
+    'Part of each shared pool (queued queries, sessions, jail uids, fetch slots, egress connections) an org past its fair share may not take: kept for another org, whose first request is then served at once. 0 turns fair shares off (first come, first served).',
+  ),
+  orgMaxQueuedQueries: int(0).describe('Most queries of one org waiting for a server; 0: no fixed cap, its fair share of LSPD_MAX_QUEUED_QUERIES decides.'),
+  orgMaxSessions: int(0).describe('Most sessions one org keeps busy at once (idle ones are stopped for anyone who needs the place); 0: no fixed cap, its fair share of LSPD_MAX_SESSIONS decides.'),
+  orgJailUids: int(0).describe('Most jail uids (live jails) of one org, never below 2; 0: no fixed cap, its fair share of LSPD_JAIL_UID_COUNT decides.'),
+  orgMaxFetches: int(0).describe('Most dependency fetches of one org running at once; 0: no fixed cap, its fair share of the fetch slots decides.'),
+  orgMaxEgressConnections: int(0).describe('Most FETCH egress proxy connections of one org, never below 16; 0: no fixed cap, its fair share of the 512 decides.'),
+  metricsMaxOrgs: int(50).describe('Orgs that get their own label in per-org metrics; later ones are counted under org="_other".'),
 });
 
 export type Config = Readonly<z.infer<typeof configSchema>>;

@@ -58,7 +58,7 @@ async function main(): Promise<void> {
     process.on('SIGHUP', () => t.reload(log.child({ mod: 'auth' })));
   }
 
-  const metrics = createMetrics();
+  const metrics = createMetrics(config);
   const health = new Health();
   const store = await RootStore.open({ config, log: log.child({ mod: 'store' }), metrics });
   health.store = await store.checkWritable();

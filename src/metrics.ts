@@ -2,8 +2,10 @@
 // passed in (no global default registry, so tests can run several daemons).
 // Names follow lspd_<area>_<thing>_{total,seconds,bytes}.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { configSchema, type Config } from './config.js';
+import { OrgLabels } from './org-labels.js';
 
-export function createMetrics() {
+export function createMetrics(config?: Pick<Config, 'metricsMaxOrgs'>) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const r = [registry];
@@ -46,6 +48,18 @@ export function createMetrics() {
     roots: new Gauge({ name: 'lspd_store_roots', help: 'Stored roots.', registers: r }),
     evictions: new Counter({ name: 'lspd_store_evictions_total', help: 'Roots evicted by the disk quota.', registers: r }),
     rejected: new Counter({ name: 'lspd_http_rejected_total', help: 'Requests refused for load (503 busy).', labelNames: ['route'] as const, registers: r }),
+    // Per org: every `org` label goes through `orgLabels.of` (or `fold` for gauges),
+    // so the label set stays bounded by metricsMaxOrgs (+ OTHER_ORG).
+    orgLabels: new OrgLabels(config?.metricsMaxOrgs ?? configSchema.shape.metricsMaxOrgs.parse(undefined)),
+    orgQueries: new Counter({ name: 'lspd_org_queries_total', help: 'LSP queries received, by org.', labelNames: ['org'] as const, registers: r }),
+    orgRefusals: new Counter({
+      name: 'lspd_org_refusals_total',
+      help: 'Work refused for an org past its share or a full pool (503 busy), by org and resource.',
+      labelNames: ['org', 'reason'] as const,
+      registers: r,
+    }),
+    orgSessions: new Gauge({ name: 'lspd_org_sessions', help: 'Live language-server sessions, by org.', labelNames: ['org'] as const, registers: r }),
+    orgDiskBytes: new Gauge({ name: 'lspd_org_disk_bytes', help: 'Disk used by an org\'s roots and their dependency caches.', labelNames: ['org'] as const, registers: r }),
   };
 }
 

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startEgressProxy, type EgressProxy } from '../src/jail/egress-proxy.js';
+import { createEgressProxy, type EgressProxy } from '../src/jail/egress-proxy.js';
 import { createLogger } from '../src/log.js';
 
 const PAYLOAD = randomBytes(3 * 1024 * 1024 + 12345);
@@ -18,6 +18,7 @@ const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
 let dir: string;
 let proxy: EgressProxy;
+let socketPath: string;
 let registry: Server;
 let authority: string;
 
@@ -40,7 +41,8 @@ before(async () => {
   });
   await new Promise<void>((r) => registry.listen(0, '127.0.0.1', () => r()));
   authority = `127.0.0.1:${(registry.address() as AddressInfo).port}`;
-  proxy = await startEgressProxy({ socketPath: join(dir, 'egress.sock'), allow: [authority], log: createLogger('silent') });
+  proxy = createEgressProxy({ allow: [authority], log: createLogger('silent') });
+  socketPath = (await proxy.listen(join(dir, 'egress.sock'), 'acme')).socketPath;
 });
 
 after(async () => {
@@ -52,7 +54,7 @@ after(async () => {
 /** Open a CONNECT tunnel through the proxy; resolves once it is established, with the bytes after the proxy's answer. */
 function tunnel(): Promise<{ sock: Socket; early: Buffer }> {
   return new Promise((resolve, reject) => {
-    const sock = connect({ path: proxy.socketPath, allowHalfOpen: true });
+    const sock = connect({ path: socketPath, allowHalfOpen: true });
     let buf = Buffer.alloc(0);
     sock.once('error', reject);
     const onData = (c: Buffer) => {
@@ -102,7 +104,7 @@ test('a 3 MiB upload followed by the client half-closing still gets its answer, 
 });
 
 test('a refused destination is answered, not cut', async () => {
-  const sock = connect({ path: proxy.socketPath, allowHalfOpen: true });
+  const sock = connect({ path: socketPath, allowHalfOpen: true });
   sock.write('CONNECT 127.0.0.1:9 HTTP/1.1\r\n\r\n');
   const got = await readAll(sock, Buffer.alloc(0));
   sock.end();

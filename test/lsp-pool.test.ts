@@ -99,7 +99,8 @@ describe('a full queue answers 503 busy', { skip }, () => {
   let d: Lspd;
   const root = { org: 'acme', repo: 'busy', sha: shaOf('busy') };
   before(async () => {
-    d = await startLspd({ env: { LSPD_MAX_QUEUED_QUERIES: '2', LSPD_RESULT_CACHE_ENTRIES: '0' } });
+    // Shares off: this is the global bound with one org (test/tenancy-shares.test.ts has the per-org one).
+    d = await startLspd({ env: { LSPD_MAX_QUEUED_QUERIES: '2', LSPD_RESULT_CACHE_ENTRIES: '0', LSPD_ORG_RESERVE_PERCENT: '0' } });
     await uploadFixture(d.url, root, FX);
   });
   after(() => d?.close());

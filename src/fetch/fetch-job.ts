@@ -117,6 +117,8 @@ export interface RunDeps {
 }
 
 export interface RunOptions {
+  /** The root's org: its jails' uids and egress connections count against its share. */
+  org: string;
   ctx: Omit<StepContext, 'log'>;
   steps: StepStatus[];
   signal: AbortSignal;
@@ -246,7 +248,7 @@ async function runStep(deps: RunDeps, ctx: StepContext, step: StepStatus, o: Run
   const { skipped: skippedBefore = [], ...jailSpawn } = spawn;
   for (const s of skippedBefore) tail.line(`lspd: skipped ${s}`);
   try {
-    const proc = await deps.jail.spawn({ phase: 'fetch', ...jailSpawn, signal, stderrRingBytes: o.stderrRingBytes });
+    const proc = await deps.jail.spawn({ phase: 'fetch', org: o.org, ...jailSpawn, signal, stderrRingBytes: o.stderrRingBytes });
     proc.stdin.end();
     proc.stdout.on('data', keep);
     const exit = await proc.exited;

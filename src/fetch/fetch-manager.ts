@@ -6,6 +6,9 @@
 //   leaves the old or the new file. At the next start `resume` re-queues a job a
 //   crash interrupted, once; interrupted twice, it is marked failed (a fetch that
 //   takes the daemon down must not do so at every start).
+// - Fair between orgs: the queue hands out jobs round-robin between orgs, and an
+//   org runs at most its share of the slots (src/fair-share.ts), so one org's
+//   hundred uploads delay another org's first fetch by at most one job.
 // - Bounded: each job has a deadline (fetchTimeoutMs; aborting kills the jail) and
 //   a byte bound on the deps dir (fetchMaxBytes; see fetch-job.ts for how).
 // - Root removal cancels its job (queued: dropped; running: the jail is killed).
@@ -14,6 +17,7 @@
 //   before a fetch finished (onDone).
 import { mkdir } from 'node:fs/promises';
 import type { Config } from '../config.js';
+import { FairShare, OrgQueue, shareLimits } from '../fair-share.js';
 import type { Bind, Jail } from '../jail/types.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
@@ -26,7 +30,7 @@ import type { ServeMount } from './step.js';
 import type { Ecosystem, FetchStore, FetchView, StepStatus, Toolchains } from './types.js';
 
 export interface FetchManagerOptions {
-  config: Pick<Config, 'fetchTimeoutMs' | 'fetchMaxBytes' | 'goProxy' | 'npmRegistry' | 'pipIndexUrl' | 'composerRepo' | 'dataDir' | 'stderrRingBytes'>;
+  config: Pick<Config, 'fetchTimeoutMs' | 'fetchMaxBytes' | 'goProxy' | 'npmRegistry' | 'pipIndexUrl' | 'composerRepo' | 'dataDir' | 'stderrRingBytes' | 'orgMaxFetches' | 'orgReservePercent'>;
   log: Logger;
   metrics: Pick<Metrics, 'fetchSeconds'>;
   jail: Jail;
@@ -52,8 +56,11 @@ const MAX_ATTEMPTS = 2;
 
 export class FetchManager {
   private readonly jobs = new Map<string, { key: RootKey; job: FetchJob }>();
-  private readonly queue: string[] = [];
+  /** Root ids of queued jobs, per org. */
+  private readonly queue = new OrgQueue<string>();
   private readonly running = new Map<string, Promise<void>>();
+  /** Running jobs per org. */
+  private readonly slots: FairShare;
   private readonly pendingEnqueue = new Map<string, Promise<FetchView>>();
   private readonly doneListeners = new Set<(key: RootKey, view: FetchView) => void>();
   private readonly settleWaiters = new Map<string, Set<() => void>>();
@@ -64,6 +71,7 @@ export class FetchManager {
 
   constructor(private readonly o: FetchManagerOptions) {
     this.concurrency = Math.min(2, Math.max(1, o.concurrency ?? 1));
+    this.slots = new FairShare(shareLimits(this.concurrency, { orgCap: o.config.orgMaxFetches, reservePercent: o.config.orgReservePercent, floor: 1 }));
     this.log = o.log;
     // The store awaits this before it deletes the files: no jail still writes them.
     o.store.onRemove((key) => this.cancel(key));
@@ -192,7 +200,7 @@ export class FetchManager {
     const s = entry.job.state;
     if (s.name === 'queued') {
       entry.job.to({ name: 'cancelled' });
-      this.queue.splice(this.queue.indexOf(id), 1);
+      this.queue.remove(key.org, id);
     } else if (s.name === 'running') {
       s.abort.abort(new FetchAbort('cancelled'));
       await this.running.get(id);
@@ -237,20 +245,24 @@ export class FetchManager {
   private add(key: RootKey, job: FetchJob): void {
     const id = rootId(key);
     this.jobs.set(id, { key, job });
-    this.queue.push(id);
+    this.queue.push(key.org, id);
   }
 
   private pump(): void {
     if (this.o.ready && !this.o.ready()) return;
-    while (!this.closed && this.running.size < this.concurrency && this.queue.length > 0) {
-      const id = this.queue.shift()!;
+    while (!this.closed && this.running.size < this.concurrency) {
+      const next = this.queue.next((org) => this.slots.check(org) === undefined);
+      if (!next) break;
+      const { org, item: id } = next;
       const entry = this.jobs.get(id);
       if (!entry || entry.job.state.name !== 'queued') continue;
+      this.slots.take(org);
       const p = this.run(entry.key, entry.job).catch((err: unknown) => this.log.error({ err, root: id }, 'fetch job crashed'));
       this.running.set(
         id,
         p.finally(() => {
           this.running.delete(id);
+          this.slots.give(org);
           this.pump();
         }),
       );
@@ -274,6 +286,7 @@ export class FetchManager {
       const result = await runJob(
         { jail: this.o.jail, log: this.log, metrics: this.o.metrics },
         {
+          org: key.org,
           ctx: { treeDir, depsDir, goProxy: this.o.config.goProxy, npmRegistry: this.o.config.npmRegistry, pipIndexUrl: this.o.config.pipIndexUrl, composerRepo: this.o.config.composerRepo, tools: this.o.tools },
           steps: q.steps,
           signal: abort.signal,

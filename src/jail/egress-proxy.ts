@@ -1,6 +1,9 @@
 // The FETCH jail's only way out. FETCH runs in its own network namespace (only lo);
-// the daemon binds this proxy's unix socket into the jail, and an in-jail forwarder
+// the daemon binds a unix socket of this proxy into the jail (one socket per jail,
+// so every connection is known to be that jail's org's), and an in-jail forwarder
 // (jail/forwarder.c) lets tools reach it as http://127.0.0.1:PORT.
+// Connections are shared fairly between orgs (src/fair-share.ts): one org's fetches
+// cannot take all MAX_CONNECTIONS; past its share a connection is answered 503.
 // The proxy speaks just enough HTTP/1.1 for npm, go and composer:
 //   CONNECT host:port            → a TCP tunnel (what HTTPS through a proxy uses)
 //   GET http://host[:port]/path  → plain-HTTP forwarding (origin-form request line)
@@ -11,12 +14,14 @@
 // RFC 9110 §9.3.6 (CONNECT), §7.1 (absolute-form targets).
 import { chmodSync, lstatSync, unlinkSync } from 'node:fs';
 import { connect, createServer, isIP, type Server, type Socket } from 'node:net';
+import { FairShare, shareLimits } from '../fair-share.js';
 import type { Logger } from '../log.js';
 
 const MAX_HEAD_BYTES = 16 * 1024;
 const HEAD_TIMEOUT_MS = 30_000;
 const IDLE_TIMEOUT_MS = 5 * 60_000;
 const CONNECT_TIMEOUT_MS = 30_000;
+/** Client connections (tunnels) open at once, all orgs together. */
 const MAX_CONNECTIONS = 512;
 
 /** "host:port" in canonical form: lower-case host, IPv6 in brackets; undefined if malformed. */
@@ -73,13 +78,39 @@ export function parseProxyHead(head: string): ParsedHead | string {
   return { method, authority, connect: false, upstreamHead };
 }
 
-export interface EgressProxy {
+export interface EgressProxyOptions {
+  /** host:port pairs connections may go to (config.fetchRegistries). */
+  allow: readonly string[];
+  log: Logger;
+  /** Per-org shares of the connections (src/fair-share.ts); default: shares off. */
+  share?: { orgCap: number; reservePercent: number };
+  /** Told of every connection refused for load (metrics). */
+  onRefused?: (org: string) => void;
+}
+
+/** One FETCH jail's way in to the proxy: a unix socket whose connections are counted for its org. */
+export interface EgressListener {
   readonly socketPath: string;
+  readonly org: string;
+  /** Stop listening, drop this listener's connections, remove the socket file. Idempotent. */
   close(): Promise<void>;
 }
 
-/** Listen on `socketPath` (mode 0666: jail uids must be able to connect) and forward to `allow` only. */
-export async function startEgressProxy(opts: { socketPath: string; allow: readonly string[]; log: Logger }): Promise<EgressProxy> {
+export interface EgressProxy {
+  /**
+   * Listen on `socketPath` (mode 0666: jail uids must be able to connect) for the
+   * jail of one fetch of `org`. Each FETCH jail gets its own socket, bound at
+   * JAIL_EGRESS_SOCKET, so the proxy knows whose every connection is.
+   */
+  listen(socketPath: string, org: string): Promise<EgressListener>;
+  close(): Promise<void>;
+}
+
+/** What one org needs to fetch at all: npm opens up to 15 sockets at once (its `maxsockets`). */
+export const ORG_EGRESS_FLOOR = 16;
+
+/** Forward to `allow` only; connections are shared fairly between orgs (MAX_CONNECTIONS in all). */
+export function createEgressProxy(opts: EgressProxyOptions): EgressProxy {
   const allow = new Set<string>();
   for (const a of opts.allow) {
     const hp = splitAuthority(a.trim());
@@ -88,7 +119,8 @@ export async function startEgressProxy(opts: { socketPath: string; allow: readon
     allow.add(c);
   }
   const log = opts.log;
-  const live = new Set<Socket>();
+  const share = new FairShare(shareLimits(MAX_CONNECTIONS, { orgCap: 0, reservePercent: 0, ...opts.share, floor: ORG_EGRESS_FLOOR }));
+  const listeners = new Set<EgressListener>();
 
   const refuse = (client: Socket, status: string, why: string) => {
     // Read and drop what the client still sends, so it sees our FIN (and answer)
@@ -97,12 +129,24 @@ export async function startEgressProxy(opts: { socketPath: string; allow: readon
     client.end(`HTTP/1.1 ${status}\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n${why}\n`);
   };
 
-  // allowHalfOpen on both sockets: a tunnel carries each direction's end (FIN) to
-  // the other side on its own, after the data before it. Closing a socket the moment
-  // its peer closed dropped what was still buffered for it (a 3 MiB tarball failed 3
-  // runs in 10 when the registry closed right after its last byte).
-  const server: Server = createServer({ allowHalfOpen: true }, (client) => {
-    if (live.size >= MAX_CONNECTIONS) return refuse(client, '503 Service Unavailable', 'too many connections');
+  /** Count the connection for its org, or answer 503 (all taken, or the org past its share). */
+  const admit = (client: Socket, org: string): boolean => {
+    const why = share.take(org);
+    if (why === undefined) {
+      client.once('close', () => share.give(org));
+      return true;
+    }
+    opts.onRefused?.(org);
+    log.warn({ org, why, held: share.held(org) }, 'egress refused for load');
+    client.on('error', () => client.destroy());
+    client.setTimeout(HEAD_TIMEOUT_MS, () => client.destroy());
+    refuse(client, '503 Service Unavailable', why === 'full' ? 'too many connections' : 'too many connections for this org');
+    return false;
+  };
+
+  /** One client connection of `org`, its sockets (and its upstream's) kept in `live`. */
+  const handle = (client: Socket, org: string, live: Set<Socket>) => {
+    if (!admit(client, org)) return;
     live.add(client);
     client.on('close', () => live.delete(client));
     client.on('error', () => client.destroy());
@@ -163,30 +207,50 @@ export async function startEgressProxy(opts: { socketPath: string; allow: readon
       });
     };
     client.on('data', onData);
-  });
+  };
 
-  // A socket file left by a daemon that was SIGKILLed would make listen fail.
-  try {
-    if (lstatSync(opts.socketPath).isSocket()) unlinkSync(opts.socketPath);
-  } catch {
-    /* absent */
-  }
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.socketPath, () => resolve());
-  });
-  // connect(2) on a unix socket needs write permission on its inode; jails run as pool uids.
-  chmodSync(opts.socketPath, 0o666);
   return {
-    socketPath: opts.socketPath,
-    async close() {
-      for (const s of live) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+    async listen(socketPath: string, org: string): Promise<EgressListener> {
+      const live = new Set<Socket>();
+      // allowHalfOpen on both sockets: a tunnel carries each direction's end (FIN) to
+      // the other side on its own, after the data before it. Closing a socket the moment
+      // its peer closed dropped what was still buffered for it (a 3 MiB tarball failed 3
+      // runs in 10 when the registry closed right after its last byte).
+      const server: Server = createServer({ allowHalfOpen: true }, (client) => handle(client, org, live));
+      // A socket file left by a daemon that was SIGKILLed would make listen fail.
       try {
-        unlinkSync(opts.socketPath);
+        if (lstatSync(socketPath).isSocket()) unlinkSync(socketPath);
       } catch {
-        /* gone */
+        /* absent */
       }
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(socketPath, () => resolve());
+      });
+      // connect(2) on a unix socket needs write permission on its inode; jails run as pool uids.
+      chmodSync(socketPath, 0o666);
+      let closing: Promise<void> | undefined;
+      const listener: EgressListener = {
+        socketPath,
+        org,
+        close: () =>
+          (closing ??= (async () => {
+            listeners.delete(listener);
+            // The jail is gone (or never started): nothing on its connections is worth delivering.
+            for (const sock of live) sock.destroy();
+            await new Promise<void>((resolve) => server.close(() => resolve()));
+            try {
+              unlinkSync(socketPath);
+            } catch {
+              /* gone */
+            }
+          })()),
+      };
+      listeners.add(listener);
+      return listener;
+    },
+    async close() {
+      await Promise.all([...listeners].map((l) => l.close()));
     },
   };
 }

@@ -3,7 +3,7 @@
 // spawn. `spawn` refuses (503 not_ready) any phase the canary has not proved, so
 // a route that forgot to check readiness still cannot start an unconfined process.
 // There is no option that skips any of this.
-import { chmodSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Config } from '../config.js';
@@ -13,13 +13,13 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { CANARY_TESTS, judge, runProbe } from './canary.js';
 import { openCgroups, type Cgroups, type CgroupVersion } from './cgroup.js';
-import { startEgressProxy, type EgressProxy } from './egress-proxy.js';
+import { createEgressProxy, type EgressProxy } from './egress-proxy.js';
 import { GATE_PATH, JAIL_INNER_UID, PROJECT_DIR, hostLayout, phasePolicy, type PhasePolicy } from './policy.js';
 import { preflight } from './preflight.js';
 import { buildFilter } from './seccomp.js';
 import { spawnInJail, type SpawnContext } from './spawn.js';
 import type { Jail, JailSpawnOptions, JailedProcess, Phase } from './types.js';
-import { UidPool } from './uid-pool.js';
+import { DAEMON_ORG, UidPool } from './uid-pool.js';
 
 export type JailVerdicts = { serve: PhaseVerdict; fetch: PhaseVerdict };
 
@@ -71,23 +71,33 @@ export async function createJail({ config, log, metrics }: JailDeps): Promise<Ja
     }
   }
 
-  // The daemon's jail files: passwd/group/hosts for the jail's /etc, and the egress socket.
+  // The daemon's jail files: passwd/group/hosts for the jail's /etc, and a dir of
+  // egress sockets, one per live FETCH jail (named by a sequence number). The
+  // layout's own egressSocket is a placeholder each FETCH jail's policy replaces.
   const host = hostLayout(config.dataDir);
-  const { etcDir, egressSocket } = host;
+  const { etcDir } = host;
+  const egressDir = join(config.dataDir, 'jail', 'egress');
+  let egressSeq = 0;
+  const egressSocket = () => join(egressDir, `${++egressSeq}.sock`);
   let egress: EgressProxy | undefined;
   if (!problems.serve || !problems.fetch) {
     try {
-      prepareJailDir(config.dataDir, etcDir);
+      prepareJailDir(config.dataDir, etcDir, egressDir);
     } catch (err) {
       blockAll(`cannot prepare the jail files under the data dir: ${(err as Error).message}`);
     }
   }
   if (!problems.fetch) {
-    if (egressSocket.length > MAX_SOCKET_PATH) {
+    if (join(egressDir, `${Number.MAX_SAFE_INTEGER}.sock`).length > MAX_SOCKET_PATH) {
       problems.fetch = 'the egress proxy socket path is longer than a unix socket allows; use a shorter LSPD_DATA';
     } else {
       try {
-        egress = await startEgressProxy({ socketPath: egressSocket, allow: config.fetchRegistries, log: log.child({ mod: 'egress' }) });
+        egress = createEgressProxy({
+          allow: config.fetchRegistries,
+          log: log.child({ mod: 'egress' }),
+          share: { orgCap: config.orgMaxEgressConnections, reservePercent: config.orgReservePercent },
+          onRefused: (org) => metrics?.orgRefusals.inc({ org: metrics.orgLabels.of(org), reason: 'egress' }),
+        });
       } catch (err) {
         problems.fetch = `the egress proxy did not start: ${(err as Error).message}`;
       }
@@ -103,7 +113,10 @@ export async function createJail({ config, log, metrics }: JailDeps): Promise<Ja
       gatePath: GATE_PATH,
       filters: filters as Record<Phase, Buffer>,
       policies,
-      uids: new UidPool(config.jailUidBase, config.jailUidCount),
+      uids: new UidPool(config.jailUidBase, config.jailUidCount, {
+        share: { orgCap: config.orgJailUids, reservePercent: config.orgReservePercent },
+        onRefused: (org) => metrics?.orgRefusals.inc({ org: metrics.orgLabels.of(org), reason: 'uids' }),
+      }),
       cgroups,
       limits: { memoryBytes: config.jailMemoryBytes, pids: config.jailPids, tmpBytes: config.jailTmpBytes, stderrRingBytes: config.stderrRingBytes },
       scrub: [
@@ -121,6 +134,25 @@ export async function createJail({ config, log, metrics }: JailDeps): Promise<Ja
   };
   const proved: Record<Phase, boolean> = { serve: false, fetch: false };
   let closed = false;
+
+  /**
+   * Spawn through the phase's policy; a FETCH jail first gets an egress socket of
+   * its own (its connections counted for its org), bound where the policy's would
+   * be and closed when the jail is gone.
+   */
+  const spawnPhase = async (c: SpawnContext, opts: JailSpawnOptions): Promise<JailedProcess> => {
+    if (opts.phase !== 'fetch') return spawnInJail(c, opts);
+    if (!egress) throw errors.notReady('The fetch jail has no egress proxy.');
+    const listener = await egress.listen(egressSocket(), opts.org ?? DAEMON_ORG);
+    try {
+      const j = await spawnInJail(c, opts, phasePolicy('fetch', { ...host, egressSocket: listener.socketPath }));
+      void j.exited.finally(() => listener.close());
+      return j;
+    } catch (err) {
+      await listener.close();
+      throw err;
+    }
+  };
 
   const setGauge = () => {
     for (const p of PHASES) metrics?.canary.set({ phase: p }, verdicts[p].ok ? 1 : 0);
@@ -141,7 +173,7 @@ export async function createJail({ config, log, metrics }: JailDeps): Promise<Ja
             return;
           }
           try {
-            const run = await runProbe((o) => spawnInJail(ctx, o), phase, CANARY_TESTS[phase]);
+            const run = await runProbe((o) => spawnPhase(ctx, o), phase, CANARY_TESTS[phase]);
             verdicts[phase] = judge(phase, run);
           } catch (err) {
             verdicts[phase] = { ok: false, reason: (err as Error).message };
@@ -163,7 +195,7 @@ export async function createJail({ config, log, metrics }: JailDeps): Promise<Ja
       if (!proved[opts.phase] || !ctx) {
         throw errors.notReady(`The ${opts.phase} jail is not proved: ${verdicts[opts.phase].reason ?? 'the canary has not passed'}.`);
       }
-      return spawnInJail(ctx, opts);
+      return spawnPhase(ctx, opts);
     },
 
     async close() {
@@ -183,8 +215,11 @@ export async function createJail({ config, log, metrics }: JailDeps): Promise<Ja
  * dir must be searchable by others (0711: traverse, not list). Its parents are the
  * operator's; if one is closed, bwrap's refusal surfaces in the canary.
  */
-function prepareJailDir(dataDir: string, etcDir: string): void {
+function prepareJailDir(dataDir: string, etcDir: string, egressDir: string): void {
   mkdirSync(etcDir, { recursive: true, mode: 0o755 });
+  // Sockets a killed daemon left behind name no live jail.
+  rmSync(egressDir, { recursive: true, force: true });
+  mkdirSync(egressDir, { mode: 0o755 });
   const mode = statSync(dataDir).mode & 0o7777;
   if ((mode & 0o001) === 0) chmodSync(dataDir, mode | 0o001);
   chmodSync(dirname(etcDir), 0o755);

@@ -50,8 +50,13 @@ export interface SpawnContext {
 
 let seq = 0;
 
-/** Spawn `opts` in a jail of its phase. The caller has checked that the phase is proved. */
-export async function spawnInJail(ctx: SpawnContext, opts: JailSpawnOptions): Promise<JailedProcess> {
+/**
+ * Spawn `opts` in a jail of its phase. The caller has checked that the phase is
+ * proved. `policy` replaces the phase's own when this jail sees something of its
+ * own (a FETCH jail's egress socket).
+ */
+export async function spawnInJail(ctx: SpawnContext, opts: JailSpawnOptions, policy: PhasePolicy = ctx.policies[opts.phase]): Promise<JailedProcess> {
+  assert.equal(policy.phase, opts.phase, 'the policy is of the spawn phase');
   assert.ok(opts.argv.length > 0 && opts.argv[0]!.startsWith('/'), 'argv[0] must be an absolute in-jail path');
   for (const b of opts.binds ?? []) assert.ok(!b.rw || opts.phase === 'fetch', 'read-write binds exist only in FETCH');
   opts.signal?.throwIfAborted();
@@ -64,7 +69,7 @@ export async function spawnInJail(ctx: SpawnContext, opts: JailSpawnOptions): Pr
     for (const b of opts.binds ?? []) bindFds.push(b.rw ? undefined : openBindSource(b.host));
     if (opts.tree && treeFd !== undefined) preCreateMountPoints(treeFd, opts.tree.at, opts.binds ?? []);
     for (let attempt = 1; ; attempt++) {
-      const j = launch(ctx, opts, treeFd, bindFds);
+      const j = launch(ctx, policy, opts, treeFd, bindFds);
       const setup = await j.setup;
       if (setup === 'ok') return j;
       await j.exited;
@@ -87,9 +92,8 @@ interface Launched extends JailedProcess {
   readonly setup: Promise<'ok' | string>;
 }
 
-function launch(ctx: SpawnContext, opts: JailSpawnOptions, treeFd: number | undefined, bindFds: readonly (number | undefined)[]): Launched {
-  const policy = ctx.policies[opts.phase];
-  const uid = ctx.uids.acquire();
+function launch(ctx: SpawnContext, policy: PhasePolicy, opts: JailSpawnOptions, treeFd: number | undefined, bindFds: readonly (number | undefined)[]): Launched {
+  const uid = ctx.uids.acquire(opts.org);
   let cg: JailCgroup;
   try {
     cg = ctx.cgroups.create(`j${uid}-${++seq}`, ctx.limits);

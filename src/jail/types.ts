@@ -16,6 +16,11 @@ export interface Bind {
 
 export interface JailSpawnOptions {
   phase: Phase;
+  /**
+   * The org this jail works for: its uid (and a FETCH jail's egress connections)
+   * count against that org's fair share. Absent: the daemon's own (the canary).
+   */
+  org?: string;
   /** argv[0] is an absolute path as seen inside the jail. */
   argv: string[];
   /** The whole environment inside the jail (the jail starts from --clearenv). */

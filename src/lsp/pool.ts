@@ -6,8 +6,14 @@
 // choosing it and holding it. A crashed session leaves the map at once and the next
 // query spawns a fresh one; spawn failures back off exponentially and always retry
 // once the back-off has passed (never a permanent "broken" mark).
-import type { Config } from '../config.js';
+// Orgs share the pool fairly (src/fair-share.ts): a unit is a session some query
+// holds; idle sessions are free room (the least recently used one is stopped for
+// whoever needs the place, any org). A query that would make one more session busy
+// for its org (spawn one, or lease an idle one) is refused 503 busy past the org's
+// share; leasing a session its org already keeps busy costs nothing.
+import { envName, type Config } from '../config.js';
 import { errors } from '../errors.js';
+import { shareLimits, shareVerdict, type ShareLimits } from '../fair-share.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { Bind, Jail } from '../jail/types.js';
@@ -63,6 +69,8 @@ export class SessionPool {
   /** Sessions taken out of the map and still shutting down; close() waits for them. */
   private readonly stopping = new Set<Promise<void>>();
   private readonly gaugeLabels = new Set<string>();
+  private readonly orgGaugeLabels = new Set<string>();
+  private readonly share: ShareLimits;
   private state: PoolState = 'open';
   private closing: Promise<void> | undefined;
   private readonly reaper: NodeJS.Timeout;
@@ -70,6 +78,8 @@ export class SessionPool {
   constructor(deps: PoolDeps) {
     this.deps = deps;
     this.log = deps.log.child({ mod: 'pool' });
+    const c = deps.config;
+    this.share = shareLimits(c.maxSessions, { orgCap: c.orgMaxSessions, reservePercent: c.orgReservePercent, floor: 1 });
     this.reaper = setInterval(() => this.reap(), deps.config.reapIntervalMs);
     this.reaper.unref();
   }
@@ -100,6 +110,9 @@ export class SessionPool {
           Math.max(1, Math.ceil((b.until - now) / 1000)),
         );
       }
+    }
+    if (!s || s.leases === 0) this.admit(orgOfRoot(spec.rootId));
+    if (!s) {
       if (this.sessions.size >= this.deps.config.maxSessions && !this.evictOneIdle()) {
         throw errors.busy(`All ${this.deps.config.maxSessions} language-server sessions are in use.`, 5);
       }
@@ -125,6 +138,7 @@ export class SessionPool {
     const s = new Session({
       row: spec.row,
       key: { server: spec.row.name, rootId: spec.rootId, workspace: spec.workspace },
+      org: orgOfRoot(spec.rootId),
       jail: this.deps.jail,
       config: this.deps.config,
       log: this.deps.log,
@@ -146,7 +160,8 @@ export class SessionPool {
         this.updateGauge();
       },
       (err: unknown) => {
-        if (this.state !== 'open' || !(err instanceof SessionFailedError) || err.cause_ === 'stopped') return;
+        // A refusal for load (no jail uid for this org now) is no fault of the server: no back-off.
+        if (this.state !== 'open' || !(err instanceof SessionFailedError) || err.cause_ === 'stopped' || err.refusal) return;
         const prev = this.backoffs.get(key)?.failures ?? 0;
         const failures = prev + 1;
         const delay = Math.min(this.deps.config.spawnBackoffMaxMs, 1000 * 2 ** (failures - 1));
@@ -157,6 +172,26 @@ export class SessionPool {
     );
     this.updateGauge();
     return s;
+  }
+
+  /** May `org` make one more session busy? Throws 503 busy when not (counted per org). */
+  private admit(org: string): void {
+    const busy = new Map<string, number>();
+    let total = 0;
+    for (const s of this.sessions.values()) {
+      if (s.leases === 0) continue;
+      const o = orgOfRoot(s.key.rootId);
+      busy.set(o, (busy.get(o) ?? 0) + 1);
+      total++;
+    }
+    const held = busy.get(org) ?? 0;
+    const why = shareVerdict(this.share, held, total, busy.size - (held > 0 ? 1 : 0));
+    if (why === undefined) return;
+    const { metrics } = this.deps;
+    metrics.orgRefusals.inc({ org: metrics.orgLabels.of(org), reason: 'sessions' });
+    if (why === 'full') throw errors.busy(`All ${this.deps.config.maxSessions} language-server sessions are in use.`, 5);
+    const past = why === 'cap' ? `its limit (${envName('orgMaxSessions')})` : 'its share: the rest is kept for other orgs';
+    throw errors.busy(`Org ${org} keeps ${held} language-server sessions busy, ${past}; retry shortly.`, 5);
   }
 
   /** Stop the least recently used session nobody holds; false when every one is held. */
@@ -280,5 +315,18 @@ export class SessionPool {
       const [server, state] = k.split('\u0000') as [string, string];
       this.deps.metrics.sessions.set({ server, state }, counts.get(k) ?? 0);
     }
+    const perOrg = new Map<string, number>();
+    for (const s of this.sessions.values()) {
+      const o = orgOfRoot(s.key.rootId);
+      perOrg.set(o, (perOrg.get(o) ?? 0) + 1);
+    }
+    const { orgLabels, orgSessions } = this.deps.metrics;
+    for (const [org, n] of orgLabels.fold(perOrg, this.orgGaugeLabels)) orgSessions.set({ org }, n);
   }
+}
+
+/** A root id is `org/repo/sha`. */
+function orgOfRoot(rootId: string): string {
+  const i = rootId.indexOf('/');
+  return i < 0 ? rootId : rootId.slice(0, i);
 }

@@ -11,9 +11,10 @@
 // query the same way (`signal`).
 import { homedir } from 'node:os';
 import type { z } from 'zod';
-import type { Config } from '../config.js';
+import { envName, type Config } from '../config.js';
 import { deadline } from '../deadline.js';
 import { AppError, errors, isAppError } from '../errors.js';
+import { FairShare, shareLimits } from '../fair-share.js';
 import type { Health } from '../health.js';
 import { languageOf } from '../languages.js';
 import type { Logger } from '../log.js';
@@ -28,7 +29,7 @@ import { awaitDependencies, dependencyMounts, dependencyNote, type DependencyNot
 import type { FileCoordinate } from './coordinates.js';
 import { runOp, workspaceSymbols, type OpResult } from './lsp-ops.js';
 import { treeJailPath } from './paths.js';
-import type { SessionPool } from './pool.js';
+import type { Lease, SessionPool } from './pool.js';
 import { capAnswer } from './projection.js';
 import { createScrubber, type Scrubber } from './scrub.js';
 import type { ServerRow, ServerTable } from './server-table.js';
@@ -83,11 +84,17 @@ export class QueryService {
   private readonly targets = new TargetCache();
   /** One scrubber per root (building one compiles its known-path matchers). */
   private readonly scrubbers = new RootCache<Scrubber>({ max: 256 });
-  /** Queries admitted and waiting for a server (spawn, readiness, an in-flight slot). */
-  private waiting = 0;
+  /**
+   * Queries admitted and waiting for a server (its dependencies, spawn, an in-flight
+   * slot), per org: one org's flood on a slow root stops at its share and leaves
+   * the rest of LSPD_MAX_QUEUED_QUERIES to the others (src/fair-share.ts).
+   */
+  private readonly waiting: FairShare;
 
   constructor(deps: QueryServiceDeps) {
     this.deps = deps;
+    const c = deps.config;
+    this.waiting = new FairShare(shareLimits(c.maxQueuedQueries, { orgCap: c.orgMaxQueuedQueries, reservePercent: c.orgReservePercent, floor: 1 }));
     this.cache = new ResultCache<LspAnswer>(deps.config.resultCacheEntries, deps.metrics);
   }
 
@@ -111,6 +118,7 @@ export class QueryService {
     const t0 = performance.now();
     const deadlineAt = Date.now() + config.queryTimeoutMs - config.cleanupReserveMs;
     if (!health.jailReady) throw errors.notReady(`Nothing is served: ${health.reason ?? 'the jail is not proved'}.`);
+    this.deps.metrics.orgQueries.inc({ org: this.deps.metrics.orgLabels.of(q.org) });
     const info = store.get(q);
     if (!info) throw errors.needTree();
     store.touch(q);
@@ -171,43 +179,55 @@ export class QueryService {
    * request is done, whatever happened.
    */
   private async withSession<T>(w: Work, row: ServerRow, rel: string, fn: (s: Session) => Promise<T>): Promise<T> {
-    const { config, metrics, pool } = this.deps;
-    if (this.waiting >= config.maxQueuedQueries) {
-      metrics.rejected.inc({ route: '/v1/code/lsp' });
-      throw errors.busy(`More than ${config.maxQueuedQueries} queries are waiting for a language server.`, 1);
-    }
+    const { pool } = this.deps;
+    const org = w.q.org;
+    this.admit(org);
+    let waiting = true;
+    const admitted = () => {
+      if (waiting) this.waiting.give(org);
+      waiting = false;
+    };
+    let lease: Lease | undefined;
+    let releaseSlot: (() => void) | undefined;
     try {
       // A fetch still bringing what this server reads is waited for (bounded), so
-      // no session starts without dependencies that are about to be there.
+      // no session starts without dependencies that are about to be there. The
+      // query counts as waiting meanwhile: a flood on a root whose fetch hangs is
+      // bounded like one on a slow server.
       await awaitDependencies(this.deps.dependencies, w.q, row, w.deadlineAt, w.deadline);
-    } catch (err) {
-      throw this.mapError(err, row, w);
-    }
-    const workspace = await this.workspaces.find(w.root, w.treeDir, rel, row.rootMarkers);
-    const lease = pool.acquire({
-      row,
-      rootId: w.root.id,
-      generation: w.root.generation,
-      workspace,
-      treeHostDir: w.treeDir,
-      ...dependencyMounts(this.deps.dependencies, w.q, row),
-    });
-    let releaseSlot: (() => void) | undefined;
-    this.waiting++;
-    let waiting = true;
-    try {
+      const workspace = await this.workspaces.find(w.root, w.treeDir, rel, row.rootMarkers);
+      lease = pool.acquire({
+        row,
+        rootId: w.root.id,
+        generation: w.root.generation,
+        workspace,
+        treeHostDir: w.treeDir,
+        ...dependencyMounts(this.deps.dependencies, w.q, row),
+      });
       await lease.session.whenReady(w.deadline);
       releaseSlot = await lease.session.slot(w.deadline);
-      this.waiting--;
-      waiting = false;
+      admitted();
       return await fn(lease.session);
     } catch (err) {
       throw this.mapError(err, row, w);
     } finally {
-      if (waiting) this.waiting--;
+      admitted();
       releaseSlot?.();
-      lease.release();
+      lease?.release();
     }
+  }
+
+  /** Take a waiting place for `org`, or 503 busy: the queue is full, or the org is past its share of it. */
+  private admit(org: string): void {
+    const { config, metrics } = this.deps;
+    const why = this.waiting.take(org);
+    if (why === undefined) return;
+    metrics.rejected.inc({ route: '/v1/code/lsp' });
+    metrics.orgRefusals.inc({ org: metrics.orgLabels.of(org), reason: 'queue' });
+    if (why === 'full') throw errors.busy(`More than ${config.maxQueuedQueries} queries are waiting for a language server.`, 1);
+    const held = this.waiting.held(org);
+    const past = why === 'cap' ? `its limit (${envName('orgMaxQueuedQueries')})` : 'its share: the rest of the queue is kept for other orgs';
+    throw errors.busy(`Org ${org} already has ${held} queries waiting for a language server, ${past}; retry shortly.`, 1);
   }
 
   /** didOpen (once per session) and the bounded readiness wait. */
@@ -334,6 +354,7 @@ export class QueryService {
     if (w.deadline.aborted) {
       return errors.timeout(`${row.name} did not answer within ${config.queryTimeoutMs} ms; the request was cancelled.`);
     }
+    if (err instanceof SessionFailedError && err.refusal) return err.refusal;
     if (err instanceof SessionFailedError) {
       const extra: Record<string, unknown> = { retry_after: 1, server: row.name };
       const tail = err.stderrTail.trim();

@@ -10,6 +10,7 @@
 // A session never recovers in place: once failed it stays failed, and the pool
 // replaces it on the next query. That keeps every field valid only in its state.
 import type { Config } from '../config.js';
+import { isAppError, type AppError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { Bind, Jail, JailedProcess } from '../jail/types.js';
@@ -52,6 +53,8 @@ export class SessionFailedError extends Error {
     readonly cause_: 'spawn' | 'initialize' | 'exit' | 'protocol' | 'flood' | 'wedged' | 'stopped',
     message: string,
     readonly stderrTail = '',
+    /** The jail refused the spawn for load (503 busy: no uid for this org now): the query's answer, and no back-off. */
+    readonly refusal?: AppError,
   ) {
     super(message);
   }
@@ -64,6 +67,8 @@ export class IllegalTransitionError extends Error {
 export interface SessionDeps {
   row: ServerRow;
   key: SessionKey;
+  /** The org of the root: the jail's uid counts against its share. */
+  org: string;
   jail: Jail;
   config: Config;
   log: Logger;
@@ -174,6 +179,7 @@ export class Session {
       }
       proc = await jail.spawn({
         phase: 'serve',
+        org: this.deps.org,
         argv: [...row.argv],
         env: { ...row.env, ...this.deps.depEnv },
         tree: { hostDir: this.deps.treeHostDir, at: TREE_AT },
@@ -183,7 +189,8 @@ export class Session {
       });
     } catch (err) {
       void files?.remove();
-      throw this.fail(new SessionFailedError('start', 'spawn', `the jail could not start ${row.name}: ${(err as Error).message}`));
+      const refusal = isAppError(err) && err.code === 'busy' ? err : undefined;
+      throw this.fail(new SessionFailedError('start', 'spawn', `the jail could not start ${row.name}: ${(err as Error).message}`, '', refusal));
     }
     if (files) void proc.exited.then(() => files.remove());
     if (this.st.kind !== 'starting') {

@@ -1,0 +1,191 @@
+// Question: while one org floods the daemon, how much slower are a polite org's
+// queries than on an idle daemon? (issue 13; goal: the polite org's p99 within 2x
+// of its idle p99.)
+//   node --import tsx bench/tenancy.ts [--seconds N] [--flood-clients N] [--flood-roots N] [--slow-clients N] [--quick] [--shares-off]
+// Defaults: 30 s per phase; the flooding org has 400 clients on 4 warm roots (more
+// than their sessions' in-flight slots) and 300 more on a slow root (its npm
+// dependencies come from a registry that never answers, so its queries wait: they
+// fill the flooder's share of the wait queue, and past it are refused and sent
+// again at once). --quick is 8 s phases; --shares-off runs the daemon with
+// LSPD_ORG_RESERVE_PERCENT=0 (first come, first served, as before shares).
+// One daemon (the result cache off, so every query reaches a language server), in
+// one run:
+//   idle     the polite org alone: sequential definitions on its warm ts-basic root
+//   flooded  the same, while the flooding org's clients loop over definition, hover,
+//            references and documentSymbols on its own warm ts-basic roots
+//   idle, after   the first again, once the flood is over (the host's own load
+//            drifts: a 2-core VM shared with other work)
+// The flood runs in a child process of its own: sharing this process's event loop,
+// its 128 clients delayed the polite client's own timing by seconds.
+// Printed: the polite org's n/p50/p99/max per phase (as its client saw them, and
+// the daemon's own elapsed_ms), the ratios, the flood's throughput and refusals,
+// and the load average beside them.
+import { spawn } from 'node:child_process';
+import { loadavg } from 'node:os';
+import { createInterface } from 'node:readline';
+import { Agent } from 'undici';
+import { cpSync } from 'node:fs';
+import { join } from 'node:path';
+import { bufferOf, fixtureTar, fixturesDir, putTar, startChaosDaemon, tsCall, type ChaosDaemon } from '../test/chaos/daemons.js';
+import { Figures, Load, percentile, send, sleep, type Result } from '../test/chaos/harness.js';
+import { startHangingServer } from '../test/chaos/hanging-server.js';
+import { shaOf, tarOf } from '../test/helpers/ask-harness.js';
+import { scratchDir } from '../test/helpers/fetch-env.js';
+
+const args = process.argv.slice(2);
+const flag = (name: string, def: number) => {
+  const i = args.indexOf(name);
+  return i >= 0 && args[i + 1] !== undefined ? Number(args[i + 1]) : def;
+};
+const quick = args.includes('--quick');
+const seconds = flag('--seconds', quick ? 8 : 30);
+const floodClients = flag('--flood-clients', 400);
+const sharesOff = args.includes('--shares-off');
+const slowClients = flag('--slow-clients', 300);
+const floodRoots = flag('--flood-roots', 4);
+const OPS = 4; // tsCall's questions 0..3: definition, hover, references, documentSymbols
+
+interface PhaseFigures {
+  n: number;
+  p50: number;
+  p99: number;
+  max: number;
+  /** The daemon's elapsed_ms of the same answers. */
+  serverP50: number;
+  serverP99: number;
+  wrong: number;
+  refused: number;
+}
+
+type Root = { org: string; repo: string; sha: string };
+
+/** The polite org: one definition after another for `seconds`, each judged. */
+async function politePhase(url: string, root: { org: string; repo: string; sha: string }, ms: number): Promise<PhaseFigures> {
+  const agent = new Agent({ connections: 1 });
+  const lat: number[] = [];
+  const server: number[] = [];
+  let wrong = 0;
+  let refused = 0;
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    const r = await send(url, tsCall(root, 0), { timeoutMs: 80_000, dispatcher: agent });
+    if (r.outcome === 'answered' && !r.wrong) {
+      lat.push(r.ms);
+      server.push(Number(r.body?.elapsed_ms));
+    }
+    else if (r.outcome === 'refused') refused++;
+    else wrong++;
+  }
+  await agent.close();
+  return { n: lat.length, p50: percentile(lat, 50), p99: percentile(lat, 99), max: Math.max(...lat), serverP50: percentile(server, 50), serverP99: percentile(server, 99), wrong, refused };
+}
+
+type FloodFigures = Record<'answered' | 'refused' | 'lost' | 'wrong' | 'sent', number> & { byCode: Record<string, number>; samples: Record<string, string> };
+
+/** Figures that also keep the first message of each refusal code (what the flooder was told). */
+class SampledFigures extends Figures {
+  readonly samples: Record<string, string> = {};
+  override add(r: Result, label = ''): void {
+    super.add(r, label);
+    if (r.code && !(r.code in this.samples)) this.samples[r.code] = String(r.body?.message);
+  }
+}
+
+/** The flooding org, in its own process: `--flood-worker URL WARM_ROOTS_JSON SLOW_ROOT_JSON MS` prints its figures as JSON when done. */
+async function floodWorker(url: string, roots: Root[], slow: Root, ms: number): Promise<void> {
+  const load = (next: (i: number) => ReturnType<typeof tsCall>, concurrency: number) => {
+    const figures = new SampledFigures();
+    return { figures, load: new Load({ url, next, concurrency, maxRequests: 50_000_000, maxMs: ms, timeoutMs: 80_000, figures }).start() };
+  };
+  const warm = load((i) => tsCall(roots[i % roots.length]!, Math.floor(i / roots.length) % OPS), floodClients);
+  const waiting = load(() => tsCall(slow, 0), slowClients);
+  process.stdout.write('started\n');
+  await sleep(ms);
+  await Promise.all([warm.load.stop(), waiting.load.stop()]);
+  const out = (x: typeof warm): FloodFigures => ({ answered: x.figures.answered, refused: x.figures.refused, lost: x.figures.lost, wrong: x.figures.wrong, byCode: x.figures.byCode, samples: x.figures.samples, sent: x.load.count });
+  process.stdout.write(JSON.stringify({ warm: out(warm), slow: out(waiting) }) + '\n');
+}
+
+/** Start the flood worker; resolves once its clients are sending, with a promise of its figures. */
+async function startFlood(url: string, roots: Root[], slow: Root, ms: number): Promise<Promise<{ warm: FloodFigures; slow: FloodFigures }>> {
+  const argv = ['--import', 'tsx', import.meta.filename, '--flood-worker', url, JSON.stringify(roots), JSON.stringify(slow), String(ms), '--flood-clients', String(floodClients), '--slow-clients', String(slowClients)];
+  const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+  if ((await lines.next()).value !== 'started') throw new Error('the flood worker did not start');
+  return lines.next().then((l) => JSON.parse(String(l.value)) as { warm: FloodFigures; slow: FloodFigures });
+}
+
+async function main(): Promise<void> {
+  const registry = await startHangingServer();
+  const d: ChaosDaemon = await startChaosDaemon(0, {
+    LSPD_JAIL_UID_BASE: '317000',
+    LSPD_JAIL_UID_COUNT: '64',
+    LSPD_NPM_REGISTRY: registry.url,
+    LSPD_FETCH_REGISTRIES: registry.authority,
+    ...(sharesOff ? { LSPD_ORG_RESERVE_PERCENT: '0' } : {}),
+  });
+  try {
+    if (d.notReady) throw new Error(`the daemon is not ready: ${d.notReady}`);
+    const tar = await fixtureTar('ts-basic');
+    const polite = { org: 'polite', repo: 'ts-basic', sha: shaOf('bench-tenancy-polite') };
+    const flood = Array.from({ length: floodRoots }, (_, i) => ({ org: 'flood', repo: `ts${i}`, sha: shaOf(`bench-tenancy-flood-${i}`) }));
+    for (const r of [polite, ...flood]) await putTar(d.url, r, tar);
+    // The slow root: ts-basic with an npm lockfile; its fetch hangs for the whole run.
+    const slow = { org: 'flood', repo: 'slow', sha: shaOf('bench-tenancy-slow') };
+    const slowTree = scratchDir('lspd-bench-slow-');
+    cpSync(join(fixturesDir, 'ts-basic'), slowTree, { recursive: true });
+    for (const f of ['package.json', 'package-lock.json']) cpSync(join(fixturesDir, 'npm-dep', f), join(slowTree, f));
+    await putTar(d.url, slow, await bufferOf(tarOf(slowTree)));
+    // Warm every root: a session each, TS 7 loaded, the file open.
+    for (const r of [polite, ...flood]) {
+      const w = await send(d.url, tsCall(r, 0), { timeoutMs: 80_000 });
+      if (w.outcome !== 'answered' || w.wrong) throw new Error(`warming ${r.repo}: ${w.status} ${w.why ?? JSON.stringify(w.body)}`);
+    }
+
+    await politePhase(d.url, polite, 3000); // JIT and caches warm, not counted
+    const load0 = loadavg()[0]!;
+    const idle = await politePhase(d.url, polite, seconds * 1000);
+    const loadIdle = loadavg()[0]!;
+
+    const floodDone = await startFlood(d.url, flood, slow, (seconds + 4) * 1000);
+    await sleep(2000); // the flood reaches its level before measuring
+    const flooded = await politePhase(d.url, polite, seconds * 1000);
+    const loadFlooded = loadavg()[0]!;
+    const fl = await floodDone;
+    await sleep(2000); // the flood's last answers drain
+    const idleAfter = await politePhase(d.url, polite, seconds * 1000);
+    const loadAfter = loadavg()[0]!;
+
+    const row = (name: string, f: PhaseFigures, load: string) =>
+      `| ${name} | ${f.n} | ${f.p50} | ${f.p99} | ${f.max} | ${f.serverP50} | ${f.serverP99} | ${f.refused} | ${f.wrong} | ${load} |`;
+    const lines = [
+      `polite org: sequential definitions on a warm ts-basic root (cache off), ${seconds} s per phase${sharesOff ? '; fair shares OFF' : ''}`,
+      '| phase | n | p50 ms | p99 ms | max ms | daemon p50 ms | daemon p99 ms | refused | wrong | load avg (1 min) |',
+      '|---|---|---|---|---|---|---|---|---|---|',
+      row('idle daemon', idle, `${load0.toFixed(1)} → ${loadIdle.toFixed(1)}`),
+      row(`flooded (${floodClients} clients, ${floodRoots} roots)`, flooded, `→ ${loadFlooded.toFixed(1)}`),
+      row('idle daemon, after', idleAfter, `→ ${loadAfter.toFixed(1)}`),
+      '',
+      ...[idle, idleAfter].map(
+        (i, k) =>
+          `ratios flooded/idle${k ? ' after' : ''}: p50 ${(flooded.p50 / i.p50).toFixed(2)}x, p99 ${(flooded.p99 / i.p99).toFixed(2)}x (goal: p99 ≤ 2x); daemon-side p50 ${(flooded.serverP50 / i.serverP50).toFixed(2)}x, p99 ${(flooded.serverP99 / i.serverP99).toFixed(2)}x`,
+      ),
+      ...(['warm', 'slow'] as const).map((k) => {
+        const f = fl[k];
+        const who = k === 'warm' ? `${floodClients} clients on ${floodRoots} warm roots` : `${slowClients} clients on the slow root`;
+        return `flood org (own process), ${who}: ${f.answered} answered (${Math.round(f.answered / (seconds + 4))}/s), ${f.refused} refused ${JSON.stringify(f.byCode)}, ${f.lost} lost, ${f.wrong} wrong; ${f.sent} sent\n  told: ${JSON.stringify(f.samples)}`;
+      }),
+    ];
+    process.stdout.write(lines.join('\n') + '\n');
+  } finally {
+    await d.daemon.stop();
+    d.daemon.cleanup();
+    await registry.close();
+  }
+}
+
+const worker = args.indexOf('--flood-worker');
+(worker >= 0 ? floodWorker(args[worker + 1]!, JSON.parse(args[worker + 2]!) as Root[], JSON.parse(args[worker + 3]!) as Root, Number(args[worker + 4])) : main()).catch((err: unknown) => {
+  process.stderr.write(`bench/tenancy: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});
