@@ -55,6 +55,8 @@ describe('disk per org (reproduction 4)', () => {
       // Where an operator looks: the org's usage and quota on its root.
       const got = await call(s.url, 'GET', `/v1/roots/orgb/app/${SHA(1)}`);
       assert.deepEqual(got.body.org_disk, { bytes: MiB / 2, quota_bytes: 4 * MiB });
+      const perOrg = Object.fromEntries((await s.metrics.orgDiskBytes.get()).values.map((v) => [v.labels.org, v.value]));
+      assert.deepEqual(perOrg, { orga: 3 * MiB, orgb: MiB / 2 }, 'lspd_org_disk_bytes');
     });
   });
 

@@ -58,6 +58,8 @@ export class RootStore {
   private readonly locks = new Map<string, Promise<unknown>>();
   private readonly background = new Set<Promise<unknown>>();
   private readonly removeListeners: RemoveListener[] = [];
+  /** Org labels lspd_org_disk_bytes has shown, so an org whose roots all went reads 0, not its last value. */
+  private readonly orgGaugeLabels = new Set<string>();
   private holdCheck: HoldCheck = () => false;
   private quotaRun: Promise<void> = Promise.resolve();
   private closed = false;
@@ -408,10 +410,13 @@ export class RootStore {
   }
 
   private updateGauges(): void {
+    const { metrics } = this.deps;
+    const perOrg = this.orgUsage();
     let bytes = 0;
-    for (const e of this.index.values()) bytes += e.treeBytes + e.depsBytes;
-    this.deps.metrics.roots.set(this.index.size);
-    this.deps.metrics.rootsBytes.set(bytes);
+    for (const b of perOrg.values()) bytes += b;
+    metrics.roots.set(this.index.size);
+    metrics.rootsBytes.set(bytes);
+    for (const [org, b] of metrics.orgLabels.fold(perOrg, this.orgGaugeLabels)) metrics.orgDiskBytes.set({ org }, b);
   }
 
   private observe(result: string, started: number): void {
