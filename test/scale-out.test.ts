@@ -16,12 +16,16 @@
 //      (counted: about a quarter), and they recover the same way;
 //   4. a replica whose jail canary fails is never ready: in the list it would get
 //      its share and answer 503 not_ready (no passive check catches an answer),
-//      so readiness decides the list, and through the gate it gets nothing.
+//      so readiness decides the list, and through the gate it gets nothing;
+//   5. a hot repo spread over several route keys (what README recommends for a
+//      hot repo): `lspd push --spread` uploads under each, lspd/client's `spread`
+//      queries land on each key's replica with no upload, and a repo pushed under
+//      one key only is uploaded once to each other replica its keys reach.
 // Bounded: small trees, each phase's queries 4 at a time, jail uids 330000-334255.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
-import { LspdClient, LspdError } from '../src/client/index.js';
+import { LspdClient, LspdError, routeKey } from '../src/client/index.js';
 import { spawnDaemon, tempDir, type Daemon } from './helpers/daemon.js';
 import { chashPick, chashRing, startNginx, type AccessRecord, type Nginx } from './helpers/nginx.js';
 import { gitRepo, makeTar, runCli } from './helpers/ops.js';
@@ -371,5 +375,68 @@ describe('scale-out behind nginx (consistent hash on x-lspd-route-key)', { timeo
     assert.deepEqual(await metrics(e), eBefore, 'E saw nothing after the gate');
     assert.deepEqual(eBefore, { queries: 0, needTree: 1, uploads: 1 });
     assert.equal((await fetch(e.daemon.url + '/readyz')).status, 503, 'still not ready');
+  });
+
+  it('5. spreads a hot repo over its route keys: pushed under each, queried on each, quiet repos untouched', async () => {
+    const ring = chashRing(ng.replicas);
+    /** Query `r` with a client spreading it over n keys until every key was used; return the phase's log. */
+    const spreadQueries = async (r: Repo, n: number): Promise<AccessRecord[]> => {
+      const from = ng.accessLog().length;
+      const client = new LspdClient({ url: ng.url, spread: { [r.key]: n } });
+      const seen = new Set<string>();
+      try {
+        for (let i = 0; i < 80 && seen.size < n; i++) {
+          const tree = async () => {
+            uploads.set(r.name, (uploads.get(r.name) ?? 0) + 1);
+            return makeTar(r.files);
+          };
+          const a = await client.lsp({ org: ORG, repo: r.name, sha: r.sha, op: 'definition', ...r.query }, { tree });
+          assert.equal(a.locations?.[0]?.path, r.expect.path);
+          assert.equal(a.locations?.[0]?.range.start.line, r.expect.line);
+          for (const x of ng.accessLog().slice(from)) if (x.method === 'POST' && x.status === 200) seen.add(x.route_key);
+        }
+      } finally {
+        await client.close();
+      }
+      assert.equal(seen.size, n, `every key of ${r.key} was used`);
+      const log = ng.accessLog().slice(from);
+      for (const x of log) assert.equal(x.upstream, ring.pick(x.route_key), `${x.route_key} answered by its ring replica`);
+      return log;
+    };
+
+    // A new repo, pushed under 3 keys: each upload lands on its key's replica.
+    const dir = tempDir('lspd-scale-hot-');
+    const hot: Repo = { name: 'hot', key: `${ORG}/hot`, dir, ...repoFiles(0), sha: '' };
+    hot.sha = gitRepo(dir, hot.files);
+    repos.push(hot); // removed with the others
+    const keys = [0, 1, 2].map((k) => routeKey({ org: ORG, repo: 'hot' }, k));
+    const from = ng.accessLog().length;
+    const out = await runCli(['push', '--org', ORG, '--repo', 'hot', '--spread', '3', '--url', ng.url], { cwd: dir, timeoutMs: 120_000 });
+    assert.equal(out.code, 0, out.stderr);
+    assert.deepEqual(out.stdout.trim().split('\n').map((l) => /\(route key (\S+)\)/.exec(l)?.[1]), keys);
+    const puts = ng.accessLog().slice(from);
+    assert.deepEqual(puts.map((x) => x.route_key), keys);
+    for (const x of puts) assert.equal(x.upstream, ring.pick(x.route_key));
+    const homes = new Set(keys.map((k) => ring.pick(k)));
+    for (const r of replicas) if (homes.has(r.addr)) assert.ok((await listing(r)).has(hot.key), `${r.name} holds the hot repo`);
+
+    // Queried through a client that spreads it: every key used, no upload needed.
+    const since = uploadsNow();
+    const log = await spreadQueries(hot, 3);
+    assert.equal(uploadedSince(since).size, 0);
+    assert.ok(log.every((x) => keys.includes(x.route_key) && x.status === 200));
+
+    // A repo pushed under its plain key only, then spread over 3: each replica its
+    // other keys reach and that lacks the root gets it once (409, upload, answer).
+    const r = repos.find((x) => x.name === 'r05')!;
+    const rKeys = [0, 1, 2].map((k) => routeKey({ org: ORG, repo: r.name }, k));
+    const holds = new Map<string, boolean>();
+    for (const x of replicas) holds.set(x.addr, (await listing(x)).has(r.key));
+    const lacking = new Set(rKeys.map((k) => ring.pick(k)).filter((a) => !holds.get(a)));
+    const since2 = uploadsNow();
+    const log2 = await spreadQueries(r, 3);
+    assert.equal(uploadedSince(since2).get(r.name) ?? 0, lacking.size, `one upload per replica that lacked ${r.key}`);
+    assert.deepEqual(new Set(log2.filter((x) => x.method === 'PUT').map((x) => x.upstream)), lacking);
+    assert.equal(log2.filter((x) => x.status === 409).length, lacking.size);
   });
 });
