@@ -2,7 +2,7 @@
 // as ingress-nginx would), what throughput and latency do 1, 2 and 3 replicas give
 // beside one daemon without the proxy; and what does one very busy repo do to the
 // other repos of its replica, and does spreading it over several replicas help?
-//   node --import tsx bench/scale.ts [--phase-seconds N] [--rounds N] [--hot-clients N] [--pin] [--quick]
+//   node --import tsx bench/scale.ts [--phase-seconds N] [--rounds N] [--hot-clients N] [--flood-clients N] [--pin] [--only 1|2] [--quick]
 // Defaults: 15 s per phase, 2 rounds of part 1 (the second in reverse order, so a
 // drift in the host's load shows between rounds rather than between rows), 16 clients
 // on the hot repo; --quick is 5 s phases and 1 round. --pin puts replica A (and
@@ -18,8 +18,10 @@
 // query every 500 ms) alone, then beside 1 hot repo (--hot-clients in a loop), then
 // with the hot repo spread over 3 and over 12 route keys (lspd/client's `spread`: a
 // key per query at random among <org>/<repo>, #1, #2...; the root uploaded under
-// each beforehand, as `lspd push --spread` does); quiet latency is split by whether
-// the repo shares the hot repo's replica.
+// each beforehand, as `lspd push --spread` does); then the hot repo with
+// --flood-clients (320: more than one replica keeps in flight and waiting, so it
+// refuses with 503 busy), alone on A and spread over 12 keys. Quiet latency and
+// refusals are split by whether the repo shares the hot repo's replica.
 // Jail uids 335000-337255 (the scale-out test uses 330000-334255).
 import { execFileSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
@@ -37,8 +39,12 @@ const flag = (name: string, def: number) => {
 const quick = args.includes('--quick');
 const phaseSeconds = flag('--phase-seconds', quick ? 5 : 15);
 const hotClients = flag('--hot-clients', 16);
+// Past what one replica holds for one repo: 32 in flight on its session (the row's
+// maxInFlight) + 256 waiting (LSPD_MAX_QUEUED_QUERIES, per replica, not per repo).
+const floodClients = flag('--flood-clients', 320);
 const rounds = flag('--rounds', quick ? 1 : 2);
 const pin = args.includes('--pin');
+const only = flag('--only', 0); // 1 or 2: run that part alone
 const CLIENTS = 8;
 const QUESTIONS = 5;
 const QUIET_PAUSE_MS = 500;
@@ -139,83 +145,108 @@ try {
   for (const [i, name] of ['A', 'B', 'C'].entries()) replicas.push(await startReplica(name, 5 + i));
   const [a, b, c] = replicas as [Replica, Replica, Replica];
 
-  // --- part 1: throughput at 1, 2, 3 replicas beside the daemon alone ---------
-  const roots = Array.from({ length: 12 }, (_, i) => rootOf(`t${String(i).padStart(2, '0')}`));
-  await place(roots, replicas);
   ng = await startNginx([a.addr]);
-  const rows: (string | number)[][] = [];
-  await run(a.daemon.url, roots, CLIENTS); // warm-up, not reported
   const logsFrom = replicas.map((r) => r.daemon.logs.length);
-  for (let round = 1; round <= rounds; round++) {
-    const sets = [[], [a], [a, b], [a, b, c]];
-    for (const set of round % 2 ? sets : sets.reverse()) {
-      if (set.length === 0) {
-        const direct = await run(a.daemon.url, roots, CLIENTS);
-        rows.push([round, 'replica A, no proxy', direct.requests, direct.perSecond, direct.p50, direct.p99, codesOf(direct), direct.lost, '-', load()]);
-        continue;
+
+  // --- part 1: throughput at 1, 2, 3 replicas beside the daemon alone ---------
+  if (only !== 2) {
+    const roots = Array.from({ length: 12 }, (_, i) => rootOf(`t${String(i).padStart(2, '0')}`));
+    await place(roots, replicas);
+    const rows: (string | number)[][] = [];
+    await run(a.daemon.url, roots, CLIENTS); // warm-up, not reported
+    for (let round = 1; round <= rounds; round++) {
+      const sets = [[], [a], [a, b], [a, b, c]];
+      for (const set of round % 2 ? sets : sets.reverse()) {
+        if (set.length === 0) {
+          const direct = await run(a.daemon.url, roots, CLIENTS);
+          rows.push([round, 'replica A, no proxy', direct.requests, direct.perSecond, direct.p50, direct.p99, codesOf(direct), direct.lost, '-', load()]);
+          continue;
+        }
+        await ng.setReplicas(set.map((r) => r.addr));
+        const from = ng.accessLog().length;
+        const s = await run(ng.url, roots, CLIENTS);
+        rows.push([round, `nginx → ${set.length} replica${set.length > 1 ? 's' : ''}`, s.requests, s.perSecond, s.p50, s.p99, codesOf(s), s.lost, split(ng, from, set), load()]);
       }
-      await ng.setReplicas(set.map((r) => r.addr));
-      const from = ng.accessLog().length;
-      const s = await run(ng.url, roots, CLIENTS);
-      rows.push([round, `nginx → ${set.length} replica${set.length > 1 ? 's' : ''}`, s.requests, s.perSecond, s.p50, s.p99, codesOf(s), s.lost, split(ng, from, set), load()]);
     }
+    console.log(`\n1. ${CLIENTS} clients over ${roots.length} repos, ${phaseSeconds} s each${pin ? ', A on CPU 0, B and C on CPU 1' : ''}`);
+    console.log(table(['round', 'route', 'requests', 'req/s', 'p50 ms', 'p99 ms', 'refused', 'lost', 'requests per replica', 'load average after'], rows));
   }
-  console.log(`\n1. ${CLIENTS} clients over ${roots.length} repos, ${phaseSeconds} s each${pin ? ', A on CPU 0, B and C on CPU 1' : ''}`);
-  console.log(table(['round', 'route', 'requests', 'req/s', 'p50 ms', 'p99 ms', 'refused', 'lost', 'requests per replica', 'load average after'], rows));
 
   // --- part 2: one hot repo and 20 quiet ones over 3 replicas -----------------
-  const ring = replicas.map((r) => r.addr);
-  const home = (key: string) => replicas.find((r) => r.addr === chashPick(ring, key))!;
-  const hotName = Array.from({ length: 1000 }, (_, k) => `hot${k}`).find((n) => home(`${ORG}/${n}`) === a)!;
-  const hot = rootOf(hotName);
-  const quiet = Array.from({ length: 20 }, (_, i) => rootOf(`q${String(i).padStart(2, '0')}`));
-  const shardKeys = (n: number) => Array.from({ length: n }, (_, k) => routeKey(hot, k));
-  const shardHomes = (n: number) => shardKeys(n).map((k) => home(k).name).join('');
-  for (const r of replicas) await place([...quiet.filter((q) => home(`${ORG}/${q.repo}`) === r)], [r]);
-  await place([hot], replicas);
-  const nearHot = quiet.filter((q) => home(`${ORG}/${q.repo}`) === a);
+  if (only !== 1) {
+    const ring = replicas.map((r) => r.addr);
+    const home = (key: string) => replicas.find((r) => r.addr === chashPick(ring, key))!;
+    const hotName = Array.from({ length: 1000 }, (_, k) => `hot${k}`).find((n) => home(`${ORG}/${n}`) === a)!;
+    const hot = rootOf(hotName);
+    const quiet = Array.from({ length: 20 }, (_, i) => rootOf(`q${String(i).padStart(2, '0')}`));
+    const shardKeys = (n: number) => Array.from({ length: n }, (_, k) => routeKey(hot, k));
+    const shardHomes = (n: number) => shardKeys(n).map((k) => home(k).name).join('');
+    for (const r of replicas) await place([...quiet.filter((q) => home(`${ORG}/${q.repo}`) === r)], [r]);
+    await place([hot], replicas);
+    const nearHot = quiet.filter((q) => home(`${ORG}/${q.repo}`) === a);
 
-  const scenario = async (label: string, hotKeys: string[] | undefined) => {
-    const from = ng!.accessLog().length;
-    const t0 = performance.now();
-    const qf = new Map<Root, { f: Figures; l: Load }>();
-    for (const q of quiet) {
-      const f = new Figures();
-      qf.set(q, { f, l: new Load({ url: ng!.url, next: (i) => routed(q, i % QUESTIONS), concurrency: 1, maxRequests: 1e9, maxMs: phaseSeconds * 1000, timeoutMs: 80_000, figures: f, pauseMs: QUIET_PAUSE_MS }).start() });
-    }
-    const hf = new Figures();
-    const hl = hotKeys
-      ? new Load({ url: ng!.url, next: (i) => routed(hot, i % QUESTIONS, hotKeys[Math.floor(Math.random() * hotKeys.length)]), concurrency: hotClients, maxRequests: 1e9, maxMs: phaseSeconds * 1000, timeoutMs: 80_000, figures: hf }).start()
-      : undefined;
-    await sleep(phaseSeconds * 1000);
-    await Promise.all([...[...qf.values()].map((x) => x.l.stop()), hl?.stop()]);
-    const seconds = (performance.now() - t0) / 1000;
-    const group = (rs: Root[]) => {
-      const f = new Figures();
-      const lat: number[] = [];
-      for (const r of rs) {
-        f.merge(qf.get(r)!.f);
-        lat.push(...qf.get(r)!.l.latencies);
+    const scenario = async (label: string, hotKeys: string[] | undefined, clients = hotClients) => {
+      const from = ng!.accessLog().length;
+      const t0 = performance.now();
+      const qf = new Map<Root, { f: Figures; l: Load }>();
+      for (const q of quiet) {
+        const f = new Figures();
+        qf.set(q, { f, l: new Load({ url: ng!.url, next: (i) => routed(q, i % QUESTIONS), concurrency: 1, maxRequests: 1e9, maxMs: phaseSeconds * 1000, timeoutMs: 80_000, figures: f, pauseMs: QUIET_PAUSE_MS }).start() });
       }
-      return stats(f, lat, seconds);
+      const hf = new Figures();
+      const hl = hotKeys
+        ? new Load({ url: ng!.url, next: (i) => routed(hot, i % QUESTIONS, hotKeys[Math.floor(Math.random() * hotKeys.length)]), concurrency: clients, maxRequests: 1e9, maxMs: phaseSeconds * 1000, timeoutMs: 80_000, figures: hf }).start()
+        : undefined;
+      await sleep(phaseSeconds * 1000);
+      await Promise.all([...[...qf.values()].map((x) => x.l.stop()), hl?.stop()]);
+      const seconds = (performance.now() - t0) / 1000;
+      const group = (rs: Root[]) => {
+        const f = new Figures();
+        const lat: number[] = [];
+        for (const r of rs) {
+          f.merge(qf.get(r)!.f);
+          lat.push(...qf.get(r)!.l.latencies);
+        }
+        return stats(f, lat, seconds);
+      };
+      const near = group(nearHot);
+      const far = group(quiet.filter((q) => !nearHot.includes(q)));
+      const h = hl ? stats(hf, hl.latencies, seconds) : undefined;
+      const pct = (x: Stats) => `${x.p50}/${x.p99}`;
+      return [
+        label,
+        h ? h.perSecond : '-',
+        h ? pct(h) : '-',
+        h ? h.refused : '-',
+        pct(near),
+        `${near.requests - near.refused}/${near.refused}`,
+        pct(far),
+        `${far.requests - far.refused}/${far.refused}`,
+        codesOf(near, far, h),
+        near.lost + far.lost + (h?.lost ?? 0),
+        split(ng!, from, replicas),
+        load(),
+      ];
     };
-    const near = group(nearHot);
-    const far = group(quiet.filter((q) => !nearHot.includes(q)));
-    const h = hl ? stats(hf, hl.latencies, seconds) : undefined;
-    return [label, h ? h.perSecond : '-', h ? `${h.p50}/${h.p99}` : '-', `${near.p50}/${near.p99}`, near.requests, `${far.p50}/${far.p99}`, far.requests, codesOf(near, far, h), near.lost + far.lost + (h?.lost ?? 0), split(ng!, from, replicas), load()];
-  };
-  await ng.setReplicas(ring);
-  const rows2: (string | number)[][] = [];
-  rows2.push(await scenario('quiet only', undefined));
-  rows2.push(await scenario(`+ hot repo on A (${hotClients} clients)`, shardKeys(1)));
-  for (const n of [3, 12]) rows2.push(await scenario(`+ hot repo spread ×${n} (keys on ${shardHomes(n)})`, shardKeys(n)));
-  console.log(
-    `\n2. 20 quiet repos (1 client each, a query every ${QUIET_PAUSE_MS} ms; ${nearHot.length} of them on A, the hot repo's replica) ` +
-      `and 1 hot repo, 3 replicas, ${phaseSeconds} s each${pin ? ', A on CPU 0, B and C on CPU 1' : ''}`,
-  );
-  console.log(
-    table(['scenario', 'hot req/s', 'hot p50/p99 ms', 'quiet on A p50/p99', 'n', 'quiet on B, C p50/p99', 'n', 'refused', 'lost', 'requests per replica', 'load average after'], rows2),
-  );
+    await ng.setReplicas(ring);
+    const rows2: (string | number)[][] = [];
+    rows2.push(await scenario('quiet only', undefined));
+    rows2.push(await scenario(`+ hot repo on A, ${hotClients} clients`, shardKeys(1)));
+    for (const n of [3, 12]) rows2.push(await scenario(`  spread ×${n} (keys on ${shardHomes(n)})`, shardKeys(n)));
+    rows2.push(await scenario(`+ hot repo on A, ${floodClients} clients`, shardKeys(1), floodClients));
+    rows2.push(await scenario(`  spread ×12 (keys on ${shardHomes(12)})`, shardKeys(12), floodClients));
+    console.log(
+      `\n2. 20 quiet repos (1 client each, a query every ${QUIET_PAUSE_MS} ms; ${nearHot.length} of them on A, the hot repo's replica) ` +
+        `and 1 hot repo, 3 replicas, ${phaseSeconds} s each${pin ? ', A on CPU 0, B and C on CPU 1' : ''}`,
+    );
+    console.log(
+      table(
+        ['scenario', 'hot req/s', 'hot p50/p99 ms', 'hot refused', 'quiet on A p50/p99', 'ok/refused', 'quiet on B, C p50/p99', 'ok/refused', 'refusals', 'lost', 'requests per replica', 'load average after'],
+        rows2,
+      ),
+    );
+  }
+
   // What the replicas said went wrong, if anything (refusals are explained here).
   for (const [i, r] of replicas.entries()) {
     const bad = new Map<string, number>();
