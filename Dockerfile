@@ -26,7 +26,8 @@ COPY jail/ jail/
 # --ignore-scripts` from the lockfile, and `make -C jail` (the seccomp helper,
 # the cgroup gate and the probe). Running the script itself, not a copy of its
 # steps, is what keeps the image and a laptop on the same versions.
-RUN bash images/setup.sh \
+# --runtime: without the test-only packages (TEST_ONLY_DEB in pins.env).
+RUN bash images/setup.sh --runtime \
  # Dev-only packages (type definitions, ajv, yaml) are not shipped; tsx is a runtime dependency.
  && npm prune --omit=dev --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json ./
@@ -101,11 +102,13 @@ COPY images/pins.env /opt/lspd/images/pins.env
 # as <name>=<version> (NAME lower-cased, _ as -): the rows images/setup.sh installs,
 # so the runtime has bubblewrap, clangd, go, gopls, shellcheck, composer, pip... at
 # exactly the pinned versions, and the JDK and Ruby the jdtls and ruby-lsp rows run on.
+# Test-only pins (TEST_ONLY_DEB: nginx, which only the tests run) are skipped.
 # libseccomp-dev brings libseccomp2, which the jail's filter helper links.
 RUN set -eu; \
     . /opt/lspd/images/pins.env; \
     pkgs=""; \
     for var in $(sed -n 's/^\(\(IMAGE_\)\{0,1\}DEB_[A-Z0-9_]*\)=.*/\1/p' /opt/lspd/images/pins.env); do \
+      case " $TEST_ONLY_DEB " in *" $var "*) continue ;; esac; \
       name=$(echo "${var#IMAGE_}" | sed 's/^DEB_//' | tr 'A-Z_' 'a-z-'); \
       eval "version=\${$var}"; \
       pkgs="$pkgs $name=$version"; \

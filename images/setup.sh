@@ -4,9 +4,14 @@
 # alone), npm dependencies from package-lock.json,
 # and the jail's native helper. Idempotent: each step checks before it acts, so a
 # second run takes well under a second.
+#   bash images/setup.sh            everything `npm test` needs
+#   bash images/setup.sh --runtime  without the test-only packages (TEST_ONLY_DEB in
+#                                   pins.env): `npm start` and the image's builder
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { printf 'setup: %s\n' "$*" >&2; }
+runtime=0
+[ "${1:-}" = --runtime ] && runtime=1
 
 # shellcheck source=images/pins.env
 . images/pins.env
@@ -25,12 +30,19 @@ pkgs=(
   "php-zip:/usr/share/doc/php-zip/copyright:$DEB_PHP_ZIP"
   "python3:/usr/bin/python3:$DEB_PYTHON3"
   "python3-pip:/usr/lib/python3/dist-packages/pip/__main__.py:$DEB_PYTHON3_PIP"
+  "nginx:/usr/sbin/nginx:$DEB_NGINX"
 )
 missing=()
+test_only=()
 for row in "${pkgs[@]}"; do
   IFS=: read -r name file version <<<"$row"
   # versions may hold an epoch colon: take everything after the second field
   version=${row#*:*:}
+  var=DEB_$(echo "$name" | tr 'a-z-' 'A-Z_')
+  if [[ " $TEST_ONLY_DEB " == *" $var "* ]]; then
+    [ $runtime = 1 ] && continue
+    test_only+=("$name")
+  fi
   [ -e "$file" ] || missing+=("$name=$version")
 done
 need_cc=0
@@ -47,6 +59,14 @@ if [ ${#missing[@]} -gt 0 ] || [ $need_cc = 1 ]; then
   fi
   say "installing Debian packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
+  # No package's service starts at install (nginx's would take port 80): the
+  # tests run nginx themselves, on loopback ports. policy-rc.d is Debian's switch
+  # for that (invoke-rc.d and deb-systemd-invoke both obey it); ours is removed after.
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\n# images/setup.sh: no service starts during its install\nexit 101\n' >/usr/sbin/policy-rc.d
+    chmod 0755 /usr/sbin/policy-rc.d
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+  fi
   apt-get update -qq
   extra=()
   [ $need_cc = 1 ] && extra+=(gcc make libc6-dev)
@@ -55,6 +75,10 @@ if [ ${#missing[@]} -gt 0 ] || [ $need_cc = 1 ]; then
     # take the current one and say loudly that images/pins.env needs a bump.
     say "WARNING: a pinned version is gone from the archive; installing the current one. Update images/pins.env."
     apt-get install -y -qq --no-install-recommends "${missing[@]%%=*}" "${extra[@]}" >/dev/null
+  fi
+  # Nor at boot: a test tool is no service of this host.
+  if [ -d /run/systemd/system ]; then
+    for name in "${test_only[@]}"; do systemctl disable --quiet "$name.service" 2>/dev/null || true; done
   fi
 fi
 

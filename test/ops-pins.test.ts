@@ -17,8 +17,8 @@ const setup = read('images/setup.sh');
 function pins(): Record<string, string> {
   const out: Record<string, string> = {};
   for (const line of read('images/pins.env').split('\n')) {
-    const m = /^([A-Z][A-Z0-9_]*)=(\S+)\s*$/.exec(line);
-    if (m) out[m[1]!] = m[2]!;
+    const m = /^([A-Z][A-Z0-9_]*)=(?:"([^"]*)"|(\S+))\s*$/.exec(line);
+    if (m) out[m[1]!] = m[2] ?? m[3]!;
   }
   return out;
 }
@@ -62,9 +62,10 @@ describe('image pins', () => {
     assert.ok(maj > Number(min[1]) || (maj === Number(min[1]) && minor >= Number(min[2])), `${p.NODE_VERSION} vs engines ${engines}`);
   });
 
-  it('installs exactly the Debian packages and versions setup.sh installs', () => {
+  it('installs exactly the Debian packages and versions setup.sh installs, the test-only ones in setup.sh alone', () => {
     const p = pins();
     const debVars = Object.keys(p).filter((k) => k.startsWith('DEB_'));
+    const testOnly = (p.TEST_ONLY_DEB ?? '').split(/\s+/).filter(Boolean);
     const rows = setupRows();
     assert.ok(rows.length >= 5, 'setup.sh rows found');
     // setup.sh and the Dockerfile's derivation agree on every package name and pin.
@@ -81,6 +82,21 @@ describe('image pins', () => {
     assert.match(runtimeLoop!, /pkgs="\$pkgs \$name=\$version"/);
     // The image-only Debian pins are the JDK and Ruby the jdtls and ruby-lsp rows run on.
     assert.deepEqual(Object.keys(p).filter((k) => k.startsWith('IMAGE_DEB_')).map(debName).sort(), ['openjdk-17-jdk-headless', 'ruby']);
+    // Test-only pins: named in TEST_ONLY_DEB, each with a comment in pins.env saying
+    // which test needs it; the runtime loop skips them, and so does the builder's
+    // set-up (--runtime), as `npm start` does.
+    assert.deepEqual(testOnly, ['DEB_NGINX'], 'nginx is the test-only package');
+    const comments = read('images/pins.env').split('\n').filter((l) => l.startsWith('#')).join('\n');
+    for (const v of testOnly) {
+      assert.ok(debVars.includes(v), `${v} is a DEB_ pin`);
+      assert.match(comments, new RegExp(`#\\s+${debName(v)}: .*test/[\\w-]+\\.test\\.ts`), `pins.env says why ${v} is test-only`);
+    }
+    assert.match(runtimeLoop!, /case " \$TEST_ONLY_DEB " in \*" \$var "\*\) continue ;; esac;/);
+    assert.ok(run.some((l) => /^RUN bash images\/setup\.sh --runtime\b/.test(l)), 'the builder skips test-only packages');
+    assert.match(setup, /\[\[ " \$TEST_ONLY_DEB " == \*" \$var "\* \]\]; then\n\s+\[ \$runtime = 1 \] && continue/);
+    const scripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
+    assert.equal(scripts.prestart, 'bash images/setup.sh --runtime');
+    assert.equal(scripts.pretest, 'bash images/setup.sh');
   });
 
   it('installs no other versioned Debian package and no unpinned one in the runtime stage', () => {

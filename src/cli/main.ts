@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { describeConfig } from '../config.js';
 import { hashToken, permissions, type Permission } from '../tokens.js';
-import { LspdClient, LspdError, type LspQuery, type RootAnswer } from '../client/index.js';
+import { LspdClient, LspdError, routeKey, type LspQuery, type RootAnswer } from '../client/index.js';
 import { readCliEnv } from './env.js';
 import { archive, rootKeyOf, UsageError } from './git.js';
 import { pushRoot } from './push.js';
@@ -15,7 +15,7 @@ import { formatAnswer, formatReady, formatRoot, humanBytes } from './print.js';
 
 const HELP = `usage: lspd <command> [flags]
 
-  push     upload this checkout's HEAD (or --sha) as a root        [--org --repo --sha --dir --no-gzip --retries N]
+  push     upload this checkout's HEAD (or --sha) as a root        [--org --repo --sha --dir --no-gzip --retries N --spread N]
   status   readiness, jail, servers, roots and their sessions
   ask      SYMBOL: where a name is defined (--op references|hover) [--path P]
   lsp      OP [PATH[:LINE:COL]]: one LSP operation (LINE:COL 1-based, as printed; or --line/--character 0-based)
@@ -26,7 +26,8 @@ const HELP = `usage: lspd <command> [flags]
 common flags: --url (LSPD_URL, default http://127.0.0.1:7420), --token (LSPD_TOKEN; prefer the variable:
 argv is visible to other users), --json (print the daemon's answer as JSON).
 ask/lsp take --org/--repo/--sha like push (default: this checkout) and --upload (on 409 need_tree,
-upload this checkout and retry).`;
+upload this checkout and retry). push --spread N uploads under each of a hot repo's N route keys
+(lspd/client's \`spread\`; README "Scale-out").`;
 
 const common = {
   url: { type: 'string' },
@@ -59,19 +60,30 @@ const out = (s: string) => process.stdout.write(s.endsWith('\n') ? s : s + '\n')
 const err = (s: string) => process.stderr.write(s.endsWith('\n') ? s : s + '\n');
 
 async function push(argv: string[]): Promise<number> {
-  const { values: v } = args(argv, { 'no-gzip': { type: 'boolean', default: false }, retries: { type: 'string', default: '5' } });
+  const { values: v } = args(argv, {
+    'no-gzip': { type: 'boolean', default: false },
+    retries: { type: 'string', default: '5' },
+    spread: { type: 'string', default: '1' },
+  });
   const retries = Number(v.retries);
   if (!Number.isInteger(retries) || retries < 0 || retries > 20) throw new UsageError('--retries: a whole number 0-20.');
+  const spread = Number(v.spread);
+  if (!Number.isInteger(spread) || spread < 1 || spread > 64) throw new UsageError('--spread: a whole number 1-64.');
   const { top, key } = await rootKeyOf(v.dir ?? process.cwd(), v, readCliEnv().LSPD_ORG);
   const c = client(v);
   try {
-    const a = await pushRoot(c, top, key, { gzip: !v['no-gzip'], retries, note: err });
-    if (v.json) out(JSON.stringify(a, null, 2));
-    else
-      out(
-        `${a.created ? 'stored' : 'already stored'} ${key.org}/${key.repo}@${key.sha}: ${a.files} files, ${humanBytes(a.bytes)}` +
-          `${a.languages.length ? `, ${a.languages.join(', ')}` : ''}; dependency fetch ${a.fetch.state}`,
-      );
+    // One upload per route key: each lands on the replica the ingress hashes it to.
+    const answers = [];
+    for (let shard = 0; shard < spread; shard++) {
+      const a = await pushRoot(c, top, key, { gzip: !v['no-gzip'], retries, note: err, shard });
+      answers.push(spread > 1 ? { ...a, routeKey: routeKey(key, shard) } : a);
+      if (!v.json)
+        out(
+          `${a.created ? 'stored' : 'already stored'} ${key.org}/${key.repo}@${key.sha}${spread > 1 ? ` (route key ${routeKey(key, shard)})` : ''}: ` +
+            `${a.files} files, ${humanBytes(a.bytes)}${a.languages.length ? `, ${a.languages.join(', ')}` : ''}; dependency fetch ${a.fetch.state}`,
+        );
+    }
+    if (v.json) out(JSON.stringify(spread > 1 ? answers : answers[0], null, 2));
     return 0;
   } finally {
     await c.close();

@@ -16,6 +16,8 @@ export interface PushOptions {
   maxDelayMs?: number;
   /** Progress lines (to stderr). */
   note?: (line: string) => void;
+  /** For a spread repo: the route key to upload under (0 = `<org>/<repo>`). */
+  shard?: number;
 }
 
 export function backoffMs(retry: number, base: number, max: number, retryAfterS?: number): number {
@@ -30,7 +32,7 @@ export async function pushRoot(client: LspdClient, top: string, key: RootKey, op
   const max = opts.maxDelayMs ?? 15_000;
   for (let attempt = 0; ; attempt++) {
     try {
-      return await client.putRoot(key, () => archive(top, key.sha, opts.gzip), { gzip: opts.gzip });
+      return await client.putRoot(key, () => archive(top, key.sha, opts.gzip), { gzip: opts.gzip, ...(opts.shard ? { shard: opts.shard } : {}) });
     } catch (err) {
       const retryable = err instanceof LspdError && err.retryable;
       if (!retryable || attempt >= opts.retries) throw err;

@@ -7,7 +7,8 @@
 // Scale-out: every request about a root carries `x-lspd-route-key: <org>/<repo>`
 // so an ingress hashing on it keeps a repo's roots and warm sessions on one
 // replica. A replica that lacks the root answers 409 need_tree; given a `tree`
-// source, lsp/ask/askBatch upload it and retry once.
+// source, lsp/ask/askBatch upload it and retry once. A hot repo can be given
+// several route keys (`spread`), so the hash spreads it over several replicas.
 import type { Readable } from 'node:stream';
 import { Agent, request, type Dispatcher } from 'undici';
 import type { z } from 'zod';
@@ -51,6 +52,8 @@ export interface UploadOptions {
   /** The body is gzip'd tar (sent as application/gzip); default plain tar. */
   gzip?: boolean;
   signal?: AbortSignal;
+  /** For a spread repo: which of its route keys to upload under (0 = `<org>/<repo>`, the default). */
+  shard?: number;
 }
 
 export interface QueryOptions {
@@ -67,6 +70,21 @@ export interface LspdClientOptions {
   token?: string;
   /** An undici dispatcher (pool, proxy, mock); by default the client owns an Agent. */
   dispatcher?: Dispatcher;
+  /**
+   * Hot repos served by several replicas: `{ "<org>/<repo>": n }` sends each query
+   * of that repo under one of n route keys, picked at random (`<org>/<repo>`, then
+   * `<org>/<repo>#1` … `#n-1`), so a consistent-hash ingress spreads its load over
+   * the replicas those keys land on; a query's 409 need_tree upload goes under the
+   * same key. Upload to every key ahead (`lspd push --spread n`) and no query meets
+   * a 409. Keys land where the hash puts them: n keys reach n distinct replicas
+   * only by chance (README "Scale-out", hot repos).
+   */
+  spread?: Record<string, number>;
+}
+
+/** The route key of shard `k` of a repo: k = 0 is the plain `<org>/<repo>`. */
+export function routeKey(key: { org: string; repo: string }, shard = 0): string {
+  return shard === 0 ? `${key.org}/${key.repo}` : `${key.org}/${key.repo}#${shard}`;
 }
 
 type Method = 'GET' | 'PUT' | 'POST' | 'DELETE';
@@ -74,7 +92,8 @@ type Method = 'GET' | 'PUT' | 'POST' | 'DELETE';
 interface Call {
   method: Method;
   path: string;
-  routeKey?: { org: string; repo: string };
+  /** The x-lspd-route-key value (routeKey()). */
+  routeKey?: string;
   json?: unknown;
   body?: Readable | Buffer;
   contentType?: string;
@@ -88,10 +107,12 @@ export class LspdClient {
   readonly #token: string | undefined;
   readonly #dispatcher: Dispatcher;
   readonly #owned: Agent | undefined;
+  readonly #spread: ReadonlyMap<string, number>;
 
   constructor(opts: LspdClientOptions) {
     this.url = new URL(opts.url);
     this.#token = opts.token;
+    this.#spread = new Map(Object.entries(opts.spread ?? {}).map(([k, n]) => [k, Math.max(1, Math.floor(n))]));
     // Queries may take the daemon's whole deadline (70 s by default); uploads as
     // long as the tree takes. undici's default 300 s header/body timeouts cover both.
     this.#owned = opts.dispatcher ? undefined : new Agent({ connections: 16 });
@@ -104,19 +125,36 @@ export class LspdClient {
     return this.#call<PutRootAnswer>({
       method: 'PUT',
       path: rootPath(key),
-      routeKey: key,
+      routeKey: routeKey(key, opts.shard),
       body,
       contentType: opts.gzip ? 'application/gzip' : 'application/x-tar',
       signal: opts.signal,
     });
   }
 
-  getRoot(key: RootKey, opts: { signal?: AbortSignal } = {}): Promise<RootAnswer> {
-    return this.#call<RootAnswer>({ method: 'GET', path: rootPath(key), routeKey: key, signal: opts.signal });
+  getRoot(key: RootKey, opts: { signal?: AbortSignal; shard?: number } = {}): Promise<RootAnswer> {
+    return this.#call<RootAnswer>({ method: 'GET', path: rootPath(key), routeKey: routeKey(key, opts.shard), signal: opts.signal });
   }
 
+  /** Delete the root under every route key of its repo (one, unless spread); 404 only when none had it. */
   async deleteRoot(key: RootKey, opts: { signal?: AbortSignal } = {}): Promise<void> {
-    await this.#call<unknown>({ method: 'DELETE', path: rootPath(key), routeKey: key, signal: opts.signal });
+    let deleted = 0;
+    let notFound: LspdError | undefined;
+    for (let k = 0; k < this.spreadOf(key); k++) {
+      try {
+        await this.#call<unknown>({ method: 'DELETE', path: rootPath(key), routeKey: routeKey(key, k), signal: opts.signal });
+        deleted++;
+      } catch (err) {
+        if (!(err instanceof LspdError) || err.status !== 404) throw err;
+        notFound = err;
+      }
+    }
+    if (deleted === 0 && notFound) throw notFound;
+  }
+
+  /** How many route keys a repo is spread over (1 unless `spread` names it). */
+  spreadOf(key: { org: string; repo: string }): number {
+    return this.#spread.get(`${key.org}/${key.repo}`) ?? 1;
   }
 
   listRoots(page: { limit?: number; after?: string } = {}, opts: { signal?: AbortSignal } = {}): Promise<RootList> {
@@ -159,13 +197,15 @@ export class LspdClient {
   }
 
   async #query<T>(path: string, key: RootKey, json: unknown, opts: QueryOptions): Promise<T> {
-    const call: Call = { method: 'POST', path, routeKey: key, json, signal: opts.signal };
+    const shard = Math.floor(Math.random() * this.spreadOf(key));
+    const call: Call = { method: 'POST', path, routeKey: routeKey(key, shard), json, signal: opts.signal };
     try {
       return await this.#call<T>(call);
     } catch (err) {
       if (!(err instanceof LspdError) || err.status !== 409 || err.body.need !== 'tree' || !opts.tree) throw err;
       // This replica lacks the root (another replica had it, or it was evicted): upload and ask again, once.
       await this.putRoot({ org: key.org, repo: key.repo, sha: key.sha }, opts.tree, {
+        shard,
         ...(opts.gzip !== undefined ? { gzip: opts.gzip } : {}),
         ...(opts.signal ? { signal: opts.signal } : {}),
       });
@@ -176,7 +216,7 @@ export class LspdClient {
   async #call<T>(c: Call): Promise<T> {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (this.#token) headers.authorization = `Bearer ${this.#token}`;
-    if (c.routeKey) headers[ROUTE_KEY_HEADER] = `${c.routeKey.org}/${c.routeKey.repo}`;
+    if (c.routeKey) headers[ROUTE_KEY_HEADER] = c.routeKey;
     let body: string | Readable | Buffer | undefined;
     if (c.json !== undefined) {
       headers['content-type'] = 'application/json';
