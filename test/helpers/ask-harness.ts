@@ -96,7 +96,7 @@ let daemonsStarted = 0;
  *
  * Test files run side by side and each daemon needs jail uids no other one uses:
  * 64 per daemon from 1000000 up, by pid and by count within this process (other
- * harnesses use 300000-628000).
+ * harnesses use 500000-628000 and 2200000-2328000; fixed ranges stay below 500000).
  */
 export async function startDaemon(env: Record<string, string> = {}, opts: { expectReady?: boolean } = {}): Promise<Started> {
   const uidBase = 1_000_000 + (process.pid % 1000) * 256 + (daemonsStarted++ % 4) * 64;
