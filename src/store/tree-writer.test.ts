@@ -31,7 +31,7 @@ describe('TreeWriter (through the writer thread)', () => {
     w.smallFile('deep/er/run.sh', [Buffer.from('#!/bin/sh\n')], 10, true);
     const big = Buffer.alloc(3 * 1024 * 1024 + 7, 'x');
     big.write('head', 0);
-    assert.equal(await w.largeFile('assets/big.bin', chunked(big, 64 * 1024), false), big.length);
+    assert.equal(await w.largeFile('assets/big.bin', chunked(big, 64 * 1024), false, big.length), big.length);
     w.symlink('src/link.ts', 'a.ts');
     w.hardlink('src/hard.ts', 'src/a.ts');
     await w.close();
