@@ -10,12 +10,13 @@ import { hashToken, permissions, type Permission } from '../tokens.js';
 import { LspdClient, LspdError, type LspQuery, type RootAnswer } from '../client/index.js';
 import { readCliEnv } from './env.js';
 import { archive, rootKeyOf, UsageError } from './git.js';
-import { pushRoot } from './push.js';
+import { push as pushCommit } from './push.js';
 import { formatAnswer, formatReady, formatRoot, humanBytes } from './print.js';
 
 const HELP = `usage: lspd <command> [flags]
 
   push     upload this checkout's HEAD (or --sha) as a root        [--org --repo --sha --dir --no-gzip --retries N]
+           only the change when the daemon holds an ancestor (--base REV names it; --full: the whole tree)
   status   readiness, jail, servers, roots and their sessions
   ask      SYMBOL: where a name is defined (--op references|hover) [--path P]
   lsp      OP [PATH[:LINE:COL]]: one LSP operation (LINE:COL 1-based, as printed; or --line/--character 0-based)
@@ -59,18 +60,25 @@ const out = (s: string) => process.stdout.write(s.endsWith('\n') ? s : s + '\n')
 const err = (s: string) => process.stderr.write(s.endsWith('\n') ? s : s + '\n');
 
 async function push(argv: string[]): Promise<number> {
-  const { values: v } = args(argv, { 'no-gzip': { type: 'boolean', default: false }, retries: { type: 'string', default: '5' } });
+  const { values: v } = args(argv, {
+    'no-gzip': { type: 'boolean', default: false },
+    retries: { type: 'string', default: '5' },
+    base: { type: 'string' },
+    full: { type: 'boolean', default: false },
+  });
   const retries = Number(v.retries);
   if (!Number.isInteger(retries) || retries < 0 || retries > 20) throw new UsageError('--retries: a whole number 0-20.');
   const { top, key } = await rootKeyOf(v.dir ?? process.cwd(), v, readCliEnv().LSPD_ORG);
   const c = client(v);
   try {
-    const a = await pushRoot(c, top, key, { gzip: !v['no-gzip'], retries, note: err });
-    if (v.json) out(JSON.stringify(a, null, 2));
+    const r = await pushCommit(c, top, key, { gzip: !v['no-gzip'], retries, note: err, base: v.base, full: v.full });
+    const a = r.answer;
+    if (v.json) out(JSON.stringify({ ...a, sent_bytes: r.sentBytes, ...(r.base ? { sent_as_layer_over: r.base } : {}) }, null, 2));
     else
       out(
         `${a.created ? 'stored' : 'already stored'} ${key.org}/${key.repo}@${key.sha}: ${a.files} files, ${humanBytes(a.bytes)}` +
-          `${a.languages.length ? `, ${a.languages.join(', ')}` : ''}; dependency fetch ${a.fetch.state}`,
+          `${a.languages.length ? `, ${a.languages.join(', ')}` : ''}; dependency fetch ${a.fetch.state}` +
+          `; sent ${humanBytes(r.sentBytes)}${r.base ? ` (the change since ${r.base.slice(0, 12)})` : ''}`,
       );
     return 0;
   } finally {
