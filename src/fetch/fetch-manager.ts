@@ -344,6 +344,9 @@ export class FetchManager {
     this.reuseFrom.delete(id);
     if (base) {
       if (this.jobs.get(rootId(base))?.job.state.name === 'running') await this.wait(base, signal);
+      // Linked only once the base's state file says done: a base a crash left "running"
+      // would fetch again at the next start, through dirs the head now shares.
+      await this.writes.get(rootId(base));
       const b = this.jobs.get(rootId(base))?.job.state;
       const covered = b?.name === 'done' ? coveredSteps(steps, b.steps) : undefined;
       if (b?.name === 'done' && covered && !signal.aborted) {

@@ -8,14 +8,18 @@
 // mode); here it is checked against the base: a layer entry may replace a base file
 // or symlink by another, but never a directory by a file or a file by a directory
 // unless a whiteout removed the base's first; a whiteout or opaque marker inside a
-// base file or through a base symlink is refused. Then the whole composed tree is
-// admitted again by a fresh EntryChecker, exactly as if it had been uploaded whole:
-// the same limits, and every symlink walked through the final tree (a layer can
-// change where an unchanged base link leads).
+// base file or through a base symlink is refused. Then the composed tree is held to
+// what a full upload of it would be: the same limits, and every symlink walked
+// through the final tree by an EntryChecker (a layer can change where an unchanged
+// base link leads). Each name was admitted when it was uploaded, with the layer or
+// with the base, and a kept base entry never passes through a symlink (a base
+// directory is only replaced once a whiteout removed all beneath it), so the rest
+// of a full admission would find nothing new: it is not run again over 40,000
+// unchanged entries.
 import { errors } from '../errors.js';
-import type { Language } from '../languages.js';
-import { EntryChecker, type EntryHeader, type EntryLimits } from './entry-check.js';
-import { withParents, type TreeEntry } from './tree-index.js';
+import { languageOf, type Language } from '../languages.js';
+import { EntryChecker, type EntryLimits } from './entry-check.js';
+import { withParents, type SymlinkEntry, type TreeEntry } from './tree-index.js';
 
 export interface Layer {
   /** What the layer wrote, in archive order. */
@@ -27,7 +31,7 @@ export interface Layer {
 }
 
 export interface Composition {
-  /** Every entry of the new tree, parents before children. */
+  /** Every entry of the new tree. */
   entries: TreeEntry[];
   /** The base entries it keeps: directories to make, files and symlinks to link. */
   fromBase: TreeEntry[];
@@ -41,9 +45,10 @@ export interface Composition {
 export function compose(base: readonly TreeEntry[], layer: Layer, limits: EntryLimits): Composition {
   const byPath = new Map<string, TreeEntry>();
   for (const e of base) byPath.set(e.path, e);
-  const sorted = [...byPath.keys()].sort();
+  let sorted: string[] | undefined; // only a layer that removes needs it
   const removed = new Set<string>();
   const removeUnder = (prefix: string) => {
+    sorted ??= [...byPath.keys()].sort();
     for (let i = lowerBound(sorted, prefix); i < sorted.length && sorted[i]!.startsWith(prefix); i++) removed.add(sorted[i]!);
   };
   for (const w of layer.whiteouts) {
@@ -79,27 +84,35 @@ export function compose(base: readonly TreeEntry[], layer: Layer, limits: EntryL
 
   const fromBase: TreeEntry[] = [];
   for (const b of byPath.values()) if (!removed.has(b.path) && !fromLayer.has(b.path)) fromBase.push(b);
-  const entries = [...fromBase, ...fromLayer.values()].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  const entries = [...fromBase, ...fromLayer.values()];
 
-  const checker = new EntryChecker(limits);
-  for (const e of entries) checker.admit(header(e));
-  checker.verifySymlinks();
+  // The limits, as EntryChecker counts them (every entry, directories too; file bytes).
+  let files = 0;
+  let bytes = 0;
+  const languages = new Set<Language>();
+  const links: SymlinkEntry[] = [];
+  for (const e of entries) {
+    if (e.kind === 'dir') continue;
+    files++;
+    if (e.kind === 'symlink') links.push(e);
+    else {
+      bytes += e.size;
+      const row = languageOf(e.path);
+      if (row) languages.add(row.language);
+    }
+  }
+  if (entries.length > limits.maxTreeFiles) throw errors.tooLarge(`The tree has more than ${limits.maxTreeFiles} entries.`, 'tree_files');
+  if (bytes > limits.maxTreeBytes) throw errors.tooLarge(`The tree is larger than the ${limits.maxTreeBytes}-byte limit.`, 'tree_bytes');
+  // Every symlink walked through the final tree: only links change a walk (other
+  // components are walked by name), so they are all the checker needs to see.
+  const walker = new EntryChecker({ maxTreeBytes: Infinity, maxTreeFiles: Infinity, maxFileBytes: Infinity });
+  links.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  for (const l of links) walker.admit({ name: l.path, type: 'symlink', linkname: l.target, size: 0 });
+  walker.verifySymlinks();
 
   const changed = [...removed];
   for (const e of fromLayer.values()) if (e.kind !== 'dir' || !byPath.has(e.path)) changed.push(e.path);
-  return { entries, fromBase, changed, files: checker.files, bytes: checker.bytes, languages: [...checker.languages].sort() };
-}
-
-function header(e: TreeEntry): EntryHeader {
-  switch (e.kind) {
-    case 'dir':
-      return { name: e.path, type: 'directory', size: 0 };
-    case 'file':
-    case 'exec':
-      return { name: e.path, type: 'file', size: e.size, mode: e.kind === 'exec' ? 0o755 : 0o644 };
-    case 'symlink':
-      return { name: e.path, type: 'symlink', linkname: e.target, size: 0 };
-  }
+  return { entries, fromBase, changed, files, bytes, languages: [...languages].sort() };
 }
 
 function parentOf(path: string): string {

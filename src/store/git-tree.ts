@@ -58,16 +58,34 @@ export function treeId(blobs: Iterable<GitBlob>): string {
   return hashDir(top).toString('hex');
 }
 
+// Runs once per stored root over every file (40k in a 500 MB tree), so rows are
+// strings until one buffer per directory is written: no Buffer per name or id.
+const ASCII = /^[\x00-\x7f]*$/;
+
 function hashDir(d: Dir): Buffer {
-  const rows: { key: Buffer; head: Buffer; id: Buffer }[] = [];
+  const rows: { key: string; head: string; id: string | Buffer }[] = [];
+  let ascii = true;
   for (const [name, f] of d.files) {
-    const n = Buffer.from(name);
-    rows.push({ key: n, head: Buffer.from(`${f.mode} ${name}\0`), id: Buffer.from(f.id, 'hex') });
+    rows.push({ key: name, head: `${f.mode} ${name}\0`, id: f.id });
+    ascii &&= ASCII.test(name);
   }
   for (const [name, sub] of d.dirs) {
-    rows.push({ key: Buffer.from(`${name}/`), head: Buffer.from(`40000 ${name}\0`), id: hashDir(sub) });
+    rows.push({ key: `${name}/`, head: `40000 ${name}\0`, id: hashDir(sub) });
+    ascii &&= ASCII.test(name);
   }
-  rows.sort((a, b) => Buffer.compare(a.key, b.key));
-  const body = Buffer.concat(rows.flatMap((r) => [r.head, r.id]));
-  return createHash('sha1').update(`tree ${body.length}\0`).update(body).digest();
+  // git compares bytes of UTF-8; JS strings compare UTF-16 code units, which agree for ASCII.
+  if (ascii) rows.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  else {
+    const keys = new Map(rows.map((r) => [r, Buffer.from(r.key)]));
+    rows.sort((a, b) => Buffer.compare(keys.get(a)!, keys.get(b)!));
+  }
+  let len = 0;
+  for (const r of rows) len += Buffer.byteLength(r.head) + 20;
+  const body = Buffer.allocUnsafe(len);
+  let off = 0;
+  for (const r of rows) {
+    off += body.write(r.head, off);
+    off += typeof r.id === 'string' ? body.write(r.id, off, 'hex') : r.id.copy(body, off);
+  }
+  return createHash('sha1').update(`tree ${len}\0`).update(body).digest();
 }

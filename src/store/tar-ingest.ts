@@ -154,11 +154,17 @@ class Ingest {
   /** Compose the parsed layer with the base (throws what it refuses), then queue the base's kept entries. */
   private async compose(base: readonly TreeEntry[]): Promise<Composition> {
     const c = compose(base, { entries: this.written, whiteouts: this.whiteouts, opaques: this.opaques }, this.opts.limits);
-    for (const e of c.fromBase) {
-      await this.writer.room(1 + strBytes(e.path));
+    // Records of 40,000 links are queued in one go; asking for room per record (an
+    // await each) cost more than the links themselves, so it is asked per slice.
+    const SLICE = 1024;
+    for (let i = 0; i < c.fromBase.length; i += SLICE) {
+      const slice = c.fromBase.slice(i, i + SLICE);
+      await this.writer.room(slice.reduce((n, e) => n + 1 + strBytes(e.path), 0));
       if (this.failure !== undefined) throw this.failure;
-      if (e.kind === 'dir') this.writer.dir(e.path);
-      else this.writer.linkIn(e.path);
+      for (const e of slice) {
+        if (e.kind === 'dir') this.writer.dir(e.path);
+        else this.writer.linkIn(e.path);
+      }
     }
     return c;
   }
