@@ -8,7 +8,7 @@
 //   node --import tsx bench/upload.ts [--sizes 50,500] [--runs 2]
 import { execFile } from 'node:child_process';
 import { createReadStream, createWriteStream, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
 import { createGzip } from 'node:zlib';
@@ -18,15 +18,16 @@ import { spawnDaemon, tempDir } from '../test/helpers/daemon.js';
 
 const MB = 1024 * 1024;
 const args = process.argv.slice(2);
-const opt = (name: string, def: string) => {
+/** `--name value` from the command line, else `def` (bench/push.ts reads its flags with it too). */
+export const opt = (name: string, def: string) => {
   const i = args.indexOf(`--${name}`);
   return i >= 0 && args[i + 1] ? args[i + 1]! : def;
 };
 const sizesMb = opt('sizes', '50,500').split(',').map(Number);
 const runs = Number(opt('runs', '2'));
 
-/** Source-like text to slice files from, so gzip sees something realistic. */
-function corpus(): Buffer {
+/** Source-like text to slice files from, so gzip sees something realistic (bench/push.ts reuses it). */
+export function corpus(): Buffer {
   const words = ['const', 'function', 'return', 'import', 'export', 'if', 'else', 'for', 'value', 'result', 'config', 'async', 'await', '{', '}', '(', ')', ';', '=', '=>', 'string', 'number', 'x', 'i', '0', '1'];
   let seed = 42;
   const rnd = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
@@ -41,7 +42,7 @@ function corpus(): Buffer {
 }
 
 /** A tree of about `totalMb`: 70% in small files (1-16 KiB, 40 to a directory), 30% in three large ones. */
-async function writeTar(path: string, totalMb: number, text: Buffer): Promise<{ files: number; bytes: number }> {
+export async function writeTar(path: string, totalMb: number, text: Buffer): Promise<{ files: number; bytes: number }> {
   const pack = tar.pack();
   const out = pipeline(pack, createWriteStream(path));
   let bytes = 0;
@@ -211,7 +212,10 @@ async function main(): Promise<void> {
   console.log('# Best of the runs on each side; "per run": the median (min-max) of the ratio within each run.');
 }
 
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exit(1);
-});
+// Run only as a script: bench/push.ts imports the generator.
+if (process.argv[1] && import.meta.filename === resolve(process.argv[1])) {
+  main().catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

@@ -38,8 +38,11 @@ export const errors = {
   forbidden: def('forbidden', 403),
   notFound: (message = 'No such root.') => new AppError('not_found', 404, message, { need: 'tree' }),
   routeNotFound: def('no_such_route', 404),
-  needTree: (message = 'The root has not been uploaded; upload its tree and retry.') =>
-    new AppError('need_tree', 409, message, { need: 'tree' }),
+  needTree: (message = 'The root has not been uploaded; upload its tree and retry.', extra: Record<string, unknown> = {}) =>
+    new AppError('need_tree', 409, message, { need: 'tree', ...extra }),
+  /** The stored tree is not the git tree the upload said it is (x-lspd-git-tree). */
+  treeMismatch: (expected: string, computed: string, message = 'The uploaded tree is not the git tree x-lspd-git-tree names; nothing was stored.') =>
+    new AppError('tree_mismatch', 422, message, { expected, computed }),
   conflict: def('conflict', 409),
   unsafeEntry: (entry: string, reason: string) =>
     new AppError('unsafe_entry', 422, `Refused tar entry ${JSON.stringify(entry)}: ${reason}.`, { entry, reason }),

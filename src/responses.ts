@@ -4,7 +4,7 @@
 // published document cannot disagree. Objects are loose: the contract lets the
 // daemon add fields, and a client must not break when it does.
 import { z } from 'zod';
-import { lspOps, rootParams } from './schemas.js';
+import { lspOps, rootParams, sha } from './schemas.js';
 
 export const errorBody = z
   .looseObject({
@@ -17,19 +17,30 @@ export const errorBody = z
 
 export const fetchState = z.enum(['none', 'queued', 'running', 'done', 'failed', 'refused']);
 
+/** What every answer describing a stored root says of its size and provenance. */
+const rootSize = {
+  files: z.number().int(),
+  bytes: z.number().int().describe('File bytes of the whole tree.'),
+  stored_bytes: z
+    .number()
+    .int()
+    .optional()
+    .describe("File bytes this root added to the disk (what it is charged against the quota while its base is stored): all of `bytes`, or an incremental upload's layer (its other files are links to the base's)."),
+  base: sha.optional().describe('The root an incremental upload was composed on.'),
+  git_tree: z.string().optional().describe("The stored tree's git tree id, as `git rev-parse <sha>^{tree}` gives it for the commit it came from (absent for roots stored by an older lspd)."),
+};
+
 export const putRootAnswer = z.looseObject({
   root: rootParams,
   created: z.boolean().describe('false when the root already existed (roots are immutable; nothing changed).'),
-  files: z.number().int(),
-  bytes: z.number().int(),
+  ...rootSize,
   languages: z.array(z.string()),
   fetch: z.looseObject({ state: fetchState }),
 });
 
 export const rootAnswer = z.looseObject({
   root: rootParams,
-  files: z.number().int(),
-  bytes: z.number().int(),
+  ...rootSize,
   languages: z.array(z.string()),
   fetch: z.looseObject({ state: fetchState, error: z.string().optional() }),
   sessions: z.array(z.looseObject({ server: z.string(), state: z.string() })).optional(),

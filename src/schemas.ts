@@ -83,6 +83,26 @@ export const askBatch = z
   .object({ org: orgName, repo: repoName, sha, queries: z.array(z.unknown()).min(1).max(100) })
   .strict();
 
+export const GIT_TREE_HEADER = 'x-lspd-git-tree';
+
+/** PUT /v1/roots/{org}/{repo}/{sha}'s query. */
+export const putRootQuery = z.object({
+  base: sha
+    .optional()
+    .describe(
+      'Incremental upload: the body is a layer over this stored root of the same org and repo (files added or modified since it; deletions as OCI whiteouts `dir/.wh.name`, `dir/.wh..wh..opq`). Not stored here: 409 need_tree naming it.',
+    ),
+});
+
+/** PUT /v1/roots/{org}/{repo}/{sha}'s headers (beside Content-Type). */
+export const putRootHeaders = z.object({
+  [GIT_TREE_HEADER]: z
+    .string()
+    .regex(/^[0-9a-f]{40}$/)
+    .optional()
+    .describe("The commit's git tree id (`git rev-parse <sha>^{tree}`, SHA-1 repositories): the stored tree must have it, else 422 tree_mismatch and nothing is stored."),
+});
+
 export const listQuery = z.object({
   limit: z.coerce.number().int().min(1).max(1000).default(100),
   after: z.string().max(400).optional(),

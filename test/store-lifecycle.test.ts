@@ -36,12 +36,15 @@ describe('GET, DELETE and list', () => {
       root: key(SHA(1)),
       files: 1,
       bytes: 20,
+      stored_bytes: 20,
+      git_tree: got.body.git_tree,
       languages: ['typescript'],
       createdAt: got.body.createdAt,
       fetch: { state: 'none' },
       sessions: [],
       org_disk: { bytes: 20, quota_bytes: 50 * 1024 ** 3 },
     });
+    assert.match(String(got.body.git_tree), /^[0-9a-f]{40}$/);
     assert.ok(!Number.isNaN(Date.parse(String(got.body.createdAt))));
   });
 

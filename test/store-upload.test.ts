@@ -48,10 +48,13 @@ describe('successful uploads', () => {
       created: true,
       files: 11,
       bytes: treeBytes,
+      stored_bytes: treeBytes,
+      git_tree: r.body.git_tree,
       languages: ['go', 'python', 'rust', 'shell', 'typescript'],
       createdAt: r.body.createdAt,
       fetch: { state: 'none' },
     });
+    assert.match(String(r.body.git_tree), /^[0-9a-f]{40}$/);
   });
 
   it('stores the tree as sent: contents, 0755/0644 modes, symlinks kept, hard links inside', async () => {

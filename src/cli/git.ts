@@ -17,9 +17,10 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
-async function git(args: string[], cwd: string): Promise<string> {
+/** Run git and answer its trimmed output; a failure is a UsageError with git's first line. */
+export async function git(args: string[], cwd: string, maxBuffer = 1024 * 1024): Promise<string> {
   try {
-    const { stdout } = await run('git', args, { cwd, maxBuffer: 1024 * 1024 });
+    const { stdout } = await run('git', args, { cwd, maxBuffer });
     return stdout.trim();
   } catch (err) {
     const e = err as { stderr?: string; code?: string };

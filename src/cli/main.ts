@@ -10,12 +10,13 @@ import { hashToken, permissions, type Permission } from '../tokens.js';
 import { LspdClient, LspdError, routeKey, type LspQuery, type RootAnswer } from '../client/index.js';
 import { readCliEnv } from './env.js';
 import { archive, rootKeyOf, UsageError } from './git.js';
-import { pushRoot } from './push.js';
+import { push as pushCommit } from './push.js';
 import { formatAnswer, formatReady, formatRoot, humanBytes } from './print.js';
 
 const HELP = `usage: lspd <command> [flags]
 
   push     upload this checkout's HEAD (or --sha) as a root        [--org --repo --sha --dir --no-gzip --retries N --spread N]
+           only the change when the daemon holds an ancestor (--base REV names it; --full: the whole tree)
   status   readiness, jail, servers, roots and their sessions
   ask      SYMBOL: where a name is defined (--op references|hover) [--path P]
   lsp      OP [PATH[:LINE:COL]]: one LSP operation (LINE:COL 1-based, as printed; or --line/--character 0-based)
@@ -64,6 +65,8 @@ async function push(argv: string[]): Promise<number> {
     'no-gzip': { type: 'boolean', default: false },
     retries: { type: 'string', default: '5' },
     spread: { type: 'string', default: '1' },
+    base: { type: 'string' },
+    full: { type: 'boolean', default: false },
   });
   const retries = Number(v.retries);
   if (!Number.isInteger(retries) || retries < 0 || retries > 20) throw new UsageError('--retries: a whole number 0-20.');
@@ -72,15 +75,19 @@ async function push(argv: string[]): Promise<number> {
   const { top, key } = await rootKeyOf(v.dir ?? process.cwd(), v, readCliEnv().LSPD_ORG);
   const c = client(v);
   try {
-    // One upload per route key: each lands on the replica the ingress hashes it to.
+    // One upload per route key: each lands on the replica the ingress hashes it to,
+    // and each sends only the change when that replica holds an ancestor.
     const answers = [];
     for (let shard = 0; shard < spread; shard++) {
-      const a = await pushRoot(c, top, key, { gzip: !v['no-gzip'], retries, note: err, shard });
-      answers.push(spread > 1 ? { ...a, routeKey: routeKey(key, shard) } : a);
+      const r = await pushCommit(c, top, key, { gzip: !v['no-gzip'], retries, note: err, base: v.base, full: v.full, shard });
+      const a = r.answer;
+      const shown = { ...a, sent_bytes: r.sentBytes, ...(r.base ? { sent_as_layer_over: r.base } : {}), ...(spread > 1 ? { routeKey: routeKey(key, shard) } : {}) };
+      answers.push(shown);
       if (!v.json)
         out(
           `${a.created ? 'stored' : 'already stored'} ${key.org}/${key.repo}@${key.sha}${spread > 1 ? ` (route key ${routeKey(key, shard)})` : ''}: ` +
-            `${a.files} files, ${humanBytes(a.bytes)}${a.languages.length ? `, ${a.languages.join(', ')}` : ''}; dependency fetch ${a.fetch.state}`,
+            `${a.files} files, ${humanBytes(a.bytes)}${a.languages.length ? `, ${a.languages.join(', ')}` : ''}; dependency fetch ${a.fetch.state}` +
+            `; sent ${humanBytes(r.sentBytes)}${r.base ? ` (the change since ${r.base.slice(0, 12)})` : ''}`,
         );
     }
     if (v.json) out(JSON.stringify(spread > 1 ? answers : answers[0], null, 2));

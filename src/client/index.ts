@@ -12,7 +12,7 @@
 import type { Readable } from 'node:stream';
 import { Agent, request, type Dispatcher } from 'undici';
 import type { z } from 'zod';
-import type { askBatchItem, askQuery, lspQuery, RootKey } from '../schemas.js';
+import { GIT_TREE_HEADER, type askBatchItem, type askQuery, type lspQuery, type RootKey } from '../schemas.js';
 import type { AskBatchAnswer, LspAnswer, PutRootAnswer, ReadyAnswer, RootAnswer, RootList, ToolsAnswer } from '../responses.js';
 
 export type { RootKey };
@@ -22,6 +22,7 @@ export type AskQuery = z.input<typeof askQuery>;
 export type AskBatchItem = z.input<typeof askBatchItem>;
 
 export const ROUTE_KEY_HEADER = 'x-lspd-route-key';
+export { GIT_TREE_HEADER } from '../schemas.js';
 
 /** An error answer from lspd (or status 0: the daemon could not be reached). */
 export class LspdError extends Error {
@@ -54,6 +55,14 @@ export interface UploadOptions {
   signal?: AbortSignal;
   /** For a spread repo: which of its route keys to upload under (0 = `<org>/<repo>`, the default). */
   shard?: number;
+  /**
+   * Incremental upload: the tree is a layer over this stored root (same org and
+   * repo): files added or modified since it, deletions as OCI whiteouts. A replica
+   * without it answers 409 need_tree naming it; upload the whole tree then.
+   */
+  base?: string;
+  /** The commit's git tree id (`git rev-parse <sha>^{tree}`): the daemon refuses (422 tree_mismatch) a tree that is not it. */
+  gitTree?: string;
 }
 
 export interface QueryOptions {
@@ -97,6 +106,7 @@ interface Call {
   json?: unknown;
   body?: Readable | Buffer;
   contentType?: string;
+  headers?: Record<string, string>;
   signal?: AbortSignal | undefined;
   /** Statuses answered with a body rather than thrown (e.g. /readyz's 503). */
   accept?: number[];
@@ -124,10 +134,11 @@ export class LspdClient {
     const body = typeof tree === 'function' ? await tree() : tree;
     return this.#call<PutRootAnswer>({
       method: 'PUT',
-      path: rootPath(key),
+      path: rootPath(key) + (opts.base !== undefined ? `?base=${encodeURIComponent(opts.base)}` : ''),
       routeKey: routeKey(key, opts.shard),
       body,
       contentType: opts.gzip ? 'application/gzip' : 'application/x-tar',
+      ...(opts.gitTree !== undefined ? { headers: { [GIT_TREE_HEADER]: opts.gitTree } } : {}),
       signal: opts.signal,
     });
   }
@@ -214,7 +225,7 @@ export class LspdClient {
   }
 
   async #call<T>(c: Call): Promise<T> {
-    const headers: Record<string, string> = { accept: 'application/json' };
+    const headers: Record<string, string> = { ...c.headers, accept: 'application/json' };
     if (this.#token) headers.authorization = `Bearer ${this.#token}`;
     if (c.routeKey) headers[ROUTE_KEY_HEADER] = c.routeKey;
     let body: string | Readable | Buffer | undefined;

@@ -24,7 +24,8 @@ import type { Metrics } from '../metrics.js';
 import { rootId, type RootKey } from '../store/types.js';
 import { defaultDetectLimits, detect, type DetectLimits } from './ecosystems.js';
 import { readStateFile, writeStateFile, type StateFile } from './state-file.js';
-import { FetchAbort, FetchJob, abortCause, initialSteps, runJob, serveMounts, type JobState } from './fetch-job.js';
+import { FetchAbort, FetchJob, abortCause, initialSteps, runJob, serveMounts, type JobState, type RunResult } from './fetch-job.js';
+import { coveredSteps, dropReuse, linkBaseDeps, touchesFetchInputs, type ReuseCandidate } from './fetch-reuse.js';
 import { goServeEnv } from './go.js';
 import type { ServeMount } from './step.js';
 import type { Ecosystem, FetchStore, FetchView, StepStatus, Toolchains } from './types.js';
@@ -65,6 +66,8 @@ export class FetchManager {
   private readonly doneListeners = new Set<(key: RootKey, view: FetchView) => void>();
   private readonly settleWaiters = new Map<string, Set<() => void>>();
   private readonly writes = new Map<string, Promise<void>>();
+  /** Composed roots whose layer touched no fetch input: the base whose finished fetch they may link (fetch-reuse.ts). */
+  private readonly reuseFrom = new Map<string, RootKey>();
   private closed = false;
   private readonly concurrency: number;
   private readonly log: Logger;
@@ -80,10 +83,13 @@ export class FetchManager {
   /**
    * After an upload: detect what the tree needs and queue it. Idempotent: a root
    * that already has a job answers that job's view. Resolves with the state the
-   * PUT answer shows ('queued', 'none' or 'refused').
+   * PUT answer shows ('queued', 'none' or 'refused'). `reuse`: the root was
+   * composed on a base; when nothing a fetcher reads changed, its job links the
+   * base's finished fetch instead of fetching.
    */
-  enqueue(key: RootKey): Promise<FetchView> {
+  enqueue(key: RootKey, reuse?: ReuseCandidate): Promise<FetchView> {
     const id = rootId(key);
+    if (reuse && !touchesFetchInputs(reuse.changed)) this.reuseFrom.set(id, reuse.base);
     const have = this.jobs.get(id);
     if (have) return Promise.resolve(have.job.view());
     let p = this.pendingEnqueue.get(id);
@@ -194,6 +200,7 @@ export class FetchManager {
   async cancel(key: RootKey): Promise<void> {
     const id = rootId(key);
     await this.pendingEnqueue.get(id)?.catch(() => undefined);
+    this.reuseFrom.delete(id);
     const entry = this.jobs.get(id);
     if (!entry) return;
     this.jobs.delete(id);
@@ -283,7 +290,7 @@ export class FetchManager {
     try {
       await mkdir(depsDir, { recursive: true });
       await this.persist(key, job);
-      const result = await runJob(
+      const result = (await this.shareBase(key, q.steps, abort.signal)) ?? await runJob(
         { jail: this.o.jail, log: this.log, metrics: this.o.metrics },
         {
           org: key.org,
@@ -336,6 +343,39 @@ export class FetchManager {
       clearTimeout(timer);
       this.wake(id);
     }
+  }
+
+  /**
+   * A root whose base's fetch finished (waited for while it runs) and covers its
+   * plan gets that fetch as hard links (fetch-reuse.ts); otherwise undefined, and
+   * the deps dir is ready for a real fetch.
+   */
+  private async shareBase(key: RootKey, steps: StepStatus[], signal: AbortSignal): Promise<RunResult | undefined> {
+    const id = rootId(key);
+    const depsDir = this.o.store.depsDir(key);
+    const base = this.reuseFrom.get(id);
+    this.reuseFrom.delete(id);
+    if (base) {
+      if (this.jobs.get(rootId(base))?.job.state.name === 'running') await this.wait(base, signal);
+      // Linked only once the base's state file says done: a base a crash left "running"
+      // would fetch again at the next start, through dirs the head now shares.
+      await this.writes.get(rootId(base));
+      const b = this.jobs.get(rootId(base))?.job.state;
+      const covered = b?.name === 'done' ? coveredSteps(steps, b.steps) : undefined;
+      if (b?.name === 'done' && covered && !signal.aborted) {
+        try {
+          const mounts = await linkBaseDeps(this.o.store.depsDir(base), depsDir, this.o.store.treeDir(key), base.sha, covered);
+          this.log.info({ root: id, base: base.sha }, 'fetch reused from the base');
+          const log = `${b.log}${b.log.endsWith('\n') || b.log === '' ? '' : '\n'}lspd: dependencies linked from ${base.sha}: no lockfile or manifest changed\n`;
+          return { steps: covered, bytes: b.bytes, log, mounts };
+        } catch (err) {
+          // The base went away meanwhile, or the disk refused: fetch for real.
+          this.log.warn({ err, root: id, base: base.sha }, 'fetch reuse failed; fetching');
+        }
+      }
+    }
+    await dropReuse(depsDir);
+    return undefined;
   }
 
   private settle(key: RootKey, job: FetchJob): void {

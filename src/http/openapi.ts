@@ -6,7 +6,7 @@
 // the schemas go in unchanged. https://spec.openapis.org/oas/v3.1.0
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { askBatch, askQuery, listQuery, lspQuery, rootParams } from '../schemas.js';
+import { askBatch, askQuery, listQuery, lspQuery, putRootHeaders, putRootQuery, rootParams } from '../schemas.js';
 import { askBatchAnswer, errorBody, lspAnswer, putRootAnswer, readyAnswer, rootAnswer, rootList, toolsAnswer } from '../responses.js';
 import type { Access } from './auth.js';
 
@@ -29,6 +29,7 @@ interface RouteDoc {
   tag: string;
   params?: z.ZodObject;
   query?: z.ZodObject;
+  headers?: z.ZodObject;
   /** A named component schema, or `tar` for the upload stream. */
   body?: string | 'tar';
   answers: Record<string, Answer>;
@@ -70,16 +71,19 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
     tag: 'trees',
     summary: 'Upload the tree of a root as a tar (or gzip\'d tar) stream.',
     description:
-      'All or nothing: the root becomes visible only once the whole tar is stored. Immutable: uploading an existing root answers 200 with created=false and changes nothing. `git archive --format=tar <sha>` output works as is.',
+      'All or nothing: the root becomes visible only once the whole tar is stored. Immutable: uploading an existing root answers 200 with created=false and changes nothing. `git archive --format=tar <sha>` output works as is. With `?base=`, the tar is a layer over that stored root (files added or modified; deletions as OCI whiteouts): the new root is composed from the base\'s files (hard links) and the layer, checked whole like a full upload. With `x-lspd-git-tree`, the stored tree must be that git tree.',
     params: rootParams,
+    query: putRootQuery,
+    headers: putRootHeaders,
     body: 'tar',
     answers: {
       '201': { description: 'Stored.', schema: 'PutRootAnswer' },
       '200': { description: 'Already stored; nothing changed.', schema: 'PutRootAnswer' },
-      '400': err('bad_sha, bad_name or bad_archive.'),
+      '400': err('bad_sha, bad_name, bad_archive, or bad_request (x-lspd-git-tree is not a SHA-1 tree id).'),
+      '409': err('need_tree: the `base` root is not stored here (`root` names it); upload the whole tree.'),
       '413': err('too_large: past the bytes, files or single-file limit.'),
       '415': err('unsupported_media_type.'),
-      '422': err('unsafe_entry: the tar holds an entry that could escape the root.'),
+      '422': err('unsafe_entry: the tar holds an entry that could escape the root (or a layer that conflicts with its base); tree_mismatch: the tree is not the git tree x-lspd-git-tree names (`expected`, `computed`); nothing stored.'),
       '507': err('insufficient_storage.'),
     },
   },
@@ -146,7 +150,7 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, u
   return rest;
 }
 
-function parameters(obj: z.ZodObject, where: 'path' | 'query'): Record<string, unknown>[] {
+function parameters(obj: z.ZodObject, where: 'path' | 'query' | 'header'): Record<string, unknown>[] {
   const js = jsonSchema(obj, 'input') as { properties?: Record<string, Record<string, unknown>>; required?: string[] };
   return Object.entries(js.properties ?? {}).map(([name, schema]) => ({
     name,
@@ -169,6 +173,7 @@ function operation(r: CollectedRoute, doc: RouteDoc | undefined): Record<string,
   const params = [
     ...(doc?.params ? parameters(doc.params, 'path') : pathParamsOf(r.url)),
     ...(doc?.query ? parameters(doc.query, 'query') : []),
+    ...(doc?.headers ? parameters(doc.headers, 'header') : []),
   ];
   if (params.length) op.parameters = params;
   if (doc?.body === 'tar') {

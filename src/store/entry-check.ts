@@ -35,7 +35,24 @@ export type Admission =
   | { kind: 'dir'; path: string }
   | { kind: 'file'; path: string; size: number; executable: boolean }
   | { kind: 'symlink'; path: string; target: string }
-  | { kind: 'hardlink'; path: string; target: string };
+  | { kind: 'hardlink'; path: string; target: string }
+  /** A layer's deletion (OCI whiteout `dir/.wh.name`): `path` is what it removes from the base. */
+  | { kind: 'whiteout'; path: string }
+  /** A layer's opaque marker (`dir/.wh..wh..opq`): the base's contents of `dir` are removed. */
+  | { kind: 'opaque'; dir: string };
+
+export interface CheckerOptions {
+  /**
+   * The archive is a layer over a base (an incremental upload): names whose last
+   * segment starts with `.wh.` are whiteouts in the OCI image-layer convention
+   * (https://github.com/opencontainers/image-spec/blob/main/layer.md#whiteouts),
+   * not files. A full upload stores such names as ordinary files.
+   */
+  whiteouts?: boolean;
+}
+
+const WHITEOUT = '.wh.';
+const OPAQUE = '.wh..wh..opq';
 
 const enum Kind {
   ImplicitDir,
@@ -85,6 +102,10 @@ function parentOf(path: string): string {
   return i < 0 ? '' : path.slice(0, i);
 }
 
+function baseName(path: string): string {
+  return path.slice(path.lastIndexOf('/') + 1);
+}
+
 /**
  * Admits the entries of one upload, in archive order. One instance per upload.
  *
@@ -103,6 +124,8 @@ export class EntryChecker {
   /** Header bytes seen so far (a block per entry, plus its name and link name): the resolution budget grows with them. */
   headerBytes = 0;
   private readonly walker = new LinkWalker(() => this.resolveBudget);
+  /** Whiteout entries seen (their own paths), to refuse duplicates. */
+  private readonly whiteoutNames = new Set<string>();
   /** Languages of the regular files admitted so far (src/languages.ts table). */
   readonly languages = new Set<Language>();
   /** Non-directory entries (files, hard links, symlinks). */
@@ -110,7 +133,10 @@ export class EntryChecker {
   /** Bytes of regular-file content stored (a hard link adds none: it shares its target's data). */
   bytes = 0;
 
-  constructor(private readonly limits: EntryLimits) {}
+  constructor(
+    private readonly limits: EntryLimits,
+    private readonly opts: CheckerOptions = {},
+  ) {}
 
   /** Steps spent resolving symlink targets so far (the work the budget bounds). */
   get resolveSteps(): number {
@@ -160,6 +186,7 @@ export class EntryChecker {
       if (type === 'directory') return { kind: 'skip' };
       throw errors.unsafeEntry(entry, 'entry replaces the top directory');
     }
+    if (this.opts.whiteouts && baseName(path).startsWith(WHITEOUT)) return this.admitWhiteout(entry, path, type, size);
 
     if (type === 'directory') {
       const prev = this.kinds.get(path);
@@ -218,6 +245,32 @@ export class EntryChecker {
   }
 
   /**
+   * A whiteout removes a base path; it writes nothing. It must be an empty regular
+   * file naming one entry (never `.`, `..` or nothing); its directory must be a
+   * directory of the layer too (a whiteout inside a file or through a symlink is
+   * refused like any entry there). Whether the base agrees is checked when the
+   * layer is composed with it (compose.ts).
+   */
+  private admitWhiteout(entry: string, path: string, type: string, size: number): Admission {
+    if ((type !== 'file' && type !== 'contiguous-file') || size !== 0) throw errors.unsafeEntry(entry, 'a whiteout must be an empty regular file');
+    const seg = baseName(path);
+    const dir = parentOf(path);
+    if (this.whiteoutNames.has(path)) throw errors.unsafeEntry(entry, 'duplicate entry');
+    let admission: Admission;
+    if (seg === OPAQUE) admission = { kind: 'opaque', dir };
+    else {
+      const name = seg.slice(WHITEOUT.length);
+      if (name === '' || name === '.' || name === '..') throw errors.unsafeEntry(entry, 'a whiteout must name an entry (not "", "." or "..")');
+      if (name.startsWith(WHITEOUT)) throw errors.unsafeEntry(entry, 'unsupported whiteout (".wh..wh." names other than the opaque marker are reserved)');
+      admission = { kind: 'whiteout', path: dir === '' ? name : `${dir}/${name}` };
+    }
+    this.ensureParents(path, entry);
+    this.count(entry);
+    this.whiteoutNames.add(path);
+    return admission;
+  }
+
+  /**
    * Walk every symlink's target through the final tree as the kernel would; refuse
    * (naming the first link in archive order) any that leads out of the root.
    */
@@ -248,7 +301,7 @@ export class EntryChecker {
   }
 
   private count(entry: string): void {
-    if (this.kinds.size + 1 > this.limits.maxTreeFiles) {
+    if (this.kinds.size + this.whiteoutNames.size + 1 > this.limits.maxTreeFiles) {
       throw errors.tooLarge(`The tree has more than ${this.limits.maxTreeFiles} entries (at ${JSON.stringify(entry)}).`, 'tree_files');
     }
   }

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Language } from '../languages.js';
+import { SHA_RE } from '../schemas.js';
 import { checkRootKey } from './root-key.js';
 import type { RootInfo, RootKey } from './types.js';
 
@@ -67,7 +68,12 @@ async function readEntry(dir: string, metaName: string, names: RootKey): Promise
       languages: m.languages as Language[],
       createdAt,
       generation: typeof m.generation === 'string' && m.generation !== '' ? m.generation : legacyGeneration(dir, createdAt, st.ino),
+      // Roots stored before incremental uploads existed wrote all their bytes and name no base or tree id.
+      storedBytes: typeof m.storedBytes === 'number' ? m.storedBytes : m.bytes,
+      ...(typeof m.base === 'string' && SHA_RE.test(m.base) ? { base: m.base } : {}),
+      ...(typeof m.gitTree === 'string' && /^[0-9a-f]{40}$/.test(m.gitTree) ? { gitTree: m.gitTree } : {}),
     };
+    // The store charges treeBytes once every root is loaded (a composed root's depends on its base).
     return { key, info, dir, treeBytes: m.bytes, depsBytes: 0, lastUsedMs: st.mtimeMs, persistedUseMs: st.mtimeMs };
   } catch {
     return undefined;

@@ -19,11 +19,13 @@ import type { PhaseVerdict } from '../health.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { dirBytes, fsyncDir, syncFilesystem, umaskStripsModes } from './disk.js';
+import { baseMissing, checkGitTree, depsCharge, loadBaseIndex, treeCharge } from './incremental.js';
 import { pickVictims } from './eviction.js';
 import type { EntryLimits } from './entry-check.js';
 import { loadIndex, type IndexEntry } from './root-index.js';
 import { checkRootKey } from './root-key.js';
 import { ingestTar } from './tar-ingest.js';
+import { encodeTreeIndex, TREE_INDEX, type TreeEntry } from './tree-index.js';
 import { storageError } from './tree-writer.js';
 import { stopWriterThreads, warmWriterThreads } from './write-pool.js';
 import {
@@ -191,6 +193,8 @@ export class RootStore {
         await discard(body);
         this.touch(key);
         this.observe('exists', started);
+        // Nothing changes, but a caller that names the tree learns when the stored root is not it.
+        checkStoredTree(existing.info, opts.gitTree);
         return { created: false, info: existing.info };
       }
       return this.create(key, body, opts, started);
@@ -215,7 +219,7 @@ export class RootStore {
   async refreshUsage(key: RootKey): Promise<void> {
     const e = this.index.get(rootId(key));
     if (!e) return;
-    e.depsBytes = await dirBytes(join(e.dir, 'deps'));
+    e.depsBytes = await depsCharge(join(e.dir, 'deps'), e.info, this.baseStored(e));
     this.updateGauges();
     await this.enforceQuota(key.org);
   }
@@ -239,10 +243,19 @@ export class RootStore {
     const staging = join(this.stagingDir, randomBytes(12).toString('hex'));
     const final = this.rootDir(key);
     let info: RootInfo;
+    let changed: string[] | undefined;
     let syncMs = 0;
     let ingestMs = 0;
     let resolveSteps = 0;
+    const baseKey = opts.base !== undefined ? { ...key, sha: opts.base } : undefined;
     try {
+      let base: { treeDir: string; entries: TreeEntry[] } | undefined;
+      if (baseKey) {
+        const b = this.index.get(rootId(baseKey));
+        if (!b) throw baseMissing(key, baseKey.sha);
+        base = { treeDir: join(b.dir, 'tree'), entries: await loadBaseIndex(key, baseKey.sha, b.dir) };
+        this.touch(baseKey);
+      }
       await this.mkdir755(staging);
       await this.mkdir755(join(staging, 'tree'));
       await this.mkdir755(join(staging, 'deps'));
@@ -255,9 +268,12 @@ export class RootStore {
         fixModes: this.fixModes,
         signal: opts.signal,
         onBodyBytes: (n) => metrics.uploadBytes.inc(n),
+        ...(base ? { base } : {}),
       });
       ingestMs = Math.round(performance.now() - ingestStart);
       resolveSteps = r.resolveSteps;
+      const gitTree = checkGitTree(r.entries, opts.gitTree);
+      changed = r.changed;
       const createdMs = Date.now();
       info = {
         root: { ...key },
@@ -266,7 +282,11 @@ export class RootStore {
         languages: r.languages,
         createdAt: new Date(createdMs).toISOString(),
         generation: `${createdMs.toString(36)}-${randomBytes(8).toString('hex')}`,
+        storedBytes: r.storedBytes,
+        ...(opts.base !== undefined ? { base: opts.base } : {}),
+        gitTree,
       };
+      await writeFile(join(staging, TREE_INDEX), encodeTreeIndex(r.entries), { flag: 'wx', mode: 0o644 });
       // Everything under the staging dir, its metadata and the org/repo dirs are made
       // durable by one syncfs (it writes back every dirty page and inode of the
       // filesystem, so no per-file fsync is needed); only then is the root renamed
@@ -281,7 +301,9 @@ export class RootStore {
       await fsyncDir(dirname(final));
     } catch (raw) {
       await rm(staging, { recursive: true, force: true }).catch((err: unknown) => log.error({ err }, 'could not remove staging'));
-      const err = isAppError(raw) ? raw : storageError(raw);
+      // The base was deleted or evicted while its files were being linked: the client uploads the whole tree.
+      const baseGone = baseKey !== undefined && !isAppError(raw) && !this.index.has(rootId(baseKey));
+      const err = baseGone ? baseMissing(key, baseKey.sha, 'was removed during the upload') : isAppError(raw) ? raw : storageError(raw);
       const result = !isAppError(err) ? 'failed' : err.code === 'upload_aborted' ? 'aborted' : err.status >= 500 && !isQuotaRefusal(err) ? 'failed' : 'refused';
       this.observe(result, started);
       // A refusal is the client's business and a full disk the operator's; only the rest is a bug.
@@ -290,18 +312,23 @@ export class RootStore {
       throw err;
     }
     const now = Date.now();
-    this.index.set(id, { key: { ...key }, info, dir: final, treeBytes: info.bytes, depsBytes: 0, lastUsedMs: now, persistedUseMs: now });
+    const treeBytes = treeCharge(info, baseKey !== undefined && this.index.has(rootId(baseKey)));
+    this.index.set(id, { key: { ...key }, info, dir: final, treeBytes, depsBytes: 0, lastUsedMs: now, persistedUseMs: now });
     this.updateGauges();
     const ms = Math.round(performance.now() - started);
     this.observe('created', started);
     const orgBytes = this.orgUsage().get(key.org) ?? 0;
-    log.info({ root: id, files: info.files, bytes: info.bytes, languages: info.languages, ms, ingestMs, syncMs, resolveSteps, orgBytes, orgQuotaBytes: this.orgQuotaBytes }, 'root stored');
-    return { created: true, info };
+    log.info(
+      { root: id, files: info.files, bytes: info.bytes, storedBytes: info.storedBytes, base: info.base, languages: info.languages, ms, ingestMs, syncMs, resolveSteps, orgBytes, orgQuotaBytes: this.orgQuotaBytes },
+      'root stored',
+    );
+    return { created: true, info, ...(changed ? { changed } : {}) };
   }
 
   /** Drop from the index, tell listeners, rename out of sight, then delete the files. */
   private async remove(id: string, e: IndexEntry, reason: RemoveReason, wait = true): Promise<void> {
     this.index.delete(id);
+    this.chargeDependents(e);
     this.updateGauges();
     for (const listener of [...this.removeListeners]) {
       try {
@@ -386,12 +413,40 @@ export class RootStore {
     }
     await Promise.all(
       [...this.index.values()].map(async (e) => {
-        e.depsBytes = await dirBytes(join(e.dir, 'deps'));
+        e.treeBytes = treeCharge(e.info, this.baseStored(e));
+        e.depsBytes = await depsCharge(join(e.dir, 'deps'), e.info, this.baseStored(e));
       }),
     );
     this.updateGauges();
     this.deps.log.info({ roots: this.index.size }, 'store opened');
     await this.enforceQuota();
+  }
+
+  /**
+   * Whether the root `e` was composed on is stored, and is the same one: a base
+   * deleted and uploaded again later holds other inodes than the ones `e` links.
+   */
+  private baseStored(e: IndexEntry): boolean {
+    if (e.info.base === undefined) return false;
+    const b = this.index.get(rootId({ ...e.key, sha: e.info.base }));
+    return b !== undefined && b.info.createdAt <= e.info.createdAt;
+  }
+
+  /** A removed root's dependents hold the files they linked from it alone now: charge them in full (incremental.ts). */
+  private chargeDependents(gone: IndexEntry): void {
+    for (const e of this.index.values()) {
+      if (e.info.base !== gone.key.sha || e.key.org !== gone.key.org || e.key.repo !== gone.key.repo) continue;
+      e.treeBytes = e.info.bytes;
+      this.track(
+        depsCharge(join(e.dir, 'deps'), e.info, false).then(
+          (n) => {
+            e.depsBytes = n;
+            this.updateGauges();
+          },
+          () => {},
+        ),
+      );
+    }
   }
 
   private async mkdir755(dir: string): Promise<void> {
@@ -426,6 +481,13 @@ export class RootStore {
   private track(p: Promise<unknown>): void {
     this.background.add(p);
     void p.finally(() => this.background.delete(p));
+  }
+}
+
+/** An existing root asked for under a git tree id it does not have: tree_mismatch (it stays as it is). */
+function checkStoredTree(info: RootInfo, gitTree: string | undefined): void {
+  if (gitTree !== undefined && info.gitTree !== undefined && gitTree !== info.gitTree) {
+    throw errors.treeMismatch(gitTree, info.gitTree, 'The root stored under this sha is not the git tree x-lspd-git-tree names; it was left as it is.');
   }
 }
 

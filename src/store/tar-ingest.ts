@@ -5,6 +5,14 @@
 // only when the whole archive, up to its end-of-archive block, is on disk and
 // every symlink was re-checked against the final tree; on any failure it waits
 // for every write in flight and rejects, leaving the caller to remove the dir.
+// It answers the tree's index (tree-index.ts): every entry, with the git blob id
+// the writer thread computed for each file and symlink.
+//
+// Incremental upload (`base`): the archive is a layer. It is admitted and written
+// the same way (whiteouts recorded, never written), then composed with the base's
+// index (compose.ts: conflicts refused, the whole new tree admitted again), and
+// only then are the base's kept files hard-linked in, by the same writer job, so
+// the layer's files exist before any link and nothing is written through one.
 //
 // The request body is never destroyed here: after a refusal the route still
 // answers on the same connection, so ingest only stops reading it.
@@ -13,8 +21,11 @@ import { createGunzip, type Gunzip } from 'node:zlib';
 import tar from 'tar-stream';
 import type { Language } from '../languages.js';
 import { errors, isAppError } from '../errors.js';
+import { compose, type Composition } from './compose.js';
 import { EntryChecker, type EntryHeader, type EntryLimits } from './entry-check.js';
+import { withParents, type FileEntry, type SymlinkEntry, type TreeEntry } from './tree-index.js';
 import { SMALL_FILE_BYTES, TreeWriter, storageError } from './tree-writer.js';
+import { strBytes } from './write-protocol.js';
 
 export interface IngestOptions {
   body: Readable;
@@ -27,6 +38,8 @@ export interface IngestOptions {
   signal?: AbortSignal;
   /** Told of every body chunk (compressed bytes, as received). */
   onBodyBytes?: (n: number) => void;
+  /** The archive is a layer over this stored tree: its host dir and its index. */
+  base?: { treeDir: string; entries: readonly TreeEntry[] };
 }
 
 export interface IngestResult {
@@ -35,7 +48,14 @@ export interface IngestResult {
   languages: Language[];
   /** Steps spent resolving symlinks (bounded by the tar's header bytes: EntryChecker). */
   resolveSteps: number;
+  /** Every entry of the stored tree, directories included, with blob ids. */
+  entries: TreeEntry[];
+  /** File bytes this upload wrote: the whole tree's, or an incremental layer's. */
+  storedBytes: number;
+  /** Incremental: the paths the layer added, replaced or removed. */
+  changed?: string[];
 }
+
 
 /** tar-stream's header also says where the entry's data starts in the tar. */
 type Header = EntryHeader & { byteOffset?: number };
@@ -82,10 +102,16 @@ class Ingest {
   private readonly maxTarBytes: number;
   /** When the body last brought bytes or an entry began; a stalled upload holds a root's lock and a staging dir. */
   private lastProgressMs = Date.now();
+  /** What the archive wrote, in order; the file and symlink entries awaiting their blob ids, in record order. */
+  private readonly written: TreeEntry[] = [];
+  private readonly awaitingIds: (FileEntry | SymlinkEntry)[] = [];
+  private readonly hardlinks: { entry: FileEntry; target: string }[] = [];
+  private readonly whiteouts: string[] = [];
+  private readonly opaques: string[] = [];
 
   constructor(private readonly opts: IngestOptions) {
-    this.checker = new EntryChecker(opts.limits);
-    this.writer = new TreeWriter(opts.dir, opts.fixModes, (err) => this.fail(err));
+    this.checker = new EntryChecker(opts.limits, { whiteouts: opts.base !== undefined });
+    this.writer = new TreeWriter(opts.dir, opts.fixModes, (err) => this.fail(err), opts.base?.treeDir);
     // Larger zlib chunks mean fewer trips through the parser.
     this.gunzip = opts.gzip ? createGunzip({ chunkSize: 64 * 1024 }) : undefined;
     // Headers and padding are bounded by the entry limit; past this the "tar" is
@@ -102,9 +128,15 @@ class Ingest {
       const parsed = this.parse();
       parsed.catch(() => {}); // a failure is reported through `failed` first
       await Promise.race([parsed, failed]);
+      const composition = this.opts.base ? await this.compose(this.opts.base.entries) : undefined;
       await this.writer.close();
       await this.checker.verifySymlinksYielding();
       if (this.failure !== undefined) throw this.failure;
+      this.fillIds();
+      if (composition) {
+        const { files, bytes, languages, entries, changed } = composition;
+        return { files, bytes, languages, resolveSteps: this.checker.resolveSteps, entries, storedBytes: this.checker.bytes, changed };
+      }
     } catch (err) {
       this.fail(err);
       // Nothing may still be writing when the caller removes the directory.
@@ -118,7 +150,43 @@ class Ingest {
       bytes: this.checker.bytes,
       languages: [...this.checker.languages].sort(),
       resolveSteps: this.checker.resolveSteps,
+      entries: withParents(this.written),
+      storedBytes: this.checker.bytes,
     };
+  }
+
+  /** Compose the parsed layer with the base (throws what it refuses), then queue the base's kept entries. */
+  private async compose(base: readonly TreeEntry[]): Promise<Composition> {
+    const c = compose(base, { entries: this.written, whiteouts: this.whiteouts, opaques: this.opaques }, this.opts.limits);
+    // Records of 40,000 links are queued in one go; asking for room per record (an
+    // await each) cost more than the links themselves, so it is asked per slice.
+    const SLICE = 1024;
+    for (let i = 0; i < c.fromBase.length; i += SLICE) {
+      const slice = c.fromBase.slice(i, i + SLICE);
+      await this.writer.room(slice.reduce((n, e) => n + 1 + strBytes(e.path), 0));
+      if (this.failure !== undefined) throw this.failure;
+      for (const e of slice) {
+        if (e.kind === 'dir') this.writer.dir(e.path);
+        else this.writer.linkIn(e.path);
+      }
+    }
+    return c;
+  }
+
+  /** Give each written file and symlink the blob id the writer thread computed; hard links their target's. */
+  private fillIds(): void {
+    const ids = this.writer.digests();
+    if (ids.length !== this.awaitingIds.length * 20) {
+      throw new Error(`the writer thread answered ${ids.length / 20} blob ids for ${this.awaitingIds.length} files`);
+    }
+    this.awaitingIds.forEach((e, i) => (e.id = ids.toString('hex', i * 20, i * 20 + 20)));
+    if (this.hardlinks.length === 0) return;
+    const files = new Map<string, FileEntry>();
+    for (const e of this.written) if (e.kind === 'file' || e.kind === 'exec') files.set(e.path, e);
+    for (const { entry, target } of this.hardlinks) {
+      const t = files.get(target)!;
+      Object.assign(entry, { kind: t.kind, size: t.size, id: t.id });
+    }
   }
 
   /** Wire body → (gunzip →) parser; resolves once the parser has consumed the last entry. */
@@ -226,17 +294,35 @@ class Ingest {
       case 'skip':
         stream.resume();
         return;
+      case 'whiteout':
+        this.whiteouts.push(a.path);
+        return drain(stream);
+      case 'opaque':
+        this.opaques.push(a.dir);
+        return drain(stream);
       case 'dir':
+        this.written.push({ path: a.path, kind: 'dir' });
         this.writer.dir(a.path);
         stream.resume();
         return;
-      case 'symlink':
+      case 'symlink': {
+        const e = { path: a.path, kind: 'symlink' as const, target: a.target, id: '' };
+        this.written.push(e);
+        this.awaitingIds.push(e);
         this.writer.symlink(a.path, a.target);
         return drain(stream);
-      case 'hardlink':
+      }
+      case 'hardlink': {
+        const e: FileEntry = { path: a.path, kind: 'file', size: 0, id: '' };
+        this.written.push(e);
+        this.hardlinks.push({ entry: e, target: a.target });
         this.writer.hardlink(a.path, a.target);
         return drain(stream);
+      }
       case 'file': {
+        const e: FileEntry = { path: a.path, kind: a.executable ? 'exec' : 'file', size: a.size, id: '' };
+        this.written.push(e);
+        this.awaitingIds.push(e);
         if (a.size <= SMALL_FILE_BYTES) {
           await this.writer.room(a.size);
           const { chunks, size } = await readAll(stream);
@@ -244,7 +330,7 @@ class Ingest {
           this.writer.smallFile(a.path, chunks, size, a.executable);
           return;
         }
-        const n = await this.writer.largeFile(a.path, stream, a.executable);
+        const n = await this.writer.largeFile(a.path, stream, a.executable, a.size);
         assertSize(n, a.size, h.name);
         return;
       }

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { existsSync, lstatSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { blobId } from './git-tree.js';
 import { TreeWriter } from './tree-writer.js';
 import { stopWriterThreads } from './write-pool.js';
 
@@ -31,7 +32,7 @@ describe('TreeWriter (through the writer thread)', () => {
     w.smallFile('deep/er/run.sh', [Buffer.from('#!/bin/sh\n')], 10, true);
     const big = Buffer.alloc(3 * 1024 * 1024 + 7, 'x');
     big.write('head', 0);
-    assert.equal(await w.largeFile('assets/big.bin', chunked(big, 64 * 1024), false), big.length);
+    assert.equal(await w.largeFile('assets/big.bin', chunked(big, 64 * 1024), false, big.length), big.length);
     w.symlink('src/link.ts', 'a.ts');
     w.hardlink('src/hard.ts', 'src/a.ts');
     await w.close();
@@ -41,6 +42,26 @@ describe('TreeWriter (through the writer thread)', () => {
     assert.ok(readFileSync(join(root, 'assets/big.bin')).equals(big));
     assert.equal(readlinkSync(join(root, 'src/link.ts')), 'a.ts');
     assert.equal(lstatSync(join(root, 'src/hard.ts')).ino, lstatSync(join(root, 'src/a.ts')).ino);
+    // The git blob id of each file and symlink, in record order (a hard link has none of its own).
+    assert.equal(w.digests().toString('hex'), [blobId('export const a = 1;\n'), blobId('#!/bin/sh\n'), blobId(big), blobId('a.ts')].join(''));
+  });
+
+  it('links a base tree\'s files beside its own (an incremental upload), never writing through them', async () => {
+    const base = emptyDir();
+    mkdirSync(join(base, 'src'));
+    writeFileSync(join(base, 'src/kept.ts'), 'kept\n');
+    symlinkSync('kept.ts', join(base, 'src/alias.ts'));
+    const root = emptyDir();
+    const w = new TreeWriter(root, false, () => {}, base);
+    w.smallFile('src/new.ts', [Buffer.from('new\n')], 4, false);
+    w.linkIn('src/kept.ts');
+    w.linkIn('src/alias.ts');
+    w.dir('empty');
+    await w.close();
+    assert.equal(lstatSync(join(root, 'src/kept.ts')).ino, lstatSync(join(base, 'src/kept.ts')).ino);
+    assert.equal(readlinkSync(join(root, 'src/alias.ts')), 'kept.ts');
+    assert.ok(lstatSync(join(root, 'empty')).isDirectory());
+    assert.equal(w.digests().toString('hex'), blobId('new\n'));
   });
 
   it('many small files across many batches, and two uploads at once, each intact', async () => {

@@ -18,17 +18,29 @@ export interface RootInfo {
    * root is keyed by it as well as by the key. Written to meta.json.
    */
   generation: string;
+  /** File bytes this root added to the disk: all of `bytes`, or an incremental upload's layer (the rest are links to its base's). */
+  storedBytes: number;
+  /** The root an incremental upload was composed on (same org and repo). */
+  base?: string;
+  /** The git tree id of the stored tree (roots stored before lspd kept blob ids have none). */
+  gitTree?: string;
 }
 
 export interface PutOptions {
   /** The body is gzip'd (Content-Type application/gzip or Content-Encoding gzip). */
   gzip: boolean;
   signal?: AbortSignal;
+  /** The body is a layer over this stored root of the same org and repo (OCI whiteouts for deletions). */
+  base?: string;
+  /** The git tree id the tree must have (x-lspd-git-tree); refused with tree_mismatch otherwise. */
+  gitTree?: string;
 }
 
 export interface PutResult {
   created: boolean;
   info: RootInfo;
+  /** An incremental upload just stored: the paths its layer added, replaced or removed. */
+  changed?: string[];
 }
 
 export function rootId(k: RootKey): string {

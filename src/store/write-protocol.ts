@@ -6,20 +6,27 @@
 // Record: u8 op, then per op (integers little-endian, strings UTF-8 with a u32 length):
 //   DIR      path
 //   FILE     u16 mode, path, u32 len, len bytes        a whole small file
-//   OPEN     u16 mode, path                            a large file; APPENDs and CLOSE follow
+//   OPEN     u16 mode, f64 size, path                  a large file; APPENDs and CLOSE follow
 //   APPEND   u32 len, len bytes
 //   CLOSE
 //   SYMLINK  path, target
 //   LINK     path, target                              target: a path already written
+//   LINKIN   path                                      hard link <base>/path (the job's base tree) to path
+//
+// FILE, CLOSE and SYMLINK each yield the git blob id of what they wrote (git-tree.ts),
+// answered 20 bytes apiece in record order with the batch that completed them.
 
 // write-worker.js repeats these codes (it imports nothing of ours).
-export const Op = { Dir: 1, File: 2, Open: 3, Append: 4, Close: 5, Symlink: 6, Link: 7 } as const;
+export const Op = { Dir: 1, File: 2, Open: 3, Append: 4, Close: 5, Symlink: 6, Link: 7, LinkIn: 8 } as const;
 
 export interface WriteBatch {
   job: number;
   seq: number;
-  /** On a job's first batch: the empty directory to fill, and whether to chmod after create. */
-  start?: { root: string; fixModes: boolean };
+  /**
+   * On a job's first batch: the empty directory to fill, whether to chmod after
+   * create, and the stored tree LINKIN records link from (an incremental upload).
+   */
+  start?: { root: string; fixModes: boolean; base?: string };
   /** Records from offset 0 to `bytes` (a pooled buffer is longer); moved, not copied. */
   data: ArrayBuffer;
   bytes: number;
@@ -34,6 +41,8 @@ export interface WriteReply {
   error?: { code?: string; message: string };
   /** The batch's buffer, moved back for reuse. */
   data: ArrayBuffer;
+  /** Blob ids (20 bytes each) of the FILE, CLOSE and SYMLINK records this batch completed, in order. */
+  digests?: ArrayBuffer;
 }
 
 /** Bytes a string takes as a record field. */

@@ -14,6 +14,18 @@
 // Every path was admitted by EntryChecker on the main thread, so nothing here
 // follows a link: directories are created one level at a time by this writer
 // alone, and files are created with O_EXCL ('wx').
+//
+// It also hashes what it writes (the git blob id of each file and symlink,
+// git-tree.ts), while the bytes are at hand: on the main thread the same work
+// would slow the tar parser, which is what bounds an upload's speed.
+//
+// An incremental upload (store.ts) first writes its layer like any upload, then
+// LINKIN records hard-link the base root's unchanged files beside it. link(2)
+// never follows a symlink on Linux (a symlink is linked as itself), the base
+// path was admitted when the base was stored, and nothing ever opens a linked
+// file for writing: the layer's own files were created before any link, with
+// O_EXCL, and no path is both.
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { parentPort } from 'node:worker_threads';
@@ -26,6 +38,7 @@ const OP_APPEND = 4;
 const OP_CLOSE = 5;
 const OP_SYMLINK = 6;
 const OP_LINK = 7;
+const OP_LINKIN = 8;
 
 const DIR_MODE = 0o755;
 
@@ -35,11 +48,15 @@ const DIR_MODE = 0o755;
  * @typedef {{
  *   root: string,
  *   fixModes: boolean,
+ *   base: string | undefined,
  *   dirs: Set<string>,
  *   fd: number | undefined,
  *   fdMode: number,
+ *   hash: import('node:crypto').Hash | undefined,
+ *   digests: Buffer[],
  *   failed: WriteReply['error'],
- * }} Job  dirs: directories this job made (and the root); fd, fdMode: the large file being streamed
+ * }} Job  dirs: directories this job made (and the root); fd, fdMode, hash: the large file
+ *   being streamed; digests: blob ids completed in the current batch
  */
 
 /** @type {Map<number, Job>} */
@@ -47,7 +64,10 @@ const jobs = new Map();
 
 if (parentPort) {
   const port = parentPort;
-  port.on('message', (/** @type {WriteBatch} */ b) => port.postMessage(handle(b), [b.data]));
+  port.on('message', (/** @type {WriteBatch} */ b) => {
+    const reply = handle(b);
+    port.postMessage(reply, reply.digests ? [reply.data, reply.digests] : [reply.data]);
+  });
   port.postMessage('ready');
 }
 
@@ -58,7 +78,17 @@ if (parentPort) {
 function handle(b) {
   let job = jobs.get(b.job);
   if (!job && b.start) {
-    job = { root: b.start.root, fixModes: b.start.fixModes, dirs: new Set(['']), fd: undefined, fdMode: 0, failed: undefined };
+    job = {
+      root: b.start.root,
+      fixModes: b.start.fixModes,
+      base: b.start.base,
+      dirs: new Set(['']),
+      fd: undefined,
+      fdMode: 0,
+      hash: undefined,
+      digests: [],
+      failed: undefined,
+    };
     jobs.set(b.job, job);
   }
   /** @type {WriteReply} */
@@ -78,7 +108,13 @@ function handle(b) {
   if (job.failed) {
     closeOpen(job);
     reply.error = job.failed;
+  } else if (job.digests.length > 0) {
+    // A fresh ArrayBuffer of its own: it is moved to the main thread.
+    const out = new Uint8Array(job.digests.length * 20);
+    job.digests.forEach((d, i) => out.set(d, i * 20));
+    reply.digests = out.buffer;
   }
+  job.digests = [];
   if (b.end) {
     closeOpen(job);
     jobs.delete(b.job);
@@ -112,23 +148,34 @@ function apply(job, buf) {
         const mode = u16();
         const fd = create(job, str(), mode);
         try {
-          writeAll(fd, bytes());
+          const data = bytes();
+          job.digests.push(createHash('sha1').update(blobHeader(data.length)).update(data).digest());
+          writeAll(fd, data);
           if (job.fixModes) fs.fchmodSync(fd, mode);
         } finally {
           fs.closeSync(fd);
         }
         break;
       }
-      case OP_OPEN:
+      case OP_OPEN: {
         job.fdMode = u16();
+        const size = buf.readDoubleLE(off);
+        off += 8;
         job.fd = create(job, str(), job.fdMode);
+        job.hash = createHash('sha1').update(blobHeader(size));
         break;
-      case OP_APPEND:
-        writeAll(openFd(job), bytes());
+      }
+      case OP_APPEND: {
+        const data = bytes();
+        writeAll(openFd(job), data);
+        job.hash?.update(data);
         break;
+      }
       case OP_CLOSE: {
         const fd = openFd(job);
         job.fd = undefined;
+        if (job.hash) job.digests.push(job.hash.digest());
+        job.hash = undefined;
         try {
           if (job.fixModes) fs.fchmodSync(fd, job.fdMode);
         } finally {
@@ -139,13 +186,23 @@ function apply(job, buf) {
       case OP_SYMLINK: {
         const path = str();
         ensureDir(job, parentOf(path));
-        fs.symlinkSync(str(), join(job.root, path));
+        const target = str();
+        fs.symlinkSync(target, join(job.root, path));
+        const t = Buffer.from(target);
+        job.digests.push(createHash('sha1').update(blobHeader(t.length)).update(t).digest());
         break;
       }
       case OP_LINK: {
         const path = str();
         ensureDir(job, parentOf(path));
         fs.linkSync(join(job.root, str()), join(job.root, path));
+        break;
+      }
+      case OP_LINKIN: {
+        const path = str();
+        if (job.base === undefined) throw new Error('writer thread: LINKIN without a base');
+        ensureDir(job, parentOf(path));
+        linkIn(join(job.base, path), join(job.root, path));
         break;
       }
       default:
@@ -162,6 +219,29 @@ function apply(job, buf) {
 function create(job, path, mode) {
   ensureDir(job, parentOf(path));
   return fs.openSync(join(job.root, path), 'wx', mode);
+}
+
+/**
+ * Hard-link a base file. A file linked by too many roots (EMLINK: ext4 allows
+ * 65000 links) or a base on another filesystem (EXDEV) is copied instead, with its
+ * mode (a reflink where the filesystem can).
+ * @param {string} from
+ * @param {string} to
+ */
+function linkIn(from, to) {
+  try {
+    fs.linkSync(from, to);
+  } catch (err) {
+    const code = /** @type {NodeJS.ErrnoException} */ (err).code;
+    if (code !== 'EMLINK' && code !== 'EXDEV') throw err;
+    if (fs.lstatSync(from).isSymbolicLink()) fs.symlinkSync(fs.readlinkSync(from), to);
+    else fs.copyFileSync(from, to, fs.constants.COPYFILE_EXCL | fs.constants.COPYFILE_FICLONE);
+  }
+}
+
+/** git's header before a blob's bytes (git-tree.ts blobHeader). @param {number} size */
+function blobHeader(size) {
+  return `blob ${size}\0`;
 }
 
 /** @param {Job} job */
@@ -185,6 +265,7 @@ function ensureDir(job, dir) {
 
 /** @param {Job} job */
 function closeOpen(job) {
+  job.hash = undefined;
   if (job.fd === undefined) return;
   try {
     fs.closeSync(job.fd);

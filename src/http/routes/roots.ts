@@ -1,11 +1,14 @@
 // The tree routes of API.md "Trees": PUT, GET and DELETE /v1/roots/:org/:repo/:sha
 // and GET /v1/roots. The upload body is never parsed by fastify: the store reads
 // `request.raw` as a stream. The key and the media type are checked in onRequest,
-// before the body parser runs, so a refused upload has not had a byte read.
+// before the body parser runs, so a refused upload has not had a byte read; so are
+// an incremental upload's `?base=` (a base this replica lacks is 409 need_tree at
+// once, and the client sends the whole tree instead) and `x-lspd-git-tree`.
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { errors } from '../../errors.js';
-import { listQuery } from '../../schemas.js';
+import { GIT_TREE_HEADER, listQuery, putRootHeaders } from '../../schemas.js';
+import { baseMissing } from '../../store/incremental.js';
 import { checkRootKey } from '../../store/root-key.js';
 import { rootId, type RootInfo, type RootKey } from '../../store/types.js';
 import type { FetchView } from '../../fetch/types.js';
@@ -23,26 +26,31 @@ const LINGER_BYTES = 64 * 1024 * 1024;
 const LINGER_MS = 30_000;
 
 type KeyParams = { Params: { org: string; repo: string; sha: string } };
+type PutParams = KeyParams & { Querystring: { base?: unknown } };
 
 export async function rootRoutes(app: FastifyInstance, deps: Deps): Promise<void> {
   const { store } = deps;
 
-  app.put<KeyParams>(
+  app.put<PutParams>(
     '/v1/roots/:org/:repo/:sha',
     {
       onRequest: async (req) => {
-        checkRootKey(req.params);
+        const key = checkRootKey(req.params);
         uploadIsGzip(req.headers['content-type'], req.headers['content-encoding']);
+        const { base } = uploadOptions(key, req.query, req.headers[GIT_TREE_HEADER]);
+        if (base !== undefined && !store.get(key) && !store.get({ ...key, sha: base })) throw baseMissing(key, base);
       },
     },
     async (req, reply) => {
       const key = checkRootKey(req.params);
       const gzip = uploadIsGzip(req.headers['content-type'], req.headers['content-encoding']);
+      const { base, gitTree } = uploadOptions(key, req.query, req.headers[GIT_TREE_HEADER]);
       try {
-        const { created, info } = await store.put(key, req.raw, { gzip });
+        const { created, info, changed } = await store.put(key, req.raw, { gzip, ...(base ? { base } : {}), ...(gitTree ? { gitTree } : {}) });
         // A new root's fetch is queued now (it runs in the background); an existing
-        // one answers where its fetch stands.
-        const fetch = !deps.fetcher ? NO_FETCH : created ? await deps.fetcher.enqueue(key) : deps.fetcher.state(key);
+        // one answers where its fetch stands. A composed root may reuse its base's.
+        const reuse = base !== undefined && changed ? { base: { ...key, sha: base }, changed } : undefined;
+        const fetch = !deps.fetcher ? NO_FETCH : created ? await deps.fetcher.enqueue(key, reuse) : deps.fetcher.state(key);
         return reply.code(created ? 201 : 200).send({ ...view(info), created, fetch });
       } catch (err) {
         lingerThenClose(req.raw);
@@ -81,7 +89,29 @@ export async function rootRoutes(app: FastifyInstance, deps: Deps): Promise<void
 }
 
 function view(info: RootInfo) {
-  return { root: info.root, files: info.files, bytes: info.bytes, languages: info.languages, createdAt: info.createdAt };
+  return {
+    root: info.root,
+    files: info.files,
+    bytes: info.bytes,
+    stored_bytes: info.storedBytes,
+    ...(info.base !== undefined ? { base: info.base } : {}),
+    ...(info.gitTree !== undefined ? { git_tree: info.gitTree } : {}),
+    languages: info.languages,
+    createdAt: info.createdAt,
+  };
+}
+
+/** `?base=` (checked like any sha) and `x-lspd-git-tree` of an upload. */
+function uploadOptions(key: RootKey, query: { base?: unknown }, treeHeader: string | string[] | undefined): { base?: string; gitTree?: string } {
+  const out: { base?: string; gitTree?: string } = {};
+  if (query.base !== undefined) out.base = checkRootKey({ ...key, sha: query.base }).sha;
+  if (treeHeader !== undefined) {
+    if (typeof treeHeader === 'string' && /^[0-9a-f]{64}$/.test(treeHeader)) {
+      throw errors.badRequest(`${GIT_TREE_HEADER}: only SHA-1 repositories' tree ids (40 hex digits) can be checked.`);
+    }
+    out.gitTree = parse(putRootHeaders, { [GIT_TREE_HEADER]: treeHeader })[GIT_TREE_HEADER];
+  }
+  return out;
 }
 
 /** A daemon built without a FETCH phase (tests of other parts): nothing is ever fetched. */
