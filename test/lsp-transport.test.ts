@@ -257,3 +257,15 @@ test('an answer with neither result nor error fails its request as a ResponseErr
   await assert.rejects(p, ResponseError);
   assert.equal(conn.closed, false);
 });
+
+test('a server repeating an id cannot stall the reader: the queue is drained by turns, not by a count', async () => {
+  const { conn, sent, notes, reply, fromServer } = pair({ onRequest: () => null });
+  const p = conn.request('x', {});
+  await tick();
+  // 600 server requests under one id (the library keeps one of them) and a flood past the bound
+  fromServer.write(Buffer.concat(Array.from({ length: 600 }, () => frame({ jsonrpc: '2.0', id: 'dup', method: 'window/workDoneProgress/create', params: { token: 1 } }))));
+  fromServer.write(Buffer.concat(Array.from({ length: 1000 }, (_, i) => frame({ jsonrpc: '2.0', method: 'telemetry/event', params: { i } }))));
+  reply({ jsonrpc: '2.0', id: sent[0]!.id, result: 'answered' });
+  assert.equal(await p, 'answered');
+  await until(() => notes.length === 1000, 20_000);
+});

@@ -9,7 +9,11 @@
 // more than a few hundred messages (or a MiB) are queued, the reader stops reading
 // until the queue is empty: the server blocks on its own stdout instead of making
 // us hold its output. `taken` is how the connection tells the reader a message left
-// the queue (its MessageStrategy calls it).
+// the queue (its MessageStrategy calls it). "Empty" is not a count reaching zero:
+// the library keys its queue by id, so a server repeating an id leaves fewer
+// messages queued than were given, and a count would never drain. It is a whole
+// turn of the event loop in which nothing was taken, since a non-empty queue has
+// one message taken every turn.
 import type { Readable } from 'node:stream';
 import { AbstractMessageReader, type DataCallback, type Disposable, type Message } from 'vscode-jsonrpc/node';
 import { FrameReader } from './frame-reader.js';
@@ -33,10 +37,11 @@ export class BoundedMessageReader extends AbstractMessageReader {
   private readonly opts: BoundedReaderOptions;
   private readonly frames: FrameReader;
   private callback: DataCallback | undefined;
-  /** Messages handed to the connection and not yet taken off its queue, with their sizes. */
-  private readonly queued = new WeakMap<object, number>();
+  /** Messages handed to the connection and not yet taken off its queue, with their sizes (an estimate: see above). */
+  private queued = new WeakMap<object, number>();
   private queuedMessages = 0;
   private queuedBytes = 0;
+  private takenThisTurn = 0;
   private paused = false;
   private stopped = false;
   /** The most messages ever queued at once (tests read it to check the bound). */
@@ -47,7 +52,23 @@ export class BoundedMessageReader extends AbstractMessageReader {
     if (!this.stopped && !this.paused && (this.queuedMessages > MAX_QUEUED_MESSAGES || this.queuedBytes > MAX_QUEUED_BYTES)) {
       this.paused = true;
       this.input.pause();
+      this.takenThisTurn = 0;
+      setImmediate(this.resumeWhenDrained);
     }
+  };
+  /** Once per turn while paused: read on after a turn in which the library took nothing. */
+  private readonly resumeWhenDrained = () => {
+    if (this.stopped) return;
+    if (this.takenThisTurn > 0) {
+      this.takenThisTurn = 0;
+      setImmediate(this.resumeWhenDrained);
+      return;
+    }
+    this.queued = new WeakMap();
+    this.queuedMessages = 0;
+    this.queuedBytes = 0;
+    this.paused = false;
+    this.input.resume();
   };
   private readonly onEnd = () => {
     this.stop();
@@ -83,15 +104,12 @@ export class BoundedMessageReader extends AbstractMessageReader {
 
   /** The connection took `msg` off its queue. */
   taken(msg: Message): void {
+    this.takenThisTurn++;
     const bytes = this.queued.get(msg);
     if (bytes === undefined) return;
     this.queued.delete(msg);
     this.queuedMessages--;
     this.queuedBytes -= bytes;
-    if (this.paused && this.queuedMessages === 0 && !this.stopped) {
-      this.paused = false;
-      this.input.resume();
-    }
   }
 
   override dispose(): void {
