@@ -1,9 +1,12 @@
 // The bounded transport on its own: framing limits before allocation, garbage,
-// request/response matching, cancellation, per-request budgets, server requests.
+// request/response matching, cancellation, per-request budgets, server requests,
+// the inbound queue and the write bound (vscode-jsonrpc under our reader/writer).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { FrameError, FrameReader } from '../src/lsp/frame-reader.js';
+import { MAX_QUEUED_MESSAGES } from '../src/lsp/bounded-reader.js';
+import { WriteBlockedError } from '../src/lsp/bounded-writer.js';
 import { Budget, BudgetExceededError, ConnectionClosedError, LspConnection, METHOD_NOT_FOUND, ResponseError } from '../src/lsp/transport.js';
 
 const frame = (obj: unknown) => {
@@ -73,16 +76,25 @@ function pair(opts: { onRequest?: (m: string, p: unknown) => unknown } = {}) {
 }
 
 const tick = () => new Promise((r) => setImmediate(r));
+/** The library dispatches one inbound message per event-loop turn: wait for what it sends. */
+async function until(ok: () => boolean, turns = 1000): Promise<void> {
+  for (let i = 0; i < turns && !ok(); i++) await tick();
+  assert.ok(ok(), 'never happened');
+}
 
 test('requests match responses by id; errors become ResponseError; shutdown carries no params', async () => {
   const { conn, sent, reply } = pair();
   const a = conn.request('textDocument/hover', { x: 1 });
   const b = conn.request('shutdown');
   await tick();
-  assert.deepEqual(sent[1], { jsonrpc: '2.0', id: 2, method: 'shutdown' });
+  // The ids are the library's: read them off the wire.
+  const [ia, ib] = [sent[0]!.id, sent[1]!.id];
+  assert.notEqual(ia, ib);
+  assert.deepEqual(sent[0], { jsonrpc: '2.0', id: ia, method: 'textDocument/hover', params: { x: 1 } });
+  assert.deepEqual(sent[1], { jsonrpc: '2.0', id: ib, method: 'shutdown' });
   assert.ok(!('params' in sent[1]!));
-  reply({ jsonrpc: '2.0', id: 2, result: null });
-  reply({ jsonrpc: '2.0', id: 1, error: { code: -32603, message: 'boom' } });
+  reply({ jsonrpc: '2.0', id: ib, result: null });
+  reply({ jsonrpc: '2.0', id: ia, error: { code: -32603, message: 'boom' } });
   assert.equal(await b, null);
   await assert.rejects(a, (e: unknown) => e instanceof ResponseError && e.code === -32603);
 });
@@ -95,19 +107,20 @@ test('abort sends $/cancelRequest; an unanswered cancel is reported', async () =
   ac.abort(new Error('deadline'));
   await assert.rejects(p, /deadline/);
   await tick();
-  assert.deepEqual(sent.at(-1), { jsonrpc: '2.0', method: '$/cancelRequest', params: { id: 1 } });
+  assert.deepEqual(sent.at(-1), { jsonrpc: '2.0', method: '$/cancelRequest', params: { id: sent[0]!.id } });
   await new Promise((r) => setTimeout(r, 60));
   assert.equal(unanswered, true);
 });
 
 test('a cancelled request that is answered in time is not reported', async () => {
-  const { conn, reply } = pair();
+  const { conn, sent, reply } = pair();
   const ac = new AbortController();
   let unanswered = false;
   const p = conn.request('x', {}, { signal: ac.signal, cancelGraceMs: 50, onUnanswered: () => (unanswered = true) });
   ac.abort(new Error('deadline'));
   await assert.rejects(p);
-  reply({ jsonrpc: '2.0', id: 1, error: { code: -32800, message: 'cancelled' } });
+  await tick();
+  reply({ jsonrpc: '2.0', id: sent[0]!.id, error: { code: -32800, message: 'cancelled' } });
   await new Promise((r) => setTimeout(r, 80));
   assert.equal(unanswered, false);
 });
@@ -120,19 +133,20 @@ test('a notification flood trips the budget of the waiting request', async () =>
 });
 
 test('unsolicited messages are shared among concurrent waiters', async () => {
-  const { conn, reply } = pair();
+  const { conn, sent, reply } = pair();
   const ps = Array.from({ length: 10 }, () => conn.request('x', {}, { budget: new Budget(64, 1 << 20) }));
   // 300 notifications over 10 waiters is 30 each: under every budget.
   for (let i = 0; i < 300; i++) reply({ jsonrpc: '2.0', method: '$/progress', params: { token: i, value: { kind: 'end' } } });
-  for (let i = 1; i <= 10; i++) reply({ jsonrpc: '2.0', id: i, result: i });
-  assert.deepEqual(await Promise.all(ps), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  await tick();
+  for (let i = 0; i < 10; i++) reply({ jsonrpc: '2.0', id: sent[i]!.id, result: i });
+  assert.deepEqual(await Promise.all(ps), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
 });
 
 test('server requests are answered; unknown methods get MethodNotFound', async () => {
   const { sent, reply } = pair({ onRequest: (m) => (m === 'workspace/configuration' ? [null] : METHOD_NOT_FOUND) });
   reply({ jsonrpc: '2.0', id: 'a', method: 'workspace/configuration', params: { items: [{}] } });
   reply({ jsonrpc: '2.0', id: 'b', method: 'weird/thing' });
-  await tick();
+  await until(() => sent.length === 2);
   assert.deepEqual(sent[0], { jsonrpc: '2.0', id: 'a', result: [null] });
   assert.equal((sent[1]!.error as { code: number }).code, -32601);
 });
@@ -163,4 +177,95 @@ test('a log line on stdout fails at its newline, without waiting for 4 KiB', () 
   for (const c of 'Content-Length: 2\r\n\r\n{}') ok.r.push(Buffer.from(c));
   assert.deepEqual(ok.msgs, [{}]);
   assert.equal(ok.errs.length, 0);
+});
+
+test('a response charges its own request in full: one over the byte budget fails it and cancels', async () => {
+  const { conn, sent, reply } = pair();
+  const p = conn.request('textDocument/references', {}, { budget: new Budget(64, 4096) });
+  await tick();
+  const id = sent[0]!.id;
+  reply({ jsonrpc: '2.0', id, result: [{ text: 'x'.repeat(8192) }] });
+  await assert.rejects(p, (e: unknown) => e instanceof BudgetExceededError && /4096 bytes/.test((e as Error).message));
+  await until(() => sent.some((m) => m.method === '$/cancelRequest'));
+  assert.deepEqual(sent.at(-1), { jsonrpc: '2.0', method: '$/cancelRequest', params: { id } });
+});
+
+test('notifications go out without params when they have none; $/progress and others come in', async () => {
+  const seen: [string, unknown][] = [];
+  const toServer = new PassThrough();
+  const fromServer = new PassThrough();
+  const sent: Record<string, unknown>[] = [];
+  const sr = new FrameReader({ maxFrameBytes: 1 << 20, onMessage: (m) => sent.push(m as Record<string, unknown>), onError: () => {} });
+  toServer.on('data', (d: Buffer) => sr.push(d));
+  const conn = new LspConnection({ input: fromServer, output: toServer, maxFrameBytes: 1 << 20, onNotification: (m, p) => seen.push([m, p]) });
+  conn.notify('exit');
+  conn.notify('initialized', {});
+  await tick();
+  assert.deepEqual(sent, [
+    { jsonrpc: '2.0', method: 'exit' },
+    { jsonrpc: '2.0', method: 'initialized', params: {} },
+  ]);
+  // the library takes $/progress for its own handlers first; it must still reach readiness
+  fromServer.write(frame({ jsonrpc: '2.0', method: '$/progress', params: { token: 't', value: { kind: 'end' } } }));
+  fromServer.write(frame({ jsonrpc: '2.0', method: 'window/logMessage', params: { type: 3, message: 'ready' } }));
+  // a server cancelling its own request to us, well-formed or not, is dropped
+  fromServer.write(frame({ jsonrpc: '2.0', method: '$/cancelRequest' }));
+  fromServer.write(frame({ jsonrpc: '2.0', method: '$/cancelRequest', params: { id: 7 } }));
+  fromServer.write(frame({ jsonrpc: '2.0', method: 'textDocument/publishDiagnostics', params: { uri: 'file:///a', diagnostics: [] } }));
+  await until(() => seen.length === 3);
+  assert.deepEqual(seen, [
+    ['$/progress', { token: 't', value: { kind: 'end' } }],
+    ['window/logMessage', { type: 3, message: 'ready' }],
+    ['textDocument/publishDiagnostics', { uri: 'file:///a', diagnostics: [] }],
+  ]);
+  assert.equal(conn.closed, false);
+});
+
+test('a flood while nothing waits is read only as fast as it is handled: the inbound queue stays bounded', async () => {
+  const { conn, notes, fromServer } = pair();
+  const TOTAL = 20_000;
+  const batch = Buffer.concat(Array.from({ length: 100 }, (_, i) => frame({ jsonrpc: '2.0', method: 'telemetry/event', params: { i } })));
+  let refused = 0;
+  for (let i = 0; i < TOTAL / 100; i++) if (!fromServer.write(batch)) refused++;
+  await until(() => notes.length === TOTAL, 20 * TOTAL);
+  assert.ok(conn.inboundHighWater <= MAX_QUEUED_MESSAGES + 100, `${conn.inboundHighWater} messages were queued at once`);
+  assert.ok(refused > 0, 'the server side saw back-pressure');
+  assert.equal(conn.closed, false);
+});
+
+test('a server that stops reading its input: the connection closes past the write bound and stops writing', async () => {
+  const toServer = new PassThrough({ highWaterMark: 1024 }); // nobody reads it
+  const fromServer = new PassThrough();
+  let closedWith: Error | undefined;
+  const conn = new LspConnection({ input: fromServer, output: toServer, maxFrameBytes: 1 << 20, maxQueuedWriteBytes: 64 * 1024, onClose: (e) => (closedWith = e) });
+  const big = { text: 'x'.repeat(16 * 1024) };
+  const ps = Array.from({ length: 8 }, () => conn.request('textDocument/didSomething', big));
+  for (const p of ps) await assert.rejects(p, (e: unknown) => e instanceof ConnectionClosedError && /stopped reading its input/.test((e as Error).message));
+  assert.ok(closedWith instanceof WriteBlockedError);
+  const queued = toServer.writableLength;
+  assert.ok(queued < 64 * 1024 + 20 * 1024, `${queued} bytes queued`);
+  conn.notify('textDocument/didOpen', big);
+  await assert.rejects(conn.request('x', big), ConnectionClosedError);
+  assert.equal(toServer.writableLength, queued, 'nothing is written after the bound');
+});
+
+test('an answer with neither result nor error fails its request as a ResponseError', async () => {
+  const { conn, sent, reply } = pair();
+  const p = conn.request('x', {});
+  await tick();
+  reply({ jsonrpc: '2.0', id: sent[0]!.id });
+  await assert.rejects(p, ResponseError);
+  assert.equal(conn.closed, false);
+});
+
+test('a server repeating an id cannot stall the reader: the queue is drained by turns, not by a count', async () => {
+  const { conn, sent, notes, reply, fromServer } = pair({ onRequest: () => null });
+  const p = conn.request('x', {});
+  await tick();
+  // 600 server requests under one id (the library keeps one of them) and a flood past the bound
+  fromServer.write(Buffer.concat(Array.from({ length: 600 }, () => frame({ jsonrpc: '2.0', id: 'dup', method: 'window/workDoneProgress/create', params: { token: 1 } }))));
+  fromServer.write(Buffer.concat(Array.from({ length: 1000 }, (_, i) => frame({ jsonrpc: '2.0', method: 'telemetry/event', params: { i } }))));
+  reply({ jsonrpc: '2.0', id: sent[0]!.id, result: 'answered' });
+  assert.equal(await p, 'answered');
+  await until(() => notes.length === 1000, 20_000);
 });

@@ -2,8 +2,9 @@
 // messages out. A frame is `Content-Length: N\r\n[other headers]\r\n\r\n<N bytes>`
 // (https://microsoft.github.io/language-server-protocol/specifications/lsp/3.17/specification/#headerPart).
 //
-// Written here rather than taken from vscode-jsonrpc because its reader buffers
-// chunks until a frame's declared length has arrived, with no ceiling: a server
+// bounded-reader.ts runs it under vscode-jsonrpc's MessageConnection in place of
+// the library's own reader, which buffers chunks until a frame's declared length
+// has arrived, with no ceiling: a server
 // announcing `Content-Length: 1073741824` makes the daemon hold a gigabyte. This
 // reader refuses a length over `maxFrameBytes` as soon as the header is read,
 // before anything is allocated for the body, and refuses a header that grows past

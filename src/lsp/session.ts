@@ -204,6 +204,7 @@ export class Session {
       maxFrameBytes: config.maxFrameBytes,
       onNotification: (method, params) => this.onNotification(method, params),
       onRequest: (method, params) => answerServerRequest(this.row, this.key.workspace, method, params, this.deps.depSettings),
+      log: (message) => this.log.debug({ jsonrpc: message }, 'vscode-jsonrpc'),
       onClose: (err) => {
         if (!err) return;
         if (err instanceof FrameError) this.retire('protocol', `${row.name} broke the LSP framing: ${err.message}`);

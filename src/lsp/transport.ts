@@ -1,35 +1,31 @@
-// A bounded JSON-RPC 2.0 client over a language server's stdio: requests with
-// ids and cancellation, notifications both ways, answers to the few requests a
-// server makes of its client. Framing is FrameReader's (bounded before allocation).
-//
-// Why not vscode-jsonrpc's MessageConnection: its reader has no frame ceiling
-// (see frame-reader.ts), `sendRequest('shutdown', null)` puts `params: [null]` on
-// the wire, which TypeScript 7 rejects (shutdown must carry no params,
-// https://microsoft.github.io/language-server-protocol/specifications/lsp/3.17/specification/#shutdown),
-// and it has no hook for what DESIGN.md asks per request: at most N messages and
-// M bytes of server output inspected while a request waits. Owning the ~300 lines
-// keeps every bound in one place.
+// A bounded JSON-RPC 2.0 client over a language server's stdio, built on
+// vscode-jsonrpc's MessageConnection: the library does ids, dispatch of server
+// requests and notifications, `$/cancelRequest` from a CancellationToken and its
+// ResponseError; the bounds are ours, in the reader and writer it is given
+// (bounded-reader.ts: frame ceiling checked from the header, a short inbound queue;
+// bounded-writer.ts: a server that stops reading cannot make us queue writes) and
+// in the budgets charged here as messages are read.
 //
 // Budgets: every waiter (a request, or a session waiting for readiness or
 // diagnostics) holds a Budget. A response charges its own request in full; every
 // other inbound message is shared out among the holders at that moment, so a
 // notification flood fails the waiters quickly while 50 concurrent requests on one
 // session do not starve each other on the progress chatter they cause together.
+//
+// `shutdown` goes without params: `sendRequest(method, token)` puts no params
+// member on the wire, where `sendRequest(method, null)` would put `params: [null]`,
+// which TypeScript 7 rejects
+// (https://microsoft.github.io/language-server-protocol/specifications/lsp/3.17/specification/#shutdown).
 import type { Readable, Writable } from 'node:stream';
-import { FrameError, FrameReader } from './frame-reader.js';
+import { CancellationTokenSource, createMessageConnection, ErrorCodes as RpcErrorCodes, Message, ResponseError, type Logger, type MessageConnection } from 'vscode-jsonrpc/node';
+import { BoundedMessageReader } from './bounded-reader.js';
+import { BoundedMessageWriter } from './bounded-writer.js';
+import { FrameError } from './frame-reader.js';
+
+/** An error response from the server (a well-formed JSON-RPC error): the library's own class. */
+export { ResponseError };
 
 export type JsonRpcId = number | string;
-
-/** An error response from the server (a well-formed JSON-RPC error). */
-export class ResponseError extends Error {
-  override name = 'ResponseError';
-  constructor(
-    readonly code: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 /** The connection is gone (server exited, protocol violation, or closed by us). */
 export class ConnectionClosedError extends Error {
@@ -93,10 +89,10 @@ export interface RequestOptions {
 type ServerRequestHandler = (method: string, params: unknown) => unknown;
 type NotificationHandler = (method: string, params: unknown) => void;
 
+/** A request we wait on: its id (learnt as the library writes it) and its budget. */
 interface Pending {
-  method: string;
+  id: JsonRpcId | undefined;
   budget: Budget | undefined;
-  resolve: (v: unknown) => void;
   reject: (e: Error) => void;
   cleanup: () => void;
 }
@@ -111,31 +107,53 @@ export interface ConnectionOptions {
   onRequest?: ServerRequestHandler;
   /** Called once when the connection closes, with the reason if it was not us. */
   onClose?: (err: Error | undefined) => void;
+  /** What vscode-jsonrpc itself reports (a malformed message it dropped, …); one line, cut short. */
+  log?: (message: string) => void;
 }
 
 export class LspConnection {
   private readonly opts: ConnectionOptions;
-  private readonly reader: FrameReader;
-  private readonly pending = new Map<JsonRpcId, Pending>();
-  /** Cancelled ids whose answer we still expect, with the timer that gives up on it. */
-  private readonly cancelled = new Map<JsonRpcId, NodeJS.Timeout>();
+  private readonly reader: BoundedMessageReader;
+  private readonly conn: MessageConnection;
+  private readonly pending = new Set<Pending>();
+  private readonly byId = new Map<JsonRpcId, Pending>();
+  /** The request being handed to the library right now: its id is read off the wire as it is written. */
+  private sending: Pending | undefined;
+  /** Timers that give up on the answer to a cancelled request. */
+  private readonly watches = new Set<NodeJS.Timeout>();
   private readonly holders = new Set<Budget>();
-  private nextId = 1;
   private closedWith: Error | undefined;
   private isClosed = false;
 
   constructor(opts: ConnectionOptions) {
     this.opts = opts;
-    this.reader = new FrameReader({
-      maxFrameBytes: opts.maxFrameBytes,
-      onMessage: (msg, bytes) => this.dispatch(msg as Record<string, unknown>, bytes),
-      onError: (err) => this.close(err),
+    this.reader = new BoundedMessageReader(opts.input, { maxFrameBytes: opts.maxFrameBytes, inspect: (msg, bytes) => this.inspect(msg, bytes) });
+    const writer = new BoundedMessageWriter(opts.output, {
+      maxQueuedWriteBytes: opts.maxQueuedWriteBytes ?? 8 * 1024 * 1024,
+      onWrite: (msg) => {
+        if (this.sending && Message.isRequest(msg) && msg.id !== null) {
+          this.sending.id = msg.id;
+          this.byId.set(msg.id, this.sending);
+        }
+      },
     });
-    opts.input.on('data', (chunk: Buffer) => this.reader.push(chunk));
-    opts.input.on('end', () => this.close(new ConnectionClosedError('the server closed its output')));
-    opts.input.on('error', (err) => this.close(new ConnectionClosedError(`server output failed: ${err.message}`)));
-    // EPIPE when the server is gone: the exit path reports it; do not crash the daemon.
-    opts.output.on('error', (err) => this.close(new ConnectionClosedError(`server input failed: ${err.message}`)));
+    this.reader.onError((err) => this.close(err));
+    this.reader.onClose(() => this.close(new ConnectionClosedError('the server closed its output')));
+    writer.onError(([err]) => this.close(err));
+    this.conn = createMessageConnection(this.reader, writer, libraryLogger(opts.log), {
+      // Every message the library takes off its inbound queue: the reader reads on once it has drained.
+      messageStrategy: {
+        handleMessage: (msg, next) => {
+          this.reader.taken(msg);
+          return next(msg);
+        },
+      },
+    });
+    this.conn.onNotification((method, params) => opts.onNotification?.(method, params));
+    // The library takes `$/progress` for its own progress handlers and hands on the rest here.
+    this.conn.onUnhandledProgress((params) => opts.onNotification?.('$/progress', params));
+    this.conn.onRequest((method, params) => this.answer(method, params));
+    this.conn.listen();
   }
 
   get closed(): boolean {
@@ -147,6 +165,11 @@ export class LspConnection {
     return this.closedWith;
   }
 
+  /** The most inbound messages the library ever held queued at once (the reader's bound). */
+  get inboundHighWater(): number {
+    return this.reader.highWaterMessages;
+  }
+
   /** Register a waiter that is not a request (readiness, diagnostics window). */
   hold(budget: Budget): () => void {
     this.holders.add(budget);
@@ -156,42 +179,68 @@ export class LspConnection {
   request<T = unknown>(method: string, params?: unknown, opts: RequestOptions = {}): Promise<T> {
     if (this.isClosed) return Promise.reject(this.closedError());
     if (opts.signal?.aborted) return Promise.reject(abortReason(opts.signal));
-    const id = this.nextId++;
     return new Promise<T>((resolve, reject) => {
       const { signal, budget } = opts;
+      const source = new CancellationTokenSource();
+      const p: Pending = { id: undefined, budget, reject, cleanup: () => {} };
+      const settle = (): boolean => {
+        if (!this.pending.delete(p)) return false;
+        if (p.id !== undefined) this.byId.delete(p.id);
+        p.cleanup();
+        return true;
+      };
+      let answer: Promise<unknown>;
+      this.sending = p;
+      this.pending.add(p);
+      try {
+        // No params member at all when there are none: `shutdown` must go without.
+        answer = params === undefined || params === null ? this.conn.sendRequest(method, source.token) : this.conn.sendRequest(method, params, source.token);
+      } catch (err) {
+        settle();
+        reject(this.mapError(err));
+        return;
+      } finally {
+        this.sending = undefined;
+      }
+      if (p.id === undefined && !this.isClosed) {
+        // Budgets need the id; the library has always written a request before sendRequest returns.
+        settle();
+        reject(new Error(`vscode-jsonrpc did not write the ${method} request synchronously`));
+        return;
+      }
       const onAbort = () => {
-        if (!this.pending.has(id)) return;
-        this.settle(id);
-        this.cancel(id, opts);
+        if (!settle()) return;
+        this.cancel(source, answer, opts);
         reject(abortReason(signal!));
       };
       const offBudget = budget?.onExceeded((err) => {
-        if (!this.pending.has(id)) return;
-        this.settle(id);
-        this.cancel(id, opts);
+        if (!settle()) return;
+        this.cancel(source, answer, opts);
         reject(err);
       });
-      if (budget) this.holders.add(budget);
+      if (budget && this.pending.has(p)) this.holders.add(budget);
       signal?.addEventListener('abort', onAbort, { once: true });
-      this.pending.set(id, {
-        method,
-        budget,
-        resolve: resolve as (v: unknown) => void,
-        reject,
-        cleanup: () => {
-          signal?.removeEventListener('abort', onAbort);
-          offBudget?.();
-          if (budget) this.holders.delete(budget);
+      p.cleanup = () => {
+        signal?.removeEventListener('abort', onAbort);
+        offBudget?.();
+        if (budget) this.holders.delete(budget);
+      };
+      if (!this.pending.has(p)) p.cleanup(); // settled while it was being set up (closed, or tripped at once)
+      answer.then(
+        (result) => {
+          if (settle()) resolve((result ?? null) as T);
         },
-      });
-      // A params member only when there are params: `shutdown` must go without.
-      this.send(params === undefined ? { jsonrpc: '2.0', id, method } : { jsonrpc: '2.0', id, method, params });
+        (err: unknown) => {
+          if (settle()) reject(this.mapError(err));
+        },
+      );
     });
   }
 
   notify(method: string, params?: unknown): void {
     if (this.isClosed) return;
-    this.send(params === undefined ? { jsonrpc: '2.0', method } : { jsonrpc: '2.0', method, params });
+    const sent = params === undefined || params === null ? this.conn.sendNotification(method) : this.conn.sendNotification(method, params);
+    sent.catch(() => {}); // our writer never fails a write; a wedged or gone server closes the connection instead
   }
 
   /** Fail every pending request, stop reading. Idempotent. */
@@ -200,104 +249,74 @@ export class LspConnection {
     this.isClosed = true;
     this.closedWith = err;
     const reason = this.closedError();
-    for (const [id, p] of this.pending) {
-      this.settle(id);
+    for (const p of [...this.pending]) {
+      this.pending.delete(p);
+      p.cleanup();
       p.reject(reason);
     }
-    for (const t of this.cancelled.values()) clearTimeout(t);
-    this.cancelled.clear();
-    this.opts.input.removeAllListeners('data');
-    this.opts.input.on('error', () => {});
-    this.opts.input.resume();
+    this.byId.clear();
+    for (const t of this.watches) clearTimeout(t);
+    this.watches.clear();
+    this.conn.dispose(); // rejects the library's own pending promises (ours are settled) and disposes reader and writer
     this.opts.onClose?.(err);
+  }
+
+  /** Every way a request fails, mapped once: a closed connection, or the server's own error answer. */
+  private mapError(err: unknown): Error {
+    if (this.isClosed) return this.closedError();
+    if (err instanceof ResponseError) return err;
+    // The library failed the request itself: an answer with neither result nor error.
+    return new ResponseError(RpcErrorCodes.InvalidRequest, err instanceof Error ? err.message : String(err));
   }
 
   private closedError(): Error {
     const why = this.closedWith;
     if (why instanceof FrameError) return new ConnectionClosedError(`protocol violation: ${why.message}`);
-    return why ?? new ConnectionClosedError('the connection is closed');
+    if (why === undefined || why instanceof ConnectionClosedError) return why ?? new ConnectionClosedError('the connection is closed');
+    return new ConnectionClosedError(why.message);
   }
 
-  private settle(id: JsonRpcId): Pending | undefined {
-    const p = this.pending.get(id);
-    if (!p) return undefined;
-    this.pending.delete(id);
-    p.cleanup();
-    return p;
-  }
-
-  /** `$/cancelRequest`, and a watch for the answer a cooperative server still sends. */
-  private cancel(id: JsonRpcId, opts: RequestOptions): void {
-    this.notify('$/cancelRequest', { id });
+  /** `$/cancelRequest` (the library sends it for the token), and a watch for the answer a cooperative server still sends. */
+  private cancel(source: CancellationTokenSource, answer: Promise<unknown>, opts: RequestOptions): void {
+    if (this.isClosed) return;
+    source.cancel();
     if (opts.cancelGraceMs === undefined || !opts.onUnanswered) return;
     const t = setTimeout(() => {
-      this.cancelled.delete(id);
+      this.watches.delete(t);
       if (!this.isClosed) opts.onUnanswered!();
     }, opts.cancelGraceMs);
     t.unref();
-    this.cancelled.set(id, t);
+    this.watches.add(t);
+    const answered = () => {
+      clearTimeout(t);
+      this.watches.delete(t);
+    };
+    answer.then(answered, answered);
   }
 
-  private send(msg: object): void {
-    const body = Buffer.from(JSON.stringify(msg), 'utf8');
-    const frame = Buffer.concat([Buffer.from(`Content-Length: ${body.length}\r\n\r\n`, 'latin1'), body]);
-    const out = this.opts.output;
-    if (out.destroyed || out.writableEnded) return;
-    out.write(frame);
-    // A server that stops reading its stdin leaves our writes queued in memory;
-    // past the bound it is wedged and the session kills it (which unblocks the pipe).
-    const max = this.opts.maxQueuedWriteBytes ?? 8 * 1024 * 1024;
-    if (out.writableLength > max) {
-      this.close(new ConnectionClosedError(`the server stopped reading its input (${out.writableLength} bytes queued)`));
+  /** Charge what the server sent before the library sees it; false drops it. */
+  private inspect(msg: Message, bytes: number): boolean {
+    if (this.isClosed) return false;
+    if (!Message.isRequest(msg) && Message.isResponse(msg)) {
+      // A response charges its own request; one to nothing we wait on (a late answer to a
+      // cancelled request) charges nobody.
+      if (msg.id !== null) this.byId.get(msg.id)?.budget?.charge(1, bytes);
+      return !this.isClosed;
     }
-  }
-
-  private dispatch(msg: Record<string, unknown>, bytes: number): void {
-    if (this.isClosed) return;
-    const hasId = typeof msg.id === 'number' || typeof msg.id === 'string';
-    const isResponse = hasId && msg.method === undefined && ('result' in msg || 'error' in msg);
-    if (isResponse) {
-      const id = msg.id as JsonRpcId;
-      const timer = this.cancelled.get(id);
-      if (timer) {
-        clearTimeout(timer);
-        this.cancelled.delete(id);
-      }
-      const p = this.pending.get(id);
-      if (!p) return;
-      p.budget?.charge(1, bytes);
-      if (!this.pending.has(id)) return; // the charge tripped the budget and rejected it
-      this.settle(id);
-      const err = msg.error as { code?: unknown; message?: unknown } | undefined;
-      if (err) p.reject(new ResponseError(typeof err.code === 'number' ? err.code : 0, String(err.message ?? 'error')));
-      else p.resolve(msg.result ?? null);
-      return;
-    }
-    this.chargeHolders(bytes);
-    if (this.isClosed) return;
-    if (typeof msg.method !== 'string') return; // a response to nothing we asked: ignore
-    if (hasId) this.answer(msg.id as JsonRpcId, msg.method, msg.params);
-    else this.opts.onNotification?.(msg.method, msg.params);
-  }
-
-  private chargeHolders(bytes: number): void {
     const n = this.holders.size;
-    if (n === 0) return;
-    for (const b of [...this.holders]) b.charge(1 / n, bytes / n);
+    if (n > 0) for (const b of [...this.holders]) b.charge(1 / n, bytes / n);
+    return !this.isClosed;
   }
 
-  private answer(id: JsonRpcId, method: string, params: unknown): void {
+  private answer(method: string, params: unknown): unknown {
     let result: unknown;
     try {
       result = this.opts.onRequest ? this.opts.onRequest(method, params) : METHOD_NOT_FOUND;
     } catch {
       result = METHOD_NOT_FOUND;
     }
-    if (result === METHOD_NOT_FOUND) {
-      this.send({ jsonrpc: '2.0', id, error: { code: ErrorCodes.MethodNotFound, message: `unhandled method ${method}` } });
-    } else {
-      this.send({ jsonrpc: '2.0', id, result: result ?? null });
-    }
+    if (result === METHOD_NOT_FOUND) return new ResponseError(RpcErrorCodes.MethodNotFound, `unhandled method ${method}`);
+    return result ?? null;
   }
 }
 
@@ -307,4 +326,10 @@ export const METHOD_NOT_FOUND: unique symbol = Symbol('method-not-found');
 function abortReason(signal: AbortSignal): Error {
   const r: unknown = signal.reason;
   return r instanceof Error ? r : new Error('aborted');
+}
+
+/** The library's log lines, first line only and cut short: they can quote what the server sent. */
+function libraryLogger(log: ((message: string) => void) | undefined): Logger {
+  const line = (m: string) => log?.(m.split('\n', 1)[0]!.slice(0, 200));
+  return { error: line, warn: line, info: line, log: line };
 }
