@@ -22,8 +22,7 @@
 // and the load average beside them.
 import { spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
-import { createInterface } from 'node:readline';
-import { Agent } from 'undici';
+import { Agent, request } from 'undici';
 import { cpSync } from 'node:fs';
 import { join } from 'node:path';
 import { bufferOf, fixtureTar, fixturesDir, putTar, startChaosDaemon, tsCall, type ChaosDaemon } from '../test/chaos/daemons.js';
@@ -59,9 +58,16 @@ interface PhaseFigures {
 
 type Root = { org: string; repo: string; sha: string };
 
-/** The polite org: one definition after another for `seconds`, each judged. */
+/**
+ * The polite org's client: one keep-alive connection for the whole run, as a client
+ * that is not flooding keeps one. (A fresh connection opened while the flood runs
+ * waited seconds to be served, before lspd knew whose it was; see the closing note.)
+ */
+const politeAgent = new Agent({ connections: 1 });
+
+/** The polite org: one definition after another for `ms`, each judged. */
 async function politePhase(url: string, root: { org: string; repo: string; sha: string }, ms: number): Promise<PhaseFigures> {
-  const agent = new Agent({ connections: 1 });
+  const agent = politeAgent;
   const lat: number[] = [];
   const server: number[] = [];
   let wrong = 0;
@@ -76,7 +82,6 @@ async function politePhase(url: string, root: { org: string; repo: string; sha: 
     else if (r.outcome === 'refused') refused++;
     else wrong++;
   }
-  await agent.close();
   return { n: lat.length, p50: percentile(lat, 50), p99: percentile(lat, 99), max: Math.max(...lat), serverP50: percentile(server, 50), serverP99: percentile(server, 99), wrong, refused };
 }
 
@@ -91,28 +96,66 @@ class SampledFigures extends Figures {
   }
 }
 
-/** The flooding org, in its own process: `--flood-worker URL WARM_ROOTS_JSON SLOW_ROOT_JSON MS` prints its figures as JSON when done. */
-async function floodWorker(url: string, roots: Root[], slow: Root, ms: number): Promise<void> {
+/**
+ * The flooding org, in its own process (`--flood-worker URL WARM_ROOTS_JSON SLOW_ROOT_JSON`):
+ * floods until a line arrives on stdin, then prints its figures as JSON and exits
+ * (its connections go with it, so the daemon drops what it still held for them).
+ */
+async function floodWorker(url: string, roots: Root[], slow: Root): Promise<void> {
   const load = (next: (i: number) => ReturnType<typeof tsCall>, concurrency: number) => {
     const figures = new SampledFigures();
-    return { figures, load: new Load({ url, next, concurrency, maxRequests: 50_000_000, maxMs: ms, timeoutMs: 80_000, figures }).start() };
+    return { figures, load: new Load({ url, next, concurrency, maxRequests: 50_000_000, maxMs: 3_600_000, timeoutMs: 80_000, figures }).start() };
   };
-  const warm = load((i) => tsCall(roots[i % roots.length]!, Math.floor(i / roots.length) % OPS), floodClients);
+  // The slow root's clients first, until the daemon has counted each: they hold the
+  // flooder's share of the wait queue (what the warm flood would fill only now and then).
   const waiting = load(() => tsCall(slow, 0), slowClients);
-  process.stdout.write('started\n');
-  await sleep(ms);
-  await Promise.all([warm.load.stop(), waiting.load.stop()]);
+  const before = await queriesOf(url, 'flood');
+  while ((await queriesOf(url, 'flood')) < before + slowClients) await sleep(100);
+  const warm = load((i) => tsCall(roots[i % roots.length]!, Math.floor(i / roots.length) % OPS), floodClients);
+  process.stdin.resume();
+  await new Promise((resolve) => process.stdin.once('data', resolve));
   const out = (x: typeof warm): FloodFigures => ({ answered: x.figures.answered, refused: x.figures.refused, lost: x.figures.lost, wrong: x.figures.wrong, byCode: x.figures.byCode, samples: x.figures.samples, sent: x.load.count });
-  process.stdout.write(JSON.stringify({ warm: out(warm), slow: out(waiting) }) + '\n');
+  process.stdout.write(JSON.stringify({ warm: out(warm), slow: out(waiting) }) + '\n', () => process.exit(0));
 }
 
-/** Start the flood worker; resolves once its clients are sending, with a promise of its figures. */
-async function startFlood(url: string, roots: Root[], slow: Root, ms: number): Promise<Promise<{ warm: FloodFigures; slow: FloodFigures }>> {
-  const argv = ['--import', 'tsx', import.meta.filename, '--flood-worker', url, JSON.stringify(roots), JSON.stringify(slow), String(ms), '--flood-clients', String(floodClients), '--slow-clients', String(slowClients)];
-  const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'inherit'] });
-  const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
-  if ((await lines.next()).value !== 'started') throw new Error('the flood worker did not start');
-  return lines.next().then((l) => JSON.parse(String(l.value)) as { warm: FloodFigures; slow: FloodFigures });
+/** A counter of the daemon's /metrics, summed over the series whose labels include `labels`. */
+async function counter(url: string, name: string, labels: string): Promise<number> {
+  const r = await request(`${url}/metrics`, { dispatcher: politeAgent });
+  const text = await r.body.text();
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith(name + '{') && l.includes(labels))
+    .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+}
+
+const queriesOf = (url: string, org: string) => counter(url, 'lspd_org_queries_total', `org="${org}"`);
+
+interface Flood {
+  /** Stop the flood; its figures. */
+  stop(): Promise<{ warm: FloodFigures; slow: FloodFigures }>;
+}
+
+/** Start the flood worker; resolves once the daemon has counted every slow client's query and one per warm client. */
+async function startFlood(url: string, roots: Root[], slow: Root): Promise<Flood> {
+  const before = await queriesOf(url, 'flood');
+  const argv = ['--import', 'tsx', import.meta.filename, '--flood-worker', url, JSON.stringify(roots), JSON.stringify(slow), '--flood-clients', String(floodClients), '--slow-clients', String(slowClients)];
+  const child = spawn(process.execPath, argv, { stdio: ['pipe', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+  const closed = new Promise<{ warm: FloodFigures; slow: FloodFigures }>((resolve, reject) =>
+    child.once('close', (code) => (code === 0 ? resolve(JSON.parse(out.trim().split('\n').at(-1)!)) : reject(new Error(`the flood worker exited ${code}`)))),
+  );
+  closed.catch(() => undefined);
+  while ((await queriesOf(url, 'flood')) < before + slowClients + floodClients) {
+    if (child.exitCode !== null) await closed;
+    await sleep(100);
+  }
+  return {
+    stop: () => {
+      child.stdin!.end('stop\n');
+      return closed;
+    },
+  };
 }
 
 async function main(): Promise<void> {
@@ -147,11 +190,15 @@ async function main(): Promise<void> {
     const idle = await politePhase(d.url, polite, seconds * 1000);
     const loadIdle = loadavg()[0]!;
 
-    const floodDone = await startFlood(d.url, flood, slow, (seconds + 4) * 1000);
+    const floodOn = await startFlood(d.url, flood, slow);
     await sleep(2000); // the flood reaches its level before measuring
+    // The daemon's own counts before and after the polite phase prove the flood overlapped it.
+    const refusedBefore = await counter(d.url, 'lspd_org_refusals_total', 'org="flood"');
+    const floodQueriesBefore = await queriesOf(d.url, 'flood');
     const flooded = await politePhase(d.url, polite, seconds * 1000);
+    const floodDuring = { queries: (await queriesOf(d.url, 'flood')) - floodQueriesBefore, refused: (await counter(d.url, 'lspd_org_refusals_total', 'org="flood"')) - refusedBefore };
     const loadFlooded = loadavg()[0]!;
-    const fl = await floodDone;
+    const fl = await floodOn.stop();
     await sleep(2000); // the flood's last answers drain
     const idleAfter = await politePhase(d.url, polite, seconds * 1000);
     const loadAfter = loadavg()[0]!;
@@ -170,22 +217,29 @@ async function main(): Promise<void> {
         (i, k) =>
           `ratios flooded/idle${k ? ' after' : ''}: p50 ${(flooded.p50 / i.p50).toFixed(2)}x, p99 ${(flooded.p99 / i.p99).toFixed(2)}x (goal: p99 ≤ 2x); daemon-side p50 ${(flooded.serverP50 / i.serverP50).toFixed(2)}x, p99 ${(flooded.serverP99 / i.serverP99).toFixed(2)}x`,
       ),
+      `flood org during the polite flooded phase, as the daemon counted: ${floodDuring.queries} queries, ${floodDuring.refused} refused 503 busy`,
       ...(['warm', 'slow'] as const).map((k) => {
         const f = fl[k];
         const who = k === 'warm' ? `${floodClients} clients on ${floodRoots} warm roots` : `${slowClients} clients on the slow root`;
-        return `flood org (own process), ${who}: ${f.answered} answered (${Math.round(f.answered / (seconds + 4))}/s), ${f.refused} refused ${JSON.stringify(f.byCode)}, ${f.lost} lost, ${f.wrong} wrong; ${f.sent} sent\n  told: ${JSON.stringify(f.samples)}`;
+        return `flood org (own process), ${who}, whole flood: ${f.answered} answered, ${f.refused} refused ${JSON.stringify(f.byCode)}, ${f.lost} lost, ${f.wrong} wrong; ${f.sent} sent\n  told: ${JSON.stringify(f.samples)}`;
       }),
     ];
+    const metrics = await (await request(`${d.url}/metrics`, { dispatcher: politeAgent })).body.text();
+    lines.push('daemon: ' + metrics.split('\n').filter((l) => l.startsWith('lspd_org_refusals_total')).join(', '));
     process.stdout.write(lines.join('\n') + '\n');
   } finally {
     await d.daemon.stop();
     d.daemon.cleanup();
     await registry.close();
+    await politeAgent.close();
   }
 }
 
 const worker = args.indexOf('--flood-worker');
-(worker >= 0 ? floodWorker(args[worker + 1]!, JSON.parse(args[worker + 2]!) as Root[], JSON.parse(args[worker + 3]!) as Root, Number(args[worker + 4])) : main()).catch((err: unknown) => {
+(worker >= 0
+  ? floodWorker(args[worker + 1]!, JSON.parse(args[worker + 2]!) as Root[], JSON.parse(args[worker + 3]!) as Root)
+  : main()
+).catch((err: unknown) => {
   process.stderr.write(`bench/tenancy: ${(err as Error).stack ?? String(err)}\n`);
   process.exit(1);
 });
