@@ -60,8 +60,8 @@ type Root = { org: string; repo: string; sha: string };
 
 /**
  * The polite org's client: one keep-alive connection for the whole run, as a client
- * that is not flooding keeps one. (A fresh connection opened while the flood runs
- * waited up to 15-19 s to be served while a 400-client flood ran: before lspd knows whose it is.)
+ * that is not flooding keeps one. (A fresh connection opened during a 400-client
+ * flood waited 15-19 s to be served, before lspd could know whose it was.)
  */
 const politeAgent = new Agent({ connections: 1 });
 
