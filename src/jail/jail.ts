@@ -103,7 +103,7 @@ export async function createJail({ config, log, metrics }: JailDeps): Promise<Ja
     }
   }
 
-  // The FETCH policy names an egress socket; each FETCH jail gets its own (fetchPolicy).
+  // The FETCH policy names an egress socket; each FETCH jail gets its own (spawnPhase).
   const host = { projectDir: PROJECT_DIR, etcDir, egressSocket: join(egressDir, 'unused.sock'), usrMerged: topLevelDirs() };
   const policies: Record<Phase, PhasePolicy> = { serve: phasePolicy('serve', host), fetch: phasePolicy('fetch', host) };
   const live = new Set<JailedProcess>();
