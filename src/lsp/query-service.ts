@@ -2,7 +2,7 @@
 // Order of work, each step before anything costlier:
 //   jail proved? (503 not_ready) → root stored? (409 need_tree) → target file:
 //   inside the root, exists, ≤ 2 MiB, UTF-8 (404/413/415) → a server for it (422
-//   no_server) → result cache → queue bound (503 busy) → lease a session (spawned
+//   no_server) → result cache → queue bound, per org (503 busy) → lease a session (spawned
 //   lazily; 503 server_unavailable with retry_after when it cannot start) → didOpen
 //   once → readiness (bounded; past it the answer says incomplete) → the request
 //   under the deadline → projection → size cap.
