@@ -1,32 +1,33 @@
 // Question: while one org floods the daemon, how much slower are a polite org's
 // queries than on an idle daemon? (issue 13; goal: the polite org's p99 within 2x
 // of its idle p99.)
-//   node --import tsx bench/tenancy.ts [--seconds N] [--flood-clients N] [--flood-roots N] [--slow-clients N] [--quick] [--shares-off]
-// Defaults: 30 s per phase; the flooding org has 400 clients on 4 warm roots (more
-// than their sessions' in-flight slots) and 300 more on a slow root (its npm
+//   node --import tsx bench/tenancy.ts [--seconds N] [--flood-clients N] [--flood-roots N] [--slow-clients N] [--quick] [--shares-off] [--hostile]
+// Defaults: 30 s per phase; the flooding org has 300 clients on a slow root (its npm
 // dependencies come from a registry that never answers, so its queries wait: they
-// fill the flooder's share of the wait queue, and past it are refused and sent
-// again at once). --quick is 8 s phases; --shares-off runs the daemon with
-// LSPD_ORG_RESERVE_PERCENT=0 (first come, first served, as before shares).
+// fill the flooder's share of the wait queue) and 400 more on 4 warm roots (more
+// than their sessions' in-flight slots). A refused client waits its Retry-After, as
+// lspd's own client does; --hostile sends again at once (then the daemon's one event
+// loop spends its time refusing, and everyone's latency suffers). --quick is 8 s phases;
+// --shares-off runs the daemon with LSPD_ORG_RESERVE_PERCENT=0 (first come, first
+// served, as before shares: the polite org is then refused).
 // One daemon (the result cache off, so every query reaches a language server), in
 // one run:
 //   idle     the polite org alone: sequential definitions on its warm ts-basic root
-//   flooded  the same, while the flooding org's clients loop over definition, hover,
-//            references and documentSymbols on its own warm ts-basic roots
+//   flooded  the same, while the flood runs (a child process of its own: sharing
+//            this process's event loop, the flood's clients delayed the polite
+//            client's own timing by seconds)
 //   idle, after   the first again, once the flood is over (the host's own load
 //            drifts: a 2-core VM shared with other work)
-// The flood runs in a child process of its own: sharing this process's event loop,
-// its 128 clients delayed the polite client's own timing by seconds.
 // Printed: the polite org's n/p50/p99/max per phase (as its client saw them, and
-// the daemon's own elapsed_ms), the ratios, the flood's throughput and refusals,
-// and the load average beside them.
+// the daemon's own elapsed_ms), the ratios, what the daemon counted of the flood
+// while the polite phase ran, what the flooder was told, and the load average.
 import { spawn } from 'node:child_process';
-import { loadavg } from 'node:os';
-import { Agent, request } from 'undici';
 import { cpSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
+import { Agent, request } from 'undici';
 import { bufferOf, fixtureTar, fixturesDir, putTar, startChaosDaemon, tsCall, type ChaosDaemon } from '../test/chaos/daemons.js';
-import { Figures, Load, percentile, send, sleep, type Result } from '../test/chaos/harness.js';
+import { Figures, percentile, send, sleep, type Result } from '../test/chaos/harness.js';
 import { startHangingServer } from '../test/chaos/hanging-server.js';
 import { shaOf, tarOf } from '../test/helpers/ask-harness.js';
 import { scratchDir } from '../test/helpers/fetch-env.js';
@@ -41,6 +42,7 @@ const seconds = flag('--seconds', quick ? 8 : 30);
 const floodClients = flag('--flood-clients', 400);
 const sharesOff = args.includes('--shares-off');
 const slowClients = flag('--slow-clients', 300);
+const hostile = args.includes('--hostile');
 const floodRoots = flag('--flood-roots', 4);
 const OPS = 4; // tsCall's questions 0..3: definition, hover, references, documentSymbols
 
@@ -60,8 +62,8 @@ type Root = { org: string; repo: string; sha: string };
 
 /**
  * The polite org's client: one keep-alive connection for the whole run, as a client
- * that is not flooding keeps one. (A fresh connection opened while the flood runs
- * waited seconds to be served, before lspd knew whose it was; see the closing note.)
+ * that is not flooding keeps one. (A fresh connection opened during a 400-client
+ * flood waited 15-19 s to be served, before lspd could know whose it was.)
  */
 const politeAgent = new Agent({ connections: 1 });
 
@@ -102,9 +104,21 @@ class SampledFigures extends Figures {
  * (its connections go with it, so the daemon drops what it still held for them).
  */
 async function floodWorker(url: string, roots: Root[], slow: Root): Promise<void> {
+  /** `concurrency` clients sending `next(i)` one after the other; a refused one waits Retry-After first, unless hostile. */
   const load = (next: (i: number) => ReturnType<typeof tsCall>, concurrency: number) => {
     const figures = new SampledFigures();
-    return { figures, load: new Load({ url, next, concurrency, maxRequests: 50_000_000, maxMs: 3_600_000, timeoutMs: 80_000, figures }).start() };
+    const agent = new Agent({ connections: concurrency });
+    let i = 0;
+    for (let c = 0; c < concurrency; c++) {
+      void (async () => {
+        for (;;) {
+          const r = await send(url, next(i++), { timeoutMs: 80_000, dispatcher: agent });
+          figures.add(r);
+          if (r.status === 503 && !hostile) await sleep(Number(r.retryAfter ?? 1) * 1000);
+        }
+      })();
+    }
+    return { figures, load: { get count() { return i; } } };
   };
   // The slow root's clients first, until the daemon has counted each: they hold the
   // flooder's share of the wait queue (what the warm flood would fill only now and then).
@@ -138,7 +152,7 @@ interface Flood {
 /** Start the flood worker; resolves once the daemon has counted every slow client's query and one per warm client. */
 async function startFlood(url: string, roots: Root[], slow: Root): Promise<Flood> {
   const before = await queriesOf(url, 'flood');
-  const argv = ['--import', 'tsx', import.meta.filename, '--flood-worker', url, JSON.stringify(roots), JSON.stringify(slow), '--flood-clients', String(floodClients), '--slow-clients', String(slowClients)];
+  const argv = ['--import', 'tsx', import.meta.filename, '--flood-worker', url, JSON.stringify(roots), JSON.stringify(slow), '--flood-clients', String(floodClients), '--slow-clients', String(slowClients), ...(hostile ? ['--hostile'] : [])];
   const child = spawn(process.execPath, argv, { stdio: ['pipe', 'pipe', 'inherit'] });
   let out = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
@@ -206,7 +220,7 @@ async function main(): Promise<void> {
     const row = (name: string, f: PhaseFigures, load: string) =>
       `| ${name} | ${f.n} | ${f.p50} | ${f.p99} | ${f.max} | ${f.serverP50} | ${f.serverP99} | ${f.refused} | ${f.wrong} | ${load} |`;
     const lines = [
-      `polite org: sequential definitions on a warm ts-basic root (cache off), ${seconds} s per phase${sharesOff ? '; fair shares OFF' : ''}`,
+      `polite org: sequential definitions on a warm ts-basic root (cache off), ${seconds} s per phase${sharesOff ? '; fair shares OFF' : ''}; the flood ${hostile ? 'resends refused queries at once (hostile)' : 'waits Retry-After when refused'}`,
       '| phase | n | p50 ms | p99 ms | max ms | daemon p50 ms | daemon p99 ms | refused | wrong | load avg (1 min) |',
       '|---|---|---|---|---|---|---|---|---|---|',
       row('idle daemon', idle, `${load0.toFixed(1)} → ${loadIdle.toFixed(1)}`),

@@ -1,8 +1,9 @@
 // The object routes call: `lsp(q, signal)` answers one /v1/code/lsp query.
 // Order of work, each step before anything costlier:
-//   jail proved? (503 not_ready) → root stored? (409 need_tree) → target file:
+//   jail proved? (503 not_ready) → org past its share of the wait queue? (503 busy)
+//   → root stored? (409 need_tree) → target file:
 //   inside the root, exists, ≤ 2 MiB, UTF-8 (404/413/415) → a server for it (422
-//   no_server) → result cache → queue bound (503 busy) → lease a session (spawned
+//   no_server) → result cache → queue bound, per org (503 busy) → lease a session (spawned
 //   lazily; 503 server_unavailable with retry_after when it cannot start) → didOpen
 //   once → readiness (bounded; past it the answer says incomplete) → the request
 //   under the deadline → projection → size cap.
@@ -14,7 +15,7 @@ import type { z } from 'zod';
 import { envName, type Config } from '../config.js';
 import { deadline } from '../deadline.js';
 import { AppError, errors, isAppError } from '../errors.js';
-import { FairShare, shareLimits } from '../fair-share.js';
+import { FairShare, shareLimits, type ShareRefusal } from '../fair-share.js';
 import type { Health } from '../health.js';
 import { languageOf } from '../languages.js';
 import type { Logger } from '../log.js';
@@ -119,6 +120,12 @@ export class QueryService {
     const deadlineAt = Date.now() + config.queryTimeoutMs - config.cleanupReserveMs;
     if (!health.jailReady) throw errors.notReady(`Nothing is served: ${health.reason ?? 'the jail is not proved'}.`);
     this.deps.metrics.orgQueries.inc({ org: this.deps.metrics.orgLabels.of(q.org) });
+    // An org already past its share of the wait queue is refused before any other
+    // work (its cache hits included): a flood of refused queries must cost the
+    // daemon, whose one event loop every org shares, as little as possible. A full
+    // queue (no org past its share) still serves cache hits.
+    const past = this.waiting.check(q.org);
+    if (past === 'share' || past === 'cap') throw this.refusal(q.org, past);
     const info = store.get(q);
     if (!info) throw errors.needTree();
     store.touch(q);
@@ -219,15 +226,19 @@ export class QueryService {
 
   /** Take a waiting place for `org`, or 503 busy: the queue is full, or the org is past its share of it. */
   private admit(org: string): void {
-    const { config, metrics } = this.deps;
     const why = this.waiting.take(org);
-    if (why === undefined) return;
+    if (why !== undefined) throw this.refusal(org, why);
+  }
+
+  /** 503 busy for `org`, counted: the queue is full, or the org is past its share of it. */
+  private refusal(org: string, why: ShareRefusal): AppError {
+    const { config, metrics } = this.deps;
     metrics.rejected.inc({ route: '/v1/code/lsp' });
     metrics.orgRefusals.inc({ org: metrics.orgLabels.of(org), reason: 'queue' });
-    if (why === 'full') throw errors.busy(`More than ${config.maxQueuedQueries} queries are waiting for a language server.`, 1);
+    if (why === 'full') return errors.busy(`More than ${config.maxQueuedQueries} queries are waiting for a language server.`, 1);
     const held = this.waiting.held(org);
     const past = why === 'cap' ? `its limit (${envName('orgMaxQueuedQueries')})` : 'its share: the rest of the queue is kept for other orgs';
-    throw errors.busy(`Org ${org} already has ${held} queries waiting for a language server, ${past}; retry shortly.`, 1);
+    return errors.busy(`Org ${org} already has ${held} queries waiting for a language server, ${past}; retry shortly.`, 1);
   }
 
   /** didOpen (once per session) and the bounded readiness wait. */
