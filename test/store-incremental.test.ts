@@ -209,6 +209,25 @@ describe('incremental roots', () => {
     });
   });
 
+  it('links a large base (links batched densely) into the same tree a full upload gives', async () => {
+    const files: PackEntry[] = [];
+    for (let i = 0; i < 6000; i++) files.push({ name: `p${i % 50}/f${i}.ts`, data: `export const v${i} = ${i};\n` });
+    files.push({ name: 'p7/link', type: 'symlink', linkname: 'f7.ts' });
+    assert.equal((await put(s.url, `acme/big/${SHA(1)}`, await packTar(files))).status, 201);
+    const head = files.filter((f) => !f.name.startsWith('p3/') && f.name !== 'p4/f4.ts').map((f) => (f.name === 'p5/f5.ts' ? { ...f, data: 'changed\n' } : f));
+    const full = await put(s.url, `acme/big/${SHA(2)}`, await packTar(head));
+    assert.equal(full.status, 201);
+    const layer = await packTar([{ name: '.wh.p3', data: '' }, { name: 'p4/.wh.f4.ts', data: '' }, { name: 'p5/f5.ts', data: 'changed\n' }]);
+    const r = await put(s.url, `acme/big/${SHA(3)}?base=${SHA(1)}`, layer, withTree(String(full.body.git_tree)));
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+    assert.equal(r.body.files, full.body.files);
+    const tree = (n: number) => snapshot(s.store.treeDir({ org: 'acme', repo: 'big', sha: SHA(n) }));
+    assert.deepEqual(tree(3), tree(2));
+    const ino = (n: number, p: string) => statSync(join(s.store.treeDir({ org: 'acme', repo: 'big', sha: SHA(n) }), p)).ino;
+    assert.equal(ino(3, 'p0/f0.ts'), ino(1, 'p0/f0.ts'), 'linked');
+    assert.equal(ino(3, 'p49/f5999.ts'), ino(1, 'p49/f5999.ts'), 'linked');
+  });
+
   it('keeps the head whole when the base is deleted, and then charges it in full', async () => {
     const want = snapshot(s.store.treeDir(head()));
     const headBytes = s.store.get(head())!.bytes;
