@@ -49,25 +49,24 @@ export function backoffMs(retry: number, base: number, max: number, retryAfterS?
 
 export async function push(client: LspdClient, top: string, key: RootKey, opts: PushOptions): Promise<PushResult> {
   const note = opts.note ?? (() => {});
-  // What the archive is, and where a base is, looked for at once.
-  const [facts, base] = await Promise.all([
+  // What the archive is, where a base is and what changed since it, looked for at once.
+  const finding = opts.full ? undefined : opts.base !== undefined ? commitOf(top, opts.base) : findBase(client, top, key, note);
+  const [facts, base, delta] = await Promise.all([
     treeFacts(top, key.sha),
-    opts.full ? undefined : opts.base !== undefined ? commitOf(top, opts.base) : findBase(client, top, key, note),
+    finding,
+    finding?.then((b) => (b === undefined ? undefined : deltaOf(top, b, key.sha))),
   ]);
   const checked: UploadOptions = { gzip: opts.gzip, ...(facts.gitTree ? { gitTree: facts.gitTree } : {}) };
   if (!opts.full && facts.exportSubst) note('lspd: sending the whole tree: export-subst attributes rewrite files on every commit');
-  else if (!opts.full) {
-    if (base !== undefined) {
-      const delta = await deltaOf(top, base, key.sha);
-      if ('fullBecause' in delta) note(`lspd: sending the whole tree: ${delta.fullBecause}`);
-      else {
-        try {
-          const sent = await upload(client, key, () => deltaArchive(top, key.sha, delta, opts.gzip, facts.rawBlobs), { ...checked, base }, opts);
-          return { ...sent, base };
-        } catch (err) {
-          if (!(err instanceof LspdError && err.status === 409 && err.body.need === 'tree')) throw err;
-          note(`lspd: the daemon does not hold ${base.slice(0, 12)}; sending the whole tree`);
-        }
+  else if (base !== undefined && delta !== undefined) {
+    if ('fullBecause' in delta) note(`lspd: sending the whole tree: ${delta.fullBecause}`);
+    else {
+      try {
+        const sent = await upload(client, key, () => deltaArchive(top, key.sha, delta, opts.gzip, facts.rawBlobs), { ...checked, base }, opts);
+        return { ...sent, base };
+      } catch (err) {
+        if (!(err instanceof LspdError && err.status === 409 && err.body.need === 'tree')) throw err;
+        note(`lspd: the daemon does not hold ${base.slice(0, 12)}; sending the whole tree`);
       }
     }
   }

@@ -68,11 +68,6 @@ interface EntryStream extends AsyncIterable<Buffer> {
 }
 type Extract = ReturnType<typeof tar.extract>;
 
-/** Base entries queued per request for room. */
-const SLICE = 1024;
-/** From this many base files on, an incremental upload links them on two lanes. */
-const TWO_LANES_FROM = 4096;
-
 /** An upload whose body brings no byte for this long is abandoned. */
 const UPLOAD_STALL_MS = 5 * 60_000;
 
@@ -163,42 +158,19 @@ class Ingest {
   /** Compose the parsed layer with the base (throws what it refuses), then queue the base's kept entries. */
   private async compose(base: readonly TreeEntry[]): Promise<Composition> {
     const c = compose(base, { entries: this.written, whiteouts: this.whiteouts, opaques: this.opaques }, this.opts.limits);
-    const dirs = c.fromBase.filter((e) => e.kind === 'dir');
-    const links = c.fromBase.filter((e) => e.kind !== 'dir');
-    await this.queue(this.writer, dirs);
-    if (links.length < TWO_LANES_FROM) {
-      await this.queue(this.writer, links);
-      return c;
-    }
-    // Linking is the whole cost of a small change to a large tree: two threads link
-    // two halves (contiguous, so mostly in different directories, whose locks they
-    // would otherwise contend for). The second lane makes no directory, so it
-    // starts once the first has made them all.
-    await this.writer.drain();
-    const half = links.length >> 1;
-    const side = new TreeWriter(this.opts.dir, this.opts.fixModes, (err) => this.fail(err), this.opts.base!.treeDir, true);
-    try {
-      await Promise.all([this.queue(this.writer, links.slice(0, half)), this.queue(side, links.slice(half))]);
-    } finally {
-      await side.close().catch(() => {}); // a failure reached fail() already
-    }
-    if (this.failure !== undefined) throw this.failure;
-    return c;
-  }
-
-  /** Queue base entries on a lane: directories made, files and symlinks linked. */
-  private async queue(writer: TreeWriter, entries: readonly TreeEntry[]): Promise<void> {
-    // Asking for room per record (an await each) cost more than 40,000 links
-    // themselves, so it is asked per slice.
-    for (let i = 0; i < entries.length; i += SLICE) {
-      const slice = entries.slice(i, i + SLICE);
-      await writer.room(slice.reduce((n, e) => n + 1 + strBytes(e.path), 0));
+    // Records of 40,000 links are queued in one go; asking for room per record (an
+    // await each) cost more than the links themselves, so it is asked per slice.
+    const SLICE = 1024;
+    for (let i = 0; i < c.fromBase.length; i += SLICE) {
+      const slice = c.fromBase.slice(i, i + SLICE);
+      await this.writer.room(slice.reduce((n, e) => n + 1 + strBytes(e.path), 0));
       if (this.failure !== undefined) throw this.failure;
       for (const e of slice) {
-        if (e.kind === 'dir') writer.dir(e.path);
-        else writer.linkIn(e.path);
+        if (e.kind === 'dir') this.writer.dir(e.path);
+        else this.writer.linkIn(e.path);
       }
     }
+    return c;
   }
 
   /** Give each written file and symlink the blob id the writer thread computed; hard links their target's. */

@@ -64,22 +64,6 @@ describe('TreeWriter (through the writer thread)', () => {
     assert.equal(w.digests().toString('hex'), blobId('new\n'));
   });
 
-  it('a link-only lane links into directories made before it, and takes nothing else', async () => {
-    const base = emptyDir();
-    mkdirSync(join(base, 'd'));
-    writeFileSync(join(base, 'd/f'), 'f\n');
-    const root = emptyDir();
-    mkdirSync(join(root, 'd'));
-    const lane = new TreeWriter(root, false, () => {}, base, true);
-    lane.linkIn('d/f');
-    await lane.close();
-    assert.equal(lstatSync(join(root, 'd/f')).ino, lstatSync(join(base, 'd/f')).ino);
-    const errs: unknown[] = [];
-    const bad = new TreeWriter(emptyDir(), false, (e) => errs.push(e), base, true);
-    bad.dir('x');
-    await assert.rejects(bad.close(), /link-only job/);
-  });
-
   it('many small files across many batches, and two uploads at once, each intact', async () => {
     const roots = [emptyDir(), emptyDir()];
     const writers = roots.map((r) => new TreeWriter(r, false, () => {}));

@@ -53,15 +53,12 @@ export class TreeWriter {
    *   bits, and jails run as other uids that must be able to read the tree
    * @param onError told of the first failed write
    * @param base a stored tree that linkIn() links from (an incremental upload)
-   * @param linkOnly a second lane for an upload's links: linkIn() alone, into
-   *   directories its first lane made and drain()ed (write-protocol.ts)
    */
   constructor(
     private readonly root: string,
     private readonly fixModes: boolean,
     private readonly onError: (err: unknown) => void,
     private readonly base?: string,
-    private readonly linkOnly = false,
   ) {
     this.lane = openLane({ onReply: (r) => this.answered(r), onThreadLost: (err) => this.threadLost(err) });
   }
@@ -132,13 +129,6 @@ export class TreeWriter {
   /** After close(): the blob ids of every file and symlink written, 20 bytes each, in the order they were queued. */
   digests(): Buffer {
     return Buffer.concat(this.digestChunks);
-  }
-
-  /** Hand over what is queued and wait until the thread has written it all (the job goes on); throw the first failure. */
-  async drain(): Promise<void> {
-    this.flush();
-    while (this.unanswered.size > 0 && !this.lost && this.failure === undefined) await new Promise<void>((resolve) => this.waiters.push(resolve));
-    if (this.failure !== undefined) throw this.failure;
   }
 
   /** Hand over what is queued, wait until the thread has written all of it, and end the job; throw the first failure. */
@@ -215,7 +205,7 @@ export class TreeWriter {
     this.lane.post({
       job: this.lane.job,
       seq,
-      ...(seq === 0 ? { start: { root: this.root, fixModes: this.fixModes, ...(this.base !== undefined ? { base: this.base } : {}), ...(this.linkOnly ? { linkOnly: true } : {}) } } : {}),
+      ...(seq === 0 ? { start: { root: this.root, fixModes: this.fixModes, ...(this.base !== undefined ? { base: this.base } : {}) } } : {}),
       data: buf.buffer as ArrayBuffer,
       bytes: this.used,
       ...(end ? { end: true } : {}),

@@ -11,8 +11,7 @@
 //   CLOSE
 //   SYMLINK  path, target
 //   LINK     path, target                              target: a path already written
-//   LINKIN   path                                      hard link <base>/path (the job's base tree) to path;
-//                                                      in a link-only job its directory exists already
+//   LINKIN   path                                      hard link <base>/path (the job's base tree) to path
 //
 // FILE, CLOSE and SYMLINK each yield the git blob id of what they wrote (git-tree.ts),
 // answered 20 bytes apiece in record order with the batch that completed them.
@@ -26,10 +25,8 @@ export interface WriteBatch {
   /**
    * On a job's first batch: the empty directory to fill, whether to chmod after
    * create, and the stored tree LINKIN records link from (an incremental upload).
-   * A link-only job takes LINKIN records alone and makes no directory: another job
-   * of the same upload made them all, and was answered, before it started.
    */
-  start?: { root: string; fixModes: boolean; base?: string; linkOnly?: boolean };
+  start?: { root: string; fixModes: boolean; base?: string };
   /** Records from offset 0 to `bytes` (a pooled buffer is longer); moved, not copied. */
   data: ArrayBuffer;
   bytes: number;

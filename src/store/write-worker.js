@@ -49,7 +49,6 @@ const DIR_MODE = 0o755;
  *   root: string,
  *   fixModes: boolean,
  *   base: string | undefined,
- *   linkOnly: boolean,
  *   dirs: Set<string>,
  *   fd: number | undefined,
  *   fdMode: number,
@@ -83,7 +82,6 @@ function handle(b) {
       root: b.start.root,
       fixModes: b.start.fixModes,
       base: b.start.base,
-      linkOnly: b.start.linkOnly === true,
       dirs: new Set(['']),
       fd: undefined,
       fdMode: 0,
@@ -142,7 +140,6 @@ function apply(job, buf) {
   };
   while (off < buf.length) {
     const op = buf[off++];
-    if (job.linkOnly && op !== OP_LINKIN) throw new Error(`writer thread: record ${op} in a link-only job`);
     switch (op) {
       case OP_DIR:
         ensureDir(job, str());
@@ -204,7 +201,7 @@ function apply(job, buf) {
       case OP_LINKIN: {
         const path = str();
         if (job.base === undefined) throw new Error('writer thread: LINKIN without a base');
-        if (!job.linkOnly) ensureDir(job, parentOf(path));
+        ensureDir(job, parentOf(path));
         linkIn(join(job.base, path), join(job.root, path));
         break;
       }
