@@ -79,7 +79,7 @@ async function main(): Promise<void> {
         { name: 'whole, tar (--full --no-gzip)', opts: { gzip: false, full: true }, repo: () => name },
         { name: 'incremental (lspd push)', opts: { gzip: true }, repo: () => name },
       ];
-      const results = new Map<string, { s: number[]; sent: number; disk: number[]; stored: number }>();
+      const results = new Map<string, { s: number[]; daemon: string[]; sent: number; disk: number[]; stored: number }>();
       for (let run = 0; run < runs; run++) {
         for (const c of cases) {
           const key = { org: 'bench', repo: c.repo(sizeMb), sha: head };
@@ -91,8 +91,11 @@ async function main(): Promise<void> {
           if (!r.answer.created) throw new Error(`${c.name}: not created`);
           if (c.opts.full === undefined && r.base !== base) throw new Error(`${c.name}: not sent as a layer over the base`);
           if (r.answer.git_tree !== git(repo, 'rev-parse', `${head}^{tree}`)) throw new Error(`${c.name}: wrong tree`);
-          const agg = results.get(c.name) ?? { s: [], sent: r.sentBytes, disk: [], stored: Number(r.answer.stored_bytes ?? NaN) };
+          const agg = results.get(c.name) ?? { s: [], daemon: [], sent: r.sentBytes, disk: [], stored: Number(r.answer.stored_bytes ?? NaN) };
           agg.s.push(s);
+          // The daemon's own share: the whole PUT, and the syncfs in it (shared with every writer on the disk).
+          const stored = daemon.logs.filter((l) => l.msg === 'root stored').at(-1);
+          agg.daemon.push(`${(Number(stored?.ms) / 1000).toFixed(2)}/${(Number(stored?.syncMs) / 1000).toFixed(2)}`);
           agg.disk.push(added);
           results.set(c.name, agg);
           await client.deleteRoot(key);
@@ -109,6 +112,7 @@ async function main(): Promise<void> {
           (a.sent / incr.sent).toFixed(0),
           best(a.s).toFixed(2),
           a.s.map((x) => x.toFixed(2)).join(' '),
+          a.daemon.join(' '),
           (best(a.s) / best(incr.s)).toFixed(1),
           fmtBytes(best(a.disk)),
           fmtBytes(a.stored),
@@ -122,13 +126,14 @@ async function main(): Promise<void> {
     await daemon.stop();
     rmSync(work, { recursive: true, force: true });
   }
-  const headRow = ['tree', 'push', 'bytes sent', 'x incr', 'best s', 'all s', 'x incr', 'disk added', 'stored_bytes'];
+  const headRow = ['tree', 'push', 'bytes sent', 'x incr', 'best s', 'all s', 'daemon s/syncfs s', 'x incr', 'disk added', 'stored_bytes'];
   const widths = headRow.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (r: string[]) => r.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   console.log(line(headRow));
   for (const r of rows) console.log(line(r));
   console.log(`# load average at end ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
-  console.log('# seconds: from the first git command to the daemon\'s answer (root durable and visible), in process; disk added: du of the data dir.');
+  console.log('# seconds: from the first git command to the daemon\'s answer (root durable and visible), in process; "x incr": best over best;');
+  console.log('# daemon s/syncfs s: the PUT as the daemon logged it, per run, and the syncfs in it; disk added: du of the data dir (links counted once).');
 }
 
 function fmtBytes(n: number): string {

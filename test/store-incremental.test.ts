@@ -5,12 +5,13 @@
 // deletion; hostile layers are refused like any unsafe entry; a wrong
 // x-lspd-git-tree is refused with nothing stored.
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { archiveOf, commitAll, git, snapshot, treeOf } from './helpers/git-trees.js';
-import { SHA, assertNothingStored, call, packTar, put, rawFile, rawHeader, startServer, tarOf, type PackEntry, type TestServer } from './store-helpers.js';
+import { SHA, assertNothingStored, call, packTar, put, rawFile, rawHeader, startServer, tarOf, until, type PackEntry, type TestServer } from './store-helpers.js';
 
 const TAR = { 'content-type': 'application/x-tar' };
 const withTree = (tree: string) => ({ ...TAR, 'x-lspd-git-tree': tree });
@@ -226,6 +227,23 @@ describe('incremental roots', () => {
     const ino = (n: number, p: string) => statSync(join(s.store.treeDir({ org: 'acme', repo: 'big', sha: SHA(n) }), p)).ino;
     assert.equal(ino(3, 'p0/f0.ts'), ino(1, 'p0/f0.ts'), 'linked');
     assert.equal(ino(3, 'p49/f5999.ts'), ino(1, 'p49/f5999.ts'), 'linked');
+  });
+
+  it('answers 409 need_tree when the base is deleted while the layer streams in, storing nothing', async () => {
+    assert.equal((await put(s.url, `acme/gone/${SHA(1)}`, await packTar([{ name: 'a.ts', data: 'a' }, { name: 'b.ts', data: 'b' }]))).status, 201);
+    const layer = await packTar([{ name: 'a.ts', data: 'changed' }]);
+    const body = new PassThrough();
+    const answer = put(s.url, `acme/gone/${SHA(2)}?base=${SHA(1)}`, body);
+    body.write(layer.subarray(0, layer.length - 1024)); // all but the end-of-archive blocks
+    await until(() => readdirSync(join(s.dataDir, 'staging')).length > 0, 10_000, 'the upload to start');
+    assert.equal((await call(s.url, 'DELETE', `/v1/roots/acme/gone/${SHA(1)}`)).status, 204);
+    body.end(layer.subarray(layer.length - 1024));
+    const r = await answer;
+    assert.equal(r.status, 409, JSON.stringify(r.body));
+    assert.equal(r.body.error, 'need_tree');
+    assert.match(String(r.body.message), /removed during the upload/);
+    assert.equal(s.store.get({ org: 'acme', repo: 'gone', sha: SHA(2) }), undefined);
+    assert.deepEqual(readdirSync(join(s.dataDir, 'staging')), []);
   });
 
   it('keeps the head whole when the base is deleted, and then charges it in full', async () => {

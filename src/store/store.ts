@@ -18,7 +18,7 @@ import { errors, isAppError } from '../errors.js';
 import type { PhaseVerdict } from '../health.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
-import { dirBytes, fsyncDir, syncFilesystem, umaskStripsModes } from './disk.js';
+import { fsyncDir, syncFilesystem, umaskStripsModes } from './disk.js';
 import { baseMissing, checkGitTree, depsCharge, loadBaseIndex, treeCharge } from './incremental.js';
 import { pickVictims } from './eviction.js';
 import type { EntryLimits } from './entry-check.js';
@@ -302,7 +302,7 @@ export class RootStore {
     } catch (raw) {
       await rm(staging, { recursive: true, force: true }).catch((err: unknown) => log.error({ err }, 'could not remove staging'));
       // The base was deleted or evicted while its files were being linked: the client uploads the whole tree.
-      const baseGone = baseKey !== undefined && !isAppError(raw) && !this.index.has(rootId(baseKey));
+      const baseGone = baseKey !== undefined && (raw as NodeJS.ErrnoException)?.code === 'ENOENT' && !this.index.has(rootId(baseKey));
       const err = baseGone ? baseMissing(key, baseKey.sha, 'was removed during the upload') : isAppError(raw) ? raw : storageError(raw);
       const result = !isAppError(err) ? 'failed' : err.code === 'upload_aborted' ? 'aborted' : err.status >= 500 && !isQuotaRefusal(err) ? 'failed' : 'refused';
       this.observe(result, started);
