@@ -21,7 +21,7 @@
 //      hot repo): `lspd push --spread` uploads under each, lspd/client's `spread`
 //      queries land on each key's replica with no upload, and a repo pushed under
 //      one key only is uploaded once to each other replica its keys reach.
-// Bounded: small trees, each phase's queries 4 at a time, jail uids 330000-334255.
+// Bounded: small trees, pushes 6 and queries 4 at a time, jail uids 330000-334255.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
@@ -198,7 +198,9 @@ describe('scale-out behind nginx (consistent hash on x-lspd-route-key)', { timeo
       const spec = repoFiles(i);
       repos.push({ name, key: `${ORG}/${name}`, sha: gitRepo(dir, spec.files), dir, ...spec });
     }
-    for (const [i, name] of ['A', 'B', 'C'].entries()) await start(name, i);
+    // Started together (their canaries run side by side); listed in order A, B, C.
+    const started = await Promise.all(['A', 'B', 'C'].map((name, i) => start(name, i)));
+    replicas.sort((x, y) => started.indexOf(x) - started.indexOf(y));
     for (const r of replicas) assert.ok(await isReady(r), `replica ${r.name} is not ready: the jail cannot run on this host`);
     ng = await startNginx(replicas.map((r) => r.addr));
   });
@@ -214,7 +216,8 @@ describe('scale-out behind nginx (consistent hash on x-lspd-route-key)', { timeo
 
   it('1. pushes 30 repos with `lspd push`, and every query reaches the replica that holds the root', async (t) => {
     const t0 = performance.now();
-    await eachLimit(repos, 3, async (r) => {
+    // Six at a time: each push is mostly a Node start (tsx, undici), CPU on a shared host.
+    await eachLimit(repos, 6, async (r) => {
       const out = await runCli(['push', '--org', ORG, '--repo', r.name, '--url', ng.url], { cwd: r.dir, timeoutMs: 120_000 });
       assert.equal(out.code, 0, out.stderr);
       assert.match(out.stdout, new RegExp(`^stored ${r.key}@${r.sha}: 2 files`));
