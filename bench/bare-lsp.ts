@@ -12,9 +12,9 @@ import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { JAIL_HOME, JAIL_NODE_MODULES, PROJECT_DIR } from '../src/jail/policy.js';
 import { languageOf } from '../src/languages.js';
-import { FrameReader } from '../src/lsp/frame-reader.js';
-import { TREE_AT } from '../src/lsp/paths.js';
-import { settingFor, type ServerRow } from '../src/lsp/server-table.js';
+import { FrameReader } from '../src/lsp/wire/frame-reader.js';
+import { TREE_AT } from '../src/lsp/answer/paths.js';
+import { settingFor, type ServerRow } from '../src/lsp/servers/server-row.js';
 
 export interface TimelineEvent {
   /** ms since the process was spawned */

@@ -4,10 +4,11 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fixturesDir, lineOf, position } from '../test/helpers/lsp-harness.js';
-import { defaultServerPaths, defaultServerRows, type ServerRow } from '../src/lsp/server-table.js';
+import { defaultServerPaths, type ServerRow } from '../src/lsp/servers/server-row.js';
+import { defaultServerRows } from '../src/lsp/servers/server-table.js';
 import { BareServer } from './bare-lsp.js';
 import { loadConfig } from '../src/config.js';
-import { bodyText } from '../src/lsp/session-files.js';
+import { bodyText } from '../src/lsp/session/session-files.js';
 
 export interface Case {
   row: ServerRow;

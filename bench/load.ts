@@ -14,7 +14,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { Budget, LspConnection } from '../src/lsp/transport.js';
+import { Budget, LspConnection } from '../src/lsp/wire/transport.js';
 import { fixturesDir, startChaosDaemon, tsCall, tsRoots, type ChaosDaemon } from '../test/chaos/daemons.js';
 import { Figures, Load, percentile, sleep } from '../test/chaos/harness.js';
 import { MiB, jailRssBytes, rssBytes } from '../test/chaos/procs.js';

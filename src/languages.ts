@@ -1,5 +1,5 @@
 // The closed table of languages lspd knows, by file suffix. The store uses it to
-// report a tree's `languages`; the server table (src/lsp/server-table.ts) maps each
+// report a tree's `languages`; the server table (src/lsp/servers/server-table.ts) maps each
 // language to the servers that can serve it. One table, so the two never disagree.
 
 export type Language =

@@ -146,7 +146,7 @@ export interface LanguageCoverage {
   server?: string;
 }
 
-/** Coverage from a server table (src/lsp/server-table.ts ServerTable.choose), for every language lspd knows. */
+/** Coverage from a server table (src/lsp/servers/server-table.ts ServerTable.choose), for every language lspd knows. */
 export function coverageOf(table: { choose(language: Language): { name: string } | undefined }): LanguageCoverage[] {
   const languages = [...new Set(knownSuffixes.map((sfx) => languageOf(`x${sfx}`)!.language))];
   return languages.map((language) => {

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { cannotJail, makeTree, startJail, tempDir, type TestJail } from './fixtures/jail/harness.js';
 import { JAIL_NODE_MODULES, JAIL_SRC } from '../src/jail/policy.js';
 import type { JailedProcess } from '../src/jail/types.js';
-import { CLANGD } from '../src/lsp/language-rows.js';
+import { CLANGD } from '../src/lsp/servers/rows/c.js';
 
 const skip = cannotJail();
 const NODE = '/usr/bin/node';

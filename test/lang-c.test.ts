@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { CLANGD } from '../src/lsp/language-rows.js';
+import { CLANGD } from '../src/lsp/servers/rows/c.js';
 import { cannotJail, lineOf, lspQuery, position, shaOf, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
 import { lacksBinaries } from './helpers/host.js';
 

@@ -10,7 +10,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Language } from '../src/languages.js';
-import type { ServerRow } from '../src/lsp/server-table.js';
+import type { ServerRow } from '../src/lsp/servers/server-row.js';
 import {
   cannotJail,
   fixturesDir,

@@ -6,7 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { rootId } from '../src/store/types.js';
-import { SessionPool } from '../src/lsp/pool.js';
+import { SessionPool } from '../src/lsp/session/pool.js';
 import { cannotJail, jailedPids, lspQuery, position, shaOf, startLspd, uploadFixture, waitFor, type Lspd } from './helpers/lsp-harness.js';
 
 const skip = cannotJail();

@@ -4,10 +4,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
-import { FrameError, FrameReader } from '../src/lsp/frame-reader.js';
-import { MAX_QUEUED_MESSAGES } from '../src/lsp/bounded-reader.js';
-import { WriteBlockedError } from '../src/lsp/bounded-writer.js';
-import { Budget, BudgetExceededError, ConnectionClosedError, LspConnection, METHOD_NOT_FOUND, ResponseError } from '../src/lsp/transport.js';
+import { FrameError, FrameReader } from '../src/lsp/wire/frame-reader.js';
+import { MAX_QUEUED_MESSAGES } from '../src/lsp/wire/bounded-reader.js';
+import { WriteBlockedError } from '../src/lsp/wire/bounded-writer.js';
+import { Budget, BudgetExceededError, ConnectionClosedError, LspConnection, METHOD_NOT_FOUND, ResponseError } from '../src/lsp/wire/transport.js';
 
 const frame = (obj: unknown) => {
   const body = Buffer.from(JSON.stringify(obj));

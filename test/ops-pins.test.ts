@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectDir } from './helpers/daemon.js';
 import { realRows } from './helpers/lsp-harness.js';
-import { JAVA, JDTLS_HOME, RUBY_LSP_HOME } from '../src/lsp/language-rows.js';
+import { JAVA, JDTLS_HOME, RUBY_LSP_HOME } from '../src/lsp/servers/rows/image-only.js';
 
 const read = (p: string) => readFileSync(join(projectDir, p), 'utf8');
 const dockerfile = read('Dockerfile');

@@ -15,7 +15,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cpSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ServerRow } from '../src/lsp/server-table.js';
+import type { ServerRow } from '../src/lsp/servers/server-row.js';
 import { rootId } from '../src/store/types.js';
 import { startHangingServer, type HangingServer } from './chaos/hanging-server.js';
 import { spawnDaemon, type Daemon } from './helpers/daemon.js';

@@ -1,11 +1,11 @@
 // Paging (and grouping) of a merged location list: locate over several candidates
 // merges the definition answers of each, so the page is cut here rather than by
 // the projection. Same terms and cursors as every locations answer
-// (src/lsp/cursor.ts, src/lsp/projection.ts): `total`, `truncated`, `next_cursor`,
+// (src/lsp/answer/cursor.ts, src/lsp/answer/projection.ts): `total`, `truncated`, `next_cursor`,
 // `groups: [{path, count, locations}]`; the list is sorted the projection's way
 // (tree first, then module, version, path, position), which is what makes an
 // offset cursor exact on an immutable root.
-import { decodeCursor, encodeCursor } from '../lsp/cursor.js';
+import { decodeCursor, encodeCursor } from '../lsp/answer/cursor.js';
 import type { Loc } from './types.js';
 
 export interface PageOptions {

@@ -8,7 +8,7 @@
 //
 // SERVE: the target (site-packages) is bound read-only at
 // /deps/python/top/site-packages (or ws/<ws>/...), and pyright is given it as an
-// extra path (src/lsp/dependencies.ts): unlike node_modules or vendor, nothing in a
+// extra path (src/lsp/session/dependencies.ts): unlike node_modules or vendor, nothing in a
 // Python tree says where installed packages live.
 import { mkdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';

@@ -19,7 +19,7 @@
 // <deps>/python-tmp/       pip's temp dir during the fetch (wheels can outgrow the
 //                          jail's tmpfs); removed after it
 //
-// The in-jail names mirror these under /deps, as src/lsp/paths.ts lays them out
+// The in-jail names mirror these under /deps, as src/lsp/answer/paths.ts lays them out
 // for sessions (DEPS_AT, GOMODCACHE_AT, npmModulesAt): keep the two in step.
 // Each step binds read-write only the subdirectory it writes, so no jailed
 // fetcher can reach the state file or another ecosystem's output.

@@ -8,8 +8,8 @@ import type { RootStore } from '../store/store.js';
 import type { TokenSet } from '../tokens.js';
 import type { Jail } from '../jail/types.js';
 import type { QueryService } from '../lsp/query-service.js';
-import type { SessionPool } from '../lsp/pool.js';
-import type { ServerTable } from '../lsp/server-table.js';
+import type { SessionPool } from '../lsp/session/pool.js';
+import type { ServerTable } from '../lsp/servers/server-table.js';
 import type { FetchManager } from '../fetch/fetch-manager.js';
 
 export interface Deps {

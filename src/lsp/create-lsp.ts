@@ -13,10 +13,11 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { Jail } from '../jail/types.js';
 import { rootId, type HoldCheck, type RemoveListener } from '../store/types.js';
-import { fetchedEcosystems, type DependencySource } from './dependencies.js';
-import { SessionPool } from './pool.js';
+import { fetchedEcosystems, type DependencySource } from './session/dependencies.js';
+import { SessionPool } from './session/pool.js';
 import { QueryService, type RootAccess } from './query-service.js';
-import { ServerTable, defaultServerPaths, defaultServerRows, type ServerRow } from './server-table.js';
+import { defaultServerPaths, type ServerRow } from './servers/server-row.js';
+import { ServerTable, defaultServerRows } from './servers/server-table.js';
 
 export interface LspDeps {
   config: Config;

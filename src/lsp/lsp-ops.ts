@@ -5,12 +5,12 @@
 // Requests: https://microsoft.github.io/language-server-protocol/specifications/lsp/3.17/specification/#languageFeatures
 import type { LspOp, LspQuery } from '../schemas.js';
 import { errors } from '../errors.js';
-import type { FileCoordinate } from './coordinates.js';
-import { fromUtf16Index, toUtf16Index, type Encoding } from './encoding.js';
-import type { Position } from './lsp-types.js';
-import { projectDiagnostics, projectHover, projectLocations, projectSymbols, type ProjectionContext } from './projection.js';
-import type { Scrubber } from './scrub.js';
-import type { Session } from './session.js';
+import type { FileCoordinate } from './answer/coordinates.js';
+import { fromUtf16Index, toUtf16Index, type Encoding } from './wire/encoding.js';
+import type { Position } from './wire/lsp-types.js';
+import { projectDiagnostics, projectHover, projectLocations, projectSymbols, type ProjectionContext } from './answer/projection.js';
+import type { Scrubber } from './answer/scrub.js';
+import type { Session } from './session/session.js';
 import type { TargetFile } from './target-file.js';
 
 /** The server capability each op needs (diagnostics: push always works, pull when offered). */

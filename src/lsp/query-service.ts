@@ -26,18 +26,19 @@ import { RootCache, rootScope, type RootRef } from '../store/root-cache.js';
 import type { RootInfo } from '../store/types.js';
 import { PROJECT_DIR } from '../jail/policy.js';
 import { ResultCache } from './cache.js';
-import { awaitDependencies, dependencyMounts, dependencyNote, type DependencyNote, type DependencySource } from './dependencies.js';
-import type { FileCoordinate } from './coordinates.js';
+import { awaitDependencies, dependencyMounts, dependencyNote, type DependencyNote, type DependencySource } from './session/dependencies.js';
+import type { FileCoordinate } from './answer/coordinates.js';
 import { runOp, workspaceSymbols, type OpResult } from './lsp-ops.js';
-import { treeJailPath } from './paths.js';
-import type { Lease, SessionPool } from './pool.js';
-import { capAnswer } from './projection.js';
-import { createScrubber, type Scrubber } from './scrub.js';
-import type { ServerRow, ServerTable } from './server-table.js';
-import { SessionFailedError, type Session } from './session.js';
+import { treeJailPath } from './answer/paths.js';
+import type { Lease, SessionPool } from './session/pool.js';
+import { capAnswer } from './answer/projection.js';
+import { createScrubber, type Scrubber } from './answer/scrub.js';
+import type { ServerRow } from './servers/server-row.js';
+import type { ServerTable } from './servers/server-table.js';
+import { SessionFailedError, type Session } from './session/session.js';
 import { findFileOf, TargetCache, WorkspaceFinder, type TargetFile } from './target-file.js';
-import { TreeLines } from './tree-lines.js';
-import { ResponseError } from './transport.js';
+import { TreeLines } from './answer/tree-lines.js';
+import { ResponseError } from './wire/transport.js';
 
 /** What the query service needs of the store (RootStore satisfies it). */
 export interface RootAccess {

@@ -9,7 +9,7 @@ import { constants } from 'node:fs';
 import { join, posix, sep } from 'node:path';
 import { errors } from '../errors.js';
 import { RootCache, type RootRef } from '../store/root-cache.js';
-import { splitLines } from './encoding.js';
+import { splitLines } from './wire/encoding.js';
 
 export interface TargetFile {
   /** Root-relative path as asked. */

@@ -3,7 +3,7 @@
 // answering beside them), and an in-process lspd that runs them in the real SERVE
 // jail: rows can only be injected in-process (no test-only code in src/).
 import { join } from 'node:path';
-import type { ServerRow } from '../../src/lsp/server-table.js';
+import type { ServerRow } from '../../src/lsp/servers/server-row.js';
 import type { Language } from '../../src/languages.js';
 import { realRows, startLspd, type Lspd } from '../helpers/lsp-harness.js';
 import { packTar } from '../store-helpers.js';

@@ -17,7 +17,8 @@ import { buildServer } from '../../src/http/server.js';
 import { createLsp, type Lsp } from '../../src/lsp/create-lsp.js';
 import { FetchManager } from '../../src/fetch/fetch-manager.js';
 import { detectToolchains } from '../../src/fetch/toolchains.js';
-import { defaultServerPaths, defaultServerRows, type ServerRow } from '../../src/lsp/server-table.js';
+import { defaultServerPaths, type ServerRow } from '../../src/lsp/servers/server-row.js';
+import { defaultServerRows } from '../../src/lsp/servers/server-table.js';
 import { getJson, postJson, shaOf, tarOf, upload } from './ask-harness.js';
 import { pidsOfUids, waitFor } from '../fixtures/jail/harness.js';
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { AppError } from '../errors.js';
+import { AppError } from '../../errors.js';
 import { decodeCursor, encodeCursor, scopeHash } from './cursor.js';
 
 test('cursors round-trip and stay short', () => {

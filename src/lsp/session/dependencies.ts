@@ -6,13 +6,13 @@
 // - the binds and env a new session gets (the checked mounts of a finished fetch).
 // - what every answer says of its dependencies (`dependencies: {state, error?}`):
 //   a failed or refused fetch still serves the tree, and says so.
-import { deadline } from '../deadline.js';
-import { errors } from '../errors.js';
-import type { Ecosystem, FetchView, StepStatus } from '../fetch/types.js';
-import type { Bind } from '../jail/types.js';
-import type { RootKey } from '../store/types.js';
-import { TREE_AT } from './paths.js';
-import type { ServerRow } from './server-table.js';
+import { deadline } from '../../deadline.js';
+import { errors } from '../../errors.js';
+import type { Ecosystem, FetchView, StepStatus } from '../../fetch/types.js';
+import type { Bind } from '../../jail/types.js';
+import type { RootKey } from '../../store/types.js';
+import { TREE_AT } from '../answer/paths.js';
+import type { ServerRow } from '../servers/server-row.js';
 
 export interface DependencySource {
   state(key: RootKey): FetchView;

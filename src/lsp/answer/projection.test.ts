@@ -1,14 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FileCoordinate } from './coordinates.js';
-import { splitLines } from './encoding.js';
-import { AppError } from '../errors.js';
+import { splitLines } from '../wire/encoding.js';
+import { AppError } from '../../errors.js';
 import { PAGE, capAnswer, projectLocations, type LocationsContext, type LocationsPage, type GroupedLocationsPage } from './projection.js';
-import type { Location, LocationLink, Range } from './lsp-types.js';
+import type { Location, LocationLink, Range } from '../wire/lsp-types.js';
 
 const FILES: Record<string, string> = {
   '/src/src/greet.ts': 'import x from "dep";\n\n\nexport function greet(name: string) {\n  return `hi ${name}`;\n}\n',
-  '/src/src/app.ts': 'import { greet } from "./greet";\ngreet("a");\ngreet("b");\nconst s = "😀"; greet("c");\n',
+  '/src/src/app.ts': 'import { greet } from "../greet";\ngreet("a");\ngreet("b");\nconst s = "😀"; greet("c");\n',
   '/src/node_modules/dep/index.d.ts': 'export declare const x: number;\n',
   '/deps/go/pkg/mod/example.com/dep@v1.0.0/greet.go': 'package dep\n\nfunc Greet() {}\n',
   '/etc/passwd': 'root:x:0:0:root:/root:/bin/bash\n',

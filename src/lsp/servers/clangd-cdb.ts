@@ -28,9 +28,9 @@
 // is never given --query-driver, so the driver named here is a name, not a program.
 import { lstat, readdir, readFile } from 'node:fs/promises';
 import { isAbsolute, join, posix } from 'node:path';
-import { JAIL_HOME } from '../jail/policy.js';
+import { JAIL_HOME } from '../../jail/policy.js';
 import { filterCommand, filterFlags, splitCommand } from './compile-flags.js';
-import type { GeneratedFiles } from './session-files.js';
+import type { GeneratedFiles } from '../session/session-files.js';
 
 /** Where the generated database (and so clangd's index) lives inside the jail. */
 export const CLANGD_CDB_DIR = `${JAIL_HOME}/clangd`;

@@ -9,7 +9,7 @@
 // against a different query and silently skip or repeat results. Anything that does
 // not decode to exactly this shape is a 400 bad_request, never a guess.
 import { createHash } from 'node:crypto';
-import { errors } from '../errors.js';
+import { errors } from '../../errors.js';
 
 const MAX_CURSOR_CHARS = 200;
 

@@ -9,20 +9,20 @@
 //
 // A session never recovers in place: once failed it stays failed, and the pool
 // replaces it on the next query. That keeps every field valid only in its state.
-import type { Config } from '../config.js';
-import { isAppError, type AppError } from '../errors.js';
-import type { Logger } from '../log.js';
-import type { Metrics } from '../metrics.js';
-import type { Bind, Jail, JailedProcess } from '../jail/types.js';
-import { answerServerRequest, initializeParams } from './client-side.js';
+import type { Config } from '../../config.js';
+import { isAppError, type AppError } from '../../errors.js';
+import type { Logger } from '../../log.js';
+import type { Metrics } from '../../metrics.js';
+import type { Bind, Jail, JailedProcess } from '../../jail/types.js';
+import { answerServerRequest, initializeParams } from '../wire/client-side.js';
 import { raceAbort } from './race-abort.js';
-import { encodingFromLsp, type Encoding } from './encoding.js';
-import { TREE_AT, jailPathToFileUri, treeFileUri, treeJailPath } from './paths.js';
+import { encodingFromLsp, type Encoding } from '../wire/encoding.js';
+import { TREE_AT, jailPathToFileUri, treeFileUri, treeJailPath } from '../answer/paths.js';
 import { writeSessionFiles, type SessionFiles } from './session-files.js';
 import { ReadinessTracker, type Published } from './readiness.js';
-import type { ServerRow } from './server-table.js';
-import { FrameError } from './frame-reader.js';
-import { Budget, BudgetExceededError, ConnectionClosedError, LspConnection } from './transport.js';
+import type { ServerRow } from '../servers/server-row.js';
+import { FrameError } from '../wire/frame-reader.js';
+import { Budget, BudgetExceededError, ConnectionClosedError, LspConnection } from '../wire/transport.js';
 
 export interface SessionKey {
   server: string;

@@ -6,8 +6,8 @@
 // location has no FileCoordinate, so its file can never be read.
 import type { FileCoordinate, MaybePromise } from './coordinates.js';
 import { coordinateKey } from './coordinates.js';
-import type { Range } from './lsp-types.js';
-import { convertRange, type Encoding } from './encoding.js';
+import type { Range } from '../wire/lsp-types.js';
+import { convertRange, type Encoding } from '../wire/encoding.js';
 
 /**
  * Read lines [startLine, startLine + count) of a file: texts without terminators

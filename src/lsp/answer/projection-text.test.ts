@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FileCoordinate, TreeCoordinate } from './coordinates.js';
-import { splitLines, utf8Length } from './encoding.js';
+import { splitLines, utf8Length } from '../wire/encoding.js';
 import { projectDiagnostics, projectHover, projectSymbols, type HoverContext, type SymbolsContext } from './projection.js';
-import type { DocumentSymbol, Range, SymbolInformation } from './lsp-types.js';
+import type { DocumentSymbol, Range, SymbolInformation } from '../wire/lsp-types.js';
 import { createScrubber } from './scrub.js';
 
 const FILES: Record<string, string> = {

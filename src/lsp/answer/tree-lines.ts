@@ -10,8 +10,8 @@
 import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 import type { FileCoordinate } from './coordinates.js';
-import { splitLines } from './encoding.js';
-import { RootCache, type RootRef } from '../store/root-cache.js';
+import { splitLines } from '../wire/encoding.js';
+import { RootCache, type RootRef } from '../../store/root-cache.js';
 import { hostPathOf, type HostDirs } from './paths.js';
 
 /** Files larger than this get no previews (bundles, generated code). */

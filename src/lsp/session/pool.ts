@@ -11,13 +11,13 @@
 // whoever needs the place, any org). A query that would make one more session busy
 // for its org (spawn one, or lease an idle one) is refused 503 busy past the org's
 // share; leasing a session its org already keeps busy costs nothing.
-import { envName, type Config } from '../config.js';
-import { errors } from '../errors.js';
-import { shareLimits, shareVerdict, type ShareLimits } from '../fair-share.js';
-import type { Logger } from '../log.js';
-import type { Metrics } from '../metrics.js';
-import type { Bind, Jail } from '../jail/types.js';
-import type { ServerRow } from './server-table.js';
+import { envName, type Config } from '../../config.js';
+import { errors } from '../../errors.js';
+import { shareLimits, shareVerdict, type ShareLimits } from '../../fair-share.js';
+import type { Logger } from '../../log.js';
+import type { Metrics } from '../../metrics.js';
+import type { Bind, Jail } from '../../jail/types.js';
+import type { ServerRow } from '../servers/server-row.js';
 import { Session, SessionFailedError } from './session.js';
 
 export interface PoolDeps {

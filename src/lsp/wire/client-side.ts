@@ -5,8 +5,8 @@
 // https://microsoft.github.io/language-server-protocol/specifications/lsp/3.17/specification/#initialize
 import { basename } from 'node:path';
 import { encodingToLsp } from './encoding.js';
-import { jailPathToFileUri, treeJailPath } from './paths.js';
-import { settingFor, type ServerRow } from './server-table.js';
+import { jailPathToFileUri, treeJailPath } from '../answer/paths.js';
+import { settingFor, type ServerRow } from '../servers/server-row.js';
 import { METHOD_NOT_FOUND } from './transport.js';
 
 export function initializeParams(row: ServerRow, wsUri: string, wsPath: string): object {

@@ -4,8 +4,8 @@
 // files only (nothing is executed outside the jail).
 import { access, readFile } from 'node:fs/promises';
 import { constants } from 'node:fs';
-import type { ServerAvailability } from '../health.js';
-import { JAIL_HOME, JAIL_TMP } from '../jail/policy.js';
+import type { ServerAvailability } from '../../health.js';
+import { JAIL_HOME, JAIL_TMP } from '../../jail/policy.js';
 
 /** HOME, caches and temp inside the jail's private tmpfs mounts, so nothing writes elsewhere. */
 export const JAIL_ENV = {

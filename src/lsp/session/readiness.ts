@@ -5,7 +5,7 @@
 //
 // $/progress: https://microsoft.github.io/language-server-protocol/specifications/lsp/3.17/specification/#progress
 // publishDiagnostics: https://microsoft.github.io/language-server-protocol/specifications/lsp/3.17/specification/#textDocument_publishDiagnostics
-import type { Readiness } from './server-table.js';
+import type { Readiness } from '../servers/server-row.js';
 
 /** A server cannot make us track more open progress tokens than this. */
 const MAX_TOKENS = 1024;

@@ -21,9 +21,9 @@
 // locations are the next page's first, not lost.
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { coordinateKey, createResolver, type CoordinateOptions, type FileCoordinate } from './coordinates.js';
-import { toUtf16Index, truncateUtf8, utf8Length, type Encoding } from './encoding.js';
+import { toUtf16Index, truncateUtf8, utf8Length, type Encoding } from '../wire/encoding.js';
 import { LineReader, previewLine, type ReadLines } from './line-reader.js';
-import { cleanRange, isLocation, isLocationLink, type Range } from './lsp-types.js';
+import { cleanRange, isLocation, isLocationLink, type Range } from '../wire/lsp-types.js';
 
 export { projectDiagnostics, projectHover, projectSymbols } from './projection-text.js';
 export type { DiagnosticsAnswer, HoverAnswer, HoverContext, SymbolsAnswer, SymbolsContext, DiagnosticsContext, RenderedSymbol, RenderedDiagnostic } from './projection-text.js';

@@ -17,9 +17,9 @@
 // - Diagnostics: push (Diagnostic[]) and pull ({kind: 'full', items}) shapes; missing
 //   severity reads as error (as VS Code does); sorted by position, stable.
 import { createResolver, type Coordinate, type FileCoordinate } from './coordinates.js';
-import { truncateUtf8 } from './encoding.js';
+import { truncateUtf8 } from '../wire/encoding.js';
 import { LineReader } from './line-reader.js';
-import { SEVERITY_NAMES, cleanRange, isObject, isRange, symbolKindName, type Range, type SeverityName, type SymbolKindName } from './lsp-types.js';
+import { SEVERITY_NAMES, cleanRange, isObject, isRange, symbolKindName, type Range, type SeverityName, type SymbolKindName } from '../wire/lsp-types.js';
 import type { ProjectionContext } from './projection.js';
 import type { Scrubber } from './scrub.js';
 

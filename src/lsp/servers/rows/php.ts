@@ -1,0 +1,42 @@
+// PHP: intelephense (npm), over the vendor/ dir composer filled in FETCH.
+import { JAIL_HOME } from '../../../jail/policy.js';
+import { JAIL_ENV, NODE, probeFiles } from '../server-env.js';
+import { nodeModulesOf, type ServerPaths, type ServerRow } from '../server-row.js';
+
+const INTELEPHENSE_STORAGE = `${JAIL_HOME}/intelephense`;
+
+export function phpRow(p: ServerPaths): ServerRow {
+  const { host, at } = nodeModulesOf(p);
+  return {
+    // intelephense 1.18.5 (npm). Quirks:
+    // - storagePath/globalStoragePath point into the private HOME: by default it
+    //   writes its index cache under os.tmpdir() and the user's home.
+    // - no licence key is given (none is read: HOME is empty), so only the free
+    //   features answer; telemetry off.
+    // - readiness: its "indexing" $/progress, which begins 0.1-0.3 s after
+    //   `initialized` (so a query in that gap must not pass for ready:
+    //   expectProgress). Before it ends, definitions into unindexed files answer
+    //   empty; it indexes the PHP stubs (~140 files) every session.
+    // - positions: UTF-16.
+    // Code from the tree: none. It is a parser written in JS: it runs no PHP and
+    // no program; its settings come from us (workspace/configuration), not the tree.
+    name: 'intelephense',
+    languages: ['php'],
+    argv: [NODE, at('intelephense/lib/intelephense.js'), '--stdio'],
+    env: { ...JAIL_ENV },
+    ecosystem: 'composer',
+    rootMarkers: ['composer.json'],
+    initializationOptions: { storagePath: `${INTELEPHENSE_STORAGE}/storage`, globalStoragePath: `${INTELEPHENSE_STORAGE}/global`, clearCache: true },
+    settings: {
+      intelephense: {
+        telemetry: { enabled: false },
+        files: { maxSize: 2_000_000, exclude: ['**/.git/**', '**/node_modules/**'] },
+        diagnostics: { enable: true },
+      },
+    },
+    readiness: { kind: 'progress', expectProgress: true },
+    encodings: ['utf-16'],
+    maxInFlight: 16,
+    probe: () => probeFiles([host('intelephense/lib/intelephense.js')], host('intelephense/package.json')),
+  };
+}

@@ -1,0 +1,118 @@
+// What one language server row says: the command run inside the SERVE jail, the
+// languages it serves, its workspace root markers, what it is told at initialize,
+// how to tell it has finished indexing, and the quirks that make it behave. The rows
+// themselves are in rows/, one file per language family; server-table.ts lists them.
+import { join } from 'node:path';
+import type { Config } from '../../config.js';
+import type { ServerAvailability } from '../../health.js';
+import type { Language } from '../../languages.js';
+import type { Bind } from '../../jail/types.js';
+import type { Ecosystem } from '../../fetch/types.js';
+import { JAIL_NODE_MODULES, PROJECT_DIR } from '../../jail/policy.js';
+import type { Encoding } from '../wire/encoding.js';
+import type { GeneratedFiles } from '../session/session-files.js';
+
+/**
+ * How a session decides a server has finished loading the project, so an answer
+ * given before then is marked `incomplete` (never passed off as "no results").
+ * Every strategy also waits while a `$/progress` token it does not ignore is open,
+ * and for `readyGraceMs` after the last one ended.
+ */
+export type Readiness =
+  /**
+   * Ready when no (non-ignored) progress is open. Right for servers that hold
+   * requests until they can answer them right: TS 7 loads the project inside
+   * didOpen and queues requests behind it; pyright holds them until analysis.
+   */
+  | {
+      kind: 'progress';
+      ignoreTitles?: RegExp;
+      /**
+       * The server always reports its indexing as $/progress, but only some time
+       * after `initialized` (intelephense: 0.1-0.3 s): not ready until one such
+       * progress has begun and ended, so a query in that gap does not pass for ready.
+       */
+      expectProgress?: boolean;
+    }
+  /**
+   * A document is ready once the server has published diagnostics for it: the
+   * semantic checker has then loaded the project holding it. For servers whose
+   * early answers come from a syntax-only pass (typescript-language-server).
+   */
+  | { kind: 'documentDiagnostics'; ignoreTitles?: RegExp }
+  /**
+   * Ready once the server has logged (window/logMessage) a line matching
+   * `pattern`: for servers whose only word that indexing finished is a log line
+   * (bash-language-server's background analysis). The line is tested, never kept.
+   */
+  | { kind: 'logMessage'; pattern: RegExp; ignoreTitles?: RegExp };
+
+export interface ServerRow {
+  /** Stable name: answers' `server`, /readyz, metrics, session keys. */
+  name: string;
+  languages: readonly Language[];
+  /** argv inside the jail; argv[0] absolute. */
+  argv: readonly string[];
+  /** Environment inside the jail (the jail starts from nothing). */
+  env: Readonly<Record<string, string>>;
+  /** Extra read-only binds this server needs (tests bind their fakes this way). */
+  binds?: readonly Bind[];
+  /** Files whose presence in a directory makes it a workspace (nearest ancestor wins). */
+  rootMarkers: readonly string[];
+  /** Sent at initialize; a function is given the workspace's in-jail directory. */
+  initializationOptions?: unknown | ((workspaceAt: string) => unknown);
+  /**
+   * Files generated for each session (in-jail path under HOME or /tmp → contents),
+   * bound read-only; e.g. clangd's compile_commands.json. Given the host tree and the
+   * workspace, which it may read (never follow links out of: see the row), and the
+   * configuration (its bounds). Its notes are logged and carried by answers.
+   */
+  sessionFiles?: (ws: { treeHostDir: string; workspace: string; workspaceAt: string }, config: Config) => Promise<GeneratedFiles>;
+  /** Whose fetched dependencies this server reads: their binds and env, and what answers say of them. */
+  ecosystem?: Ecosystem;
+  /** Answers to `workspace/configuration`, by section (a dotted section is looked up by path). */
+  settings?: Readonly<Record<string, unknown>>;
+  /**
+   * The settings for a session that sees the root's fetched dependencies (their
+   * read-only binds), in place of `settings`; undefined: `settings` as they are.
+   */
+  dependencySettings?: (depBinds: readonly Bind[]) => Readonly<Record<string, unknown>> | undefined;
+  readiness: Readiness;
+  /** Position encodings offered at initialize, preferred first (LSP 3.17 general.positionEncodings). */
+  encodings: readonly Encoding[];
+  /** Most requests in flight on one session; more wait in the pool's queue. */
+  maxInFlight: number;
+  /** Chosen among rows claiming the same language only when this holds (default: always). */
+  selectedWhen?: (config: Config) => boolean;
+  /** Is it installed, which version. Runs at boot; must not execute anything outside the jail. */
+  probe: () => Promise<ServerAvailability>;
+}
+
+/** Where the daemon's own node_modules are on the host and inside the SERVE jail. */
+export interface ServerPaths {
+  nodeModulesHost: string;
+  nodeModulesAt: string;
+}
+
+/** The daemon's node_modules as the SERVE jail binds it. */
+export function defaultServerPaths(): ServerPaths {
+  return { nodeModulesHost: join(PROJECT_DIR, 'node_modules'), nodeModulesAt: JAIL_NODE_MODULES };
+}
+
+/** A path under the daemon's node_modules, on the host and as the SERVE jail sees it. */
+export function nodeModulesOf(p: ServerPaths): { host: (rel: string) => string; at: (rel: string) => string } {
+  return { host: (rel) => join(p.nodeModulesHost, rel), at: (rel) => `${p.nodeModulesAt}/${rel}` };
+}
+
+/** The value of a `workspace/configuration` item for a row: exact section, else walk a dotted path. */
+export function settingFor(row: ServerRow, section: unknown, settings = row.settings): unknown {
+  const s = settings;
+  if (!s || typeof section !== 'string') return null;
+  if (section in s) return s[section];
+  let cur: unknown = s;
+  for (const part of section.split('.')) {
+    if (typeof cur !== 'object' || cur === null || !(part in cur)) return null;
+    cur = (cur as Record<string, unknown>)[part];
+  }
+  return cur ?? null;
+}
