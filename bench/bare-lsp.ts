@@ -13,8 +13,9 @@ import { pathToFileURL } from 'node:url';
 import { JAIL_HOME, JAIL_NODE_MODULES, PROJECT_DIR } from '../src/jail/policy.js';
 import { languageOf } from '../src/languages.js';
 import { FrameReader } from '../src/lsp/wire/frame-reader.js';
-import { TREE_AT } from '../src/lsp/answer/paths.js';
+
 import { settingFor, type ServerRow } from '../src/lsp/servers/server-row.js';
+import { TREE_AT } from '../src/jail/layout.js';
 
 export interface TimelineEvent {
   /** ms since the process was spawned */

@@ -6,6 +6,7 @@
 //
 //   node --import tsx bench/boot-readiness.ts [--rounds 16]
 import { spawnDaemon } from '../test/helpers/daemon.js';
+import { jailUidEnv } from '../test/helpers/uids.js';
 
 const args = process.argv.slice(2);
 const i = args.indexOf('--rounds');
@@ -14,7 +15,7 @@ const PARALLEL = 4;
 
 async function start(k: number): Promise<string | undefined> {
   // Each daemon its own jail uids, away from the tests' ranges.
-  const d = await spawnDaemon({ env: { LSPD_JAIL_UID_BASE: String(2_000_000 + k * 64), LSPD_JAIL_UID_COUNT: '64' }, timeoutMs: 60_000 });
+  const d = await spawnDaemon({ env: { ...jailUidEnv(64) }, timeoutMs: 60_000 });
   try {
     const r = (await (await fetch(`${d.url}/readyz`)).json()) as { ready: boolean; reason?: string };
     return r.ready ? undefined : (r.reason ?? 'not ready');

@@ -15,13 +15,13 @@ import { performance } from 'node:perf_hooks';
 import { spawnDaemon, type Daemon } from '../test/helpers/daemon.js';
 import { cannotJail, fetchSettled, lspQuery, uploadFixture } from '../test/helpers/lsp-harness.js';
 import { bareFor, cases, isRight, rawLocations, type Case } from './cases.js';
+import { jailUidEnv } from '../test/helpers/uids.js';
 
 const RUNS = Number(process.argv[2] ?? 3) || 3;
 const ONLY = process.argv.slice(3);
 
-async function daemon(env: Record<string, string>, slot: number): Promise<Daemon> {
-  const uidBase = 760_000 + (process.pid % 500) * 256 + slot * 64;
-  return spawnDaemon({ env: { LOG_LEVEL: 'info', LSPD_JAIL_UID_BASE: String(uidBase), LSPD_JAIL_UID_COUNT: '64', ...env }, timeoutMs: 60_000 });
+async function daemon(env: Record<string, string>): Promise<Daemon> {
+  return spawnDaemon({ env: { LOG_LEVEL: 'info', ...jailUidEnv(64), ...env }, timeoutMs: 60_000 });
 }
 
 async function lspdOnce(d: Daemon, c: Case, run: number): Promise<{ ms: number; right: boolean }> {
@@ -68,7 +68,7 @@ async function main(): Promise<void> {
   const daemons = new Map<string, Promise<Daemon>>();
   const daemonFor = (c: Case) => {
     const key = c.row.name === 'typescript-language-server' ? 'tsserver' : 'native';
-    if (!daemons.has(key)) daemons.set(key, daemon(key === 'tsserver' ? { LSPD_TYPESCRIPT_SERVER: 'tsserver' } : {}, daemons.size));
+    if (!daemons.has(key)) daemons.set(key, daemon(key === 'tsserver' ? { LSPD_TYPESCRIPT_SERVER: 'tsserver' } : {}));
     return daemons.get(key)!;
   };
   console.log(`bench/cold: time to the first definition on a cold server, ms, median of ${RUNS} (interleaved)`);

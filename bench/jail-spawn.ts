@@ -11,12 +11,13 @@ import { createMetrics } from '../src/metrics.js';
 import { mkdtempSync, chmodSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { jailUidEnv } from '../test/helpers/uids.js';
 
 const N = Number(process.argv[2] ?? 20);
 const projectDir = resolve(import.meta.dirname, '..');
 const dataDir = mkdtempSync(join(tmpdir(), 'lspd-bench-'));
 chmodSync(dataDir, 0o755);
-const config = loadConfig({ LSPD_DATA: dataDir, LSPD_JAIL_UID_BASE: '390000', LSPD_JAIL_UID_COUNT: '16' }, projectDir);
+const config = loadConfig({ LSPD_DATA: dataDir, ...jailUidEnv(16) }, projectDir);
 
 const t0 = performance.now();
 const jail = await createJail({ config, log: createLogger('silent'), metrics: createMetrics() });

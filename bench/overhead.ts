@@ -22,6 +22,7 @@ import { performance } from 'node:perf_hooks';
 import { FrameReader } from '../src/lsp/wire/frame-reader.js';
 import { spawnDaemon, type Daemon } from '../test/helpers/daemon.js';
 import { cannotJail, fixturesDir, position, shaOf, uploadFixture } from '../test/helpers/lsp-harness.js';
+import { jailUidEnv } from '../test/helpers/uids.js';
 
 const N = Number(process.argv[2] ?? 300);
 const FX = 'ts-basic';
@@ -114,8 +115,7 @@ function post(url: string, body: unknown): Promise<{ status: number; body: Recor
 
 async function daemon(env: Record<string, string>): Promise<Daemon> {
   // a jail uid range of its own, apart from test daemons that may be running
-  const uidBase = 700_000 + (process.pid % 1000) * 64 + (env.LSPD_RESULT_CACHE_ENTRIES === '0' ? 0 : 64_000);
-  return spawnDaemon({ env: { LOG_LEVEL: 'info', LSPD_JAIL_UID_BASE: String(uidBase), LSPD_JAIL_UID_COUNT: '64', ...env } });
+  return spawnDaemon({ env: { LOG_LEVEL: 'info', ...jailUidEnv(64), ...env } });
 }
 
 const pct = (xs: number[], p: number) => {

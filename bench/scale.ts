@@ -30,6 +30,7 @@ import { Figures, Load, percentile, sleep, type Call } from '../test/chaos/harne
 import { spawnDaemon, type Daemon } from '../test/helpers/daemon.js';
 import { chashPick, startNginx, type Nginx } from '../test/helpers/nginx.js';
 import { ROUTE_KEY_HEADER, routeKey } from '../src/client/index.js';
+import { jailUidEnv } from '../test/helpers/uids.js';
 
 const args = process.argv.slice(2);
 const flag = (name: string, def: number) => {
@@ -60,9 +61,9 @@ const load = () => loadavg().map((x) => x.toFixed(1)).join(' ');
 const routed = (root: Root, q: number, key = `${root.org}/${root.repo}`): Call => ({ ...tsCall(root, q), headers: { [ROUTE_KEY_HEADER]: key } });
 const rootOf = (repo: string): Root => ({ org: ORG, repo, sha: 'b'.repeat(40) });
 
-async function startReplica(name: string, slot: number): Promise<Replica> {
+async function startReplica(name: string): Promise<Replica> {
   const daemon = await spawnDaemon({
-    env: { LSPD_JAIL_UID_BASE: String(330_000 + slot * 1000), LSPD_JAIL_UID_COUNT: '256', LSPD_RESULT_CACHE_ENTRIES: '0', LOG_LEVEL: 'info' },
+    env: { ...jailUidEnv(256), LSPD_RESULT_CACHE_ENTRIES: '0', LOG_LEVEL: 'info' },
     timeoutMs: 90_000,
   });
   const ready = await fetch(daemon.url + '/readyz');
@@ -126,9 +127,9 @@ async function run(url: string, roots: Root[], clients: number): Promise<Stats> 
 }
 
 /** How the proxied requests of the last phase split over the replicas. */
-function split(ng: Nginx, from: number, replicas: Replica[]): string {
+async function split(ng: Nginx, from: number, replicas: Replica[]): Promise<string> {
   const counts = new Map<string, number>();
-  for (const x of ng.accessLog().slice(from)) counts.set(x.upstream, (counts.get(x.upstream) ?? 0) + 1);
+  for (const x of (await ng.accessLog()).slice(from)) counts.set(x.upstream, (counts.get(x.upstream) ?? 0) + 1);
   return replicas.map((r) => `${r.name} ${counts.get(r.addr) ?? 0}`).join(', ');
 }
 
@@ -142,7 +143,7 @@ const replicas: Replica[] = [];
 let ng: Nginx | undefined;
 try {
   console.log(`lspd scale-out bench: ${cpus().length} cores, node ${process.version}, load average at start ${load()}`);
-  for (const [i, name] of ['A', 'B', 'C'].entries()) replicas.push(await startReplica(name, 5 + i));
+  for (const name of ['A', 'B', 'C']) replicas.push(await startReplica(name));
   const [a, b, c] = replicas as [Replica, Replica, Replica];
 
   ng = await startNginx([a.addr]);
@@ -163,9 +164,9 @@ try {
           continue;
         }
         await ng.setReplicas(set.map((r) => r.addr));
-        const from = ng.accessLog().length;
+        const from = (await ng.accessLog()).length;
         const s = await run(ng.url, roots, CLIENTS);
-        rows.push([round, `nginx → ${set.length} replica${set.length > 1 ? 's' : ''}`, s.requests, s.perSecond, s.p50, s.p99, codesOf(s), s.lost, split(ng, from, set), load()]);
+        rows.push([round, `nginx → ${set.length} replica${set.length > 1 ? 's' : ''}`, s.requests, s.perSecond, s.p50, s.p99, codesOf(s), s.lost, await split(ng, from, set), load()]);
       }
     }
     console.log(`\n1. ${CLIENTS} clients over ${roots.length} repos, ${phaseSeconds} s each${pin ? ', A on CPU 0, B and C on CPU 1' : ''}`);
@@ -186,7 +187,7 @@ try {
     const nearHot = quiet.filter((q) => home(`${ORG}/${q.repo}`) === a);
 
     const scenario = async (label: string, hotKeys: string[] | undefined, clients = hotClients) => {
-      const from = ng!.accessLog().length;
+      const from = (await ng!.accessLog()).length;
       const t0 = performance.now();
       const qf = new Map<Root, { f: Figures; l: Load }>();
       for (const q of quiet) {
@@ -224,7 +225,7 @@ try {
         `${far.requests - far.refused}/${far.refused}`,
         codesOf(near, far, h),
         near.lost + far.lost + (h?.lost ?? 0),
-        split(ng!, from, replicas),
+        await split(ng!, from, replicas),
         load(),
       ];
     };

@@ -31,6 +31,7 @@ import { Figures, percentile, send, sleep, type Result } from '../test/chaos/har
 import { startHangingServer } from '../test/chaos/hanging-server.js';
 import { shaOf, tarOf } from '../test/helpers/ask-harness.js';
 import { scratchDir } from '../test/helpers/fetch-env.js';
+import { jailUidEnv } from '../test/helpers/uids.js';
 
 const args = process.argv.slice(2);
 const flag = (name: string, def: number) => {
@@ -175,8 +176,7 @@ async function startFlood(url: string, roots: Root[], slow: Root): Promise<Flood
 async function main(): Promise<void> {
   const registry = await startHangingServer();
   const d: ChaosDaemon = await startChaosDaemon(0, {
-    LSPD_JAIL_UID_BASE: '317000',
-    LSPD_JAIL_UID_COUNT: '64',
+    ...jailUidEnv(64),
     LSPD_NPM_REGISTRY: registry.url,
     LSPD_FETCH_REGISTRIES: registry.authority,
     ...(sharesOff ? { LSPD_ORG_RESERVE_PERCENT: '0' } : {}),

@@ -1,4 +1,6 @@
-// A signal that aborts when `outer` does or when `ms` have passed. Not
+// Deadlines for one piece of work.
+//
+// `deadline`: a signal that aborts when `outer` does or when `ms` have passed. Not
 // AbortSignal.any([outer, AbortSignal.timeout(ms)]): on Node 20 the timeout signal
 // inside a composite is held only weakly (by its timer and by the composite), so a
 // GC can collect it and the composite then never times out (nodejs/node#57736). A
@@ -24,4 +26,26 @@ export function deadline(outer: AbortSignal, ms: number): Deadline {
       outer.removeEventListener('abort', onAbort);
     },
   };
+}
+
+// `raceAbort`: waiting on something shared (a session's start, an in-flight slot, a
+// batch member) under one caller's deadline: the caller stops waiting when its
+// signal aborts; the shared thing carries on for everyone else.
+/** Await p, or reject with the signal's reason when it aborts first. */
+export function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e as Error);
+      },
+    );
+  });
 }

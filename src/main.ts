@@ -1,18 +1,11 @@
-// lspd's entry point: config → log → metrics → store → jail → pool → http, then
-// signals and shutdown. The only process.exit in lspd lives here.
+// lspd's entry point: configuration (and its refusals), the tokens file and SIGHUP,
+// then the daemon (src/daemon.ts wires it), then signals and shutdown. The only
+// process.exit in lspd lives here.
 import { ConfigError, isLoopback, loadConfigWithSource, type Config } from './config.js';
 import { createLogger, type Logger } from './log.js';
-import { createMetrics } from './metrics.js';
-import { Health } from './health.js';
-import { RootStore } from './store/store.js';
-import { buildServer } from './http/server.js';
-import { createJail } from './jail/jail.js';
 import { jailVisiblePath } from './jail/private-paths.js';
 import { TokenSet } from './tokens.js';
-import { createLsp } from './lsp/create-lsp.js';
-import { FetchManager } from './fetch/fetch-manager.js';
-import { detectToolchains } from './fetch/toolchains.js';
-import type { RootKey } from './store/types.js';
+import { startDaemon } from './daemon.js';
 
 async function main(): Promise<void> {
   let config: Config;
@@ -58,55 +51,9 @@ async function main(): Promise<void> {
     process.on('SIGHUP', () => t.reload(log.child({ mod: 'auth' })));
   }
 
-  const metrics = createMetrics(config);
-  const health = new Health();
-  const store = await RootStore.open({ config, log: log.child({ mod: 'store' }), metrics });
-  health.store = await store.checkWritable();
-
-  // The jail: both seccomp filters, cgroups, the FETCH egress proxy, then the boot
-  // canary in each phase. Until a phase is proved, /readyz is 503 and jail.spawn
-  // itself refuses that phase (not_ready); nothing turns this off.
-  const jail = await createJail({ config, log: log.child({ mod: 'jail' }), metrics });
-  health.jail = await jail.canary();
-
-  // Language servers: the closed table (availability into /readyz), the session
-  // pool and the query service; sessions spawn lazily, only in the proved SERVE jail.
-  // The FETCH phase: one background job per root, in the FETCH jail; jobs wait
-  // (queued) until that phase is proved. Roots stored before this start whose fetch
-  // was interrupted (or never queued) are resumed.
-  const fetcher = new FetchManager({ config, log: log.child({ mod: 'fetch' }), metrics, jail, store, tools: await detectToolchains(), ready: () => health.jail.fetch.ok });
-  fetcher.onDone((key) => void store.refreshUsage(key).catch((err: unknown) => log.warn({ err }, 'cannot measure a root after its fetch')));
-  void fetcher.resume(allRootKeys(store)).catch((err: unknown) => log.error({ err }, 'fetch resume failed'));
-
-  const lsp = await createLsp({ config, log, metrics, health, jail, store, fetcher });
-
-  const app = await buildServer({ config, log, metrics, health, store, jail, lsp: lsp.service, pool: lsp.pool, table: lsp.table, fetcher, ...(tokens ? { tokens } : {}) });
-  const [host, port] = splitListen(config.listen);
-  const address = await app.listen({ host, port });
-  log.info({ address, ready: health.ready, reason: health.reason }, 'listening');
-
-  installShutdown(log, config, async () => {
-    await app.close();
-    await fetcher.close(); // running fetches are killed and written back as queued: the next start resumes them
-    await lsp.close(); // shutdown/exit each server (bounded) before the jail kills what is left
-    await jail.close();
-    await store.close();
-  });
-}
-
-/** Every stored root's key, page by page. */
-function* allRootKeys(store: RootStore): Generator<RootKey> {
-  let after: string | undefined;
-  do {
-    const page = store.list({ limit: 1000, ...(after ? { after } : {}) });
-    for (const info of page.roots) yield info.root;
-    after = page.next;
-  } while (after);
-}
-
-function splitListen(listen: string): [string, number] {
-  const i = listen.lastIndexOf(':');
-  return [listen.slice(0, i).replace(/^\[|\]$/g, ''), Number(listen.slice(i + 1))];
+  const daemon = await startDaemon(config, log, tokens ? { tokens } : {});
+  log.info({ address: daemon.address, ready: daemon.health.ready, reason: daemon.health.reason }, 'listening');
+  installShutdown(log, config, daemon.close);
 }
 
 /** SIGTERM/SIGINT: stop accepting, drain in-flight requests, stop servers, exit 0. A second signal exits at once. */

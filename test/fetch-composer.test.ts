@@ -11,6 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { fetchEnv, filesUnder, newKey, scratchDir, type FetchEnv } from './helpers/fetch-env.js';
 import { startComposerRepo, type ComposerRepo } from './helpers/composer-repo.js';
 import { composerTree, greeter, hooks } from './helpers/dep-packages.js';
+import { jailUidEnv } from './helpers/uids.js';
 
 describe('fetch: composer through the egress proxy', () => {
   let env: FetchEnv;
@@ -20,7 +21,7 @@ describe('fetch: composer through the egress proxy', () => {
     repo = await startComposerRepo([greeter, hooks]);
     // A second repository that is NOT allowed; it alone has acme/elsewhere.
     other = await startComposerRepo([{ name: 'acme/elsewhere', version: '2.0.0', files: { 'src/E.php': '<?php class E {}\n' } }]);
-    env = await fetchEnv({ LSPD_COMPOSER_REPO: repo.url, LSPD_FETCH_REGISTRIES: repo.authority, LSPD_JAIL_UID_BASE: '340000' });
+    env = await fetchEnv({ LSPD_COMPOSER_REPO: repo.url, LSPD_FETCH_REGISTRIES: repo.authority, ...jailUidEnv() });
   });
   after(async () => {
     await env?.close();

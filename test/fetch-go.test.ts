@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { fetchEnv, fixtures, newKey, scratchDir, type FetchEnv } from './helpers/fetch-env.js';
 import { buildGoProxy, writeGoProxy } from './helpers/go-proxy.js';
 import { skipOrFail } from './helpers/host.js';
+import { jailUidEnv } from './helpers/uids.js';
 
 describe('fetch: go', () => {
   let env: FetchEnv;
@@ -18,7 +19,7 @@ describe('fetch: go', () => {
     const goProxy = buildGoProxy(proxyDir);
     // Nothing is allowed out: the file:// proxy needs no network, and the checksum
     // database is never asked because the fixture's go.sum is complete.
-    env = await fetchEnv({ LSPD_GO_PROXY: goProxy, LSPD_FETCH_REGISTRIES: '127.0.0.1:9', LSPD_JAIL_UID_BASE: '210000' });
+    env = await fetchEnv({ LSPD_GO_PROXY: goProxy, LSPD_FETCH_REGISTRIES: '127.0.0.1:9', ...jailUidEnv() });
   });
   after(async () => {
     await env?.close();
@@ -146,7 +147,7 @@ describe('fetch: the byte bound', () => {
     writeFileSync(join(tree, 'go.mod'), 'module example.com/app\n\ngo 1.19\n\nrequire example.com/big v1.0.0\n');
     writeFileSync(join(tree, 'go.sum'), goSum);
     writeFileSync(join(tree, 'main.go'), 'package main\n\nimport "example.com/big"\n\nfunc main() { println(big.N) }\n');
-    const env = await fetchEnv({ LSPD_GO_PROXY: `file://${proxyDir}`, LSPD_FETCH_REGISTRIES: '127.0.0.1:9', LSPD_FETCH_MAX_BYTES: String(1024 * 1024), LSPD_JAIL_UID_BASE: '211000' });
+    const env = await fetchEnv({ LSPD_GO_PROXY: `file://${proxyDir}`, LSPD_FETCH_REGISTRIES: '127.0.0.1:9', LSPD_FETCH_MAX_BYTES: String(1024 * 1024), ...jailUidEnv() });
     try {
       if (env.skipReason) return t.skip(env.skipReason);
       if (!env.tools.go) return t.skip(skipOrFail('go is not installed under /usr'));

@@ -12,6 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import { fetchEnv, fixtures, newKey, scratchDir, type FetchEnv } from './helpers/fetch-env.js';
 import { startNpmRegistry, type NpmRegistry } from './helpers/npm-registry.js';
 import { skipOrFail } from './helpers/host.js';
+import { jailUidEnv } from './helpers/uids.js';
 
 /** A tree with one dependency whose lockfile entry says where to get it and what hash it has. */
 function lockedTree(dep: { name: string; version: string; resolved: string; integrity: string }): string {
@@ -65,7 +66,7 @@ describe('fetch: npm through the egress proxy', () => {
     env = await fetchEnv({
       LSPD_NPM_REGISTRY: registry.url,
       LSPD_FETCH_REGISTRIES: registry.authority,
-      LSPD_JAIL_UID_BASE: '220000',
+      ...jailUidEnv(),
     });
   });
   after(async () => {
@@ -164,7 +165,7 @@ describe('fetch: npm through the egress proxy', () => {
 describe('fetch: deadline and cancellation', () => {
   it('fails a fetch that outlives fetchTimeoutMs, killing its jail', async (t) => {
     const hang = await startHangingServer();
-    const env = await fetchEnv({ LSPD_NPM_REGISTRY: hang.url, LSPD_FETCH_REGISTRIES: hang.authority, LSPD_FETCH_TIMEOUT_MS: '1500', LSPD_JAIL_UID_BASE: '222000' });
+    const env = await fetchEnv({ LSPD_NPM_REGISTRY: hang.url, LSPD_FETCH_REGISTRIES: hang.authority, LSPD_FETCH_TIMEOUT_MS: '1500', ...jailUidEnv() });
     try {
       if (env.skipReason) return t.skip(env.skipReason);
       if (!env.tools.npm || !env.tools.node) return t.skip(skipOrFail('npm/node are not installed under /usr'));
@@ -185,7 +186,7 @@ describe('fetch: deadline and cancellation', () => {
 
   it('cancels a running fetch when its root is removed', async (t) => {
     const hang = await startHangingServer();
-    const env = await fetchEnv({ LSPD_NPM_REGISTRY: hang.url, LSPD_FETCH_REGISTRIES: hang.authority, LSPD_JAIL_UID_BASE: '223000' });
+    const env = await fetchEnv({ LSPD_NPM_REGISTRY: hang.url, LSPD_FETCH_REGISTRIES: hang.authority, ...jailUidEnv() });
     try {
       if (env.skipReason) return t.skip(env.skipReason);
       if (!env.tools.npm || !env.tools.node) return t.skip(skipOrFail('npm/node are not installed under /usr'));
@@ -214,7 +215,7 @@ describe('fetch: deadline and cancellation', () => {
 
   it('a shutdown mid-fetch is resumed at the next start, not counted as a crash', async (t) => {
     const hang = await startHangingServer();
-    const env = await fetchEnv({ LSPD_NPM_REGISTRY: hang.url, LSPD_FETCH_REGISTRIES: hang.authority, LSPD_JAIL_UID_BASE: '224000' });
+    const env = await fetchEnv({ LSPD_NPM_REGISTRY: hang.url, LSPD_FETCH_REGISTRIES: hang.authority, ...jailUidEnv() });
     try {
       if (env.skipReason) return t.skip(env.skipReason);
       if (!env.tools.npm || !env.tools.node) return t.skip(skipOrFail('npm/node are not installed under /usr'));

@@ -11,6 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { fetchEnv, filesUnder, newKey, scratchDir, type FetchEnv } from './helpers/fetch-env.js';
 import { startPypiIndex, type PyIndex, type PyProject } from './helpers/pypi-index.js';
 import { greetLib, onlySdist } from './helpers/dep-packages.js';
+import { jailUidEnv } from './helpers/uids.js';
 
 const windowsOnly: PyProject = { name: 'win-only', version: '2.0', tag: 'cp311-cp311-win_amd64', wheel: { 'win_only/__init__.py': 'X = 1\n' } };
 
@@ -27,7 +28,7 @@ describe('fetch: Python wheels through the egress proxy', () => {
   before(async () => {
     index = await startPypiIndex([greetLib, onlySdist, windowsOnly]);
     wheelSha = index.sha256(index.wheelName(greetLib));
-    env = await fetchEnv({ LSPD_PIP_INDEX_URL: index.url, LSPD_FETCH_REGISTRIES: index.authority, LSPD_JAIL_UID_BASE: '341000' });
+    env = await fetchEnv({ LSPD_PIP_INDEX_URL: index.url, LSPD_FETCH_REGISTRIES: index.authority, ...jailUidEnv() });
   });
   after(async () => {
     await env?.close();

@@ -22,6 +22,7 @@ import { projectDir, tempDir } from './helpers/daemon.js';
 import { fixtures } from './helpers/fetch-env.js';
 import { startNpmRegistry, type NpmRegistry } from './helpers/npm-registry.js';
 import { packTar, SHA, type PackEntry } from './store-helpers.js';
+import { jailUidEnv } from './helpers/uids.js';
 
 const fixture = (name: string) => readFileSync(join(fixtures, 'npm-dep', name), 'utf8');
 const key = (n: number): RootKey => ({ org: 'acme', repo: 'reuse', sha: SHA(n) });
@@ -52,7 +53,7 @@ describe('fetch reuse for incremental roots', () => {
     dataDir = tempDir('lspd-fetch-reuse-');
     chmodSync(dataDir, 0o755); // jails run as pool uids and must traverse it
     const config = loadConfig(
-      { LSPD_DATA: dataDir, LOG_LEVEL: 'silent', LSPD_NPM_REGISTRY: registry.url, LSPD_FETCH_REGISTRIES: registry.authority, LSPD_JAIL_UID_BASE: '350000', LSPD_JAIL_UID_COUNT: '64' },
+      { LSPD_DATA: dataDir, LOG_LEVEL: 'silent', LSPD_NPM_REGISTRY: registry.url, LSPD_FETCH_REGISTRIES: registry.authority, ...jailUidEnv(64) },
       projectDir,
     );
     const log = createLogger('silent');

@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import type { RootKey } from '../src/store/types.js';
 import { startHangingServer, type HangingServer } from './chaos/hanging-server.js';
 import { fetchEnv, fixtures, type FetchEnv } from './helpers/fetch-env.js';
+import { jailUidEnv } from './helpers/uids.js';
 
 let n = 0;
 const keyOf = (org: string): RootKey => ({ org, repo: 'npm-dep', sha: (++n).toString(16).padStart(40, '0') });
@@ -20,12 +21,12 @@ describe('fetch slots are shared fairly between orgs', () => {
   });
   after(() => hang?.close());
 
-  /** A FETCH environment whose npm registry hangs; uids from this file's range (310000-319999). */
-  const env = (uidBase: number, extra: Record<string, string> = {}) =>
-    fetchEnv({ LSPD_NPM_REGISTRY: hang.url, LSPD_FETCH_REGISTRIES: hang.authority, LSPD_JAIL_UID_BASE: String(uidBase), LSPD_JAIL_UID_COUNT: '16', ...extra });
+  /** A FETCH environment whose npm registry hangs, on 16 jail uids of its own. */
+  const env = (extra: Record<string, string> = {}) =>
+    fetchEnv({ LSPD_NPM_REGISTRY: hang.url, LSPD_FETCH_REGISTRIES: hang.authority, ...jailUidEnv(16), ...extra });
 
   it('alone, an org runs one of two slots; another org starts at once in the other', async (t) => {
-    const e: FetchEnv = await env(312_000);
+    const e: FetchEnv = await env();
     try {
       if (e.skipReason) return t.skip(e.skipReason);
       if (!e.tools.npm || !e.tools.node) return t.skip('npm/node are not installed under /usr');
@@ -52,7 +53,7 @@ describe('fetch slots are shared fairly between orgs', () => {
   });
 
   it('one slot: jobs start round-robin between orgs, not in upload order', async (t) => {
-    const e: FetchEnv = await env(312_100, { LSPD_FETCH_TIMEOUT_MS: '1500' });
+    const e: FetchEnv = await env({ LSPD_FETCH_TIMEOUT_MS: '1500' });
     try {
       if (e.skipReason) return t.skip(e.skipReason);
       if (!e.tools.npm || !e.tools.node) return t.skip('npm/node are not installed under /usr');

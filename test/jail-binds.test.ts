@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, statSync, symlinkSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { cannotJail, makeTree, startJail, tempDir, type TestJail } from './fixtures/jail/harness.js';
-import { JAIL_SRC } from '../src/jail/policy.js';
+import { TREE_AT } from '../src/jail/layout.js';
 
 const skip = cannotJail();
 
@@ -47,9 +47,9 @@ describe('jail binds', { skip }, () => {
     const nm = makeTree({ 'dep/index.js': 'module.exports = 1\n' });
     const r = await run(t, {
       phase: 'serve',
-      argv: ['/bin/sh', '-c', `cat ${JAIL_SRC}/ws/node_modules/dep/index.js; touch ${JAIL_SRC}/ws/node_modules/x 2>/dev/null || echo ro`],
-      tree: { hostDir: tree, at: JAIL_SRC },
-      binds: [{ host: nm, at: `${JAIL_SRC}/ws/node_modules` }],
+      argv: ['/bin/sh', '-c', `cat ${TREE_AT}/ws/node_modules/dep/index.js; touch ${TREE_AT}/ws/node_modules/x 2>/dev/null || echo ro`],
+      tree: { hostDir: tree, at: TREE_AT },
+      binds: [{ host: nm, at: `${TREE_AT}/ws/node_modules` }],
     });
     assert.equal(r.code, 0, r.err);
     assert.equal(r.out, 'module.exports = 1\nro\n');
@@ -60,7 +60,7 @@ describe('jail binds', { skip }, () => {
     const tree = makeTree({ 'a.ts': 'x\n' });
     symlinkSync('/etc', join(tree, 'node_modules'));
     await assert.rejects(
-      t.jail.spawn({ phase: 'serve', argv: ['/usr/bin/true'], tree: { hostDir: tree, at: JAIL_SRC }, binds: [{ host: tempDir(), at: `${JAIL_SRC}/node_modules` }] }),
+      t.jail.spawn({ phase: 'serve', argv: ['/usr/bin/true'], tree: { hostDir: tree, at: TREE_AT }, binds: [{ host: tempDir(), at: `${TREE_AT}/node_modules` }] }),
       { code: 'server_unavailable' },
     );
   });
@@ -82,7 +82,7 @@ describe('jail binds', { skip }, () => {
     const tree = makeTree({ 'a.ts': 'x\n' });
     const other = makeTree({ 'a.ts': 'y\n' });
     const st = statSync(other);
-    await assert.rejects(t.jail.spawn({ phase: 'serve', argv: ['/usr/bin/true'], tree: { hostDir: tree, at: JAIL_SRC, expect: { dev: st.dev, ino: st.ino } } }), {
+    await assert.rejects(t.jail.spawn({ phase: 'serve', argv: ['/usr/bin/true'], tree: { hostDir: tree, at: TREE_AT, expect: { dev: st.dev, ino: st.ino } } }), {
       code: 'server_unavailable',
     });
   });

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { cannotJail, makeTree, probe, projectDir, startJail, type TestJail } from './fixtures/jail/harness.js';
-import { JAIL_SRC } from '../src/jail/policy.js';
+import { TREE_AT } from '../src/jail/layout.js';
 
 const skip = cannotJail();
 
@@ -109,12 +109,12 @@ describe('jail probe', { skip }, () => {
     });
 
     test(`${phase}: the tree is read-only, and so is /usr`, async () => {
-      const r = await probe(t.jail, phase, [`read:${JAIL_SRC}/README.md`, `write:${JAIL_SRC}/x`, `write:${JAIL_SRC}/README.md`, 'write:/usr/x'], {
-        tree: { hostDir: tree, at: JAIL_SRC },
+      const r = await probe(t.jail, phase, [`read:${TREE_AT}/README.md`, `write:${TREE_AT}/x`, `write:${TREE_AT}/README.md`, 'write:/usr/x'], {
+        tree: { hostDir: tree, at: TREE_AT },
       });
-      assert.equal(r.get(`read:${JAIL_SRC}/README.md`)?.result, 'ok');
-      assert.equal(r.get(`write:${JAIL_SRC}/x`)?.result, 'EROFS');
-      assert.equal(r.get(`write:${JAIL_SRC}/README.md`)?.result, 'EROFS');
+      assert.equal(r.get(`read:${TREE_AT}/README.md`)?.result, 'ok');
+      assert.equal(r.get(`write:${TREE_AT}/x`)?.result, 'EROFS');
+      assert.equal(r.get(`write:${TREE_AT}/README.md`)?.result, 'EROFS');
       assert.equal(r.get('write:/usr/x')?.result, 'EROFS');
     });
 
@@ -148,7 +148,7 @@ describe('jail probe', { skip }, () => {
       const j = await t.jail.spawn({
         phase,
         argv: ['/bin/sh', '-c', 'tr "\\0" "\\n" < /proc/1/environ; echo ---; tr "\\0" " " < /proc/1/cmdline; echo; env; hostname'],
-        tree: { hostDir: tree, at: JAIL_SRC },
+        tree: { hostDir: tree, at: TREE_AT },
       });
       j.stdin.end();
       let out = '';

@@ -11,11 +11,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, renameSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { cannotJail, makeTree, startJail, tempDir, type TestJail } from './fixtures/jail/harness.js';
-import { JAIL_SRC } from '../src/jail/policy.js';
+
 import type { JailSpawnOptions } from '../src/jail/types.js';
 import { isAppError } from '../src/errors.js';
 import { createLogger } from '../src/log.js';
 import { Writable } from 'node:stream';
+import { TREE_AT } from '../src/jail/layout.js';
 
 const skip = cannotJail();
 const SPAWNS = 200;
@@ -80,7 +81,7 @@ describe('tree path-swap race', { skip }, () => {
       while (next < count) {
         next++;
         try {
-          const j = await t.jail.spawn({ argv: ['/bin/cat', `${JAIL_SRC}/marker`], ...how(tree) });
+          const j = await t.jail.spawn({ argv: ['/bin/cat', `${TREE_AT}/marker`], ...how(tree) });
           j.stdin.end();
           let out = '';
           j.stdout.on('data', (d: Buffer) => (out += d));
@@ -106,7 +107,7 @@ describe('tree path-swap race', { skip }, () => {
     // --bind-fd). lspd never binds a tree that way; here it shows the swapper works.
     const tree = join(parent, 'tree');
     startSwapper(tree);
-    const seen = await spawnMany((p) => ({ phase: 'fetch', binds: [{ host: p, at: JAIL_SRC, rw: true }] }), tree, 120);
+    const seen = await spawnMany((p) => ({ phase: 'fetch', binds: [{ host: p, at: TREE_AT, rw: true }] }), tree, 120);
     await stopSwapper(tree);
     ctx.diagnostic(`by path: admitted ${seen.admitted}, swapped-in ${seen.swapped}, failed ${seen.refused}`);
     assert.ok(seen.swapped > 0, 'the swapper is effective against a path bind (else the test below proves nothing)');
@@ -117,7 +118,7 @@ describe('tree path-swap race', { skip }, () => {
     const st = statSync(tree);
     const expect = { dev: st.dev, ino: st.ino };
     startSwapper(tree);
-    const seen = await spawnMany((p) => ({ phase: 'serve', tree: { hostDir: p, at: JAIL_SRC, expect } }), tree);
+    const seen = await spawnMany((p) => ({ phase: 'serve', tree: { hostDir: p, at: TREE_AT, expect } }), tree);
     await stopSwapper(tree);
     ctx.diagnostic(
       `by fd: admitted ${seen.admitted}, refused ${seen.refused} (at open ${seen.refusedAtOpen}, by bwrap's race check ${seen.refusedByBwrap}), swapped-in ${seen.swapped}; bwrap race retries ${retries}`,

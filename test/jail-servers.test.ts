@@ -8,9 +8,10 @@ import assert from 'node:assert/strict';
 import { cpSync } from 'node:fs';
 import { join } from 'node:path';
 import { cannotJail, makeTree, startJail, tempDir, type TestJail } from './fixtures/jail/harness.js';
-import { JAIL_NODE_MODULES, JAIL_SRC } from '../src/jail/policy.js';
+import { JAIL_NODE_MODULES } from '../src/jail/policy.js';
 import type { JailedProcess } from '../src/jail/types.js';
 import { CLANGD } from '../src/lsp/servers/rows/c.js';
+import { TREE_AT } from '../src/jail/layout.js';
 
 const skip = cannotJail();
 const NODE = '/usr/bin/node';
@@ -76,7 +77,7 @@ describe('language servers in the SERVE jail', { skip }, () => {
 
   for (const [name, s] of Object.entries(SERVERS)) {
     test(`${name} answers initialize`, { timeout: 60_000 }, async () => {
-      const j = await t.jail.spawn({ phase: 'serve', argv: s.argv, tree: { hostDir: tree, at: JAIL_SRC } });
+      const j = await t.jail.spawn({ phase: 'serve', argv: s.argv, tree: { hostDir: tree, at: TREE_AT } });
       try {
         j.stdin.on('error', () => {});
         const reply = awaitResponse(j, 1, 45_000);
@@ -87,8 +88,8 @@ describe('language servers in the SERVE jail', { skip }, () => {
             method: 'initialize',
             params: {
               processId: null,
-              rootUri: `file://${JAIL_SRC}`,
-              workspaceFolders: [{ uri: `file://${JAIL_SRC}`, name: 'src' }],
+              rootUri: `file://${TREE_AT}`,
+              workspaceFolders: [{ uri: `file://${TREE_AT}`, name: 'src' }],
               capabilities: {},
               ...(s.initializationOptions ? { initializationOptions: s.initializationOptions } : {}),
             },

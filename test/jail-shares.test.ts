@@ -14,11 +14,12 @@ import { createLogger } from '../src/log.js';
 import { createMetrics, type Metrics } from '../src/metrics.js';
 import { startHangingServer, type HangingServer } from './chaos/hanging-server.js';
 import { cannotJail, pidsOfUids, projectDir, tempDir } from './fixtures/jail/harness.js';
+import { jailUids } from './helpers/uids.js';
 
 const skip = cannotJail() ?? (process.getuid?.() !== 0 ? 'the jail needs root (it runs each jail as a pool uid)' : undefined);
-/** This file's uids (310000-319999 are this work's); 8 of them: R = 1 at the default 12%. */
-const UID_BASE = 313_000;
+/** 8 uids of this file's own: R = 1 at the default 12%. */
 const UID_COUNT = 8;
+const UID_BASE = jailUids(UID_COUNT).base;
 const EGRESS_CAP = 16;
 
 /** In the FETCH jail: open N CONNECT tunnels one after the other through HTTPS_PROXY, print their statuses, hold them until stdin ends. */

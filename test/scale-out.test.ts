@@ -21,7 +21,7 @@
 //      hot repo): `lspd push --spread` uploads under each, lspd/client's `spread`
 //      queries land on each key's replica with no upload, and a repo pushed under
 //      one key only is uploaded once to each other replica its keys reach.
-// Bounded: small trees, pushes 6 and queries 4 at a time, jail uids 330000-334255.
+// Bounded: small trees, pushes 6 and queries 4 at a time.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
@@ -29,11 +29,13 @@ import { LspdClient, LspdError, routeKey } from '../src/client/index.js';
 import { spawnDaemon, tempDir, type Daemon } from './helpers/daemon.js';
 import { chashPick, chashRing, startNginx, type AccessRecord, type Nginx } from './helpers/nginx.js';
 import { gitRepo, makeTar, runCli } from './helpers/ops.js';
+import { jailUidEnv } from './helpers/uids.js';
 
 const ORG = 'scale';
 const REPOS = 30;
-/** Each replica's own jail uids: 330000 + slot * 1000, 256 of them. */
-const uidEnv = (slot: number) => ({ LSPD_JAIL_UID_BASE: String(330_000 + slot * 1000), LSPD_JAIL_UID_COUNT: '256' });
+/** Each replica's own jail uids, 256 of them, the same for a slot each time (C restarts in its own). */
+const slotUids = new Map<number, ReturnType<typeof jailUidEnv>>();
+const uidEnv = (slot: number) => slotUids.get(slot) ?? slotUids.set(slot, jailUidEnv(256)).get(slot)!;
 
 interface Repo {
   name: string;
@@ -164,7 +166,7 @@ describe('scale-out behind nginx (consistent hash on x-lspd-route-key)', { timeo
    * `tree` callback; check each answer; return the access-log records of the phase.
    */
   async function queryAll(which: Repo[]): Promise<AccessRecord[]> {
-    const from = ng.accessLog().length;
+    const from = (await ng.accessLog()).length;
     const client = new LspdClient({ url: ng.url });
     try {
       await eachLimit(which, 4, async (r) => {
@@ -180,7 +182,7 @@ describe('scale-out behind nginx (consistent hash on x-lspd-route-key)', { timeo
     } finally {
       await client.close();
     }
-    const log = ng.accessLog().slice(from);
+    const log = (await ng.accessLog()).slice(from);
     home = new Map();
     for (const rec of log) if (rec.method === 'POST' && rec.status === 200) home.set(rec.route_key, lastUpstream(rec));
     return log;
@@ -222,7 +224,7 @@ describe('scale-out behind nginx (consistent hash on x-lspd-route-key)', { timeo
       assert.equal(out.code, 0, out.stderr);
       assert.match(out.stdout, new RegExp(`^stored ${r.key}@${r.sha}: 2 files`));
     });
-    const pushes = ng.accessLog().filter((x) => x.method === 'PUT');
+    const pushes = (await ng.accessLog()).filter((x) => x.method === 'PUT');
     assert.equal(pushes.length, REPOS, 'one upload per repo');
     for (const p of pushes) assert.equal(p.status, 201);
 
@@ -351,7 +353,7 @@ describe('scale-out behind nginx (consistent hash on x-lspd-route-key)', { timeo
     const all = [...four, e];
     await ng.setReplicas(all.map((r) => r.addr));
     const victim = Array.from({ length: 1000 }, (_, k) => `probe-${k}`).find((k) => chashPick(ng.replicas, `${ORG}/${k}`) === e.addr)!;
-    const from = ng.accessLog().length;
+    const from = (await ng.accessLog()).length;
     const client = new LspdClient({ url: ng.url });
     const r0 = repos[0]!;
     try {
@@ -360,7 +362,7 @@ describe('scale-out behind nginx (consistent hash on x-lspd-route-key)', { timeo
     } finally {
       await client.close();
     }
-    const probe = ng.accessLog().slice(from);
+    const probe = (await ng.accessLog()).slice(from);
     assert.deepEqual(probe.map((x) => `${x.method} ${x.status} ${byAddr(x.upstream)}`), ['POST 409 E', 'PUT 201 E', 'POST 503 E']);
     const eBefore = await metrics(e);
 
@@ -384,7 +386,7 @@ describe('scale-out behind nginx (consistent hash on x-lspd-route-key)', { timeo
     const ring = chashRing(ng.replicas);
     /** Query `r` with a client spreading it over n keys until every key was used; return the phase's log. */
     const spreadQueries = async (r: Repo, n: number): Promise<AccessRecord[]> => {
-      const from = ng.accessLog().length;
+      const from = (await ng.accessLog()).length;
       const client = new LspdClient({ url: ng.url, spread: { [r.key]: n } });
       const seen = new Set<string>();
       try {
@@ -396,13 +398,13 @@ describe('scale-out behind nginx (consistent hash on x-lspd-route-key)', { timeo
           const a = await client.lsp({ org: ORG, repo: r.name, sha: r.sha, op: 'definition', ...r.query }, { tree });
           assert.equal(a.locations?.[0]?.path, r.expect.path);
           assert.equal(a.locations?.[0]?.range.start.line, r.expect.line);
-          for (const x of ng.accessLog().slice(from)) if (x.method === 'POST' && x.status === 200) seen.add(x.route_key);
+          for (const x of (await ng.accessLog()).slice(from)) if (x.method === 'POST' && x.status === 200) seen.add(x.route_key);
         }
       } finally {
         await client.close();
       }
       assert.equal(seen.size, n, `every key of ${r.key} was used`);
-      const log = ng.accessLog().slice(from);
+      const log = (await ng.accessLog()).slice(from);
       for (const x of log) assert.equal(x.upstream, ring.pick(x.route_key), `${x.route_key} answered by its ring replica`);
       return log;
     };
@@ -413,11 +415,11 @@ describe('scale-out behind nginx (consistent hash on x-lspd-route-key)', { timeo
     hot.sha = gitRepo(dir, hot.files);
     repos.push(hot); // removed with the others
     const keys = [0, 1, 2].map((k) => routeKey({ org: ORG, repo: 'hot' }, k));
-    const from = ng.accessLog().length;
+    const from = (await ng.accessLog()).length;
     const out = await runCli(['push', '--org', ORG, '--repo', 'hot', '--spread', '3', '--url', ng.url], { cwd: dir, timeoutMs: 120_000 });
     assert.equal(out.code, 0, out.stderr);
     assert.deepEqual(out.stdout.trim().split('\n').map((l) => /\(route key (\S+)\)/.exec(l)?.[1]), keys);
-    const puts = ng.accessLog().slice(from);
+    const puts = (await ng.accessLog()).slice(from);
     assert.deepEqual(puts.map((x) => x.route_key), keys);
     for (const x of puts) assert.equal(x.upstream, ring.pick(x.route_key));
     const homes = new Set(keys.map((k) => ring.pick(k)));

@@ -10,6 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { spawnDaemon, type Daemon } from './helpers/daemon.js';
 import { SHA, packTar, walk, type PackEntry } from './store-helpers.js';
+import { jailUidEnv } from './helpers/uids.js';
 
 /** 40 links, each climbing `depth` names and back, then naming the previous one (through a directory of its own when `bump`). */
 function chain(n: number, depth: number, bump: boolean): PackEntry[] {
@@ -48,7 +49,7 @@ describe('reproduction 1: a small tar of chained symlinks costs bounded work', (
   let d: Daemon;
   before(async () => {
     // Jail uids from this helper's fixed range (the daemon proves its jail at start).
-    d = await spawnDaemon({ env: { LSPD_JAIL_UID_BASE: '300000', LSPD_JAIL_UID_COUNT: '64' }, timeoutMs: 60_000 });
+    d = await spawnDaemon({ env: { ...jailUidEnv(64) }, timeoutMs: 60_000 });
   });
   after(async () => {
     await d?.stop();

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { makeTar } from './helpers/ops.js';
 import { postJson, shaOf, startDaemon, stopDaemon, type Started } from './helpers/ask-harness.js';
 import { cannotJail } from './helpers/lsp-harness.js';
+import { jailUidEnv } from './helpers/uids.js';
 
 const root = { org: 'acme', repo: 'regen', sha: shaOf('tenancy-regen') };
 const MAIN = "import { greet } from './lib';\nexport const out = greet('x');\n";
@@ -40,7 +41,7 @@ describe('a re-uploaded key answers with the new tree (reproduction 6)', { skip:
   let s: Started;
   before(async () => {
     // A fixed uid range of this file's own (helpers' pid-based ones start at 500000).
-    s = await startDaemon({ LSPD_JAIL_UID_BASE: '320000', LSPD_JAIL_UID_COUNT: '64' });
+    s = await startDaemon({ ...jailUidEnv(64) });
   });
   after(() => stopDaemon(s));
 

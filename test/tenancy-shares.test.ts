@@ -36,13 +36,14 @@ import {
   waitFor,
   type Lspd,
 } from './helpers/lsp-harness.js';
+import { jailUids } from './helpers/uids.js';
 
 const skip = cannotJail();
 const FX = 'ts-basic';
 /** This file's uids (310000-319999 are this work's). */
-const DAEMON_UIDS = { base: 314_000, count: 64 };
-const POOL_UIDS = 315_000;
-const FAKE_UIDS = 316_000;
+const DAEMON_UIDS = jailUids(64);
+const POOL_UIDS = jailUids(64).base;
+const FAKE_UIDS = jailUids(64).base;
 const FLOOD = 300;
 /** LSPD_MAX_QUEUED_QUERIES' default, and what one org alone may hold of it: all but the reserve, ceil(12% of 256). */
 const MAX_QUEUED = 256;

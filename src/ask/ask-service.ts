@@ -11,11 +11,12 @@
 // each query has its own deadline from when it starts: a batch is many queries.
 import type { Logger } from '../log.js';
 import { AppError, errors, isAppError } from '../errors.js';
-import { deadline } from '../deadline.js';
+import { deadline, raceAbort } from '../deadline.js';
 import { askBatchItem, lspQuery, type AskQuery, type LspQuery, type RootKey } from '../schemas.js';
 import { invalid } from '../validation.js';
 import { resolveName, type Candidate, type Resolution } from './resolve-name.js';
-import type { AskContext, AskLimits, Loc, LspAnswer, LspRequest } from './types.js';
+import type { AskContext, AskLimits, Loc, LspRequest } from './types.js';
+import type { LspAnswer } from '../responses.js';
 import { pageLocations } from './paging.js';
 import { filesMentioning } from './use-scan.js';
 import { RootCache } from '../store/root-cache.js';
@@ -216,7 +217,7 @@ export class AskService {
       },
       readText: (root, path) => memo.text(path, () => files.readText(root, path, limits.maxScanFileBytes)),
       // The scan is shared (cached) and runs to its bound; this query stops waiting at its deadline.
-      filesMentioning: (root, leaf, qualifier) => untilAborted(this.#filesMentioning(root, leaf, qualifier), signal),
+      filesMentioning: (root, leaf, qualifier) => raceAbort(this.#filesMentioning(root, leaf, qualifier), signal),
       map: (items, fn) => mapLimit(items, limits.perQueryConcurrency, fn),
     };
   }
@@ -308,18 +309,6 @@ function dedupe(locs: Loc[]): Loc[] {
     if (seen.has(k)) return false;
     seen.add(k);
     return true;
-  });
-}
-
-function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason as Error);
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => (signal.removeEventListener('abort', onAbort), resolve(v)),
-      (e: unknown) => (signal.removeEventListener('abort', onAbort), reject(e as Error)),
-    );
   });
 }
 

@@ -19,7 +19,8 @@ import { AppError, errors, isAppError } from '../errors.js';
 import type { RootKey } from '../schemas.js';
 import { chainOf, leafOf, matchQualifiers, parseSymbolName, select, type ParsedName, type SymbolLike } from './name-match.js';
 import { findNameFrom, findOccurrences, fromUtf16, splitLines, toUtf16, type Encoding, type Pos } from './text-scan.js';
-import type { AskContext, Loc, LspAnswer, Range } from './types.js';
+import type { AskContext, Loc, Range } from './types.js';
+import type { LspAnswer } from '../responses.js';
 
 export interface Probe {
   /** Root-relative file and a position on the name, in the caller's encoding. */

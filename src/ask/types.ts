@@ -2,10 +2,9 @@
 // Answers are the shared response schemas (src/responses.ts), so /ask renders
 // exactly what /v1/code/lsp renders.
 import type { z } from 'zod';
-import type { location, lspAnswer } from '../responses.js';
+import type { location, LspAnswer } from '../responses.js';
 import type { RootKey, lspQuery } from '../schemas.js';
 
-export type LspAnswer = z.infer<typeof lspAnswer>;
 export type Loc = z.infer<typeof location>;
 export type Range = Loc['range'];
 /** A /v1/code/lsp body before defaults are applied (what resolution writes). */

@@ -11,8 +11,9 @@ import { ConfigError, loadConfig } from '../config.js';
 import { createLogger } from '../log.js';
 import { createMetrics } from '../metrics.js';
 import { createJail } from '../jail/jail.js';
-import { JAIL_SRC } from '../jail/policy.js';
+
 import type { Phase } from '../jail/types.js';
+import { TREE_AT } from '../jail/layout.js';
 
 const USAGE = 'usage: lspd jail --phase serve|fetch [--tree DIR] [--cwd DIR] [--env K=V]... -- CMD [ARG...]\n';
 
@@ -71,7 +72,7 @@ export async function runJailCli(argv: string[]): Promise<number> {
     phase: args.phase,
     argv: args.cmd,
     env: args.env,
-    ...(args.tree ? { tree: { hostDir: args.tree, at: JAIL_SRC } } : {}),
+    ...(args.tree ? { tree: { hostDir: args.tree, at: TREE_AT } } : {}),
     ...(args.cwd ? { cwd: args.cwd } : {}),
     signal: ac.signal,
     onStderr: (d) => process.stderr.write(d),

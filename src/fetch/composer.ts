@@ -32,10 +32,11 @@
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isMountPoint, isPlainDir, isRegularFile } from './ecosystems.js';
-import { COMPOSER_CACHE_REL, JAIL_DEPS, baseEnv, under, wsRel, type ServeMount, type StepContext, type StepSpawn } from './step.js';
+import { COMPOSER_CACHE_REL, baseEnv, under, wsRel, type ServeMount, type StepContext, type StepSpawn } from './step.js';
+import { DEPS_AT } from '../jail/layout.js';
 
 const MAX_JSON_BYTES = 64 * 1024 * 1024;
-const JAIL_COMPOSER_CACHE = `${JAIL_DEPS}/${COMPOSER_CACHE_REL}`;
+const JAIL_COMPOSER_CACHE = `${DEPS_AT}/${COMPOSER_CACHE_REL}`;
 const PACKAGIST = /^https:\/\/(repo\.)?packagist\.org\/?$/;
 /** Extensions composer uses, from the packages it depends on (json, filter, openssl, zlib are built in; intl renders its errors). */
 const PHP_EXTENSIONS = ['phar', 'zip', 'mbstring', 'intl', 'iconv', 'ctype', 'tokenizer'];
@@ -49,7 +50,7 @@ export async function prepareComposer(ctx: StepContext, ws: string): Promise<Ste
   const src = join(ctx.treeDir, ws);
   const rel = wsRel('composer', ws);
   const dst = join(ctx.depsDir, rel);
-  const at = `${JAIL_DEPS}/${rel}`;
+  const at = `${DEPS_AT}/${rel}`;
   await mkdir(dst, { recursive: true });
   const lock = await readJson(join(src, 'composer.lock'), 'composer.lock');
   const json = (await isRegularFile(join(src, 'composer.json'))) ? await readJson(join(src, 'composer.json'), 'composer.json') : {};

@@ -2,7 +2,8 @@
 // view a caller sees carries only what each state has.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FetchJob, IllegalTransition, initialSteps } from './fetch-job.js';
+import { FetchJob, initialSteps } from './fetch-job.js';
+import { IllegalTransition } from '../state-machine.js';
 import { LogTail } from './log-tail.js';
 
 const steps = initialSteps([

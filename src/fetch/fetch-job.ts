@@ -18,6 +18,7 @@ import { openForJail, seal } from './perms.js';
 import { preparePython, pythonHint, pythonServeMounts, pythonSkipped } from './python.js';
 import { OUTPUT_DIRS, SCRATCH_DIRS, type ServeMount, type StepContext, type StepSpawn } from './step.js';
 import type { Ecosystem, FetchView, PlanItem, StepStatus } from './types.js';
+import { IllegalTransition } from '../state-machine.js';
 
 /** Why a running job was stopped; each ends differently (see FetchManager). */
 export type AbortCause = 'timeout' | 'bytes' | 'cancelled' | 'shutdown';
@@ -57,13 +58,6 @@ const next: Record<JobStateName, readonly JobStateName[]> = {
   cancelled: [],
 };
 
-export class IllegalTransition extends Error {
-  constructor(from: JobStateName, to: JobStateName) {
-    super(`fetch job: illegal transition ${from} -> ${to}`);
-    this.name = 'IllegalTransition';
-  }
-}
-
 export class FetchJob {
   private s: JobState;
   constructor(initial: JobState) {
@@ -73,7 +67,7 @@ export class FetchJob {
     return this.s;
   }
   to(s: JobState): void {
-    if (!next[this.s.name].includes(s.name)) throw new IllegalTransition(this.s.name, s.name);
+    if (!next[this.s.name].includes(s.name)) throw new IllegalTransition('fetch job', this.s.name, s.name);
     this.s = s;
   }
   get settled(): boolean {
@@ -137,6 +131,8 @@ export interface RunResult {
   /** First failure's reason, or the abort's. */
   error?: string;
   aborted?: AbortCause;
+  /** Steps that were running when the job's signal stopped them (failed, not by their own fault). */
+  stopped: StepStatus[];
   bytes: number;
   log: string;
   mounts: ServeMount[];
@@ -168,6 +164,7 @@ export async function runJob(deps: RunDeps, o: RunOptions): Promise<RunResult> {
   const signal = AbortSignal.any([o.signal, bytesCtl.signal]);
   const watcher = watchBytes(o.ctx.depsDir, o.maxBytes, o.byteCheckIntervalMs, signal, () => bytesCtl.abort(new FetchAbort('bytes')));
   let error: string | undefined;
+  const stopped: StepStatus[] = [];
   try {
     for (const step of steps) {
       if (step.state !== 'queued') continue;
@@ -178,10 +175,13 @@ export async function runJob(deps: RunDeps, o: RunOptions): Promise<RunResult> {
       }
       step.state = 'running';
       o.onStep();
-      const reason = await runStep(deps, ctx, step, o, signal, tail);
-      step.state = reason === undefined ? 'done' : 'failed';
-      if (reason !== undefined) {
+      const end = await runStep(deps, ctx, step, o, signal, tail);
+      if (end.state === 'done') step.state = 'done';
+      else {
+        const reason = end.state === 'stopped' ? describeAbort(end.cause) : end.reason;
+        step.state = 'failed';
         step.reason = reason;
+        if (end.state === 'stopped') stopped.push(step);
         error ??= `${step.ecosystem} in ${step.dir || '.'}: ${reason}`;
       }
       o.onStep();
@@ -193,7 +193,7 @@ export async function runJob(deps: RunDeps, o: RunOptions): Promise<RunResult> {
   if (early === 'cancelled' || early === 'shutdown') {
     // The root is being deleted, or the daemon is stopping within its grace: no
     // walks over what was fetched. A resumed job seals and measures when it ends.
-    return { steps, aborted: early, bytes: 0, log: tail.tail(), mounts: [] };
+    return { steps, stopped, aborted: early, bytes: 0, log: tail.tail(), mounts: [] };
   }
   for (const rel of SCRATCH_DIRS) await rm(join(o.ctx.depsDir, rel), { recursive: true, force: true, maxRetries: 3 });
   for (const rel of OUTPUT_DIRS) await seal(join(o.ctx.depsDir, rel));
@@ -205,21 +205,27 @@ export async function runJob(deps: RunDeps, o: RunOptions): Promise<RunResult> {
     tail.line(`lspd: dependency dir used ${bytes} bytes, over the bound of ${o.maxBytes}; fetched files removed`);
     await removeOutputs(o.ctx.depsDir);
     bytes = await diskUsage(o.ctx.depsDir);
-    return { steps, error: `the dependencies took more than ${o.maxBytes} bytes`, aborted: 'bytes', bytes, log: tail.tail(), mounts: [] };
+    return { steps, stopped, error: `the dependencies took more than ${o.maxBytes} bytes`, aborted: 'bytes', bytes, log: tail.tail(), mounts: [] };
   }
   if (aborted === 'timeout') error = 'the fetch did not finish within its deadline';
   const mounts = await serveMounts(o.ctx.treeDir, o.ctx.depsDir, steps, (l) => tail.line(l));
-  return { steps, ...(error !== undefined ? { error } : {}), ...(aborted ? { aborted } : {}), bytes, log: tail.tail(), mounts };
+  return { steps, stopped, ...(error !== undefined ? { error } : {}), ...(aborted ? { aborted } : {}), bytes, log: tail.tail(), mounts };
 }
 
-/** One workspace in the FETCH jail. Resolves to undefined on success, else a one-sentence reason. */
-async function runStep(deps: RunDeps, ctx: StepContext, step: StepStatus, o: RunOptions, signal: AbortSignal, tail: LogTail): Promise<string | undefined> {
+/**
+ * How one step ended: done, failed for a reason of its own (one sentence), or
+ * stopped by the job's signal (deadline, bytes, the root removed, shutdown).
+ */
+type StepEnd = { state: 'done' } | { state: 'failed'; reason: string } | { state: 'stopped'; cause: AbortCause };
+
+/** One workspace in the FETCH jail. */
+async function runStep(deps: RunDeps, ctx: StepContext, step: StepStatus, o: RunOptions, signal: AbortSignal, tail: LogTail): Promise<StepEnd> {
   const fetcher = fetchers[step.ecosystem];
   const started = performance.now();
   const observe = (result: string) => deps.metrics.fetchSeconds.observe({ ecosystem: step.ecosystem, result }, (performance.now() - started) / 1000);
   if (!fetcher) {
     observe('failed');
-    return `no fetcher for ${step.ecosystem}`;
+    return { state: 'failed', reason: `no fetcher for ${step.ecosystem}` };
   }
   tail.line(`== ${step.ecosystem} ${step.dir || '.'}`);
   let spawn: StepSpawn;
@@ -229,13 +235,13 @@ async function runStep(deps: RunDeps, ctx: StepContext, step: StepStatus, o: Run
     observe('failed');
     const msg = (err as Error).message;
     tail.line(`lspd: preparing failed: ${msg}`);
-    return `could not prepare the workspace (${msg})`;
+    return { state: 'failed', reason: `could not prepare the workspace (${msg})` };
   }
   try {
     for (const b of spawn.binds) if (b.rw) await openForJail(b.host);
   } catch (err) {
     observe('failed');
-    return `could not prepare the dependency dir (${(err as NodeJS.ErrnoException).code ?? 'error'})`;
+    return { state: 'failed', reason: `could not prepare the dependency dir (${(err as NodeJS.ErrnoException).code ?? 'error'})` };
   }
   // Programs and files by their base name (no host or jail layout in the log); URLs and flags as they are.
   tail.line(`$ ${spawn.argv.slice(spawn.argv[0]?.endsWith('/node') ? 1 : 0).map((a) => (a.startsWith('/') ? a.slice(a.lastIndexOf('/') + 1) : a)).join(' ')}`);
@@ -258,24 +264,24 @@ async function runStep(deps: RunDeps, ctx: StepContext, step: StepStatus, o: Run
     deps.log.debug({ ecosystem: step.ecosystem, dir: step.dir, code: exit.code, signal: exit.signal }, 'fetch step exited');
     if (signal.aborted) {
       observe(abortCause(signal));
-      return describeAbort(abortCause(signal));
+      return { state: 'stopped', cause: abortCause(signal) };
     }
     if (exit.code === 0) {
       observe('done');
       const skipped = [...skippedBefore, ...((await fetcher.skipped?.(ctx, step.dir)) ?? [])];
       if (skipped.length > 0) step.skipped = skipped;
-      return undefined;
+      return { state: 'done' };
     }
     observe('failed');
     const hint = fetcher.hint(output);
     if (hint) tail.line(`lspd: ${hint}`);
-    return hint ?? `${fetcher.command} exited with ${exit.code ?? exit.signal}`;
+    return { state: 'failed', reason: hint ?? `${fetcher.command} exited with ${exit.code ?? exit.signal}` };
   } catch (err) {
     observe(signal.aborted ? abortCause(signal) : 'failed');
-    if (signal.aborted) return describeAbort(abortCause(signal));
+    if (signal.aborted) return { state: 'stopped', cause: abortCause(signal) };
     deps.log.warn({ err, ecosystem: step.ecosystem }, 'fetch jail spawn failed');
     tail.line(`lspd: the FETCH jail could not start: ${(err as Error).message}`);
-    return 'the FETCH jail could not start';
+    return { state: 'failed', reason: 'the FETCH jail could not start' };
   }
 }
 

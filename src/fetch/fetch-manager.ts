@@ -29,6 +29,7 @@ import { coveredSteps, dropReuse, linkBaseDeps, touchesFetchInputs, type ReuseCa
 import { goServeEnv } from './go.js';
 import type { ServeMount } from './step.js';
 import type { Ecosystem, FetchStore, FetchView, StepStatus, Toolchains } from './types.js';
+import { GOPATH_AT } from '../jail/layout.js';
 
 export interface FetchManagerOptions {
   config: Pick<Config, 'fetchTimeoutMs' | 'fetchMaxBytes' | 'goProxy' | 'npmRegistry' | 'pipIndexUrl' | 'composerRepo' | 'dataDir' | 'stderrRingBytes' | 'orgMaxFetches' | 'orgReservePercent'>;
@@ -161,7 +162,7 @@ export class FetchManager {
   /** Dependency-related environment for a SERVE jail of this root running `ecosystem`'s server. */
   serveEnv(key: RootKey, ecosystem: Ecosystem): Record<string, string> {
     if (ecosystem !== 'go') return {};
-    return goServeEnv(this.serveBinds(key, '/').some((b) => b.at.startsWith('/deps/go/')));
+    return goServeEnv(this.serveBinds(key, '/').some((b) => b.at.startsWith(`${GOPATH_AT}/`)));
   }
 
   /**
@@ -310,7 +311,7 @@ export class FetchManager {
       if (cause === 'shutdown') {
         // Not a crash: written back as queued with the attempt not counted, so the
         // next start resumes it without moving it towards "failed".
-        const steps = result.steps.map((st) => (st.state === 'running' || st.state === 'skipped' || (st.state === 'failed' && st.reason?.startsWith('stopped')) ? { ecosystem: st.ecosystem, dir: st.dir, state: 'queued' as const } : st));
+        const steps = result.steps.map((st) => (st.state === 'running' || st.state === 'skipped' || result.stopped.includes(st) ? { ecosystem: st.ecosystem, dir: st.dir, state: 'queued' as const } : st));
         await this.persist(key, job, { v: 1, view: { state: 'queued', ecosystems: steps }, attempt: q.attempt - 1 });
         return;
       }
@@ -367,7 +368,7 @@ export class FetchManager {
           const mounts = await linkBaseDeps(this.o.store.depsDir(base), depsDir, this.o.store.treeDir(key), base.sha, covered);
           this.log.info({ root: id, base: base.sha }, 'fetch reused from the base');
           const log = `${b.log}${b.log.endsWith('\n') || b.log === '' ? '' : '\n'}lspd: dependencies linked from ${base.sha}: no lockfile or manifest changed\n`;
-          return { steps: covered, bytes: b.bytes, log, mounts };
+          return { steps: covered, stopped: [], bytes: b.bytes, log, mounts };
         } catch (err) {
           // The base went away meanwhile, or the disk refused: fetch for real.
           this.log.warn({ err, root: id, base: base.sha }, 'fetch reuse failed; fetching');

@@ -30,19 +30,20 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Bind } from '../jail/types.js';
 import { isPlainDir } from './ecosystems.js';
-import { GO_MODCACHE_REL, JAIL_GOMODCACHE, JAIL_TREE, baseEnv, under, type ServeMount, type StepContext, type StepSpawn } from './step.js';
+import { GO_MODCACHE_REL, baseEnv, under, type ServeMount, type StepContext, type StepSpawn } from './step.js';
+import { GOMODCACHE_AT, TREE_AT } from '../jail/layout.js';
 
 export async function prepareGo(ctx: StepContext, ws: string): Promise<StepSpawn> {
   if (!ctx.tools.go) throw new Error('go toolchain not installed');
   const modcache = join(ctx.depsDir, GO_MODCACHE_REL);
   await mkdir(modcache, { recursive: true });
-  const binds: Bind[] = [{ host: modcache, at: JAIL_GOMODCACHE, rw: true }, ...goProxyBinds(ctx.goProxy)];
+  const binds: Bind[] = [{ host: modcache, at: GOMODCACHE_AT, rw: true }, ...goProxyBinds(ctx.goProxy)];
   return {
     argv: [ctx.tools.go, 'mod', 'download', 'all'],
     env: {
       ...baseEnv(),
       GOPROXY: ctx.goProxy,
-      GOMODCACHE: JAIL_GOMODCACHE,
+      GOMODCACHE: GOMODCACHE_AT,
       GOFLAGS: '-mod=readonly -modcacherw',
       GOTOOLCHAIN: 'local',
       GOTELEMETRY: 'off',
@@ -53,8 +54,8 @@ export async function prepareGo(ctx: StepContext, ws: string): Promise<StepSpawn
       GOPATH: '/tmp/go',
     },
     binds,
-    tree: { hostDir: ctx.treeDir, at: JAIL_TREE },
-    cwd: under(JAIL_TREE, ws),
+    tree: { hostDir: ctx.treeDir, at: TREE_AT },
+    cwd: under(TREE_AT, ws),
   };
 }
 
@@ -83,7 +84,7 @@ export function goHint(output: string): string | undefined {
 
 /** The module cache, when it is a plain directory the SERVE side may bind read-only. */
 export async function goServeMounts(depsDir: string): Promise<ServeMount[]> {
-  return (await isPlainDir(depsDir, GO_MODCACHE_REL)) ? [{ host: join(depsDir, GO_MODCACHE_REL), at: JAIL_GOMODCACHE, treeRel: false }] : [];
+  return (await isPlainDir(depsDir, GO_MODCACHE_REL)) ? [{ host: join(depsDir, GO_MODCACHE_REL), at: GOMODCACHE_AT, treeRel: false }] : [];
 }
 
 /**
@@ -94,7 +95,7 @@ export async function goServeMounts(depsDir: string): Promise<ServeMount[]> {
  */
 export function goServeEnv(fetched: boolean): Record<string, string> {
   return {
-    ...(fetched ? { GOMODCACHE: JAIL_GOMODCACHE } : {}),
+    ...(fetched ? { GOMODCACHE: GOMODCACHE_AT } : {}),
     GOFLAGS: '-mod=readonly',
     GOPROXY: 'off',
     GOSUMDB: 'off',

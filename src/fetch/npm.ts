@@ -26,15 +26,16 @@
 import { copyFile, lstat, mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { MAX_LOCKFILE_BYTES, isMountPoint, isPlainDir, isRegularFile, isSafeRelDir } from './ecosystems.js';
-import { JAIL_DEPS, NPM_CACHE_REL, baseEnv, npmRel, under, type ServeMount, type StepContext, type StepSpawn } from './step.js';
+import { NPM_CACHE_REL, baseEnv, npmRel, under, type ServeMount, type StepContext, type StepSpawn } from './step.js';
+import { DEPS_AT } from '../jail/layout.js';
 
-const JAIL_NPM_CACHE = `${JAIL_DEPS}/npm-cache`;
+const JAIL_NPM_CACHE = `${DEPS_AT}/npm-cache`;
 
 export async function prepareNpm(ctx: StepContext, ws: string): Promise<StepSpawn> {
   if (!ctx.tools.npm || !ctx.tools.node) throw new Error('npm not installed');
   const src = join(ctx.treeDir, ws);
   const dst = join(ctx.depsDir, npmRel(ws));
-  const at = `${JAIL_DEPS}/${npmRel(ws)}`;
+  const at = `${DEPS_AT}/${npmRel(ws)}`;
   await mkdir(dst, { recursive: true });
   const lockName = (await isRegularFile(join(src, 'npm-shrinkwrap.json'))) ? 'npm-shrinkwrap.json' : 'package-lock.json';
   for (const f of ['package.json', lockName]) {

@@ -15,11 +15,12 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { PROJECT_DIR } from '../jail/policy.js';
 import { isPlainDir, isRegularFile } from './ecosystems.js';
-import { JAIL_DEPS, JAIL_TREE, PYTHON_TMP_REL, baseEnv, under, wsRel, type ServeMount, type StepContext, type StepSpawn } from './step.js';
+import { PYTHON_TMP_REL, baseEnv, under, wsRel, type ServeMount, type StepContext, type StepSpawn } from './step.js';
+import { DEPS_AT, TREE_AT } from '../jail/layout.js';
 
 const DRIVER_HOST = join(PROJECT_DIR, 'src', 'fetch', 'pip-driver.py');
 const DRIVER_AT = '/opt/lspd/fetch/pip-driver.py';
-const JAIL_PY_TMP = `${JAIL_DEPS}/${PYTHON_TMP_REL}`;
+const JAIL_PY_TMP = `${DEPS_AT}/${PYTHON_TMP_REL}`;
 export const SITE_PACKAGES = 'site-packages';
 const REPORT = 'report.json';
 const MAX_REPORT_BYTES = 4 * 1024 * 1024;
@@ -29,7 +30,7 @@ export async function preparePython(ctx: StepContext, ws: string): Promise<StepS
   if (!ctx.tools.python || !ctx.tools.pip) throw new Error('python3-pip not installed');
   const rel = wsRel('python', ws);
   const dst = join(ctx.depsDir, rel);
-  const at = `${JAIL_DEPS}/${rel}`;
+  const at = `${DEPS_AT}/${rel}`;
   await mkdir(join(dst, SITE_PACKAGES), { recursive: true });
   const tmp = join(ctx.depsDir, PYTHON_TMP_REL);
   await mkdir(tmp, { recursive: true });
@@ -41,9 +42,9 @@ export async function preparePython(ctx: StepContext, ws: string): Promise<StepS
       '-B',
       DRIVER_AT,
       '--tree',
-      JAIL_TREE,
+      TREE_AT,
       '--workspace',
-      under(JAIL_TREE, ws),
+      under(TREE_AT, ws),
       '--target',
       `${at}/${SITE_PACKAGES}`,
       '--report',
@@ -69,7 +70,7 @@ export async function preparePython(ctx: StepContext, ws: string): Promise<StepS
       { host: tmp, at: JAIL_PY_TMP, rw: true },
       { host: DRIVER_HOST, at: DRIVER_AT },
     ],
-    tree: { hostDir: ctx.treeDir, at: JAIL_TREE },
+    tree: { hostDir: ctx.treeDir, at: TREE_AT },
     cwd: at,
   };
 }
@@ -106,5 +107,5 @@ export function pythonHint(output: string): string | undefined {
 /** The site-packages of a done workspace, bound read-only at its fixed in-jail path. */
 export async function pythonServeMounts(depsDir: string, ws: string): Promise<ServeMount[]> {
   const rel = `${wsRel('python', ws)}/${SITE_PACKAGES}`;
-  return (await isPlainDir(depsDir, rel)) ? [{ host: join(depsDir, rel), at: `${JAIL_DEPS}/${rel}`, treeRel: false }] : [];
+  return (await isPlainDir(depsDir, rel)) ? [{ host: join(depsDir, rel), at: `${DEPS_AT}/${rel}`, treeRel: false }] : [];
 }

@@ -47,10 +47,6 @@ export function wsRel(ecosystem: 'npm' | 'composer' | 'python', ws: string): str
   return ws === '' ? `${ecosystem}/top` : `${ecosystem}/ws/${ws}`;
 }
 
-/** Fixed in-jail paths: the same in FETCH and SERVE, so nothing in the cache records a different one. */
-export const JAIL_DEPS = '/deps';
-export const JAIL_GOMODCACHE = '/deps/go/pkg/mod';
-export const JAIL_TREE = '/src';
 
 export interface StepContext {
   treeDir: string;

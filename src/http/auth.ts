@@ -27,7 +27,7 @@ const PUBLIC: Access = { public: true };
 
 /**
  * The access rule of each route, by `METHOD url` as fastify registers it (HEAD
- * routes follow their GET). A route's own `config.access` takes precedence.
+ * routes follow their GET). This table is the only place a route's rule is said.
  * /docs is public on purpose: the document describes the contract every
  * deployment shares, carries no org data or configuration, and a browser or a
  * code generator opening it cannot easily attach a bearer header.
@@ -46,11 +46,10 @@ export const accessTable: Readonly<Record<string, Access>> = {
   'POST /ask': { permission: 'query', org: 'body' },
   'GET /v1/tools': { permission: 'query', org: 'none' },
   // MCP carries the org inside each tool call's arguments, not at the top of the
-  // body: until the MCP route checks them itself (config.access + assertOrg), only
-  // a token for every org may use it (a limited one gets 403, never a bypass).
-  'POST /mcp': { permission: 'query', org: 'body' },
-  'GET /mcp': { permission: 'query', org: 'body' },
-  'DELETE /mcp': { permission: 'query', org: 'body' },
+  // body: the route checks each call's org itself (assertOrg), as /ask's batch does.
+  'POST /mcp': { permission: 'query', org: 'none' },
+  'GET /mcp': { permission: 'query', org: 'none' },
+  'DELETE /mcp': { permission: 'query', org: 'none' },
 };
 
 // --- enforcement -----------------------------------------------------------
@@ -95,12 +94,11 @@ function unauthorized(reply: FastifyReply): Error {
 export function installAuth(app: FastifyInstance, tokens: TokenSet | undefined, log: Logger): void {
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
-    const own = (route.config as { access?: Access } | undefined)?.access;
-    const rules = methods.map((m) => own ?? accessTable[`${m === 'HEAD' ? 'GET' : m} ${route.url}`]);
+    const rules = methods.map((m) => accessTable[`${m === 'HEAD' ? 'GET' : m} ${route.url}`]);
     const missing = methods.filter((_m, i) => rules[i] === undefined);
     if (missing.length > 0) {
       throw new Error(
-        `route ${missing.join(',')} ${route.url} declares no access rule: give it config.access or a row in src/http/auth.ts accessTable`,
+        `route ${missing.join(',')} ${route.url} declares no access rule: give it a row in src/http/auth.ts accessTable`,
       );
     }
     if (new Set(rules.map((r) => JSON.stringify(r))).size > 1) {

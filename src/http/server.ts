@@ -11,9 +11,8 @@ import { queryRoutes } from './routes/query.js';
 import { askRoutes } from './routes/ask.js';
 import { toolRoutes } from './routes/tools.js';
 import { mcpRoutes } from './routes/mcp.js';
+import { UPLOAD_MEDIA } from './media-types.js';
 
-/** Content types a tree upload may use; the body stays a stream for the route. */
-export const TAR_TYPES = ['application/x-tar', 'application/tar', 'application/gzip', 'application/x-gzip', 'application/octet-stream'];
 
 export async function buildServer(deps: Deps): Promise<FastifyInstance> {
   const app = Fastify({
@@ -32,7 +31,8 @@ export async function buildServer(deps: Deps): Promise<FastifyInstance> {
   installDocs(app);
 
   // Leave upload bodies unread: the store streams them straight from the socket.
-  app.addContentTypeParser(TAR_TYPES, (_req, _payload, done) => done(null, undefined));
+  // A tree upload's body stays a stream for the route.
+  app.addContentTypeParser([...UPLOAD_MEDIA], (_req, _payload, done) => done(null, undefined));
 
   app.addHook('onResponse', async (req, reply) => {
     const route = req.routeOptions.url ?? 'unknown';

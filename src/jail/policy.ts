@@ -16,8 +16,6 @@ export const PROBE_PATH = join(JAIL_BUILD_DIR, 'lspd-probe');
 export const FORWARDER_PATH = join(JAIL_BUILD_DIR, 'lspd-egress-fwd');
 
 // --- the in-jail layout (constants the session and fetch code build on) ---
-/** Where the tree is bound by the CLI and the tests; the same as src/lsp/answer/paths.ts TREE_AT. */
-export const JAIL_SRC = '/src';
 /** The project's node_modules (pyright, intelephense, bash-language-server, tsc, …), read-only, SERVE only. */
 export const JAIL_NODE_MODULES = '/opt/lspd/node_modules';
 /** jail/build: the probe and the egress forwarder (and the helper and gate, harmless), read-only. */

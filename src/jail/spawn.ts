@@ -27,6 +27,7 @@ import type { UidPool } from './uid-pool.js';
 
 const FD = { jsonStatus: 3, args: 4, seccomp: 5, gate: 6, tree: 7 } as const;
 /** bwrap reports this when the tree's path no longer leads to the fd's directory. */
+/** bwrap's complaint when the tree's path changed between our check and its bind (its words: only text says it). */
 const RACE = 'Race condition binding dirfd';
 const RACE_ATTEMPTS = 5;
 const SETUP_TIMEOUT_MS = 10_000;
@@ -71,15 +72,15 @@ export async function spawnInJail(ctx: SpawnContext, opts: JailSpawnOptions, pol
     for (let attempt = 1; ; attempt++) {
       const j = launch(ctx, policy, opts, treeFd, bindFds);
       const setup = await j.setup;
-      if (setup === 'ok') return j;
+      if (setup.ok) return j;
       await j.exited;
-      if (setup.includes(RACE) && attempt < RACE_ATTEMPTS) {
+      if (setup.treeMoved && attempt < RACE_ATTEMPTS) {
         ctx.log.warn({ attempt }, 'tree path changed while binding it; retrying');
         continue;
       }
-      if (setup.includes(RACE)) throw errors.serverUnavailable('The tree moved while its jail was being set up.', 1);
+      if (setup.treeMoved) throw errors.serverUnavailable('The tree moved while its jail was being set up.', 1);
       if (opts.signal?.aborted) throw opts.signal.reason;
-      throw errors.serverUnavailable(`The jail could not be set up: ${setup}`, 5);
+      throw errors.serverUnavailable(`The jail could not be set up: ${setup.why}`, 5);
     }
   } finally {
     if (treeFd !== undefined) closeSync(treeFd);
@@ -87,10 +88,18 @@ export async function spawnInJail(ctx: SpawnContext, opts: JailSpawnOptions, pol
   }
 }
 
+/**
+ * How a sandbox's set-up ended: its PID 1 runs under the filter, or why not
+ * (bwrap's scrubbed complaint; `treeMoved` when the tree's path changed while it
+ * was bound, which is worth another attempt).
+ */
+type Setup = { ok: true } | { ok: false; why: string; treeMoved: boolean };
+
 interface Launched extends JailedProcess {
-  /** 'ok' once the sandbox is set up (its PID 1 runs under the filter), else bwrap's scrubbed complaint. */
-  readonly setup: Promise<'ok' | string>;
+  readonly setup: Promise<Setup>;
 }
+
+const setupFailed = (why: string): Setup => ({ ok: false, why, treeMoved: why.includes(RACE) });
 
 function launch(ctx: SpawnContext, policy: PhasePolicy, opts: JailSpawnOptions, treeFd: number | undefined, bindFds: readonly (number | undefined)[]): Launched {
   const uid = ctx.uids.acquire(opts.org);
@@ -220,10 +229,10 @@ function launch(ctx: SpawnContext, policy: PhasePolicy, opts: JailSpawnOptions, 
   // EPIPE/ECONNRESET then is expected, and an unhandled 'error' would crash the daemon.
   // Callers may add their own handlers to stdin/stdout; these only keep it alive.
   for (const s of fds) s?.on('error', () => {});
-  const setup = (async (): Promise<'ok' | string> => {
+  const setup = (async (): Promise<Setup> => {
     if (child.pid === undefined) {
       await exited;
-      return 'the jail gate could not be started (is jail/build built and reachable by the jail uids?)';
+      return setupFailed('the jail gate could not be started (is jail/build built and reachable by the jail uids?)');
     }
     fds[FD.args]!.end(Buffer.from(bwrapArgs.map((a) => a + '\0').join('')));
     fds[FD.seccomp]!.end(ctx.filters[opts.phase]);
@@ -232,11 +241,11 @@ function launch(ctx: SpawnContext, policy: PhasePolicy, opts: JailSpawnOptions, 
     } catch (err) {
       kill();
       await exited;
-      return `cannot place the jail in its cgroup (${(err as Error).message})`;
+      return setupFailed(`cannot place the jail in its cgroup (${(err as Error).message})`);
     }
     fds[FD.gate]!.end('G');
     return confirmSetup(child, fds[FD.jsonStatus]!, sandbox, exited, opts.signal).then(
-      (r) => (r === 'ok' ? 'ok' : scrub(firstLine(ring.text()) || r)),
+      (r) => (r.ok ? r : setupFailed(scrub(firstLine(ring.text()) || r.why))),
     );
   })();
 
@@ -284,12 +293,12 @@ function confirmSetup(
   sandbox: { pid1?: number },
   exited: Promise<JailExit>,
   signal?: AbortSignal,
-): Promise<'ok' | string> {
+): Promise<{ ok: true } | { ok: false; why: string }> {
   return new Promise((resolve) => {
     let buf = '';
     let sawExitCode = false;
     let settled = false;
-    const done = (r: 'ok' | string) => {
+    const done = (r: { ok: true } | { ok: false; why: string }) => {
       if (settled) return;
       settled = true;
       clearInterval(poll);
@@ -309,7 +318,7 @@ function confirmSetup(
           if (typeof rec['child-pid'] === 'number') sandbox.pid1 = rec['child-pid'];
           if ('exit-code' in rec) {
             sawExitCode = true;
-            done('ok');
+            done({ ok: true });
           }
         } catch {
           /* not ours to judge */
@@ -320,18 +329,18 @@ function confirmSetup(
     const poll = setInterval(() => {
       if (sandbox.pid1 === undefined) return;
       try {
-        if (/^Seccomp:\s*2$/m.test(readFileSync(`/proc/${sandbox.pid1}/status`, 'utf8'))) done('ok');
+        if (/^Seccomp:\s*2$/m.test(readFileSync(`/proc/${sandbox.pid1}/status`, 'utf8'))) done({ ok: true });
       } catch {
         /* gone: the exit path decides */
       }
     }, 1);
     const deadline = setTimeout(() => {
       child.kill('SIGKILL');
-      done('the sandbox was not set up in time');
+      done({ ok: false, why: 'the sandbox was not set up in time' });
     }, SETUP_TIMEOUT_MS);
     void exited.then(() => {
       // The exit-code record is written before bwrap exits; give the stream its last bytes.
-      const end = () => done(sawExitCode ? 'ok' : signal?.aborted ? 'aborted' : 'bwrap failed');
+      const end = () => done(sawExitCode ? { ok: true } : { ok: false, why: signal?.aborted ? 'aborted' : 'bwrap failed' });
       if (status.readableEnded || status.destroyed) end();
       else {
         status.once('close', end);

@@ -11,7 +11,6 @@
 // reserve is for $/cancelRequest and cleanup. A client that disconnects aborts the
 // query the same way (`signal`).
 import { homedir } from 'node:os';
-import type { z } from 'zod';
 import { envName, type Config } from '../config.js';
 import { deadline } from '../deadline.js';
 import { AppError, errors, isAppError } from '../errors.js';
@@ -21,7 +20,7 @@ import { languageOf } from '../languages.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { LspQuery, RootKey } from '../schemas.js';
-import type { lspAnswer } from '../responses.js';
+import type { LspAnswer } from '../responses.js';
 import { RootCache, rootScope, type RootRef } from '../store/root-cache.js';
 import type { RootInfo } from '../store/types.js';
 import { PROJECT_DIR } from '../jail/policy.js';
@@ -60,8 +59,6 @@ export interface QueryServiceDeps {
   dependencies?: DependencySource;
 }
 
-/** An answer as responses.ts declares it (the route, /ask and the client share the type). */
-export type LspAnswer = z.infer<typeof lspAnswer>;
 
 /** Every answer says this: a dependency location is what the server saw, not an attested fact. */
 const DEPENDENCY_FRESHNESS = 'server_observed_not_attested';

@@ -9,6 +9,7 @@ import { spawnDaemon, type Daemon } from '../helpers/daemon.js';
 import { fixturesDir, lineOf, position, shaOf, tarOf, type Root } from '../helpers/ask-harness.js';
 import type { Call } from './harness.js';
 import type { UidRange } from './procs.js';
+import { jailUids } from '../helpers/uids.js';
 
 export { fixturesDir, shaOf, type Root };
 
@@ -16,8 +17,13 @@ export { fixturesDir, shaOf, type Root };
  * 64 jail uids of their own for daemon `slot` of this test process: from 1,000,000
  * up, far from the ranges the other test helpers use (300k-860k).
  */
+const slots = new Map<number, UidRange>();
+
+/** A chaos slot's jail uids (test/helpers/uids.ts), the same range each time the slot is asked for. */
 export function uidRange(slot: number): UidRange {
-  return { base: 1_000_000 + (process.pid % 4000) * 256 + (slot % 4) * 64, count: 64 };
+  let r = slots.get(slot);
+  if (!r) slots.set(slot, (r = jailUids(64)));
+  return r;
 }
 
 export interface ChaosDaemon {

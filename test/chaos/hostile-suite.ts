@@ -19,6 +19,7 @@ import { lineOf, position } from '../helpers/ask-harness.js';
 import { fixtureTar, fixturesDir, rootPath, shaOf, tsCall, type Root } from './daemons.js';
 import { Figures, report, send, waitFor, type Call, type Result } from './harness.js';
 import { MiB, jailProcs, rssBytes, type UidRange } from './procs.js';
+import { jailUids } from '../helpers/uids.js';
 
 export interface HostileSuiteOptions {
   label: string;
@@ -31,7 +32,7 @@ export interface HostileSuiteOptions {
 }
 
 /** Jail uids of this suite: the helper's fixed range (300000-309999), apart from store-hostile's. */
-const UIDS: UidRange = { base: 300_128, count: 64 };
+const UIDS: UidRange = jailUids(64);
 /** The generated compile database's bound for this daemon: small, so the cut is quick to reach. */
 const CDB_BYTES = 1 * MiB;
 

@@ -7,6 +7,7 @@ import { Readable } from 'node:stream';
 import { pack } from 'tar-stream';
 import { spawnDaemon, projectDir, type Daemon } from './daemon.js';
 import { cannotJail } from '../fixtures/jail/harness.js';
+import { jailUidEnv } from './uids.js';
 
 export const fixturesDir = join(projectDir, 'test', 'fixtures');
 
@@ -86,7 +87,6 @@ export interface Started {
   notReady?: string;
 }
 
-let daemonsStarted = 0;
 
 /**
  * Start lspd and learn from /readyz whether the jail was proved. On a host that
@@ -95,12 +95,10 @@ let daemonsStarted = 0;
  * a failure, never a skip (unless the test breaks the jail on purpose).
  *
  * Test files run side by side and each daemon needs jail uids no other one uses:
- * 64 per daemon from 1000000 up, by pid and by count within this process (other
- * harnesses use 500000-628000 and 2200000-2328000; fixed ranges stay below 500000).
+ * 64 of its own from test/helpers/uids.ts.
  */
 export async function startDaemon(env: Record<string, string> = {}, opts: { expectReady?: boolean } = {}): Promise<Started> {
-  const uidBase = 1_000_000 + (process.pid % 1000) * 256 + (daemonsStarted++ % 4) * 64;
-  const daemon = await spawnDaemon({ env: { LSPD_JAIL_UID_BASE: String(uidBase), LSPD_JAIL_UID_COUNT: '64', ...env }, timeoutMs: 60_000 });
+  const daemon = await spawnDaemon({ env: { ...jailUidEnv(64), ...env }, timeoutMs: 60_000 });
   const r = await fetch(daemon.url + '/readyz');
   const body = (await r.json()) as { ready: boolean; reason?: string };
   const started: Started = { daemon, url: daemon.url, ...(body.ready ? {} : { notReady: body.reason ?? 'not ready' }) };

@@ -9,16 +9,15 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
-import { createMetrics, type Metrics } from '../../src/metrics.js';
-import { Health } from '../../src/health.js';
-import { RootStore } from '../../src/store/store.js';
-import { createJail, type JailRuntime } from '../../src/jail/jail.js';
-import { buildServer } from '../../src/http/server.js';
-import { createLsp, type Lsp } from '../../src/lsp/create-lsp.js';
-import { FetchManager } from '../../src/fetch/fetch-manager.js';
-import { detectToolchains } from '../../src/fetch/toolchains.js';
+import type { Metrics } from '../../src/metrics.js';
 import { defaultServerPaths, type ServerRow } from '../../src/lsp/servers/server-row.js';
 import { defaultServerRows } from '../../src/lsp/servers/server-table.js';
+import type { RootStore } from '../../src/store/store.js';
+import type { JailRuntime } from '../../src/jail/jail.js';
+import type { Lsp } from '../../src/lsp/create-lsp.js';
+import type { FetchManager } from '../../src/fetch/fetch-manager.js';
+import { startDaemon } from '../../src/daemon.js';
+import { jailUids } from './uids.js';
 import { getJson, postJson, shaOf, tarOf, upload } from './ask-harness.js';
 import { pidsOfUids, waitFor } from '../fixtures/jail/harness.js';
 
@@ -39,7 +38,7 @@ export interface Lspd {
   /** The FETCH phase, wired as main.ts wires it. */
   fetcher: FetchManager;
   app: FastifyInstance;
-  /** First host uid of this daemon's jail pool (64 uids): every jailed process runs as one. */
+  /** First host uid of this daemon's jail pool (config.jailUidCount uids): every jailed process runs as one. */
   uidBase: number;
   close(): Promise<void>;
 }
@@ -51,48 +50,35 @@ export interface Lspd {
 export async function startLspd(opts: { env?: Record<string, string>; rows?: ServerRow[] } = {}): Promise<Lspd> {
   const dataDir = mkdtempSync(join(tmpdir(), 'lspd-lsp-'));
   chmodSync(dataDir, 0o755);
-  // A uid range of our own: test files run side by side and must not share jail uids.
-  const uidBase = 500_000 + (process.pid % 2000) * 64;
+  const uids = jailUids(64);
   const config = loadConfig({
     LSPD_DATA: dataDir,
     LSPD_LISTEN: '127.0.0.1:0',
-    LSPD_JAIL_UID_BASE: String(uidBase),
-    LSPD_JAIL_UID_COUNT: '64',
+    LSPD_JAIL_UID_BASE: String(uids.base),
+    LSPD_JAIL_UID_COUNT: String(uids.count),
     ...opts.env,
   });
-  const log = createLogger(process.env.LSPD_TEST_LOG ?? 'silent');
-  const metrics = createMetrics();
-  const health = new Health();
-  const store = await RootStore.open({ config, log: log.child({ mod: 'store' }), metrics });
-  health.store = await store.checkWritable();
-  const jail = await createJail({ config, log: log.child({ mod: 'jail' }), metrics });
-  health.jail = await jail.canary();
-  if (!health.jailReady) throw new Error(`jail canary failed: ${health.reason}`);
-  const fetcher = new FetchManager({ config, log, metrics, jail, store, tools: await detectToolchains(), ready: () => health.jail.fetch.ok });
-  fetcher.onDone((key) => void store.refreshUsage(key).catch(() => undefined));
-  const lsp = await createLsp({ config, log, metrics, health, jail, store, fetcher, ...(opts.rows ? { rows: opts.rows } : {}) });
-  const app = await buildServer({ config, log, metrics, health, store, jail, lsp: lsp.service, pool: lsp.pool, table: lsp.table, fetcher });
-  const url = await app.listen({ host: '127.0.0.1', port: 0 });
-  let closing: Promise<void> | undefined;
+  const d = await startDaemon(config, createLogger(process.env.LSPD_TEST_LOG ?? 'silent'), opts.rows ? { rows: opts.rows } : {});
+  if (!d.health.jailReady) {
+    await d.close();
+    rmSync(dataDir, { recursive: true, force: true });
+    throw new Error(`jail canary failed: ${d.health.reason}`);
+  }
+  const uidBase = config.jailUidBase;
   return {
-    url,
+    url: d.address,
     config,
-    metrics,
-    lsp,
-    jail,
-    store,
-    fetcher,
-    app,
+    metrics: d.metrics,
+    lsp: d.lsp,
+    jail: d.jail,
+    store: d.store,
+    fetcher: d.fetcher,
+    app: d.app,
     uidBase,
-    close: () =>
-      (closing ??= (async () => {
-        await app.close();
-        await fetcher.close();
-        await lsp.close();
-        await jail.close();
-        await store.close();
-        rmSync(dataDir, { recursive: true, force: true });
-      })()),
+    close: async () => {
+      await d.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
   };
 }
 
@@ -146,7 +132,7 @@ export async function uploadDir(url: string, root: { org: string; repo: string; 
 
 /** Host pids of this daemon's jailed processes. */
 export function jailedPids(d: Lspd): number[] {
-  return pidsOfUids(d.uidBase, 64);
+  return pidsOfUids(d.uidBase, d.config.jailUidCount);
 }
 
 /** GET the root until its fetch has settled (done/failed/refused/none); its `fetch` view. */

@@ -112,6 +112,9 @@ export function chashRing(servers: readonly string[]): { pick(key: string): stri
 
 // --- running it -----------------------------------------------------------------
 
+/** The route key of the requests that mark a point in the access log. */
+const MARK = 'lspd-log-mark/';
+
 export interface AccessRecord {
   method: string;
   uri: string;
@@ -131,8 +134,8 @@ export interface Nginx {
   replicas: string[];
   /** Write the upstream list and reload; resolves once only new workers run. */
   setReplicas(replicas: readonly string[]): Promise<void>;
-  /** Every request logged so far. */
-  accessLog(): AccessRecord[];
+  /** Every request answered so far (each one's line written: see the mark), marks left out. */
+  accessLog(): Promise<AccessRecord[]>;
   errorLog(): string;
   stop(): Promise<void>;
 }
@@ -218,6 +221,12 @@ export async function startNginx(replicas: readonly string[], opts: { timeoutMs?
   const master = proc.pid!;
   const exited = new Promise<void>((r) => proc.once('exit', () => r()));
   let current = [...replicas];
+  let marks = 0;
+  const readLog = (): AccessRecord[] =>
+    (existsSync(join(prefix, 'logs', 'access.log')) ? readFileSync(join(prefix, 'logs', 'access.log'), 'utf8') : '')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as AccessRecord);
 
   return {
     url: `http://127.0.0.1:${port}`,
@@ -240,12 +249,14 @@ export async function startNginx(replicas: readonly string[], opts: { timeoutMs?
       );
       current = [...list];
     },
-    accessLog() {
-      const text = existsSync(join(prefix, 'logs', 'access.log')) ? readFileSync(join(prefix, 'logs', 'access.log'), 'utf8') : '';
-      return text
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.parse(l) as AccessRecord);
+    async accessLog() {
+      // nginx writes a request's line after its last byte is sent, so a client can
+      // hold the answer before the line exists. A mark request through the same
+      // (single) worker is logged only after every request before it: wait for it.
+      const mark = `${MARK}${++marks}`;
+      await fetch(`http://127.0.0.1:${port}/livez`, { headers: { 'x-lspd-route-key': mark } }).then((r) => r.arrayBuffer());
+      await waitFor(() => readLog().some((r) => r.route_key === mark), 'its access log', timeoutMs, errorLog);
+      return readLog().filter((r) => !r.route_key.startsWith(MARK));
     },
     errorLog,
     async stop() {

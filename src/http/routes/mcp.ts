@@ -18,12 +18,10 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { assertOrg, type Access } from '../auth.js';
+import { assertOrg } from '../auth.js';
 import { callTool, coverageOf, listTools, toolErrorBody, type ToolRunner } from '../../tools.js';
 import type { Deps } from '../deps.js';
 import { answerAsk, answerLsp, clientSignal } from './ask.js';
-
-const access: Access = { permission: 'query', org: 'none' };
 
 const INSTRUCTIONS =
   'lspd answers code-intelligence questions (definition, references, hover, symbols, diagnostics, and lookups by name) ' +
@@ -84,7 +82,7 @@ function methodNotAllowed(reply: FastifyReply) {
 }
 
 export async function mcpRoutes(app: FastifyInstance, deps: Deps): Promise<void> {
-  app.post('/mcp', { config: { access } }, async (req, reply) => {
+  app.post('/mcp', async (req, reply) => {
     const hangup = clientSignal(reply);
     const server = mcpServer(deps, runnerFor(deps, req), hangup);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
@@ -105,6 +103,6 @@ export async function mcpRoutes(app: FastifyInstance, deps: Deps): Promise<void>
       }
     }
   });
-  app.get('/mcp', { config: { access } }, async (_req, reply) => methodNotAllowed(reply));
-  app.delete('/mcp', { config: { access } }, async (_req, reply) => methodNotAllowed(reply));
+  app.get('/mcp', async (_req, reply) => methodNotAllowed(reply));
+  app.delete('/mcp', async (_req, reply) => methodNotAllowed(reply));
 }

@@ -16,9 +16,7 @@ import type { Deps } from '../deps.js';
 import { parse } from '../error-handler.js';
 import { principalOf } from '../auth.js';
 import { mayTouchOrg } from '../../tokens.js';
-
-const TAR_MEDIA = new Set(['application/x-tar', 'application/tar', 'application/octet-stream']);
-const GZIP_MEDIA = new Set(['application/gzip', 'application/x-gzip']);
+import { GZIP_MEDIA, TAR_MEDIA } from '../media-types.js';
 
 // After a refusal the client is usually still sending. Reading (and dropping) a
 // little more lets it finish and read the answer; past these, the socket is cut.

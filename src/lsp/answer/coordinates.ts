@@ -25,7 +25,8 @@
 //   path. Version from installed.json through the caller's `readComposerVersion`.
 // - Python: `/deps/python/…/site-packages/<top>/…`; the distribution owning <top>
 //   (and its version) from the .dist-info RECORDs, through `readPythonDist`.
-import { DEPS_AT, GOMODCACHE_AT, PYTHON_DEPS_AT, TREE_AT, fileUriToJailPath, isUnder } from './paths.js';
+import { fileUriToJailPath, isUnder } from './paths.js';
+import { DEPS_AT, GOMODCACHE_AT, PYTHON_DEPS_AT, TREE_AT } from '../../jail/layout.js';
 
 export type MaybePromise<T> = T | Promise<T>;
 

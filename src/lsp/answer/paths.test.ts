@@ -1,15 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  fileUriToJailPath,
-  hostPathOf,
-  isUnder,
-  jailPathToFileUri,
-  normalizeJailPath,
-  npmModulesAt,
-  treeFileUri,
-  treeJailPath,
-} from './paths.js';
+import { fileUriToJailPath, hostPathOf, isUnder, jailPathToFileUri, normalizeJailPath, npmModulesAt, treeFileUri, treeJailPath } from './paths.js';
 
 test('tree URIs escape like vscode-uri and round-trip', () => {
   assert.equal(treeFileUri('src/app.ts'), 'file:///src/src/app.ts');

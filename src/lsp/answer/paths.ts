@@ -1,38 +1,11 @@
-// The in-jail file layout every language server sees, and the helpers that move
-// between in-jail paths, `file:` URIs and host paths.
-//
-// Layout (SERVE jail; the jail binds, this module only names the places):
-//   /src                      the uploaded tree, read-only (TREE_AT). Root-relative
-//                             paths in answers are relative to it.
-//   /deps                     the root's dependency cache, read-only in SERVE,
-//                             written only by the FETCH phase (DEPS_AT).
-//   /deps/go                  GOPATH; so GOMODCACHE is /deps/go/pkg/mod, where Go
-//                             keeps sources as <escaped module>@<version>/...
-//   /deps/npm/top/node_modules, /deps/npm/ws/<workspace>/node_modules
-//                             what `npm ci` installed for the tree's top directory,
-//                             or for the workspace directory <workspace> (a
-//                             root-relative path; kept under ws/ so no directory
-//                             name can collide with `top`). The jail may also bind it
-//                             over /src/<workspace>/node_modules so Node resolution
-//                             finds it; coordinates.ts resolves either place.
-//   /src/<workspace>/vendor   what `composer install` built (bound over the tree,
-//                             where intelephense indexes it).
-//   /deps/python/top/site-packages, /deps/python/ws/<workspace>/site-packages
-//                             the wheels pip installed; pyright's extra paths.
-// Which coordinates a path under /deps has is decided by the ecosystem resolvers in
-// coordinates.ts, not here.
+// Moving between in-jail paths (the layout: src/jail/layout.ts), `file:` URIs and
+// host paths.
 //
 // Paths are never trusted: `fileUriToJailPath` decodes percent-escapes exactly once
 // and refuses `..` segments outright (rather than resolving them), NUL and other
 // control characters, non-local authorities and anything that is not absolute.
 import { join } from 'node:path';
-
-export const TREE_AT = '/src';
-export const DEPS_AT = '/deps';
-export const GOPATH_AT = `${DEPS_AT}/go`;
-export const GOMODCACHE_AT = `${GOPATH_AT}/pkg/mod`;
-export const NPM_DEPS_AT = `${DEPS_AT}/npm`;
-export const PYTHON_DEPS_AT = `${DEPS_AT}/python`;
+import { DEPS_AT, NPM_DEPS_AT, TREE_AT } from '../../jail/layout.js';
 
 /** URIs and paths longer than this are refused: no real file has one, and it bounds work. */
 export const MAX_PATH_CHARS = 4096;

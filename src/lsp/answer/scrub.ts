@@ -31,7 +31,8 @@
 // closing-quote searches are manual scans (an end-anchored regex such as /[.:]+$/
 // is quadratic on a long run of ':' followed by another character).
 import { classify } from './coordinates.js';
-import { DEPS_AT, TREE_AT, fileUriToJailPath, isUnder, normalizeJailPath, percentDecode } from './paths.js';
+import { fileUriToJailPath, isUnder, normalizeJailPath, percentDecode } from './paths.js';
+import { DEPS_AT, TREE_AT } from '../../jail/layout.js';
 
 export const PATH_PLACEHOLDER = '<path>';
 

@@ -11,8 +11,9 @@ import { errors } from '../../errors.js';
 import type { Ecosystem, FetchView, StepStatus } from '../../fetch/types.js';
 import type { Bind } from '../../jail/types.js';
 import type { RootKey } from '../../store/types.js';
-import { TREE_AT } from '../answer/paths.js';
+
 import type { ServerRow } from '../servers/server-row.js';
+import { TREE_AT } from '../../jail/layout.js';
 
 export interface DependencySource {
   state(key: RootKey): FetchView;

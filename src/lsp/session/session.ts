@@ -15,14 +15,17 @@ import type { Logger } from '../../log.js';
 import type { Metrics } from '../../metrics.js';
 import type { Bind, Jail, JailedProcess } from '../../jail/types.js';
 import { answerServerRequest, initializeParams } from '../wire/client-side.js';
-import { raceAbort } from './race-abort.js';
+import { raceAbort } from '../../deadline.js';
+import { IllegalTransition } from '../../state-machine.js';
 import { encodingFromLsp, type Encoding } from '../wire/encoding.js';
-import { TREE_AT, jailPathToFileUri, treeFileUri, treeJailPath } from '../answer/paths.js';
+import { jailPathToFileUri, treeFileUri, treeJailPath } from '../answer/paths.js';
 import { writeSessionFiles, type SessionFiles } from './session-files.js';
 import { ReadinessTracker, type Published } from './readiness.js';
 import type { ServerRow } from '../servers/server-row.js';
 import { FrameError } from '../wire/frame-reader.js';
+import { WriteBlockedError } from '../wire/bounded-writer.js';
 import { Budget, BudgetExceededError, ConnectionClosedError, LspConnection } from '../wire/transport.js';
+import { TREE_AT } from '../../jail/layout.js';
 
 export interface SessionKey {
   server: string;
@@ -58,10 +61,6 @@ export class SessionFailedError extends Error {
   ) {
     super(message);
   }
-}
-
-export class IllegalTransitionError extends Error {
-  override name = 'IllegalTransitionError';
 }
 
 export interface SessionDeps {
@@ -149,7 +148,7 @@ export class Session {
 
   private transition(next: SessionState): void {
     if (!TRANSITIONS[this.st.kind].includes(next.kind)) {
-      throw new IllegalTransitionError(`session ${this.row.name}: ${this.st.kind} → ${next.kind}`);
+      throw new IllegalTransition(`session ${this.row.name}`, this.st.kind, next.kind);
     }
     const prev = this.st.kind;
     this.st = next;
@@ -208,7 +207,7 @@ export class Session {
       onClose: (err) => {
         if (!err) return;
         if (err instanceof FrameError) this.retire('protocol', `${row.name} broke the LSP framing: ${err.message}`);
-        else if (/stopped reading its input/.test(err.message)) this.retire('wedged', `${row.name}: ${err.message}`);
+        else if (err instanceof WriteBlockedError) this.retire('wedged', `${row.name}: ${err.message}`);
         else this.retire('exit', `${row.name} exited or closed its output`);
       },
     });

@@ -1,7 +1,8 @@
 // Python: pyright, with the wheels FETCH installed from the tree's lock as extra paths.
-import { PYTHON_DEPS_AT } from '../../answer/paths.js';
+
 import { JAIL_ENV, NODE, probeFiles } from '../server-env.js';
 import { nodeModulesOf, type ServerPaths, type ServerRow } from '../server-row.js';
+import { PYTHON_DEPS_AT } from '../../../jail/layout.js';
 
 const PYRIGHT_ANALYSIS = { typeCheckingMode: 'standard', diagnosticMode: 'openFilesOnly', autoSearchPaths: true, logLevel: 'Error' };
 
