@@ -19,6 +19,7 @@ const calls: { kind: string; body: unknown }[] = [];
 const runner: ToolRunner = {
   lsp: async (body) => (calls.push({ kind: 'lsp', body }), { ok: true }),
   ask: async (body) => (calls.push({ kind: 'ask', body }), { ok: true }),
+  readFile: async (body) => (calls.push({ kind: 'readFile', body }), { ok: true }),
   assertOrg: (org) => {
     if (org !== 'acme') throw new AppError('forbidden', 403, 'no');
   },
@@ -71,6 +72,7 @@ test('every input schema compiles (ajv strict) and accepts/refuses what the rout
     lsp_hover: { ...root, path: 'a.ts', line: 1, character: 2, encoding: 'utf-8' },
     lsp_symbols: { ...root, query: 'Server' },
     lsp_diagnostics: { ...root, path: 'a.ts' },
+    read_file: { ...root, path: 'deps/npm/top/node_modules/zod/lib/types.d.ts', from: 'deps', start: 3, end: 40 },
   };
   for (const t of tools) {
     const validate = ajv.compile(t.inputSchema);
@@ -94,6 +96,11 @@ test('every input schema compiles (ajv strict) and accepts/refuses what the rout
     calls.filter((c) => c.kind === 'lsp').map((c) => (c.body as { op: string }).op),
     ['definition', 'typeDefinition', 'implementation', 'references', 'hover', 'workspaceSymbols', 'diagnostics'],
   );
+  // read_file reaches the files route's schema, a path that route refuses refused here too.
+  assert.deepEqual(calls.filter((c) => c.kind === 'readFile').map((c) => c.body), [good.read_file]);
+  for (const path of ['/etc/passwd', 'a/../../b', 'a\u0000b']) {
+    await assert.rejects(callTool('read_file', { ...root, path }, health(true), runner, AbortSignal.timeout(1000)), (e: unknown) => e instanceof AppError && e.code === 'bad_request');
+  }
 });
 
 test('calls: unknown tool 400, unproved jail 503 not_ready, other org refused before running', async () => {

@@ -40,6 +40,8 @@ export const accessTable: Readonly<Record<string, Access>> = {
   'GET /docs/json': PUBLIC,
   'PUT /v1/roots/:org/:repo/:sha': { permission: 'upload', org: 'param' },
   'GET /v1/roots/:org/:repo/:sha': { permission: 'read', org: 'param' },
+  // Reading a root's files is reading the root: GET's rule.
+  'GET /v1/roots/:org/:repo/:sha/files/*': { permission: 'read', org: 'param' },
   'DELETE /v1/roots/:org/:repo/:sha': { permission: 'delete', org: 'param' },
   'GET /v1/roots': { permission: 'read', org: 'filter' },
   'POST /v1/code/lsp': { permission: 'query', org: 'body' },

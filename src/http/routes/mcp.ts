@@ -22,13 +22,14 @@ import { assertOrg, type Access } from '../auth.js';
 import { callTool, coverageOf, listTools, toolErrorBody, type ToolRunner } from '../../tools.js';
 import type { Deps } from '../deps.js';
 import { answerAsk, answerLsp, clientSignal } from './ask.js';
+import { answerReadFile } from './files.js';
 
 const access: Access = { permission: 'query', org: 'none' };
 
 const INSTRUCTIONS =
   'lspd answers code-intelligence questions (definition, references, hover, symbols, diagnostics, and lookups by name) ' +
   'about source trees uploaded to it, using real language servers. Every tool names the tree by org, repo and commit sha. ' +
-  'Start with lsp_locate when you know a name, or lsp_symbols to outline a file.';
+  'Start with lsp_locate when you know a name, or lsp_symbols to outline a file; read_file reads the lines of any location an answer gives.';
 
 /**
  * tools/call with any params. The SDK parses a handler's schema before its own
@@ -72,6 +73,7 @@ function runnerFor(deps: Deps, req: FastifyRequest): ToolRunner {
   return {
     lsp: (body, signal) => answerLsp(deps, body, signal),
     ask: (body, signal) => answerAsk(deps, body, signal),
+    readFile: (args) => answerReadFile(deps, args),
     assertOrg: (org) => assertOrg(req, org),
   };
 }
