@@ -34,12 +34,14 @@ test('no query tool is listed while the jail is unproved; all are once it is', (
 
 test('without the table: an unavailable server is named in every description; available ones are not', () => {
   const tools = listTools(health(true, { gopls: { available: false, reason: 'not installed' }, pyright: { available: true } }));
-  for (const t of tools) {
+  for (const t of tools.filter((x) => x.name !== 'read_file')) {
     assert.match(t.description, /Unavailable on this daemon: gopls;/);
     assert.doesNotMatch(t.description, /not installed/, 'probe reasons are for operators');
     assert.doesNotMatch(t.description, /pyright/);
   }
   assert.doesNotMatch(listTools(health(true)).map((t) => t.description).join(' '), /Unavailable/);
+  // read_file reads any file: a language not served is no reason not to read it.
+  assert.doesNotMatch(tools.find((t) => t.name === 'read_file')!.description, /Unavailable/);
 });
 
 test('with the table: languages are named, by why they are not served', () => {
@@ -49,7 +51,7 @@ test('with the table: languages are named, by why they are not served', () => {
     { language: 'go' as const },
   ];
   const h = health(true, { typescript: { available: true }, pyright: { available: false, reason: 'not installed (/opt/x missing)' } });
-  for (const t of listTools(h, coverage)) {
+  for (const t of listTools(h, coverage).filter((x) => x.name !== 'read_file')) {
     assert.match(t.description, /Not served by this daemon: python \(pyright unavailable\), go \(no language server\);/);
     assert.doesNotMatch(t.description, /typescript \(|\/opt\/x/, 'served languages and probe reasons stay out');
   }

@@ -50,6 +50,8 @@ interface ToolSpec {
   run(args: Record<string, unknown>, runner: ToolRunner, signal: AbortSignal): Promise<unknown>;
   /** What the description says of a root that is not stored (default ROOT_NOTE). */
   rootNote?: string;
+  /** Reads files of any language: the note on languages not served would only mislead. */
+  anyLanguage?: true;
 }
 
 const ROOT_NOTE =
@@ -152,6 +154,7 @@ const specs: ToolSpec[] = [
     input: readFileArgs,
     run: (args, runner, signal) => runner.readFile(check(readFileArgs, args), signal),
     rootNote: 'The tree is named by org, repo and the full commit sha it was uploaded under; if it is not stored the call fails with not_found.',
+    anyLanguage: true,
   },
 ];
 
@@ -206,7 +209,7 @@ const schemas = new Map(specs.map((t) => [t.name, inputSchemaOf(t.input)]));
 export function listTools(health: Health, coverage?: readonly LanguageCoverage[]): ToolDefinition[] {
   if (!health.jailReady) return [];
   const note = unavailableNote(health, coverage);
-  return specs.map((t) => ({ name: t.name, description: `${t.about} ${t.rootNote ?? ROOT_NOTE}${note}`, inputSchema: schemas.get(t.name)! }));
+  return specs.map((t) => ({ name: t.name, description: `${t.about} ${t.rootNote ?? ROOT_NOTE}${t.anyLanguage ? '' : note}`, inputSchema: schemas.get(t.name)! }));
 }
 
 /** Every tool name, listed or not (for docs and tests). */

@@ -73,6 +73,15 @@ export function assertOrg(req: FastifyRequest, org: string): void {
   if (p && !mayTouchOrg(p, org)) throw errors.forbidden(`This token may not touch org ${JSON.stringify(org)}.`);
 }
 
+/**
+ * For a tool that mirrors a route needing more than the MCP route's `query` (read_file
+ * is GET on a root's files: `read`): throws 403 unless the token holds it. No-op when auth is off.
+ */
+export function assertPermission(req: FastifyRequest, permission: Permission): void {
+  const p = principals.get(req);
+  if (p && !p.permissions.has(permission)) throw errors.forbidden(`This token does not have the ${permission} permission.`);
+}
+
 function accessOf(req: FastifyRequest): Access | undefined {
   return (req.routeOptions.config as { access?: Access } | undefined)?.access;
 }

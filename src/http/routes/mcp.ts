@@ -12,13 +12,14 @@
 //
 // Auth: the same bearer token as every route. The org is inside each call's
 // arguments, not at the top of the body, so the route declares `org: 'none'` and
-// every tool call checks its org with assertOrg before it runs.
+// every tool call checks its org with assertOrg before it runs; read_file also
+// needs the `read` permission its route needs.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { assertOrg, type Access } from '../auth.js';
+import { assertOrg, assertPermission, type Access } from '../auth.js';
 import { callTool, coverageOf, listTools, toolErrorBody, type ToolRunner } from '../../tools.js';
 import type { Deps } from '../deps.js';
 import { answerAsk, answerLsp, clientSignal } from './ask.js';
@@ -73,7 +74,11 @@ function runnerFor(deps: Deps, req: FastifyRequest): ToolRunner {
   return {
     lsp: (body, signal) => answerLsp(deps, body, signal),
     ask: (body, signal) => answerAsk(deps, body, signal),
-    readFile: (args) => answerReadFile(deps, args),
+    // The files route's rule (GET on a root: `read`), on top of this route's `query`.
+    readFile: async (args) => {
+      assertPermission(req, 'read');
+      return answerReadFile(deps, args);
+    },
     assertOrg: (org) => assertOrg(req, org),
   };
 }
