@@ -3,7 +3,7 @@
 //   a whole file with exact text and total_lines (\n, \r\n and \r as LSP counts),
 //   truncation by LSPD_MAX_ANSWER_BYTES at a line boundary, a single line too long
 //   cut and marked partial, 404 no_such_file / not_found, 400 for bad paths (raw
-//   `..`, absolute, NUL) and bad keys, 415 not_utf8, a link inside the tree read
+//   `..`, absolute, NUL) and bad keys, 413 past LSPD_MAX_FILE_BYTES, 415 not_utf8, a link inside the tree read
 //   and a link planted to point outside refused, the access rule of GET on a root,
 //   and `lspd show` through bin/lspd.js;
 // - with a real daemon in the real jail: an npm dependency fetched from a registry
@@ -41,6 +41,7 @@ const TREE: PackEntry[] = [
   { name: 'links/to-a.ts', type: 'symlink', linkname: '../src/a.ts' },
 ];
 const MAX_ANSWER_BYTES = 2048;
+const MAX_FILE_BYTES = 64 * 1024;
 
 /** GET with the path sent byte for byte (fetch() would resolve `..` before sending). */
 function rawGet(url: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, unknown> }> {
@@ -65,7 +66,7 @@ describe('files route on a stored tree', () => {
   const get = (rel: string, q = '') => rawGet(s.url, `${base}/files/${rel}${q}`);
 
   before(async () => {
-    s = await startServer({ env: { LSPD_MAX_ANSWER_BYTES: String(MAX_ANSWER_BYTES) } });
+    s = await startServer({ env: { LSPD_MAX_ANSWER_BYTES: String(MAX_ANSWER_BYTES), LSPD_MAX_FILE_BYTES: String(MAX_FILE_BYTES) } });
     // A real commit, so `lspd show` can name the root the way it names any (its sha in a checkout).
     repo = tempDir('lspd-files-repo-');
     const sha = gitRepo(repo, { 'src/a.ts': TEN });
@@ -151,6 +152,14 @@ describe('files route on a stored tree', () => {
     assert.deepEqual([sha.status, sha.body.error], [400, 'bad_sha']);
     const name = await rawGet(s.url, `/v1/roots/a%20b/files/${key.sha}/files/src/a.ts`);
     assert.deepEqual([name.status, name.body.error], [400, 'bad_name']);
+  });
+
+  test('413 file_too_large past LSPD_MAX_FILE_BYTES, even for one line', async () => {
+    // The upload limit is the same setting, so the file is put there behind the store's back.
+    writeFileSync(join(s.store.treeDir(key), 'huge.txt'), 'z\n'.repeat(MAX_FILE_BYTES));
+    const r = await get('huge.txt', '?start=0&end=1');
+    assert.deepEqual([r.status, r.body.error], [413, 'file_too_large']);
+    rmSync(join(s.store.treeDir(key), 'huge.txt'));
   });
 
   test('415 not_utf8 for a file that is not UTF-8, whatever lines are asked', async () => {

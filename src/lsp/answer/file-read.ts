@@ -121,17 +121,20 @@ export async function readFileRange(dirs: HostDirs, o: ReadOptions): Promise<Fil
     if (st.size > o.maxFileBytes) throw errors.fileTooLarge(`${JSON.stringify(o.path)} is ${st.size} bytes; files of at most ${o.maxFileBytes} bytes are read.`);
     const lines = new LineCollector(o.start, o.end, budgetOf(o));
     const decoder = new TextDecoder('utf-8', { fatal: true });
-    const buf = Buffer.alloc(CHUNK_BYTES);
-    try {
-      for (;;) {
-        const { bytesRead } = await fh.read(buf, 0, CHUNK_BYTES, null);
-        if (bytesRead === 0) break;
-        lines.add(decoder.decode(buf.subarray(0, bytesRead), { stream: true }));
+    const decode = (bytes?: Buffer) => {
+      try {
+        return bytes ? decoder.decode(bytes, { stream: true }) : decoder.decode();
+      } catch {
+        throw errors.notUtf8(`${JSON.stringify(o.path)} is not valid UTF-8.`);
       }
-      lines.add(decoder.decode());
-    } catch {
-      throw errors.notUtf8(`${JSON.stringify(o.path)} is not valid UTF-8.`);
+    };
+    const buf = Buffer.alloc(CHUNK_BYTES);
+    for (;;) {
+      const { bytesRead } = await fh.read(buf, 0, CHUNK_BYTES, null);
+      if (bytesRead === 0) break;
+      lines.add(decode(buf.subarray(0, bytesRead)));
     }
+    lines.add(decode());
     return { path: o.path, ...(o.from === 'deps' ? { from: 'deps' as const } : {}), ...lines.finish(), untrusted: true };
   } finally {
     await fh.close();
