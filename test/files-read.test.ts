@@ -13,7 +13,7 @@
 //   what SERVE binds, refused.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,7 +23,7 @@ import { SHA, packTar, startServer, type PackEntry, type TestServer } from './st
 import { gitRepo, runCli, writeTokens, type TestToken } from './helpers/ops.js';
 import { tempDir } from './helpers/daemon.js';
 import { startNpmRegistry, type NpmRegistry } from './helpers/npm-registry.js';
-import { cannotJail, fetchSettled, getJson, lspQuery, position, shaOf, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
+import { cannotJail, fetchSettled, getJson, lspQuery, position, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
 
 type FileAnswer = { path: string; from?: string; start: number; end: number; total_lines: number; text: string; truncated: boolean; partial?: true; untrusted: true };
 
@@ -243,7 +243,10 @@ describe('reading a fetched npm dependency at the location a definition gave', {
   let d: Lspd;
   let registry: NpmRegistry;
   let mcp: Client | undefined;
-  const root = { org: 'acme', repo: 'files-npm', sha: shaOf('files-read-npm') };
+  // Keyed by a real commit of the fixture's files, so the CLI can name the root from a checkout.
+  const checkout = tempDir('lspd-files-npm-repo-');
+  const fixture = join(import.meta.dirname, 'fixtures', 'npm-dep');
+  const root = { org: 'acme', repo: 'files-npm', sha: gitRepo(checkout, Object.fromEntries(readdirSync(fixture).map((f) => [f, readFileSync(join(fixture, f), 'utf8')]))) };
   const files = `/v1/roots/${root.org}/${root.repo}/${root.sha}/files`;
 
   before(async () => {
@@ -296,6 +299,23 @@ describe('reading a fetched npm dependency at the location a definition gave', {
     const err = await mcp.callTool({ name: 'read_file', arguments: { ...root, path: 'nope.js' } });
     assert.equal(err.isError, true);
     assert.deepEqual(err.structuredContent, { ...(await getJson(d.url, `${files}/nope.js`)).body, status: 404 });
+  });
+
+  test('lspd lsp prints where to read an external definition; that lspd show prints its lines', { timeout: 120_000 }, async () => {
+    const at = position('npm-dep', 'index.js', "require('left-pad-lite')", 9);
+    const cli = (...args: string[]) => runCli([...args, '--org', root.org, '--repo', root.repo, '--url', d.url], { cwd: checkout });
+    const def = await cli('lsp', 'definition', `index.js:${at.line + 1}:${at.character + 1}`);
+    assert.equal(def.code, 0, def.stderr);
+    const m = /^ {2}read: lspd show --from deps (\S+):(\d+)-(\d+)$/m.exec(def.stdout);
+    assert.ok(m, def.stdout);
+    const [, path, first, last] = m as unknown as [string, string, string, string];
+    assert.match(path, /^npm\/top\/node_modules\/left-pad-lite\//);
+    const shown = await cli('show', '--from', 'deps', `${path}:${first}-${last}`);
+    assert.equal(shown.code, 0, shown.stderr);
+    const lines = readFileSync(join(d.store.depsDir(root), path), 'utf8').split('\n');
+    const want = lines.slice(Number(first) - 1, Number(last)).join('\n');
+    assert.equal(shown.stdout.replace(/\n$/, ''), want.replace(/\n$/, ''));
+    assert.ok(shown.stdout.length > 0);
   });
 
   test('deps reads stay inside what SERVE binds: a link out of node_modules and the deps dir around it are refused', async () => {
