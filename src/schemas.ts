@@ -107,3 +107,25 @@ export const listQuery = z.object({
   limit: z.coerce.number().int().min(1).max(1000).default(100),
   after: z.string().max(400).optional(),
 });
+
+/** Where GET .../files/{path} reads: the uploaded tree, or the root's fetched dependencies (an `external` location's `read`). */
+export const readFrom = z
+  .enum(['tree', 'deps'])
+  .default('tree')
+  .describe("tree: a path of the uploaded tree. deps: a path in the root's fetched dependencies, as an external location's `read` gives it.");
+const lineBound = (what: string) => z.number().int().min(0).max(10_000_000).optional().describe(what);
+const START = 'First line to read, zero-based (default 0).';
+const END = 'Line to stop before, zero-based, exclusive (default: the end of the file).';
+
+/** GET /v1/roots/{org}/{repo}/{sha}/files/{path}'s query: numbers arrive as strings. */
+export const readFileQuery = z.object({
+  from: readFrom,
+  start: z.coerce.number().int().min(0).max(10_000_000).optional().describe(START),
+  end: z.coerce.number().int().min(0).max(10_000_000).optional().describe(END),
+});
+
+/** The read_file tool's arguments: the route's path params and query in one object. */
+export const readFileArgs = z
+  .object({ org: orgName, repo: repoName, sha, path: relPath, from: readFrom, start: lineBound(START), end: lineBound(END) })
+  .strict();
+export type ReadFileArgs = z.infer<typeof readFileArgs>;

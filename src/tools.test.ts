@@ -19,6 +19,7 @@ const calls: { kind: string; body: unknown }[] = [];
 const runner: ToolRunner = {
   lsp: async (body) => (calls.push({ kind: 'lsp', body }), { ok: true }),
   ask: async (body) => (calls.push({ kind: 'ask', body }), { ok: true }),
+  readFile: async (body) => (calls.push({ kind: 'readFile', body }), { ok: true }),
   assertOrg: (org) => {
     if (org !== 'acme') throw new AppError('forbidden', 403, 'no');
   },
@@ -33,12 +34,14 @@ test('no query tool is listed while the jail is unproved; all are once it is', (
 
 test('without the table: an unavailable server is named in every description; available ones are not', () => {
   const tools = listTools(health(true, { gopls: { available: false, reason: 'not installed' }, pyright: { available: true } }));
-  for (const t of tools) {
+  for (const t of tools.filter((x) => x.name !== 'read_file')) {
     assert.match(t.description, /Unavailable on this daemon: gopls;/);
     assert.doesNotMatch(t.description, /not installed/, 'probe reasons are for operators');
     assert.doesNotMatch(t.description, /pyright/);
   }
   assert.doesNotMatch(listTools(health(true)).map((t) => t.description).join(' '), /Unavailable/);
+  // read_file reads any file: a language not served is no reason not to read it.
+  assert.doesNotMatch(tools.find((t) => t.name === 'read_file')!.description, /Unavailable/);
 });
 
 test('with the table: languages are named, by why they are not served', () => {
@@ -48,7 +51,7 @@ test('with the table: languages are named, by why they are not served', () => {
     { language: 'go' as const },
   ];
   const h = health(true, { typescript: { available: true }, pyright: { available: false, reason: 'not installed (/opt/x missing)' } });
-  for (const t of listTools(h, coverage)) {
+  for (const t of listTools(h, coverage).filter((x) => x.name !== 'read_file')) {
     assert.match(t.description, /Not served by this daemon: python \(pyright unavailable\), go \(no language server\);/);
     assert.doesNotMatch(t.description, /typescript \(|\/opt\/x/, 'served languages and probe reasons stay out');
   }
@@ -71,6 +74,7 @@ test('every input schema compiles (ajv strict) and accepts/refuses what the rout
     lsp_hover: { ...root, path: 'a.ts', line: 1, character: 2, encoding: 'utf-8' },
     lsp_symbols: { ...root, query: 'Server' },
     lsp_diagnostics: { ...root, path: 'a.ts' },
+    read_file: { ...root, path: 'deps/npm/top/node_modules/zod/lib/types.d.ts', from: 'deps', start: 3, end: 40 },
   };
   for (const t of tools) {
     const validate = ajv.compile(t.inputSchema);
@@ -94,6 +98,11 @@ test('every input schema compiles (ajv strict) and accepts/refuses what the rout
     calls.filter((c) => c.kind === 'lsp').map((c) => (c.body as { op: string }).op),
     ['definition', 'typeDefinition', 'implementation', 'references', 'hover', 'workspaceSymbols', 'diagnostics'],
   );
+  // read_file reaches the files route's schema, a path that route refuses refused here too.
+  assert.deepEqual(calls.filter((c) => c.kind === 'readFile').map((c) => c.body), [good.read_file]);
+  for (const path of ['/etc/passwd', 'a/../../b', 'a\u0000b']) {
+    await assert.rejects(callTool('read_file', { ...root, path }, health(true), runner, AbortSignal.timeout(1000)), (e: unknown) => e instanceof AppError && e.code === 'bad_request');
+  }
 });
 
 test('calls: unknown tool 400, unproved jail 503 not_ready, other org refused before running', async () => {

@@ -41,6 +41,13 @@ test('path routes: PUT, GET and DELETE', async () => {
   }
 });
 
+test('the files route: GET .../files/{path}', async () => {
+  for (const { key, error } of bad) {
+    const path = `/v1/roots/${encodeURIComponent(key.org)}/${encodeURIComponent(key.repo)}/${key.sha}/files/src/a.ts`;
+    assert.deepEqual({ ...(await send('GET', path)), path }, { status: 400, error, path });
+  }
+});
+
 test('body routes: /v1/code/lsp, /ask and an /ask batch', async () => {
   for (const { key, error } of [...bad, { key: { ...good, org: '..' }, error: 'bad_name' }]) {
     assert.deepEqual(await send('POST', '/v1/code/lsp', { ...key, op: 'hover', path: 'a.ts', line: 0, character: 0 }), { status: 400, error }, JSON.stringify(key));

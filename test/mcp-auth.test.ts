@@ -14,6 +14,7 @@ import { getJson, postJson, shaOf, startDaemon, stopDaemon, upload, type Started
 
 const ACME = 'lspd_test-acme-3f1c9a7e52b04d8e';
 const READER = 'lspd_test-read-only-8d2e6b1a';
+const ACME_READ = 'lspd_test-acme-read-5b7c0d2e91';
 const acme = { org: 'acme', repo: 'mcp-auth', sha: shaOf('mcp-auth') };
 const other = { org: 'globex', repo: 'mcp-auth', sha: shaOf('mcp-auth') };
 const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
@@ -27,6 +28,7 @@ before(async () => {
       tokens: [
         { name: 'acme', sha256: hashToken(ACME), orgs: ['acme'], permissions: ['upload', 'query'] },
         { name: 'reader', sha256: hashToken(READER), orgs: '*', permissions: ['read'] },
+        { name: 'acme-read', sha256: hashToken(ACME_READ), orgs: ['acme'], permissions: ['query', 'read'] },
       ],
     }),
   );
@@ -89,4 +91,26 @@ test('an org-limited token: tools on its org answer, on another org are forbidde
   assert.equal((await postJson(s!.url, '/ask', { ...other, symbol: 'greet' }, bearer(ACME))).status, 403);
   assert.equal((await postJson(s!.url, '/ask', { ...other, queries: [{ symbol: 'greet' }] }, bearer(ACME))).status, 403);
   assert.equal((await postJson(s!.url, '/ask', { ...acme, queries: [{ symbol: 'greet' }] }, bearer(ACME))).status, 200);
+});
+
+test('read_file needs what its route needs: read, on the org', { timeout: 120_000 }, async (t) => {
+  if (s?.notReady) return t.skip(`the jail could not be proved on this host: ${s.notReady}`);
+  const files = `/v1/roots/${acme.org}/${acme.repo}/${acme.sha}/files/src/main.ts?start=0&end=2`;
+  const args = { ...acme, path: 'src/main.ts', start: 0, end: 2 };
+  const withRead = await connect(bearer(ACME_READ));
+  const queryOnly = await connect(bearer(ACME));
+  try {
+    const ok = await withRead.callTool({ name: 'read_file', arguments: args });
+    assert.equal(ok.isError, undefined, JSON.stringify(ok.content));
+    assert.deepEqual(ok.structuredContent, (await getJson(s!.url, files, bearer(ACME_READ))).body);
+    const other = await withRead.callTool({ name: 'read_file', arguments: { ...args, org: 'globex' } });
+    assert.equal((other.structuredContent as { error: string }).error, 'forbidden');
+    // query but not read: the tool refuses as the route does.
+    const refused = await queryOnly.callTool({ name: 'read_file', arguments: args });
+    assert.equal(refused.isError, true);
+    assert.deepEqual(refused.structuredContent, { ...(await getJson(s!.url, files, bearer(ACME))).body, status: 403 });
+  } finally {
+    await withRead.close();
+    await queryOnly.close();
+  }
 });

@@ -70,20 +70,26 @@ test('each tool over MCP answers like its HTTP route', { timeout: 180_000 }, asy
     { tool: 'lsp_symbols', args: { path: 'src/server.ts' }, route: '/v1/code/lsp', body: { op: 'documentSymbols', path: 'src/server.ts' } },
     { tool: 'lsp_symbols', args: { query: 'close' }, route: '/v1/code/lsp', body: { op: 'workspaceSymbols', query: 'close' } },
     { tool: 'lsp_diagnostics', args: { path: 'src/main.ts' }, route: '/v1/code/lsp', body: { op: 'diagnostics', path: 'src/main.ts' } },
+    // A GET route: `body` is its query string.
+    { tool: 'read_file', args: { path: 'src/main.ts', start: 1, end: 3 }, route: `/v1/roots/${root.org}/${root.repo}/${root.sha}/files/src/main.ts`, body: { start: 1, end: 3 } },
   ];
+  const http = (c: (typeof cases)[number]) =>
+    c.route.startsWith('/v1/roots/')
+      ? getJson(s!.url, `${c.route}?${new URLSearchParams(Object.entries(c.body).map(([k, v]): [string, string] => [k, String(v)]))}`)
+      : postJson(s!.url, c.route, { ...root, ...c.body });
   const seen = new Set<string>();
   for (const c of cases) {
     // The HTTP route first (it warms the session), then MCP, then HTTP again to compare with.
-    await postJson(s!.url, c.route, { ...root, ...c.body });
+    await http(c);
     const res = await client!.callTool({ name: c.tool, arguments: { ...root, ...c.args } });
-    const http = await postJson(s!.url, c.route, { ...root, ...c.body });
-    assert.equal(http.status, 200, `${c.tool}: ${JSON.stringify(http.body)}`);
+    const answer = await http(c);
+    assert.equal(answer.status, 200, `${c.tool}: ${JSON.stringify(answer.body)}`);
     assert.equal(res.isError, undefined, `${c.tool}: ${JSON.stringify(res.content)}`);
     const structured = res.structuredContent as Record<string, unknown>;
     const text = (res.content as { type: string; text: string }[])[0]!;
     assert.equal(text.type, 'text');
     assert.deepEqual(JSON.parse(text.text), structured, `${c.tool}: text and structured content agree`);
-    assert.deepEqual(comparable(structured), comparable(http.body), `${c.tool} ${JSON.stringify(c.args)}`);
+    assert.deepEqual(comparable(structured), comparable(answer.body), `${c.tool} ${JSON.stringify(c.args)}`);
     seen.add(c.tool);
   }
   const listed = (await client!.listTools()).tools.map((x) => x.name);

@@ -80,7 +80,8 @@ function routesInSource(): string[] {
   const out: string[] = [];
   for (const f of readdirSync(dir).filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'))) {
     const text = readFileSync(join(dir, f), 'utf8');
-    for (const m of text.matchAll(/\bapp\.(get|put|post|delete|patch)(?:<[^>]*>)?\(\s*'([^']+)'/g)) out.push(`${m[1]!.toUpperCase()} ${m[2]}`);
+    // A trailing wildcard is documented as the `{path}` parameter (the files route).
+    for (const m of text.matchAll(/\bapp\.(get|put|post|delete|patch)(?:<[^>]*>)?\(\s*'([^']+)'/g)) out.push(`${m[1]!.toUpperCase()} ${m[2]!.replace(/\/\*$/, '/:path')}`);
   }
   return out;
 }

@@ -41,7 +41,14 @@ test('/v1/tools: schemas compile and agree with the routes on real arguments', {
     lsp_hover: { args: { ...root, path: 'src/main.ts', ...closeAt }, route: '/v1/code/lsp', body: { op: 'hover', path: 'src/main.ts', ...closeAt } },
     lsp_symbols: { args: { ...root, path: 'src/server.ts' }, route: '/v1/code/lsp', body: { op: 'documentSymbols', path: 'src/server.ts' } },
     lsp_diagnostics: { args: { ...root, path: 'src/main.ts' }, route: '/v1/code/lsp', body: { op: 'diagnostics', path: 'src/main.ts' } },
+    // A GET route: the root key is in its path, `body` is its query.
+    read_file: { args: { ...root, path: 'src/main.ts', start: 0, end: 2 }, route: 'GET /files/src/main.ts', body: { start: 0, end: 2 } },
   };
+  /** Call a sample's route with this root key. */
+  const call = (route: string, body: Record<string, unknown>, key: typeof root) =>
+    route.startsWith('GET ')
+      ? getJson(s!.url, `/v1/roots/${key.org}/${key.repo}/${key.sha}${route.slice(4)}?${new URLSearchParams(Object.entries(body).map(([k, v]): [string, string] => [k, String(v)]))}`)
+      : postJson(s!.url, route, { ...body, ...key });
   // The languages served here are not called unavailable; any that are not served are named with why.
   // TS 7 and pyright ship in package.json, so both are always served here.
   const ready = (await getJson(s!.url, '/readyz')).body.servers as Record<string, { available: boolean }>;
@@ -60,12 +67,12 @@ test('/v1/tools: schemas compile and agree with the routes on real arguments', {
     const sample = samples[tool.name];
     assert.ok(sample, `a sample call for ${tool.name}`);
     assert.ok(validate(sample.args), `${tool.name}: ${JSON.stringify(validate.errors)}`);
-    const answer = await postJson(s!.url, sample.route, { ...root, ...sample.body });
+    const answer = await call(sample.route, sample.body, root);
     assert.equal(answer.status, 200, `${tool.name} → ${sample.route}: ${JSON.stringify(answer.body)}`);
     // What the schema refuses, the route refuses too.
     const bad = { ...sample.args, sha: 'main' };
     assert.equal(validate(bad), false, tool.name);
-    const refused = await postJson(s!.url, sample.route, { ...sample.body, ...root, sha: 'main' });
+    const refused = await call(sample.route, sample.body, { ...root, sha: 'main' });
     assert.equal(refused.status, 400, tool.name);
     assert.equal(refused.body.error, 'bad_sha', tool.name);
   }

@@ -1,4 +1,4 @@
-// The `lspd` command line: push | status | ask | lsp | config | token | jail.
+// The `lspd` command line: push | status | ask | lsp | show | config | token | jail.
 // Built on the typed client (lspd/client); every daemon error is printed with its
 // message and code and exits 1; usage errors exit 2. The daemon's own entry point
 // is src/main.ts, not this.
@@ -20,13 +20,15 @@ const HELP = `usage: lspd <command> [flags]
   status   readiness, jail, servers, roots and their sessions
   ask      SYMBOL: where a name is defined (--op references|hover) [--path P]
   lsp      OP [PATH[:LINE:COL]]: one LSP operation (LINE:COL 1-based, as printed; or --line/--character 0-based)
+  show     PATH[:START-END]: lines of a stored file (1-based, inclusive, as printed); --from deps with an
+           external location's read.path reads the fetched dependency
   config   --markdown: the table of every daemon variable
   token    new --name N --orgs a,b|* --permissions upload,query,read,delete | hash (token on stdin)
   jail     the jail's own tool (src/cli/jail.ts)
 
 common flags: --url (LSPD_URL, default http://127.0.0.1:7420), --token (LSPD_TOKEN; prefer the variable:
 argv is visible to other users), --json (print the daemon's answer as JSON).
-ask/lsp take --org/--repo/--sha like push (default: this checkout) and --upload (on 409 need_tree,
+ask/lsp/show take --org/--repo/--sha like push (default: this checkout) and --upload (on 409 need_tree,
 upload this checkout and retry). push --spread N uploads under each of a hot repo's N route keys
 (lspd/client's \`spread\`; README "Scale-out").`;
 
@@ -186,6 +188,34 @@ async function lsp(argv: string[]): Promise<number> {
   }
 }
 
+async function show(argv: string[]): Promise<number> {
+  const { values: v, positionals } = args(argv, { from: { type: 'string', default: 'tree' } });
+  const [target] = positionals;
+  if (!target || positionals.length > 1) throw new UsageError('usage: lspd show PATH[:START-END] [--from tree|deps]');
+  if (v.from !== 'tree' && v.from !== 'deps') throw new UsageError('--from: tree or deps.');
+  // path:START-END or path:LINE, 1-based and inclusive as lspd prints lines; a path may itself hold colons.
+  const m = /^(.*?):(\d+)(?:-(\d+))?$/.exec(target);
+  const q: { path: string; start?: number; end?: number } = { path: target };
+  if (m) {
+    const [first, last] = [Number(m[2]), m[3] === undefined ? Number(m[2]) : Number(m[3])];
+    if (first < 1 || last < first) throw new UsageError('START-END are 1-based lines, START <= END.');
+    Object.assign(q, { path: m[1], start: first - 1, end: last });
+  }
+  const { key } = await queryTarget(v);
+  const c = client(v);
+  try {
+    const a = await c.readFile({ ...key, ...q, from: v.from });
+    if (v.json) out(JSON.stringify(a, null, 2));
+    else {
+      process.stdout.write(a.text);
+      if (a.truncated) err(`lspd: cut to fit the answer bound after line ${a.end} of ${a.total_lines}; continue with ${q.path}:${a.end + 1}-${q.end ?? a.total_lines}`);
+    }
+    return 0;
+  } finally {
+    await c.close();
+  }
+}
+
 /** The README's configuration table: every variable of src/config.ts, its default and its description. */
 function configTable(): string {
   const cell = (s: string) => s.replace(/\|/g, '\\|');
@@ -239,7 +269,7 @@ async function jail(argv: string[]): Promise<number> {
   return mod.runJailCli(argv);
 }
 
-const commands: Record<string, (argv: string[]) => Promise<number>> = { push, status, ask, lsp, config, token, jail };
+const commands: Record<string, (argv: string[]) => Promise<number>> = { push, status, ask, lsp, show, config, token, jail };
 
 export async function run(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;

@@ -12,6 +12,8 @@ export function formatAnswer(a: LspAnswer): string {
   for (const l of a.locations ?? []) {
     const where = l.external ? `${l.module ?? 'dependency'}${l.version ? '@' + l.version : ''}/${l.path}` : l.path;
     lines.push(`${at(where, l.range)}  ${(l.preview ?? '').trim()}`.trimEnd());
+    // What to paste to read it: `lspd show` takes 1-based lines, as printed.
+    if (l.external && l.read) lines.push(`  read: lspd show${l.read.from === 'deps' ? ' --from deps' : ''} ${l.read.path}:${l.range.start.line + 1}-${l.range.start.line + 21}`);
   }
   if (typeof a.contents === 'string' && a.contents.trim() !== '') lines.push(a.contents.trimEnd());
   for (const s of a.symbols ?? []) {

@@ -12,14 +12,16 @@
 import type { Readable } from 'node:stream';
 import { Agent, request, type Dispatcher } from 'undici';
 import type { z } from 'zod';
-import { GIT_TREE_HEADER, type askBatchItem, type askQuery, type lspQuery, type RootKey } from '../schemas.js';
-import type { AskBatchAnswer, LspAnswer, PutRootAnswer, ReadyAnswer, RootAnswer, RootList, ToolsAnswer } from '../responses.js';
+import { GIT_TREE_HEADER, type askBatchItem, type askQuery, type lspQuery, type readFileArgs, type RootKey } from '../schemas.js';
+import type { AskBatchAnswer, FileAnswer, LspAnswer, PutRootAnswer, ReadyAnswer, RootAnswer, RootList, ToolsAnswer } from '../responses.js';
 
 export type { RootKey };
-export type { AskBatchAnswer, LspAnswer, PutRootAnswer, ReadyAnswer, RootAnswer, RootList, ToolsAnswer };
+export type { AskBatchAnswer, FileAnswer, LspAnswer, PutRootAnswer, ReadyAnswer, RootAnswer, RootList, ToolsAnswer };
 export type LspQuery = z.input<typeof lspQuery>;
 export type AskQuery = z.input<typeof askQuery>;
 export type AskBatchItem = z.input<typeof askBatchItem>;
+/** A file to read: a tree path, or (from: 'deps') an external location's `read`. */
+export type ReadFileQuery = z.input<typeof readFileArgs>;
 
 export const ROUTE_KEY_HEADER = 'x-lspd-route-key';
 export { GIT_TREE_HEADER } from '../schemas.js';
@@ -186,6 +188,17 @@ export class LspdClient {
 
   askBatch(key: RootKey, queries: AskBatchItem[], opts: QueryOptions = {}): Promise<AskBatchAnswer> {
     return this.#query<AskBatchAnswer>('/ask', key, { ...key, queries }, opts);
+  }
+
+  /** Lines [start, end) of a stored file (GET .../files/{path}); a missing root is 404 not_found, as GET on the root. */
+  readFile(q: ReadFileQuery, opts: { signal?: AbortSignal } = {}): Promise<FileAnswer> {
+    const qs = new URLSearchParams();
+    if (q.from !== undefined && q.from !== 'tree') qs.set('from', q.from);
+    if (q.start !== undefined) qs.set('start', String(q.start));
+    if (q.end !== undefined) qs.set('end', String(q.end));
+    const path = `${rootPath(q)}/files/${q.path.split('/').map(encodeURIComponent).join('/')}${qs.size ? '?' + qs.toString() : ''}`;
+    const shard = Math.floor(Math.random() * this.spreadOf(q));
+    return this.#call<FileAnswer>({ method: 'GET', path, routeKey: routeKey(q, shard), signal: opts.signal });
   }
 
   /** /readyz: answers the body whether ready (200) or not (503). */

@@ -40,6 +40,8 @@ export const accessTable: Readonly<Record<string, Access>> = {
   'GET /docs/json': PUBLIC,
   'PUT /v1/roots/:org/:repo/:sha': { permission: 'upload', org: 'param' },
   'GET /v1/roots/:org/:repo/:sha': { permission: 'read', org: 'param' },
+  // Reading a root's files is reading the root: GET's rule.
+  'GET /v1/roots/:org/:repo/:sha/files/*': { permission: 'read', org: 'param' },
   'DELETE /v1/roots/:org/:repo/:sha': { permission: 'delete', org: 'param' },
   'GET /v1/roots': { permission: 'read', org: 'filter' },
   'POST /v1/code/lsp': { permission: 'query', org: 'body' },
@@ -68,6 +70,15 @@ export function principalOf(req: FastifyRequest): Principal | undefined {
 export function assertOrg(req: FastifyRequest, org: string): void {
   const p = principals.get(req);
   if (p && !mayTouchOrg(p, org)) throw errors.forbidden(`This token may not touch org ${JSON.stringify(org)}.`);
+}
+
+/**
+ * For a tool that mirrors a route needing more than the MCP route's `query` (read_file
+ * is GET on a root's files: `read`): throws 403 unless the token holds it. No-op when auth is off.
+ */
+export function assertPermission(req: FastifyRequest, permission: Permission): void {
+  const p = principals.get(req);
+  if (p && !p.permissions.has(permission)) throw errors.forbidden(`This token does not have the ${permission} permission.`);
 }
 
 function accessOf(req: FastifyRequest): Access | undefined {

@@ -6,8 +6,8 @@
 // the schemas go in unchanged. https://spec.openapis.org/oas/v3.1.0
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { askBatch, askQuery, listQuery, lspQuery, putRootHeaders, putRootQuery, rootParams } from '../schemas.js';
-import { askBatchAnswer, errorBody, lspAnswer, putRootAnswer, readyAnswer, rootAnswer, rootList, toolsAnswer } from '../responses.js';
+import { askBatch, askQuery, listQuery, lspQuery, putRootHeaders, putRootQuery, readFileQuery, relPath, rootParams } from '../schemas.js';
+import { askBatchAnswer, errorBody, fileAnswer, lspAnswer, putRootAnswer, readyAnswer, rootAnswer, rootList, toolsAnswer } from '../responses.js';
 import type { Access } from './auth.js';
 
 export interface CollectedRoute {
@@ -48,6 +48,7 @@ const components: Record<string, { schema: z.ZodType; io: 'input' | 'output' }> 
   AskBatchAnswer: { schema: askBatchAnswer, io: 'output' },
   ReadyAnswer: { schema: readyAnswer, io: 'output' },
   ToolsAnswer: { schema: toolsAnswer, io: 'output' },
+  FileAnswer: { schema: fileAnswer, io: 'output' },
 };
 
 const err = (description: string): Answer => ({ description, schema: 'Error' });
@@ -92,6 +93,21 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
     summary: 'Describe a stored root: size, languages, dependency fetch state, sessions.',
     params: rootParams,
     answers: { '200': { description: 'The root.', schema: 'RootAnswer' }, '400': err('bad_sha or bad_name.'), '404': err('not_found (need: tree).') },
+  },
+  'GET /v1/roots/:org/:repo/:sha/files/*': {
+    tag: 'trees',
+    summary: "Read lines of a stored file: the tree's, or (from=deps) a fetched dependency's at an external location's `read` path.",
+    description:
+      'Lines are zero-based, `end` exclusive, counted as LSP counts them (\\n, \\r\\n and \\r each end a line); `text` keeps the terminators. The answer is bounded by LSPD_MAX_ANSWER_BYTES: `truncated` when it was cut (at a line boundary; a single line larger than the bound is cut inside and marked `partial`). A link may point elsewhere inside the tree (or inside a dependency), never out. `{path}` may hold `/`.',
+    params: rootParams.extend({ path: relPath }),
+    query: readFileQuery,
+    answers: {
+      '200': { description: 'The lines.', schema: 'FileAnswer' },
+      '400': err('bad_sha or bad_name (the root key), else bad_request: an absolute path, a `..` segment, a control character, end before start.'),
+      '404': err('not_found (need: tree): no such root; no_such_file: no such file (or it leads outside the root).'),
+      '413': err('file_too_large: past LSPD_MAX_FILE_BYTES.'),
+      '415': err('not_utf8.'),
+    },
   },
   'DELETE /v1/roots/:org/:repo/:sha': {
     tag: 'trees',
@@ -224,7 +240,8 @@ export function buildOpenApi(routes: CollectedRoute[]): Record<string, unknown> 
   const paths: Record<string, Record<string, unknown>> = {};
   for (const r of routes) {
     if (r.method === 'HEAD' || r.method === 'OPTIONS') continue;
-    const path = r.url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+    // A trailing wildcard (the files route) is its `path` parameter.
+    const path = r.url.replace(/:([A-Za-z0-9_]+)/g, '{$1}').replace(/\/\*$/, '/{path}');
     (paths[path] ??= {})[r.method.toLowerCase()] = operation(r, routeDocs[`${r.method} ${r.url}`]);
   }
   const schemas: Record<string, unknown> = {};

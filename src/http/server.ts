@@ -7,6 +7,7 @@ import { installAuth } from './auth.js';
 import { installDocs } from './routes/docs.js';
 import { healthRoutes } from './routes/health.js';
 import { rootRoutes } from './routes/roots.js';
+import { fileRoutes } from './routes/files.js';
 import { queryRoutes } from './routes/query.js';
 import { askRoutes } from './routes/ask.js';
 import { toolRoutes } from './routes/tools.js';
@@ -43,6 +44,7 @@ export async function buildServer(deps: Deps): Promise<FastifyInstance> {
 
   await healthRoutes(app, deps);
   await rootRoutes(app, deps);
+  await fileRoutes(app, deps);
   await queryRoutes(app, deps);
   await askRoutes(app, deps);
   await toolRoutes(app, deps);

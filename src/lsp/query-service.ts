@@ -26,7 +26,8 @@ import type { RootInfo } from '../store/types.js';
 import { PROJECT_DIR } from '../jail/policy.js';
 import { ResultCache } from './cache.js';
 import { awaitDependencies, dependencyMounts, dependencyNote, type DependencyNote, type DependencySource } from './session/dependencies.js';
-import type { FileCoordinate } from './answer/coordinates.js';
+import type { ExternalCoordinate, FileCoordinate } from './answer/coordinates.js';
+import { readRefOf } from './answer/file-read.js';
 import { runOp, workspaceSymbols, type OpResult } from './lsp-ops.js';
 import { treeJailPath } from './answer/paths.js';
 import type { Lease, SessionPool } from './session/pool.js';
@@ -268,6 +269,7 @@ export class QueryService {
         readPackageVersion: this.lines.versionReader(dirs),
         readComposerVersion: this.lines.composerVersionReader(w.root, dirs),
         readPythonDist: this.lines.pythonDistReader(w.root, dirs),
+        readRef: (c: ExternalCoordinate) => readRefOf(c.jailPath, dirs),
       },
       scrub: this.scrubberFor(w),
       deadline: w.deadline,

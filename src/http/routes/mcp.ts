@@ -12,21 +12,23 @@
 //
 // Auth: the same bearer token as every route. The org is inside each call's
 // arguments, not at the top of the body, so the route declares `org: 'none'` and
-// every tool call checks its org with assertOrg before it runs.
+// every tool call checks its org with assertOrg before it runs; read_file also
+// needs the `read` permission its route needs.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { assertOrg } from '../auth.js';
+import { assertOrg, assertPermission } from '../auth.js';
 import { callTool, coverageOf, listTools, toolErrorBody, type ToolRunner } from '../../tools.js';
 import type { Deps } from '../deps.js';
 import { answerAsk, answerLsp, clientSignal } from './ask.js';
+import { answerReadFile } from './files.js';
 
 const INSTRUCTIONS =
   'lspd answers code-intelligence questions (definition, references, hover, symbols, diagnostics, and lookups by name) ' +
   'about source trees uploaded to it, using real language servers. Every tool names the tree by org, repo and commit sha. ' +
-  'Start with lsp_locate when you know a name, or lsp_symbols to outline a file.';
+  'Start with lsp_locate when you know a name, or lsp_symbols to outline a file; read_file reads the lines of any location an answer gives.';
 
 /**
  * tools/call with any params. The SDK parses a handler's schema before its own
@@ -70,6 +72,11 @@ function runnerFor(deps: Deps, req: FastifyRequest): ToolRunner {
   return {
     lsp: (body, signal) => answerLsp(deps, body, signal),
     ask: (body, signal) => answerAsk(deps, body, signal),
+    // The files route's rule (GET on a root: `read`), on top of this route's `query`.
+    readFile: async (args) => {
+      assertPermission(req, 'read');
+      return answerReadFile(deps, args);
+    },
     assertOrg: (org) => assertOrg(req, org),
   };
 }

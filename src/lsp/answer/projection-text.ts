@@ -21,6 +21,7 @@ import { truncateUtf8 } from '../wire/encoding.js';
 import { LineReader } from './line-reader.js';
 import { SEVERITY_NAMES, cleanRange, isObject, isRange, symbolKindName, type Range, type SeverityName, type SymbolKindName } from '../wire/lsp-types.js';
 import type { ProjectionContext } from './projection.js';
+import { readOf, type ReadRef } from './file-read.js';
 import type { Scrubber } from './scrub.js';
 
 const MAX_SYMBOL_DEPTH = 64;
@@ -110,6 +111,8 @@ export interface RenderedSymbol {
   external?: true;
   module?: string;
   version?: string;
+  /** external: where GET .../files/{path} reads this file. */
+  read?: ReadRef;
   /** The whole declaration; absent when a workspace symbol came without one. */
   range?: Range;
   /** The name inside it (DocumentSymbol only). */
@@ -194,7 +197,7 @@ export async function projectSymbols(raw: unknown, ctx: SymbolsContext): Promise
   const text = (t: string) => truncateUtf8(ctx.scrub(t), MAX_NAME_BYTES);
   const symbols = page.map(({ s, coord }): RenderedSymbol => {
     const out: RenderedSymbol = { name: text(s.name), kind: s.kind, path: coord.path };
-    if (coord.kind === 'external') Object.assign(out, { external: true, module: coord.module, version: coord.version });
+    if (coord.kind === 'external') Object.assign(out, { external: true, module: coord.module, version: coord.version, ...readOf(coord, ctx) });
     if (s.range) out.range = reader.convert(coord, s.range, ctx.serverEncoding, ctx.encoding);
     if (s.selectionRange) out.selectionRange = reader.convert(coord, s.selectionRange, ctx.serverEncoding, ctx.encoding);
     if (s.container !== undefined) out.container = text(s.container);

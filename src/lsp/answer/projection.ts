@@ -20,7 +20,8 @@
 // from the end; for a locations page it also moves `next_cursor` back so the dropped
 // locations are the next page's first, not lost.
 import { decodeCursor, encodeCursor } from './cursor.js';
-import { coordinateKey, createResolver, type CoordinateOptions, type FileCoordinate } from './coordinates.js';
+import { coordinateKey, createResolver, type CoordinateOptions, type ExternalCoordinate, type FileCoordinate } from './coordinates.js';
+import { readOf, type ReadRef } from './file-read.js';
 import { toUtf16Index, truncateUtf8, utf8Length, type Encoding } from '../wire/encoding.js';
 import { LineReader, previewLine, type ReadLines } from './line-reader.js';
 import { cleanRange, isLocation, isLocationLink, type Range } from '../wire/lsp-types.js';
@@ -43,7 +44,10 @@ export interface ProjectionContext {
   readComposerVersion?: CoordinateOptions['readComposerVersion'];
   /** Finds the Python distribution (and version) owning a site-packages entry. */
   readPythonDist?: CoordinateOptions['readPythonDist'];
+  /** Where the files route reads an external file (file-read.ts readRefOf); absent: no `read`. */
+  readRef?: (coord: ExternalCoordinate) => ReadRef | undefined;
 }
+
 
 export interface LocationsContext extends ProjectionContext {
   /** Most locations rendered in one answer (config maxLocations). */
@@ -78,6 +82,8 @@ export interface ExternalLocation {
   version: string;
   path: string;
   range: Range;
+  /** Where GET .../files/{path} reads this file. */
+  read?: ReadRef;
   preview?: string;
   context?: LineContext;
 }
@@ -213,7 +219,7 @@ function render(it: Item, reader: LineReader, ctx: LocationsContext, n: number):
   const out: RenderedLocation =
     coord.kind === 'tree'
       ? { path: coord.path, range }
-      : { external: true, module: coord.module, version: coord.version, path: coord.path, range };
+      : { external: true, module: coord.module, version: coord.version, path: coord.path, range, ...readOf(coord, ctx) };
   const line = reader.line(coord, it.range.start.line);
   if (line !== undefined) out.preview = previewLine(line, toUtf16Index(line, it.range.start.character, ctx.serverEncoding));
   if (n > 0) {
