@@ -19,6 +19,7 @@ const calls: { kind: string; body: unknown }[] = [];
 const runner: ToolRunner = {
   lsp: async (body) => (calls.push({ kind: 'lsp', body }), { ok: true }),
   ask: async (body) => (calls.push({ kind: 'ask', body }), { ok: true }),
+  diff: async (body) => (calls.push({ kind: 'diff', body }), { ok: true }),
   assertOrg: (org) => {
     if (org !== 'acme') throw new AppError('forbidden', 403, 'no');
   },
@@ -71,6 +72,7 @@ test('every input schema compiles (ajv strict) and accepts/refuses what the rout
     lsp_hover: { ...root, path: 'a.ts', line: 1, character: 2, encoding: 'utf-8' },
     lsp_symbols: { ...root, query: 'Server' },
     lsp_diagnostics: { ...root, path: 'a.ts' },
+    diff: { org: root.org, repo: root.repo, base: root.sha, head: 'b'.repeat(40) },
   };
   for (const t of tools) {
     const validate = ajv.compile(t.inputSchema);
@@ -80,7 +82,7 @@ test('every input schema compiles (ajv strict) and accepts/refuses what the rout
     await callTool(t.name, args, health(true), runner, AbortSignal.timeout(1000));
     // Refused by the schema and by the call alike: a bad sha, an unknown field, a missing root.
     const refusals: [Record<string, unknown>, string][] = [
-      [{ ...args, sha: 'main' }, 'bad_sha'],
+      [{ ...args, ['sha' in args ? 'sha' : 'base']: 'main' }, 'bad_sha'],
       [{ ...args, nope: 1 }, 'bad_request'],
       [{ ...args, org: undefined }, 'bad_name'],
     ];

@@ -10,7 +10,7 @@ import { errors, isAppError } from './errors.js';
 import { validate } from './validation.js';
 import type { Health } from './health.js';
 import { knownSuffixes, languageOf, type Language } from './languages.js';
-import { askBatch, askBatchItem, askQuery, lspQuery, type LspOp, type LspQuery } from './schemas.js';
+import { askBatch, askBatchItem, askQuery, diffQuery, lspQuery, type LspOp, type LspQuery } from './schemas.js';
 
 /** One tool as /v1/tools and MCP's tools/list publish it. */
 export interface ToolDefinition {
@@ -26,6 +26,8 @@ export interface ToolRunner {
   lsp(body: LspQuery, signal: AbortSignal): Promise<unknown>;
   /** POST /ask with this body (single or batch), checks included. */
   ask(body: unknown, signal: AbortSignal): Promise<unknown>;
+  /** POST /v1/diff with this body, checks included. */
+  diff(body: unknown, signal: AbortSignal): Promise<unknown>;
   /** Throws 403 when the caller may not touch this org. */
   assertOrg(org: string): void;
 }
@@ -137,6 +139,17 @@ const specs: ToolSpec[] = [
       'incomplete: true means the server said nothing within its window: that is not a clean file.',
     input: z.object({ ...root, path: required(s.path), encoding: s.encoding }).strict(),
     run: (args, runner, signal) => runner.lsp(check(lspQuery, { ...args, op: 'diagnostics' }), signal),
+  },
+  {
+    name: 'diff',
+    about:
+      'The impact of a change between two uploaded commits of one repository (base, e.g. the merge base, and head, e.g. a pull request): ' +
+      'files added, modified and removed; symbols (functions, classes, methods) added, removed or changed in the modified files, by qualified name, with signature_changed when the declaration itself changed; ' +
+      'impact: every reference at base to a removed or changed symbol outside the changed lines, i.e. callers that may break (paged: next_cursor); ' +
+      'diagnostics: the errors and warnings at head in the changed and impacted files that base did not have, and new_errors counting the errors among them. ' +
+      'Both commits must have been uploaded (else need_tree names the missing one). incomplete: true means a server was not ready: do not read missing errors as none.',
+    input: diffQuery,
+    run: (args, runner, signal) => runner.diff(check(diffQuery, args), signal),
   },
 ];
 

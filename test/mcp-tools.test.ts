@@ -70,13 +70,16 @@ test('each tool over MCP answers like its HTTP route', { timeout: 180_000 }, asy
     { tool: 'lsp_symbols', args: { path: 'src/server.ts' }, route: '/v1/code/lsp', body: { op: 'documentSymbols', path: 'src/server.ts' } },
     { tool: 'lsp_symbols', args: { query: 'close' }, route: '/v1/code/lsp', body: { op: 'workspaceSymbols', query: 'close' } },
     { tool: 'lsp_diagnostics', args: { path: 'src/main.ts' }, route: '/v1/code/lsp', body: { op: 'diagnostics', path: 'src/main.ts' } },
+    // A diff names its two roots itself (a root diffed with itself changes nothing).
+    { tool: 'diff', args: { base: root.sha, head: root.sha }, route: '/v1/diff', body: { base: root.sha, head: root.sha } },
   ];
   const seen = new Set<string>();
   for (const c of cases) {
     // The HTTP route first (it warms the session), then MCP, then HTTP again to compare with.
-    await postJson(s!.url, c.route, { ...root, ...c.body });
-    const res = await client!.callTool({ name: c.tool, arguments: { ...root, ...c.args } });
-    const http = await postJson(s!.url, c.route, { ...root, ...c.body });
+    const key = c.tool === 'diff' ? { org: root.org, repo: root.repo } : root;
+    await postJson(s!.url, c.route, { ...key, ...c.body });
+    const res = await client!.callTool({ name: c.tool, arguments: { ...key, ...c.args } });
+    const http = await postJson(s!.url, c.route, { ...key, ...c.body });
     assert.equal(http.status, 200, `${c.tool}: ${JSON.stringify(http.body)}`);
     assert.equal(res.isError, undefined, `${c.tool}: ${JSON.stringify(res.content)}`);
     const structured = res.structuredContent as Record<string, unknown>;

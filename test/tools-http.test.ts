@@ -8,6 +8,9 @@ import { Ajv } from 'ajv';
 import { getJson, position, postJson, shaOf, startDaemon, stopDaemon, upload, type Started } from './helpers/ask-harness.js';
 
 const root = { org: 'acme', repo: 'tools-http', sha: shaOf('tools-http') };
+const pair = { org: root.org, repo: root.repo, base: root.sha, head: root.sha };
+/** A route body: the root's key spread in, but for a body that names its roots itself (a diff's). */
+const withRoot = (body: Record<string, unknown>) => ('base' in body ? body : { ...root, ...body });
 let s: Started | undefined;
 
 before(async () => {
@@ -41,6 +44,8 @@ test('/v1/tools: schemas compile and agree with the routes on real arguments', {
     lsp_hover: { args: { ...root, path: 'src/main.ts', ...closeAt }, route: '/v1/code/lsp', body: { op: 'hover', path: 'src/main.ts', ...closeAt } },
     lsp_symbols: { args: { ...root, path: 'src/server.ts' }, route: '/v1/code/lsp', body: { op: 'documentSymbols', path: 'src/server.ts' } },
     lsp_diagnostics: { args: { ...root, path: 'src/main.ts' }, route: '/v1/code/lsp', body: { op: 'diagnostics', path: 'src/main.ts' } },
+    // Two roots, not one: the body names them itself (a root diffed with itself changes nothing).
+    diff: { args: pair, route: '/v1/diff', body: pair },
   };
   // The languages served here are not called unavailable; any that are not served are named with why.
   // TS 7 and pyright ship in package.json, so both are always served here.
@@ -60,12 +65,13 @@ test('/v1/tools: schemas compile and agree with the routes on real arguments', {
     const sample = samples[tool.name];
     assert.ok(sample, `a sample call for ${tool.name}`);
     assert.ok(validate(sample.args), `${tool.name}: ${JSON.stringify(validate.errors)}`);
-    const answer = await postJson(s!.url, sample.route, { ...root, ...sample.body });
+    const answer = await postJson(s!.url, sample.route, withRoot(sample.body));
     assert.equal(answer.status, 200, `${tool.name} → ${sample.route}: ${JSON.stringify(answer.body)}`);
     // What the schema refuses, the route refuses too.
-    const bad = { ...sample.args, sha: 'main' };
+    const shaField = 'base' in sample.body ? 'base' : 'sha';
+    const bad = { ...sample.args, [shaField]: 'main' };
     assert.equal(validate(bad), false, tool.name);
-    const refused = await postJson(s!.url, sample.route, { ...sample.body, ...root, sha: 'main' });
+    const refused = await postJson(s!.url, sample.route, { ...withRoot(sample.body), [shaField]: 'main' });
     assert.equal(refused.status, 400, tool.name);
     assert.equal(refused.body.error, 'bad_sha', tool.name);
   }

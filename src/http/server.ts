@@ -9,6 +9,7 @@ import { healthRoutes } from './routes/health.js';
 import { rootRoutes } from './routes/roots.js';
 import { queryRoutes } from './routes/query.js';
 import { askRoutes } from './routes/ask.js';
+import { diffRoutes } from './routes/diff.js';
 import { toolRoutes } from './routes/tools.js';
 import { mcpRoutes } from './routes/mcp.js';
 
@@ -45,6 +46,7 @@ export async function buildServer(deps: Deps): Promise<FastifyInstance> {
   await rootRoutes(app, deps);
   await queryRoutes(app, deps);
   await askRoutes(app, deps);
+  await diffRoutes(app, deps);
   await toolRoutes(app, deps);
   await mcpRoutes(app, deps);
   return app;

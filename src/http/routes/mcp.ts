@@ -22,6 +22,7 @@ import { assertOrg, type Access } from '../auth.js';
 import { callTool, coverageOf, listTools, toolErrorBody, type ToolRunner } from '../../tools.js';
 import type { Deps } from '../deps.js';
 import { answerAsk, answerLsp, clientSignal } from './ask.js';
+import { answerDiff } from './diff.js';
 
 const access: Access = { permission: 'query', org: 'none' };
 
@@ -72,6 +73,7 @@ function runnerFor(deps: Deps, req: FastifyRequest): ToolRunner {
   return {
     lsp: (body, signal) => answerLsp(deps, body, signal),
     ask: (body, signal) => answerAsk(deps, body, signal),
+    diff: (body, signal) => answerDiff(deps, body, signal),
     assertOrg: (org) => assertOrg(req, org),
   };
 }
