@@ -43,7 +43,7 @@ async function main(): Promise<void> {
   cpSync(join(projectDir, 'tsconfig.json'), join(repo, 'tsconfig.json'));
   git(repo, 'init', '-q', '-b', 'main');
   const uidBase = 780_000 + (process.pid % 500) * 64;
-  const daemon = await spawnDaemon({ dataDir: join(work, 'data'), env: { LOG_LEVEL: 'warn', LSPD_JAIL_UID_BASE: String(uidBase), LSPD_JAIL_UID_COUNT: '64' }, timeoutMs: 120_000 });
+  const daemon = await spawnDaemon({ dataDir: join(work, 'data'), env: { LSPD_JAIL_UID_BASE: String(uidBase), LSPD_JAIL_UID_COUNT: '64' }, timeoutMs: 120_000 });
   cleanUpOnSignal(daemon, work);
   const client = new LspdClient({ url: daemon.url });
   const files = git(repo, 'ls-files', '--others').split('\n').filter((p) => p.endsWith('.ts')).length;
