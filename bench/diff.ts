@@ -13,7 +13,7 @@
 //
 //   node --import tsx bench/diff.ts [--runs 3]
 import { execFileSync } from 'node:child_process';
-import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -37,6 +37,8 @@ function edit(file: string, from: string, to: string): void {
 
 async function main(): Promise<void> {
   const work = tempDir('diff-bench-');
+  // The jail's uids must be able to reach the data dir below it (the canary checks).
+  chmodSync(work, 0o755);
   const repo = join(work, 'repo');
   cpSync(join(projectDir, 'src'), join(repo, 'src'), { recursive: true });
   writeFileSync(join(repo, 'package.json'), '{"name": "lspd-src", "private": true, "type": "module"}\n');
