@@ -44,7 +44,7 @@ async function main(): Promise<void> {
   writeFileSync(join(repo, 'package.json'), '{"name": "lspd-src", "private": true, "type": "module"}\n');
   cpSync(join(projectDir, 'tsconfig.json'), join(repo, 'tsconfig.json'));
   git(repo, 'init', '-q', '-b', 'main');
-  const uidBase = 780_000 + (process.pid % 500) * 64;
+  const uidBase = 3_000_000 + (process.pid % 1000) * 64;
   const daemon = await spawnDaemon({ dataDir: join(work, 'data'), env: { LSPD_JAIL_UID_BASE: String(uidBase), LSPD_JAIL_UID_COUNT: '64' }, timeoutMs: 120_000 });
   cleanUpOnSignal(daemon, work);
   const client = new LspdClient({ url: daemon.url });

@@ -10,8 +10,8 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { archiveOf, commitAll, git } from './helpers/git-trees.js';
-import { tempDir } from './helpers/daemon.js';
-import { runCli } from './helpers/ops.js';
+import { spawnDaemon, tempDir, type Daemon } from './helpers/daemon.js';
+import { runCli, writeTokens, type TestToken } from './helpers/ops.js';
 import { cannotJail, getJson, postJson, startLspd, type Lspd } from './helpers/lsp-harness.js';
 
 const skip = cannotJail();
@@ -177,5 +177,32 @@ describe('POST /v1/diff (TS 7 in the SERVE jail)', { skip }, () => {
     const { elapsed_ms: _b, ...h } = viaRoute;
     assert.deepEqual(t, h);
     assert.deepEqual((viaTool.impact as Loc[]).map((l) => l.path).sort(), ['src/one.ts', 'src/two.ts']);
+  });
+});
+
+describe('POST /v1/diff auth', () => {
+  const acme: TestToken = { secret: 'lspd_diff-acme-0123456789abcdefghijklmn', name: 'acme', orgs: ['acme'], permissions: ['read', 'query'] };
+  const upOnly: TestToken = { secret: 'lspd_diff-up-0123456789abcdefghijklmnop', name: 'up', orgs: ['acme'], permissions: ['upload'] };
+  let d: Daemon;
+  before(async () => {
+    const tokens = join(tempDir('lspd-diff-tokens-'), 'tokens.json');
+    writeTokens(tokens, [acme, upOnly]);
+    // A uid range of this file's own (pid-based, apart from every other harness's).
+    d = await spawnDaemon({ env: { LSPD_TOKENS: tokens, LSPD_JAIL_UID_BASE: String(3_100_000 + (process.pid % 1000) * 64), LSPD_JAIL_UID_COUNT: '64' }, timeoutMs: 60_000 });
+  });
+  after(async () => {
+    await d?.stop();
+    d?.cleanup();
+  });
+
+  test("the body's org is checked: another org's, or a token without query, is 403; the right one reaches the route", async () => {
+    const body = (o: string) => ({ org: o, repo, base: '1'.repeat(40), head: '2'.repeat(40) });
+    const post = (token: string, b: unknown) => postJson(d.url, '/v1/diff', b, { authorization: `Bearer ${token}` });
+    assert.equal((await post(acme.secret, body('globex'))).status, 403);
+    assert.equal((await post(upOnly.secret, body('acme'))).status, 403);
+    assert.equal((await postJson(d.url, '/v1/diff', body('acme'))).status, 401);
+    const ok = await post(acme.secret, body('acme'));
+    assert.equal(ok.status, 409, JSON.stringify(ok.body));
+    assert.equal(ok.body.missing, 'base');
   });
 });
