@@ -235,7 +235,10 @@ export class DiffService {
     const perFile = await mapLimit(symbolFiles.slice(0, L.maxSymbolFiles), L.concurrency, async (f) => {
       const side = async (root: RootKey) => {
         const text = await this.#o.readText(root, f.path, this.#o.maxFileBytes);
-        if (text === undefined) return undefined;
+        if (text === undefined) {
+          notes.push(`${f.path} at ${root.sha.slice(0, 12)}: not read (over ${this.#o.maxFileBytes} bytes, not UTF-8, or not a regular file in the tree); its symbols were not compared.`);
+          return undefined;
+        }
         const a = await ask({ ...root, op: 'documentSymbols', path: f.path });
         if (!a) return undefined;
         if (a.truncated === true) notes.push(`${f.path} at ${root.sha.slice(0, 12)}: more symbols than one answer holds; the rest were not compared.`);
