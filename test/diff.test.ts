@@ -38,6 +38,7 @@ describe('POST /v1/diff (TS 7 in the SERVE jail)', { skip }, () => {
   let base: string;
   let head: string;
   let addOnly: string;
+  let removedFile: string;
 
   const put = async (sha: string) => {
     const r = await fetch(`${d.url}/v1/roots/${org}/${repo}/${sha}`, { method: 'PUT', headers: { 'content-type': 'application/x-tar' }, body: archiveOf(dir, sha) });
@@ -61,8 +62,12 @@ describe('POST /v1/diff (TS 7 in the SERVE jail)', { skip }, () => {
     git(dir, 'checkout', '-q', '-b', 'add-only', base);
     writeFileSync(join(dir, 'src/extra.ts'), 'export const extra: number = 3;\n');
     addOnly = commitAll(dir, 'a new file only');
+    git(dir, 'checkout', '-q', '-b', 'rm-f', base);
+    git(dir, 'rm', '-q', 'src/f.ts');
+    removedFile = commitAll(dir, 'f.ts removed');
     await put(base);
     await put(head);
+    await put(removedFile);
   });
   after(() => d?.close());
 
@@ -97,6 +102,20 @@ describe('POST /v1/diff (TS 7 in the SERVE jail)', { skip }, () => {
     for (const x of diags) assert.match(x.message, /Expected 2 arguments, but got 1/);
     assert.equal(a.new_errors, 2);
     assert.doesNotMatch(JSON.stringify(a), /other\.ts/, 'the untouched file appears nowhere');
+  });
+
+  test('a removed file: its symbols removed, their callers at base, the broken imports at head', { timeout: 180_000 }, async () => {
+    const r = await diff({ base, head: removedFile });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    const a = r.body;
+    assert.equal(a.incomplete, false, JSON.stringify(a.notes));
+    assert.deepEqual(a.files, [{ path: 'src/f.ts', change: 'removed' }]);
+    assert.deepEqual((a.symbols as Sym[]).map((s) => [s.qualified, s.change]), [['f', 'removed']]);
+    assert.deepEqual((a.impact as Loc[]).map((l) => `${l.path}:${l.range.start.line}`).sort(), ['src/one.ts:2', 'src/two.ts:4']);
+    const diags = a.diagnostics as Diag[];
+    assert.deepEqual([...new Set(diags.map((x) => x.path))].sort(), ['src/one.ts', 'src/two.ts']);
+    assert.ok(diags.every((x) => String(x.code) === '2307'), JSON.stringify(diags));
+    assert.equal(a.new_errors, 2);
   });
 
   test('the same diff again comes from the cache: no LSP query is asked', { timeout: 60_000 }, async () => {
