@@ -7,7 +7,7 @@
 // cursor, `lspd diff`'s exit status as a CI gate, and the `diff` tool.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { archiveOf, commitAll, git } from './helpers/git-trees.js';
 import { spawnDaemon, tempDir, type Daemon } from './helpers/daemon.js';
@@ -69,7 +69,10 @@ describe('POST /v1/diff (TS 7 in the SERVE jail)', { skip }, () => {
     await put(head);
     await put(removedFile);
   });
-  after(() => d?.close());
+  after(async () => {
+    await d?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
 
   test('head adds a required parameter: f changed, its callers at base, the new TS2554 errors, nothing else', { timeout: 180_000 }, async () => {
     const r = await diff({ base, head });
@@ -203,8 +206,9 @@ describe('POST /v1/diff auth', () => {
   const acme: TestToken = { secret: 'lspd_diff-acme-0123456789abcdefghijklmn', name: 'acme', orgs: ['acme'], permissions: ['read', 'query'] };
   const upOnly: TestToken = { secret: 'lspd_diff-up-0123456789abcdefghijklmnop', name: 'up', orgs: ['acme'], permissions: ['upload'] };
   let d: Daemon;
+  const tokensDir = tempDir('lspd-diff-tokens-');
   before(async () => {
-    const tokens = join(tempDir('lspd-diff-tokens-'), 'tokens.json');
+    const tokens = join(tokensDir, 'tokens.json');
     writeTokens(tokens, [acme, upOnly]);
     // A uid range of this file's own (pid-based, apart from every other harness's).
     d = await spawnDaemon({ env: { LSPD_TOKENS: tokens, LSPD_JAIL_UID_BASE: String(3_100_000 + (process.pid % 1000) * 64), LSPD_JAIL_UID_COUNT: '64' }, timeoutMs: 60_000 });
@@ -212,6 +216,7 @@ describe('POST /v1/diff auth', () => {
   after(async () => {
     await d?.stop();
     d?.cleanup();
+    rmSync(tokensDir, { recursive: true, force: true });
   });
 
   test("the body's org is checked: another org's, or a token without query, is 403; the right one reaches the route", async () => {
