@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { LspdClient } from '../src/client/index.js';
 import { push, type PushOptions } from '../src/cli/push.js';
+import { cleanUpOnSignal } from './on-signal.js';
 import { spawnDaemon, tempDir } from '../test/helpers/daemon.js';
 import { corpus, opt, writeTar } from './upload.js';
 
@@ -42,13 +43,7 @@ async function main(): Promise<void> {
   const work = tempDir('push-bench-');
   const text = corpus();
   const daemon = await spawnDaemon({ dataDir: join(work, 'data'), env: { LSPD_MAX_TREE_FILES: '1000000' }, timeoutMs: 120_000 });
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(sig, () => {
-      daemon.child.kill('SIGKILL');
-      rmSync(work, { recursive: true, force: true });
-      process.exit(130);
-    });
-  }
+  cleanUpOnSignal(daemon, work);
   const client = new LspdClient({ url: daemon.url });
   console.log(`# lspd push bench — work dir ${work}, ${runs} runs per case, load average at start ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
   const rows: string[][] = [];

@@ -102,6 +102,46 @@ export const lspAnswer = z.looseObject({
   next_cursor: z.string().optional().describe('Pass back to get the next page of a truncated answer.'),
 });
 
+const symbolSide = z.looseObject({ range, selectionRange: range.optional(), signature: z.string().describe('The declaration up to its body, whitespace collapsed.') });
+
+export const diffAnswer = z.looseObject({
+  base: sha,
+  head: sha,
+  elapsed_ms: z.number().optional(),
+  files: z.array(z.looseObject({ path: z.string(), change: z.enum(['added', 'modified', 'removed']) })).describe('Paths that differ between the two stored trees, sorted.'),
+  files_total: z.number().int(),
+  symbols: z
+    .array(
+      z.looseObject({
+        qualified: z.string().describe('container.name, as /ask takes it.'),
+        name: z.string(),
+        kind: z.string().or(z.number()),
+        path: z.string(),
+        change: z.enum(['added', 'removed', 'changed']),
+        signature_changed: z.boolean().optional(),
+        base: symbolSide.optional(),
+        head: symbolSide.optional(),
+      }),
+    )
+    .describe('Document symbols of modified (and removed) files added, removed or changed (their own text, whitespace aside).'),
+  symbols_total: z.number().int(),
+  impact: z
+    .array(location.extend({ symbol: z.string().describe('Qualified name of the removed or changed symbol referred to.'), symbol_path: z.string() }))
+    .describe('References at base to removed or changed symbols, outside the lines the change rewrote: callers that may break. Paged.'),
+  diagnostics: z
+    .array(z.looseObject({ path: z.string(), range, severity: z.string().or(z.number()).optional(), code: z.string().or(z.number()).optional(), source: z.string().optional(), message: z.string() }))
+    .describe('Diagnostics at head in changed and impacted files that base did not have (matched by file, message and code).'),
+  diagnostics_total: z.number().int(),
+  new_errors: z.number().int().describe('How many of `diagnostics` are errors (what a CI gate fails on).'),
+  total: z.number().int().describe('impact locations in all.'),
+  truncated: z.boolean().describe('A bound cut a list (impact: see next_cursor; the others: see notes).'),
+  next_cursor: z.string().optional().describe('Pass back as cursor for the next page of impact.'),
+  incomplete: z.boolean().describe('A server had not finished indexing, or said nothing about a file\'s diagnostics in time; such an answer is not cached.'),
+  cached: z.boolean().optional().describe('Served from the diff cache (two immutable roots give one exact answer).'),
+  untrusted: z.literal(true),
+  notes: z.array(z.string()).optional(),
+});
+
 export const askBatchAnswer = z.looseObject({
   answers: z.array(z.union([lspAnswer, errorBody])),
 });
@@ -139,6 +179,7 @@ export type RootAnswer = z.infer<typeof rootAnswer>;
 export type RootList = z.infer<typeof rootList>;
 export type LspAnswer = z.infer<typeof lspAnswer>;
 export type AskBatchAnswer = z.infer<typeof askBatchAnswer>;
+export type DiffAnswer = z.infer<typeof diffAnswer>;
 export type ReadyAnswer = z.infer<typeof readyAnswer>;
 export type ToolsAnswer = z.infer<typeof toolsAnswer>;
 export type FileAnswer = z.infer<typeof fileAnswer>;

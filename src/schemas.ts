@@ -129,3 +129,16 @@ export const readFileArgs = z
   .object({ org: orgName, repo: repoName, sha, path: relPath, from: readFrom, start: lineBound(START), end: lineBound(END) })
   .strict();
 export type ReadFileArgs = z.infer<typeof readFileArgs>;
+
+/** POST /v1/diff: what a change between two stored roots of one repo does. */
+export const diffQuery = z
+  .object({
+    org: orgName,
+    repo: repoName,
+    base: sha.describe('The stored root the change starts from (e.g. the merge base).'),
+    head: sha.describe('The stored root with the change (e.g. the pull request head).'),
+    limit: z.number().int().min(1).max(1000).optional().describe('Most impact locations in this page.'),
+    cursor: z.string().max(200).optional().describe('next_cursor of a truncated answer: the next page of impact.'),
+  })
+  .strict();
+export type DiffQuery = z.infer<typeof diffQuery>;

@@ -20,6 +20,7 @@ const runner: ToolRunner = {
   lsp: async (body) => (calls.push({ kind: 'lsp', body }), { ok: true }),
   ask: async (body) => (calls.push({ kind: 'ask', body }), { ok: true }),
   readFile: async (body) => (calls.push({ kind: 'readFile', body }), { ok: true }),
+  diff: async (body) => (calls.push({ kind: 'diff', body }), { ok: true }),
   assertOrg: (org) => {
     if (org !== 'acme') throw new AppError('forbidden', 403, 'no');
   },
@@ -75,6 +76,7 @@ test('every input schema compiles (ajv strict) and accepts/refuses what the rout
     lsp_symbols: { ...root, query: 'Server' },
     lsp_diagnostics: { ...root, path: 'a.ts' },
     read_file: { ...root, path: 'deps/npm/top/node_modules/zod/lib/types.d.ts', from: 'deps', start: 3, end: 40 },
+    diff: { org: root.org, repo: root.repo, base: root.sha, head: 'b'.repeat(40) },
   };
   for (const t of tools) {
     const validate = ajv.compile(t.inputSchema);
@@ -84,7 +86,7 @@ test('every input schema compiles (ajv strict) and accepts/refuses what the rout
     await callTool(t.name, args, health(true), runner, AbortSignal.timeout(1000));
     // Refused by the schema and by the call alike: a bad sha, an unknown field, a missing root.
     const refusals: [Record<string, unknown>, string][] = [
-      [{ ...args, sha: 'main' }, 'bad_sha'],
+      [{ ...args, ['sha' in args ? 'sha' : 'base']: 'main' }, 'bad_sha'],
       [{ ...args, nope: 1 }, 'bad_request'],
       [{ ...args, org: undefined }, 'bad_name'],
     ];

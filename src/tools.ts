@@ -10,7 +10,7 @@ import { errors, isAppError } from './errors.js';
 import { validate } from './validation.js';
 import type { Health } from './health.js';
 import { knownSuffixes, languageOf, type Language } from './languages.js';
-import { askBatch, askBatchItem, askQuery, lspQuery, readFileArgs, type LspOp, type LspQuery, type ReadFileArgs } from './schemas.js';
+import { askBatch, askBatchItem, askQuery, diffQuery, lspQuery, readFileArgs, type LspOp, type LspQuery, type ReadFileArgs } from './schemas.js';
 
 /** One tool as /v1/tools and MCP's tools/list publish it. */
 export interface ToolDefinition {
@@ -28,6 +28,8 @@ export interface ToolRunner {
   ask(body: unknown, signal: AbortSignal): Promise<unknown>;
   /** GET /v1/roots/{org}/{repo}/{sha}/files/{path} with these arguments, checks included. */
   readFile(args: ReadFileArgs, signal: AbortSignal): Promise<unknown>;
+  /** POST /v1/diff with this body, checks included. */
+  diff(body: unknown, signal: AbortSignal): Promise<unknown>;
   /** Throws 403 when the caller may not touch this org. */
   assertOrg(org: string): void;
 }
@@ -155,6 +157,17 @@ const specs: ToolSpec[] = [
     run: (args, runner, signal) => runner.readFile(check(readFileArgs, args), signal),
     rootNote: 'The tree is named by org, repo and the full commit sha it was uploaded under; if it is not stored the call fails with not_found.',
     anyLanguage: true,
+  },
+  {
+    name: 'diff',
+    about:
+      'The impact of a change between two uploaded commits of one repository (base, e.g. the merge base, and head, e.g. a pull request): ' +
+      'files added, modified and removed; symbols (functions, classes, methods) added, removed or changed in the modified files, by qualified name, with signature_changed when the declaration itself changed; ' +
+      'impact: every reference at base to a removed or changed symbol outside the changed lines, i.e. callers that may break (paged: next_cursor); ' +
+      'diagnostics: the errors and warnings at head in the changed and impacted files that base did not have, and new_errors counting the errors among them. ' +
+      'Both commits must have been uploaded (else need_tree names the missing one). incomplete: true means a server was not ready: do not read missing errors as none.',
+    input: diffQuery,
+    run: (args, runner, signal) => runner.diff(check(diffQuery, args), signal),
   },
 ];
 

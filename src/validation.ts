@@ -10,6 +10,9 @@ const FIELD_ERRORS: Record<string, (message: string) => AppError> = {
   org: errors.badName,
   repo: errors.badName,
   sha: errors.badSha,
+  // POST /v1/diff's two roots and PUT's ?base=: shas too.
+  base: errors.badSha,
+  head: errors.badSha,
 };
 
 export function describeZod(err: z.ZodError): string {

@@ -72,17 +72,20 @@ test('each tool over MCP answers like its HTTP route', { timeout: 180_000 }, asy
     { tool: 'lsp_diagnostics', args: { path: 'src/main.ts' }, route: '/v1/code/lsp', body: { op: 'diagnostics', path: 'src/main.ts' } },
     // A GET route: `body` is its query string.
     { tool: 'read_file', args: { path: 'src/main.ts', start: 1, end: 3 }, route: `/v1/roots/${root.org}/${root.repo}/${root.sha}/files/src/main.ts`, body: { start: 1, end: 3 } },
+    // A diff names its two roots itself (a root diffed with itself changes nothing).
+    { tool: 'diff', args: { base: root.sha, head: root.sha }, route: '/v1/diff', body: { base: root.sha, head: root.sha } },
   ];
-  const http = (c: (typeof cases)[number]) =>
+  const http = (c: (typeof cases)[number], key: Record<string, string>) =>
     c.route.startsWith('/v1/roots/')
       ? getJson(s!.url, `${c.route}?${new URLSearchParams(Object.entries(c.body).map(([k, v]): [string, string] => [k, String(v)]))}`)
-      : postJson(s!.url, c.route, { ...root, ...c.body });
+      : postJson(s!.url, c.route, { ...key, ...c.body });
   const seen = new Set<string>();
   for (const c of cases) {
     // The HTTP route first (it warms the session), then MCP, then HTTP again to compare with.
-    await http(c);
-    const res = await client!.callTool({ name: c.tool, arguments: { ...root, ...c.args } });
-    const answer = await http(c);
+    const key = c.tool === 'diff' ? { org: root.org, repo: root.repo } : root;
+    await http(c, key);
+    const res = await client!.callTool({ name: c.tool, arguments: { ...key, ...c.args } });
+    const answer = await http(c, key);
     assert.equal(answer.status, 200, `${c.tool}: ${JSON.stringify(answer.body)}`);
     assert.equal(res.isError, undefined, `${c.tool}: ${JSON.stringify(res.content)}`);
     const structured = res.structuredContent as Record<string, unknown>;

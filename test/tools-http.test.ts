@@ -8,6 +8,7 @@ import { Ajv } from 'ajv';
 import { getJson, position, postJson, shaOf, startDaemon, stopDaemon, upload, type Started } from './helpers/ask-harness.js';
 
 const root = { org: 'acme', repo: 'tools-http', sha: shaOf('tools-http') };
+const pair = { org: root.org, repo: root.repo, base: root.sha, head: root.sha };
 let s: Started | undefined;
 
 before(async () => {
@@ -43,12 +44,14 @@ test('/v1/tools: schemas compile and agree with the routes on real arguments', {
     lsp_diagnostics: { args: { ...root, path: 'src/main.ts' }, route: '/v1/code/lsp', body: { op: 'diagnostics', path: 'src/main.ts' } },
     // A GET route: the root key is in its path, `body` is its query.
     read_file: { args: { ...root, path: 'src/main.ts', start: 0, end: 2 }, route: 'GET /files/src/main.ts', body: { start: 0, end: 2 } },
+    // Two roots, not one: the body names them itself (a root diffed with itself changes nothing).
+    diff: { args: pair, route: '/v1/diff', body: pair },
   };
   /** Call a sample's route with this root key. */
   const call = (route: string, body: Record<string, unknown>, key: typeof root) =>
     route.startsWith('GET ')
       ? getJson(s!.url, `/v1/roots/${key.org}/${key.repo}/${key.sha}${route.slice(4)}?${new URLSearchParams(Object.entries(body).map(([k, v]): [string, string] => [k, String(v)]))}`)
-      : postJson(s!.url, route, { ...body, ...key });
+      : postJson(s!.url, route, 'base' in body ? body : { ...body, ...key });
   // The languages served here are not called unavailable; any that are not served are named with why.
   // TS 7 and pyright ship in package.json, so both are always served here.
   const ready = (await getJson(s!.url, '/readyz')).body.servers as Record<string, { available: boolean }>;
@@ -70,9 +73,10 @@ test('/v1/tools: schemas compile and agree with the routes on real arguments', {
     const answer = await call(sample.route, sample.body, root);
     assert.equal(answer.status, 200, `${tool.name} → ${sample.route}: ${JSON.stringify(answer.body)}`);
     // What the schema refuses, the route refuses too.
-    const bad = { ...sample.args, sha: 'main' };
+    const shaField = 'base' in sample.body ? 'base' : 'sha';
+    const bad = { ...sample.args, [shaField]: 'main' };
     assert.equal(validate(bad), false, tool.name);
-    const refused = await call(sample.route, sample.body, { ...root, sha: 'main' });
+    const refused = shaField === 'base' ? await call(sample.route, { ...sample.body, base: 'main' }, root) : await call(sample.route, sample.body, { ...root, sha: 'main' });
     assert.equal(refused.status, 400, tool.name);
     assert.equal(refused.body.error, 'bad_sha', tool.name);
   }

@@ -1,4 +1,4 @@
-// The `lspd` command line: push | status | ask | lsp | show | config | token | jail.
+// The `lspd` command line: push | status | ask | lsp | show | diff | config | token | jail.
 // Built on the typed client (lspd/client); every daemon error is printed with its
 // message and code and exits 1; usage errors exit 2. The daemon's own entry point
 // is src/main.ts, not this.
@@ -12,6 +12,7 @@ import { readCliEnv } from './env.js';
 import { archive, rootKeyOf, UsageError } from './git.js';
 import { push as pushCommit } from './push.js';
 import { formatAnswer, formatReady, formatRoot, humanBytes } from './print.js';
+import { formatDiff } from './diff-print.js';
 
 const HELP = `usage: lspd <command> [flags]
 
@@ -22,13 +23,15 @@ const HELP = `usage: lspd <command> [flags]
   lsp      OP [PATH[:LINE:COL]]: one LSP operation (LINE:COL 1-based, as printed; or --line/--character 0-based)
   show     PATH[:START-END]: lines of a stored file (1-based, inclusive, as printed); --from deps with an
            external location's read.path reads the fetched dependency
+  diff     BASE HEAD: what the change does (symbols, callers at base that may break, new diagnostics at head);
+           exit 1 when head brings new errors, so CI can gate a merge        [--upload --limit N --cursor C]
   config   --markdown: the table of every daemon variable
   token    new --name N --orgs a,b|* --permissions upload,query,read,delete | hash (token on stdin)
   jail     the jail's own tool (src/cli/jail.ts)
 
 common flags: --url (LSPD_URL, default http://127.0.0.1:7420), --token (LSPD_TOKEN; prefer the variable:
 argv is visible to other users), --json (print the daemon's answer as JSON).
-ask/lsp/show take --org/--repo/--sha like push (default: this checkout) and --upload (on 409 need_tree,
+ask/lsp/show/diff take --org/--repo like push (ask/lsp/show: --sha too) (default: this checkout) and --upload (on 409 need_tree,
 upload this checkout and retry). push --spread N uploads under each of a hot repo's N route keys
 (lspd/client's \`spread\`; README "Scale-out").`;
 
@@ -216,6 +219,43 @@ async function show(argv: string[]): Promise<number> {
   }
 }
 
+async function diff(argv: string[]): Promise<number> {
+  const { values: v, positionals } = args(argv, { upload: { type: 'boolean', default: false }, limit: { type: 'string' }, cursor: { type: 'string' } });
+  const [baseRev, headRev] = positionals;
+  if (!baseRev || !headRev || positionals.length > 2) throw new UsageError('usage: lspd diff BASE HEAD [--upload] [--limit N] [--cursor C]');
+  const dir = v.dir ?? process.cwd();
+  const org = readCliEnv().LSPD_ORG;
+  const base = await rootKeyOf(dir, { ...v, sha: baseRev }, org);
+  const head = await rootKeyOf(dir, { ...v, sha: headRev }, org);
+  const q = {
+    org: base.key.org,
+    repo: base.key.repo,
+    base: base.key.sha,
+    head: head.key.sha,
+    ...(v.limit !== undefined ? { limit: Number(v.limit) } : {}),
+    ...(v.cursor !== undefined ? { cursor: v.cursor } : {}),
+  };
+  const c = client(v);
+  try {
+    let a;
+    // With --upload, a root the daemon lacks (409 need_tree names it) is uploaded from this checkout: at most both, once each.
+    for (let uploads = 0; ; uploads++) {
+      try {
+        a = await c.diff(q);
+        break;
+      } catch (e) {
+        const missing = e instanceof LspdError && e.status === 409 && e.body.need === 'tree' ? (e.body.root as { sha?: string } | undefined)?.sha : undefined;
+        if (!v.upload || missing === undefined || uploads >= 2) throw e;
+        await c.putRoot({ org: q.org, repo: q.repo, sha: missing }, () => archive(base.top, missing, true), { gzip: true });
+      }
+    }
+    out(v.json ? JSON.stringify(a, null, 2) : formatDiff(a, `${q.org}/${q.repo} ${q.base.slice(0, 12)}..${q.head.slice(0, 12)}`));
+    return a.new_errors > 0 ? 1 : 0;
+  } finally {
+    await c.close();
+  }
+}
+
 /** The README's configuration table: every variable of src/config.ts, its default and its description. */
 function configTable(): string {
   const cell = (s: string) => s.replace(/\|/g, '\\|');
@@ -269,7 +309,7 @@ async function jail(argv: string[]): Promise<number> {
   return mod.runJailCli(argv);
 }
 
-const commands: Record<string, (argv: string[]) => Promise<number>> = { push, status, ask, lsp, show, config, token, jail };
+const commands: Record<string, (argv: string[]) => Promise<number>> = { push, status, ask, lsp, show, diff, config, token, jail };
 
 export async function run(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;

@@ -12,16 +12,17 @@
 import type { Readable } from 'node:stream';
 import { Agent, request, type Dispatcher } from 'undici';
 import type { z } from 'zod';
-import { GIT_TREE_HEADER, type askBatchItem, type askQuery, type lspQuery, type readFileArgs, type RootKey } from '../schemas.js';
-import type { AskBatchAnswer, FileAnswer, LspAnswer, PutRootAnswer, ReadyAnswer, RootAnswer, RootList, ToolsAnswer } from '../responses.js';
+import { GIT_TREE_HEADER, type askBatchItem, type askQuery, type diffQuery, type lspQuery, type readFileArgs, type RootKey } from '../schemas.js';
+import type { AskBatchAnswer, DiffAnswer, FileAnswer, LspAnswer, PutRootAnswer, ReadyAnswer, RootAnswer, RootList, ToolsAnswer } from '../responses.js';
 
 export type { RootKey };
-export type { AskBatchAnswer, FileAnswer, LspAnswer, PutRootAnswer, ReadyAnswer, RootAnswer, RootList, ToolsAnswer };
+export type { AskBatchAnswer, DiffAnswer, FileAnswer, LspAnswer, PutRootAnswer, ReadyAnswer, RootAnswer, RootList, ToolsAnswer };
 export type LspQuery = z.input<typeof lspQuery>;
 export type AskQuery = z.input<typeof askQuery>;
 export type AskBatchItem = z.input<typeof askBatchItem>;
 /** A file to read: a tree path, or (from: 'deps') an external location's `read`. */
 export type ReadFileQuery = z.input<typeof readFileArgs>;
+export type DiffQuery = z.input<typeof diffQuery>;
 
 export const ROUTE_KEY_HEADER = 'x-lspd-route-key';
 export { GIT_TREE_HEADER } from '../schemas.js';
@@ -199,6 +200,15 @@ export class LspdClient {
     const path = `${rootPath(q)}/files/${q.path.split('/').map(encodeURIComponent).join('/')}${qs.size ? '?' + qs.toString() : ''}`;
     const shard = Math.floor(Math.random() * this.spreadOf(q));
     return this.#call<FileAnswer>({ method: 'GET', path, routeKey: routeKey(q, shard), signal: opts.signal });
+  }
+
+  /**
+   * POST /v1/diff. Both roots must be on the replica the repo's route key reaches;
+   * a 409 need_tree names the missing one (`body.root`, `body.missing`) for the caller to upload.
+   */
+  diff(query: DiffQuery, opts: { signal?: AbortSignal } = {}): Promise<DiffAnswer> {
+    const shard = Math.floor(Math.random() * this.spreadOf(query));
+    return this.#call<DiffAnswer>({ method: 'POST', path: '/v1/diff', routeKey: routeKey(query, shard), json: query, signal: opts.signal });
   }
 
   /** /readyz: answers the body whether ready (200) or not (503). */

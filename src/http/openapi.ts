@@ -6,8 +6,8 @@
 // the schemas go in unchanged. https://spec.openapis.org/oas/v3.1.0
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { askBatch, askQuery, listQuery, lspQuery, putRootHeaders, putRootQuery, readFileQuery, relPath, rootParams } from '../schemas.js';
-import { askBatchAnswer, errorBody, fileAnswer, lspAnswer, putRootAnswer, readyAnswer, rootAnswer, rootList, toolsAnswer } from '../responses.js';
+import { askBatch, askQuery, diffQuery, listQuery, lspQuery, putRootHeaders, putRootQuery, readFileQuery, relPath, rootParams } from '../schemas.js';
+import { askBatchAnswer, diffAnswer, errorBody, fileAnswer, lspAnswer, putRootAnswer, readyAnswer, rootAnswer, rootList, toolsAnswer } from '../responses.js';
 import type { Access } from './auth.js';
 
 export interface CollectedRoute {
@@ -40,12 +40,14 @@ const components: Record<string, { schema: z.ZodType; io: 'input' | 'output' }> 
   LspQuery: { schema: lspQuery, io: 'input' },
   AskQuery: { schema: askQuery, io: 'input' },
   AskBatch: { schema: askBatch, io: 'input' },
+  DiffQuery: { schema: diffQuery, io: 'input' },
   Error: { schema: errorBody, io: 'output' },
   PutRootAnswer: { schema: putRootAnswer, io: 'output' },
   RootAnswer: { schema: rootAnswer, io: 'output' },
   RootList: { schema: rootList, io: 'output' },
   LspAnswer: { schema: lspAnswer, io: 'output' },
   AskBatchAnswer: { schema: askBatchAnswer, io: 'output' },
+  DiffAnswer: { schema: diffAnswer, io: 'output' },
   ReadyAnswer: { schema: readyAnswer, io: 'output' },
   ToolsAnswer: { schema: toolsAnswer, io: 'output' },
   FileAnswer: { schema: fileAnswer, io: 'output' },
@@ -150,6 +152,20 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
       '409': err('need_tree: upload the root, then retry.'),
       '503': err('not_ready, server_unavailable or busy.'),
       '504': err('timeout.'),
+    },
+  },
+  'POST /v1/diff': {
+    tag: 'queries',
+    summary: 'What a change between two stored roots of a repo does: files, symbols, the references it may break, the diagnostics it brings.',
+    description:
+      'files from the two trees\' indexes; symbols (added, removed, changed) of modified and removed source files by qualified name; impact: references at base to removed or changed symbols outside the lines the change rewrote, paged (limit, cursor); diagnostics at head in changed and impacted files less those base had (file, message and code). Complete answers are cached; everything a server produced is labelled untrusted.',
+    body: 'DiffQuery',
+    answers: {
+      '200': { description: 'The diff.', schema: 'DiffAnswer' },
+      '400': err('bad_sha or bad_name, else bad_request (a bad cursor).'),
+      '409': err('need_tree: base or head is not stored (`root` and `missing` name it); upload it, then retry.'),
+      '503': err('not_ready, server_unavailable or busy (Retry-After).'),
+      '504': err('timeout: the diff did not finish within the query deadline.'),
     },
   },
   'GET /v1/tools': {

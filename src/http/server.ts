@@ -10,6 +10,7 @@ import { rootRoutes } from './routes/roots.js';
 import { fileRoutes } from './routes/files.js';
 import { queryRoutes } from './routes/query.js';
 import { askRoutes } from './routes/ask.js';
+import { diffRoutes } from './routes/diff.js';
 import { toolRoutes } from './routes/tools.js';
 import { mcpRoutes } from './routes/mcp.js';
 import { UPLOAD_MEDIA } from './media-types.js';
@@ -47,6 +48,7 @@ export async function buildServer(deps: Deps): Promise<FastifyInstance> {
   await fileRoutes(app, deps);
   await queryRoutes(app, deps);
   await askRoutes(app, deps);
+  await diffRoutes(app, deps);
   await toolRoutes(app, deps);
   await mcpRoutes(app, deps);
   return app;

@@ -24,6 +24,7 @@ import { callTool, coverageOf, listTools, toolErrorBody, type ToolRunner } from 
 import type { Deps } from '../deps.js';
 import { answerAsk, answerLsp, clientSignal } from './ask.js';
 import { answerReadFile } from './files.js';
+import { answerDiff } from './diff.js';
 
 const INSTRUCTIONS =
   'lspd answers code-intelligence questions (definition, references, hover, symbols, diagnostics, and lookups by name) ' +
@@ -77,6 +78,7 @@ function runnerFor(deps: Deps, req: FastifyRequest): ToolRunner {
       assertPermission(req, 'read');
       return answerReadFile(deps, args);
     },
+    diff: (body, signal) => answerDiff(deps, body, signal),
     assertOrg: (org) => assertOrg(req, org),
   };
 }

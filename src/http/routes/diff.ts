@@ -1,0 +1,57 @@
+// POST /v1/diff: what a change between two stored roots does (src/diff/). The
+// body is validated with the shared schema; a root that is not stored answers 409
+// need_tree naming it (`root`, `missing`: base or head); nothing that would start
+// a server runs until the jail is proved. The `diff` tool (/v1/tools, /mcp) calls
+// answerDiff, so both answer alike.
+import type { FastifyInstance } from 'fastify';
+import { DiffService, storedRoots } from '../../diff/diff-service.js';
+import { errors } from '../../errors.js';
+import { treeFiles } from '../../ask/tree-files.js';
+import { diffQuery } from '../../schemas.js';
+import { rootId } from '../../store/types.js';
+import type { Deps } from '../deps.js';
+import { parse } from '../error-handler.js';
+import { clientSignal } from './ask.js';
+
+const services = new WeakMap<Deps, DiffService>();
+
+/** One DiffService per server (per Deps), over the query service and the store. */
+export function diffServiceOf(deps: Deps): DiffService {
+  let s = services.get(deps);
+  if (!s) {
+    const files = treeFiles({ treeDir: (k) => deps.store.treeDir(k) });
+    const svc = new DiffService({
+      lsp: async (q, signal) => {
+        if (!deps.lsp) throw errors.serverUnavailable('No language server session manager is configured.', 5);
+        return (await deps.lsp.lsp(q, signal)) as Record<string, unknown>;
+      },
+      store: deps.store,
+      readText: (k, path, max) => files.readText(k, path, max),
+      metrics: deps.metrics,
+      log: deps.log.child({ mod: 'diff' }),
+      deadlineMs: deps.config.queryTimeoutMs - deps.config.cleanupReserveMs,
+      maxLocations: deps.config.maxLocations,
+      maxFileBytes: deps.config.maxTargetFileBytes,
+      cacheEntries: Math.min(deps.config.resultCacheEntries, 1000),
+    });
+    // A diff is about two roots: when either goes, so does what was learned of it.
+    deps.store.onRemove((k) => svc.dropRoot(rootId(k)));
+    services.set(deps, (s = svc));
+  }
+  return s;
+}
+
+/** The body of POST /v1/diff, answered. Throws AppError like the route. */
+export async function answerDiff(deps: Deps, body: unknown, signal: AbortSignal): Promise<unknown> {
+  const q = parse(diffQuery, body);
+  storedRoots(deps.store, q);
+  if (!deps.health.jailReady) throw errors.notReady(`Nothing is served: ${deps.health.reason}.`);
+  return diffServiceOf(deps).diff(q, signal);
+}
+
+export async function diffRoutes(app: FastifyInstance, deps: Deps): Promise<void> {
+  app.post('/v1/diff', async (req, reply) => {
+    (req as { lspdOp?: string }).lspdOp = 'diff';
+    return answerDiff(deps, req.body, clientSignal(reply));
+  });
+}
