@@ -28,7 +28,7 @@ import { PROJECT_DIR } from '../jail/policy.js';
 import { ResultCache } from './cache.js';
 import { awaitDependencies, dependencyMounts, dependencyNote, type DependencyNote, type DependencySource } from './session/dependencies.js';
 import type { FileCoordinate } from './answer/coordinates.js';
-import { runOp, workspaceSymbols, type OpResult } from './lsp-ops.js';
+import { hierarchyOpsOf, runOp, workspaceSymbols, type OpResult } from './lsp-ops.js';
 import { treeJailPath } from './answer/paths.js';
 import type { Lease, SessionPool } from './session/pool.js';
 import { capAnswer } from './answer/projection.js';
@@ -213,6 +213,7 @@ export class QueryService {
         ...dependencyMounts(this.deps.dependencies, w.q, row),
       });
       await lease.session.whenReady(w.deadline);
+      this.noteHierarchyOps(row, lease.session);
       releaseSlot = await lease.session.slot(w.deadline);
       admitted();
       return await fn(lease.session);
@@ -223,6 +224,14 @@ export class QueryService {
       releaseSlot?.();
       lease?.release();
     }
+  }
+
+  /** /readyz says what a started server answered of the hierarchy ops (its row's declaration was a forecast). */
+  private noteHierarchyOps(row: ServerRow, session: Session): void {
+    const av = this.deps.health.servers[row.name];
+    if (!av || session.state.kind !== 'ready' || av.hierarchy_ops_from === 'session') return;
+    av.hierarchy_ops = hierarchyOpsOf(session);
+    av.hierarchy_ops_from = 'session';
   }
 
   /** Take a waiting place for `org`, or 503 busy: the queue is full, or the org is past its share of it. */
@@ -275,7 +284,7 @@ export class QueryService {
       scrub: this.scrubberFor(w),
       deadline: w.deadline,
       deadlineAt: w.deadlineAt,
-      limits: { maxLocations: config.maxLocations, maxHoverBytes: config.maxHoverBytes, diagnosticsWindowMs: config.diagnosticsWindowMs },
+      limits: { maxLocations: config.maxLocations, maxHoverBytes: config.maxHoverBytes, diagnosticsWindowMs: config.diagnosticsWindowMs, maxCallNodes: config.maxCallNodes },
     };
   }
 

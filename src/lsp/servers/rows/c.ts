@@ -40,6 +40,7 @@ export function cRow(): ServerRow {
       clangdSessionFiles(ws, { ...defaultCdbLimits, maxDatabaseBytes: c.maxCompileDbBytes, maxFlagsBytes: c.maxCompileFlagsBytes }),
     initializationOptions: (workspaceAt: string) => ({ fallbackFlags: fallbackFlags(workspaceAt) }),
     readiness: { kind: 'documentDiagnostics' },
+    hierarchyOps: ['incomingCalls', 'outgoingCalls', 'supertypes', 'subtypes'],
     encodings: ['utf-16'],
     maxInFlight: 16,
     probe: () => probeBinary({ path: CLANGD, debianPackage: 'clangd-16', absent: 'not installed (clangd-16 missing; images/pins.env pins the Debian package)' }),
