@@ -13,6 +13,7 @@ import { projectDiagnostics, projectHover, projectLocations, projectSymbols, typ
 import type { Scrubber } from './answer/scrub.js';
 import type { Session } from './session/session.js';
 import type { TargetFile } from './target-file.js';
+import { isMethodNotFound } from './wire/transport.js';
 
 /** The server capability each op needs (diagnostics: push always works, pull when offered). */
 const PROVIDER: Record<LspOp, string | undefined> = {
@@ -160,14 +161,21 @@ export async function runOp(c: OpContext): Promise<OpResult> {
     case 'subtypes': {
       const g = GRAPH[q.op];
       const position = serverPosition(q, c.target, session.encoding);
-      const prepared = await session.request(g.prepare, { textDocument, position }, deadline);
+      // A capability covers both directions, but a server may still refuse one
+      // (clangd 16: outgoingCalls is MethodNotFound): that is "does not answer", not a failure.
+      const ask = (method: string, params: object) =>
+        session.request(method, params, deadline).catch((err: unknown) => {
+          if (isMethodNotFound(err)) throw errors.noServer(`${session.row.name} does not answer ${q.op}.`);
+          throw err;
+        });
+      const prepared = await ask(g.prepare, { textDocument, position });
       const graph = await projectGraph(prepared, {
         ...c.projection,
         shape: g.shape,
         depth: q.depth ?? 1,
         maxNodes: c.limits.maxCallNodes,
         scrub: c.scrub,
-        expand: (item) => session.request(g.expand, { item }, deadline),
+        expand: (item) => ask(g.expand, { item }),
       });
       return { body: { ...graph }, complete: true };
     }

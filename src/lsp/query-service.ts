@@ -226,10 +226,14 @@ export class QueryService {
     }
   }
 
-  /** /readyz says what a started server answered of the hierarchy ops (its row's declaration was a forecast). */
+  /**
+   * /readyz says what a row with no declared hierarchy ops answers once a session of it
+   * has started (its capabilities). A declaration wins: it was measured, and it knows
+   * what a capability overstates (clangd 16 refuses outgoingCalls).
+   */
   private noteHierarchyOps(row: ServerRow, session: Session): void {
     const av = this.deps.health.servers[row.name];
-    if (!av || session.state.kind !== 'ready' || av.hierarchy_ops_from === 'session') return;
+    if (!av || row.hierarchyOps || session.state.kind !== 'ready' || av.hierarchy_ops_from === 'session') return;
     av.hierarchy_ops = hierarchyOpsOf(session);
     av.hierarchy_ops_from = 'session';
   }
