@@ -9,7 +9,11 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { lspAnswer } from '../src/responses.js';
-import { cannotJail, getJson, lineOf, lspQuery, position, postJson, shaOf, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gitRepo, runCli } from './helpers/ops.js';
+import { cannotJail, fixturesDir, getJson, lineOf, lspQuery, position, postJson, shaOf, startLspd, uploadDir, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
 
 const skip = cannotJail();
 const rootOf = (fx: string) => ({ org: 'acme', repo: fx, sha: shaOf(`call-graph-${fx}`) });
@@ -260,6 +264,34 @@ describe('call graphs in the SERVE jail', { skip }, () => {
     const c = await postJson(d.url, '/ask', { ...rootOf(TS), symbol: 'top', op: 'callees', depth: 2 });
     assert.equal(c.status, 200, JSON.stringify(c.body));
     assert.deepEqual((c.body.nodes as Node[]).map((n) => `${n.depth} ${n.name}`), ['0 top', '1 leaf', '1 mid', '2 leaf']);
+  });
+
+  test('lspd lsp incomingCalls --depth 2 prints the tree, 1-based, indented by depth', async () => {
+    let out = '';
+    // The CLI names roots by a checkout's commit: the fixture as one.
+    const dir = mkdtempSync(join(tmpdir(), 'lspd-cg-cli-'));
+    try {
+      const files = ['package.json', 'tsconfig.json', 'src/util.ts', 'src/main.ts'];
+      const sha = gitRepo(dir, Object.fromEntries(files.map((f) => [f, readFileSync(join(fixturesDir, TS, f), 'utf8')])));
+      await uploadDir(d.url, { org: 'acme', repo: 'cg-cli', sha }, dir);
+      const p = position(TS, 'src/util.ts', 'function leaf', 'function '.length);
+      const r = await runCli(['lsp', 'incomingCalls', `src/util.ts:${p.line + 1}:${p.character + 1}`, '--depth', '2', '--org', 'acme', '--repo', 'cg-cli', '--url', d.url], { cwd: dir });
+      assert.equal(r.code, 0, r.stderr);
+      out = r.stdout;
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    const L = (path: string, needle: string) => `${path}:${lineOf(TS, path, needle) + 1}`;
+    assert.deepEqual(
+      out.trimEnd().split('\n').map((l) => l.replace(/:\d+ {2}/, '  ')),
+      [
+        `${L('src/util.ts', 'function leaf')}  function leaf`,
+        `  ${L('src/main.ts', 'function top')}  function top`,
+        `  ${L('src/util.ts', 'function mid')}  function mid`,
+        `    ${L('src/main.ts', 'function top')}  function top`,
+        `    ${L('src/main.ts', 'function other')}  function other`,
+      ],
+    );
   });
 
   test('/readyz says which hierarchy ops each server answers; /v1/tools lists the tools', async () => {
