@@ -211,10 +211,8 @@ export async function projectGraph(prepared: unknown, ctx: GraphContext): Promis
 
 async function render(nodes: Node[], ctx: GraphContext): Promise<GraphNode[]> {
   const reader = new LineReader(ctx.readLines);
-  const sitesOf = (n: Node) => {
-    const seen = new Set<string>();
-    return n.sites.filter((s) => !seen.has(rangeKey(s.range)) && seen.add(rangeKey(s.range))).sort(compareItems);
-  };
+  /** A node's call sites, each once, in file order (a server may list one twice, or merge two entries). */
+  const sitesOf = (n: Node) => [...new Map(n.sites.map((s) => [rangeKey(s.range), s])).values()].sort(compareItems);
   const shown = nodes.map((n) => {
     const sites = sitesOf(n);
     return { n, sites, page: sites.slice(0, MAX_CALL_SITES) };
@@ -228,10 +226,17 @@ async function render(nodes: Node[], ctx: GraphContext): Promise<GraphNode[]> {
   const text = (t: string, max: number) => truncateUtf8(ctx.scrub(t), max);
   return shown.map(({ n, sites, page }, id) => {
     const { coord, item } = n;
-    const out: GraphNode = { id, ...(n.parent !== undefined ? { parent: n.parent } : {}), depth: n.depth, name: text(item.name, MAX_NAME_BYTES), kind: item.kind, path: coord.path, range: item.range, selectionRange: item.selectionRange };
-    if (coord.kind === 'external') Object.assign(out, { external: true, module: coord.module, version: coord.version });
-    out.range = reader.convert(coord, item.range, ctx.serverEncoding, ctx.encoding);
-    out.selectionRange = reader.convert(coord, item.selectionRange, ctx.serverEncoding, ctx.encoding);
+    const out: GraphNode = {
+      id,
+      ...(n.parent !== undefined ? { parent: n.parent } : {}),
+      depth: n.depth,
+      name: text(item.name, MAX_NAME_BYTES),
+      kind: item.kind,
+      path: coord.path,
+      ...(coord.kind === 'external' ? { external: true as const, module: coord.module, version: coord.version } : {}),
+      range: reader.convert(coord, item.range, ctx.serverEncoding, ctx.encoding),
+      selectionRange: reader.convert(coord, item.selectionRange, ctx.serverEncoding, ctx.encoding),
+    };
     const line = reader.line(coord, item.selectionRange.start.line);
     if (line !== undefined) out.preview = previewLine(line, toUtf16Index(line, item.selectionRange.start.character, ctx.serverEncoding));
     if (item.detail !== undefined) out.detail = text(item.detail, MAX_DETAIL_BYTES);
