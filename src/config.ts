@@ -56,6 +56,7 @@ export const configSchema = z.object({
   maxMessagesPerRequest: int(64, 1).describe('Most server messages inspected while answering one request.'),
   maxInspectBytes: int(32 * MiB, 1024).describe('Most bytes of server JSON inspected while answering one request.'),
   maxLocations: int(200, 1).describe('Most locations rendered in one answer (the total is still reported).'),
+  maxCallNodes: int(200, 1).describe('Most nodes in one call or type hierarchy answer; only these are expanded, one server request each (the total found is still reported).'),
   maxHoverBytes: int(64 * 1024, 256).describe('Longest hover text returned.'),
   maxAnswerBytes: int(1 * MiB, 1024).describe('Largest answer body.'),
   queryTimeoutMs: int(70_000, 100).describe('Deadline for one query in all, cleanup included.'),

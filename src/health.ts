@@ -1,6 +1,7 @@
 // What /readyz reports: the jail canary's verdict per phase, whether the store is
 // writable, and each server row's availability. Readiness is only ever claimed
 // from facts proved at boot; until the canary has run, everything is "unproved".
+import type { GraphOp } from './schemas.js';
 
 export interface PhaseVerdict {
   ok: boolean;
@@ -12,6 +13,9 @@ export interface ServerAvailability {
   available: boolean;
   version?: string;
   reason?: string;
+  /** The call and type hierarchy ops it answers: declared by its row, then as a session's capabilities said. */
+  hierarchy_ops?: GraphOp[];
+  hierarchy_ops_from?: 'row' | 'session';
 }
 
 export class Health {

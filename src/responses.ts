@@ -4,7 +4,7 @@
 // published document cannot disagree. Objects are loose: the contract lets the
 // daemon add fields, and a client must not break when it does.
 import { z } from 'zod';
-import { lspOps, rootParams, sha } from './schemas.js';
+import { graphOps, lspOps, rootParams, sha } from './schemas.js';
 
 export const errorBody = z
   .looseObject({
@@ -67,6 +67,27 @@ export const location = z.looseObject({
     .describe('external: where GET .../files/{path}?from=... (or the read_file tool) reads this file.'),
 });
 
+export const graphNode = z
+  .looseObject({
+    id: z.number().int().describe('Its index in `nodes`.'),
+    parent: z.number().int().optional().describe('The node this one calls (incomingCalls), is called by (outgoingCalls), is a supertype or subtype of; absent at depth 0.'),
+    depth: z.number().int().describe('0: the symbol at the position; 1: its direct callers, callees or types; and so on.'),
+    name: z.string(),
+    kind: z.string(),
+    detail: z.string().optional(),
+    path: z.string().describe('Root-relative path, or the path inside the dependency when external.'),
+    external: z.boolean().optional(),
+    module: z.string().optional(),
+    version: z.string().optional(),
+    range: range.describe('The whole declaration.'),
+    selectionRange: range.describe('Its name.'),
+    preview: z.string().optional(),
+    call_sites: z.array(location).optional().describe('The calls joining it to its parent: in its own file (incomingCalls) or in the parent\'s (outgoingCalls).'),
+    call_sites_total: z.number().int().optional().describe('Call sites in all, when more than shown.'),
+    cycle: z.literal(true).optional().describe('It is one of its own ancestors (recursion): shown, not expanded again.'),
+  })
+  .describe(`A node of a call or type hierarchy (${graphOps.join(', ')}).`);
+
 export const lspAnswer = z.looseObject({
   op: z.enum(lspOps).or(z.string()),
   server: z.string().optional(),
@@ -80,6 +101,10 @@ export const lspAnswer = z.looseObject({
   diagnostics: z
     .array(z.looseObject({ range, severity: z.string().or(z.number()).optional(), code: z.string().or(z.number()).optional(), source: z.string().optional(), message: z.string() }))
     .optional(),
+  nodes: z
+    .array(graphNode)
+    .optional()
+    .describe('incomingCalls, outgoingCalls, supertypes, subtypes: the hierarchy in breadth-first order (empty: no callable or type at the position); `truncated` when LSPD_MAX_CALL_NODES stopped the walk.'),
   total: z.number().int().optional(),
   other: z.number().int().optional().describe('Locations outside the root and its dependencies (not rendered).'),
   truncated: z.boolean().optional(),
@@ -154,7 +179,19 @@ export const readyAnswer = z.looseObject({
     fetch: z.looseObject({ ok: z.boolean(), reason: z.string().optional() }),
   }),
   store: z.looseObject({ ok: z.boolean(), reason: z.string().optional() }).optional(),
-  servers: z.record(z.string(), z.looseObject({ available: z.boolean(), version: z.string().optional(), reason: z.string().optional() })),
+  servers: z.record(
+    z.string(),
+    z.looseObject({
+      available: z.boolean(),
+      version: z.string().optional(),
+      reason: z.string().optional(),
+      hierarchy_ops: z
+        .array(z.enum(graphOps))
+        .optional()
+        .describe('Which of the call and type hierarchy ops it answers (others: 422 no_server); absent: not known until a session of it has started.'),
+      hierarchy_ops_from: z.enum(['row', 'session']).optional().describe("row: declared by its server row; session: a session's initialize capabilities said so."),
+    }),
+  ),
 });
 
 export const toolsAnswer = z.looseObject({

@@ -30,8 +30,21 @@ export const relPath = z
 export const encoding = z.enum(['utf-16', 'utf-8', 'codepoint']).default('utf-16')
   .describe('Unit of `character` in positions given and returned: utf-16 code units (LSP default), utf-8 bytes, or Unicode code points.');
 
-export const lspOps = ['definition', 'typeDefinition', 'implementation', 'references', 'hover', 'documentSymbols', 'workspaceSymbols', 'diagnostics'] as const;
+/** Call and type hierarchy ops: a graph of nodes walked from a position, `depth` levels deep. */
+export const graphOps = ['incomingCalls', 'outgoingCalls', 'supertypes', 'subtypes'] as const;
+export type GraphOp = (typeof graphOps)[number];
+export const isGraphOp = (op: string): op is GraphOp => (graphOps as readonly string[]).includes(op);
+
+export const lspOps = ['definition', 'typeDefinition', 'implementation', 'references', 'hover', 'documentSymbols', 'workspaceSymbols', 'diagnostics', ...graphOps] as const;
 export type LspOp = (typeof lspOps)[number];
+
+export const graphDepth = z
+  .number()
+  .int()
+  .min(1)
+  .max(3)
+  .optional()
+  .describe('incomingCalls, outgoingCalls, supertypes, subtypes: levels walked from the position (1-3, default 1: direct callers, callees, super- or subtypes).');
 
 export const lspQuery = z
   .object({
@@ -48,10 +61,12 @@ export const lspQuery = z
     context: z.number().int().min(0).max(20).default(0).describe('Lines of context around each location preview.'),
     limit: z.number().int().min(1).max(1000).optional().describe('Most locations to return in this page.'),
     cursor: z.string().max(200).optional().describe('Cursor from a previous truncated answer, to get the next page.'),
+    depth: graphDepth,
   })
   .strict()
   .superRefine((q, ctx) => {
-    const positional = ['definition', 'typeDefinition', 'implementation', 'references', 'hover'].includes(q.op);
+    const positional = ['definition', 'typeDefinition', 'implementation', 'references', 'hover'].includes(q.op) || isGraphOp(q.op);
+    if (q.depth !== undefined && !isGraphOp(q.op)) ctx.addIssue({ code: 'custom', message: `op ${q.op} takes no depth`, path: ['depth'] });
     if (q.op !== 'workspaceSymbols' && q.path === undefined) ctx.addIssue({ code: 'custom', message: `op ${q.op} needs a path`, path: ['path'] });
     if (q.op === 'workspaceSymbols' && q.path !== undefined) ctx.addIssue({ code: 'custom', message: 'workspaceSymbols takes no path', path: ['path'] });
     if (q.op === 'workspaceSymbols' && q.query === undefined) ctx.addIssue({ code: 'custom', message: 'workspaceSymbols needs a query', path: ['query'] });
@@ -60,18 +75,22 @@ export const lspQuery = z
   });
 export type LspQuery = z.infer<typeof lspQuery>;
 
-export const askOps = ['locate', 'references', 'hover'] as const;
+export const askOps = ['locate', 'references', 'hover', 'callers', 'callees'] as const;
 export const askQuery = z
   .object({
     org: orgName,
     repo: repoName,
     sha,
     symbol: z.string().min(1).max(512).describe('Plain or qualified name: Greet, dep.Greet, Server.close, pkg.mod.func.'),
-    op: z.enum(askOps).default('locate').describe('locate (where is it defined), references, or hover.'),
+    op: z
+      .enum(askOps)
+      .default('locate')
+      .describe('locate (where is it defined), references, hover, callers (incomingCalls at its definition) or callees (outgoingCalls).'),
     path: relPath.optional().describe('Optional file that scopes the search to where the name is used.'),
     encoding,
     context: z.number().int().min(0).max(20).default(0),
     grouped: z.boolean().default(false).describe('references: group locations by file with counts.'),
+    depth: graphDepth.describe('callers, callees: levels walked (1-3, default 1).'),
     limit: z.number().int().min(1).max(1000).optional(),
     cursor: z.string().max(200).optional(),
   })

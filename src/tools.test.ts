@@ -73,6 +73,10 @@ test('every input schema compiles (ajv strict) and accepts/refuses what the rout
     lsp_implementation: { ...root, path: 'a.ts', line: 1, character: 2 },
     lsp_references: { ...root, path: 'a.ts', line: 1, character: 2, includeDeclaration: false, limit: 10 },
     lsp_hover: { ...root, path: 'a.ts', line: 1, character: 2, encoding: 'utf-8' },
+    lsp_incoming_calls: { ...root, path: 'a.ts', line: 1, character: 2, depth: 3 },
+    lsp_outgoing_calls: { ...root, path: 'a.ts', line: 1, character: 2 },
+    lsp_supertypes: { ...root, path: 'a.ts', line: 1, character: 2, depth: 2 },
+    lsp_subtypes: { ...root, path: 'a.ts', line: 1, character: 2 },
     lsp_symbols: { ...root, query: 'Server' },
     lsp_diagnostics: { ...root, path: 'a.ts' },
     read_file: { ...root, path: 'deps/npm/top/node_modules/zod/lib/types.d.ts', from: 'deps', start: 3, end: 40 },
@@ -89,6 +93,7 @@ test('every input schema compiles (ajv strict) and accepts/refuses what the rout
       [{ ...args, ['sha' in args ? 'sha' : 'base']: 'main' }, 'bad_sha'],
       [{ ...args, nope: 1 }, 'bad_request'],
       [{ ...args, org: undefined }, 'bad_name'],
+      ...('depth' in args ? [[{ ...args, depth: 4 }, 'bad_request'] as [Record<string, unknown>, string]] : []),
     ];
     for (const [bad, code] of refusals) {
       assert.equal(validate(JSON.parse(JSON.stringify(bad))), false, `${t.name} schema accepts ${JSON.stringify(bad)}`);
@@ -98,7 +103,7 @@ test('every input schema compiles (ajv strict) and accepts/refuses what the rout
   // Position tools reach /v1/code/lsp's schema with their op; symbols picks its op by path.
   assert.deepEqual(
     calls.filter((c) => c.kind === 'lsp').map((c) => (c.body as { op: string }).op),
-    ['definition', 'typeDefinition', 'implementation', 'references', 'hover', 'workspaceSymbols', 'diagnostics'],
+    ['definition', 'typeDefinition', 'implementation', 'references', 'incomingCalls', 'outgoingCalls', 'supertypes', 'subtypes', 'hover', 'workspaceSymbols', 'diagnostics'],
   );
   // read_file reaches the files route's schema, a path that route refuses refused here too.
   assert.deepEqual(calls.filter((c) => c.kind === 'readFile').map((c) => c.body), [good.read_file]);

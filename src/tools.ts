@@ -72,10 +72,11 @@ const specs: ToolSpec[] = [
   {
     name: 'lsp_locate',
     about:
-      'Find a symbol by name when you do not know its position: where it is defined (op "locate", the default), every reference to it ("references"), or its type and documentation ("hover"). ' +
+      'Find a symbol by name when you do not know its position: where it is defined (op "locate", the default), every reference to it ("references"), its type and documentation ("hover"), ' +
+      'or what calls it ("callers") and what it calls ("callees"), depth 1-3, as lsp_incoming_calls and lsp_outgoing_calls answer at its definition. ' +
       'Give a plain name ("greet") or a qualified one ("Server.close" for the method close of class Server, "pkg.mod.func" for a module member, "dep.Greet" for a dependency\'s export); ' +
       'add path to resolve the name as it is used in that file. Names from dependencies land on the dependency with external: true and its module and version. ' +
-      'If the name matches several symbols the answer says matches: N and lists candidates, each with a qualified name that picks it alone; references and hover then answer nothing rather than guess, so ask again with that name. ' +
+      'If the name matches several symbols the answer says matches: N and lists candidates, each with a qualified name that picks it alone; references, hover, callers and callees then answer nothing rather than guess, so ask again with that name. ' +
       'An unknown name is a symbol_not_found error with near suggestions. grouped: true groups references by file with counts; limit and the next_cursor of a truncated answer page through long lists.',
     input: askQuery,
     run: (args, runner, signal) => runner.ask(check(askQuery, args), signal),
@@ -114,6 +115,35 @@ const specs: ToolSpec[] = [
     'Find references: given a position on an identifier, return every place in the tree that refers to the same symbol (includeDeclaration adds the declaration itself). ' +
       'Long lists are paged: the answer reports total and truncated, and passing its next_cursor back as cursor with the same arguments returns the next page; limit sets the page size.',
     { includeDeclaration: s.includeDeclaration, ...paging, ...optionalLspFields('grouped') },
+  ),
+  positional(
+    'lsp_incoming_calls',
+    'incomingCalls',
+    'Callers: given a position on a function or method (its name where declared, or a call of it), return what calls it, and with depth 2 or 3 what calls those. ' +
+      'The answer is a flat list of nodes in breadth-first order: each has id, parent (the node it calls), depth (0: the function at the position), name, kind, path, range, preview and call_sites (the calls, with path, range and preview). ' +
+      'cycle: true marks a node that is one of its own ancestors (recursion), not expanded again. truncated: true means the node budget stopped the walk; total counts the nodes found. ' +
+      'A server without call hierarchy answers no_server, never an empty list. Use lsp_locate with op "callers" when you know the name but not a position.',
+    { depth: s.depth },
+  ),
+  positional(
+    'lsp_outgoing_calls',
+    'outgoingCalls',
+    'Callees: given a position on a function or method, return what it calls, and with depth 2 or 3 what those call; nodes as lsp_incoming_calls gives them, call_sites being the calls in the caller\'s body. ' +
+      'Calls into the standard library or toolchain are counted in other, not listed.',
+    { depth: s.depth },
+  ),
+  positional(
+    'lsp_supertypes',
+    'supertypes',
+    'Supertypes: given a position on a class or interface, return the types it extends or implements (depth 2 or 3: theirs too), as nodes with id, parent, depth, name, kind, path, range and preview. ' +
+      'Only servers with type hierarchy answer (others: no_server).',
+    { depth: s.depth },
+  ),
+  positional(
+    'lsp_subtypes',
+    'subtypes',
+    'Subtypes: given a position on a class or interface, return the types that extend or implement it (depth 2 or 3: theirs too), nodes as lsp_supertypes gives them. Only servers with type hierarchy answer (others: no_server).',
+    { depth: s.depth },
   ),
   positional(
     'lsp_hover',

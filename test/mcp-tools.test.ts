@@ -9,6 +9,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { getJson, position, postJson, shaOf, stable, startDaemon, stopDaemon, upload, type Started } from './helpers/ask-harness.js';
 
 const root = { org: 'acme', repo: 'mcp-tools', sha: shaOf('mcp-tools') };
+// TS 7 has no type hierarchy (422 no_server): the type tools are called on clangd.
+const cpp = { org: 'acme', repo: 'mcp-tools-cpp', sha: shaOf('mcp-tools-cpp') };
 let s: Started | undefined;
 let client: Client | undefined;
 
@@ -23,6 +25,8 @@ before(async () => {
   if (s.notReady) return;
   const r = await upload(s.url, root, 'ask-ts');
   assert.equal(r.status, 201, await r.text());
+  const c = await upload(s.url, cpp, 'callgraph-cpp');
+  assert.equal(c.status, 201, await c.text());
   client = await connect(s.url);
 });
 after(async () => {
@@ -52,7 +56,8 @@ test('each tool over MCP answers like its HTTP route', { timeout: 180_000 }, asy
   if (s?.notReady) return t.skip(`the jail could not be proved on this host: ${s.notReady}`);
   const at = position('ask-ts', 'src/main.ts', 'server.close()', 'server.'.length);
   const pos = { path: 'src/main.ts', ...at };
-  const cases: { tool: string; args: Record<string, unknown>; route: string; body: Record<string, unknown> }[] = [
+  const typeAt = { path: 'src/shapes.cpp', ...position('callgraph-cpp', 'src/shapes.cpp', 'struct Polygon', 'struct '.length) };
+  const cases: { tool: string; args: Record<string, unknown>; route: string; body: Record<string, unknown>; root?: typeof cpp }[] = [
     { tool: 'lsp_locate', args: { symbol: 'Server.close' }, route: '/ask', body: { symbol: 'Server.close' } },
     { tool: 'lsp_locate', args: { symbol: 'greet', op: 'hover' }, route: '/ask', body: { symbol: 'greet', op: 'hover' } },
     { tool: 'lsp_locate', args: { symbol: 'close', op: 'references' }, route: '/ask', body: { symbol: 'close', op: 'references' } },
@@ -74,6 +79,11 @@ test('each tool over MCP answers like its HTTP route', { timeout: 180_000 }, asy
     { tool: 'read_file', args: { path: 'src/main.ts', start: 1, end: 3 }, route: `/v1/roots/${root.org}/${root.repo}/${root.sha}/files/src/main.ts`, body: { start: 1, end: 3 } },
     // A diff names its two roots itself (a root diffed with itself changes nothing).
     { tool: 'diff', args: { base: root.sha, head: root.sha }, route: '/v1/diff', body: { base: root.sha, head: root.sha } },
+    { tool: 'lsp_incoming_calls', args: { ...pos, depth: 2 }, route: '/v1/code/lsp', body: { op: 'incomingCalls', ...pos, depth: 2 } },
+    { tool: 'lsp_outgoing_calls', args: pos, route: '/v1/code/lsp', body: { op: 'outgoingCalls', ...pos } },
+    { tool: 'lsp_locate', args: { symbol: 'Server.close', op: 'callers', depth: 2 }, route: '/ask', body: { symbol: 'Server.close', op: 'callers', depth: 2 } },
+    { tool: 'lsp_supertypes', root: cpp, args: typeAt, route: '/v1/code/lsp', body: { op: 'supertypes', ...typeAt } },
+    { tool: 'lsp_subtypes', root: cpp, args: typeAt, route: '/v1/code/lsp', body: { op: 'subtypes', ...typeAt } },
   ];
   const http = (c: (typeof cases)[number], key: Record<string, string>) =>
     c.route.startsWith('/v1/roots/')
@@ -82,7 +92,7 @@ test('each tool over MCP answers like its HTTP route', { timeout: 180_000 }, asy
   const seen = new Set<string>();
   for (const c of cases) {
     // The HTTP route first (it warms the session), then MCP, then HTTP again to compare with.
-    const key = c.tool === 'diff' ? { org: root.org, repo: root.repo } : root;
+    const key = c.tool === 'diff' ? { org: root.org, repo: root.repo } : (c.root ?? root);
     await http(c, key);
     const res = await client!.callTool({ name: c.tool, arguments: { ...key, ...c.args } });
     const answer = await http(c, key);

@@ -9,6 +9,8 @@ import { getJson, position, postJson, shaOf, startDaemon, stopDaemon, upload, ty
 
 const root = { org: 'acme', repo: 'tools-http', sha: shaOf('tools-http') };
 const pair = { org: root.org, repo: root.repo, base: root.sha, head: root.sha };
+// TS 7 has no type hierarchy (422 no_server): the type tools are sampled on clangd.
+const cpp = { org: 'acme', repo: 'tools-http-cpp', sha: shaOf('tools-http-cpp') };
 let s: Started | undefined;
 
 before(async () => {
@@ -16,6 +18,8 @@ before(async () => {
   if (s.notReady) return;
   const r = await upload(s.url, root, 'ask-ts');
   assert.equal(r.status, 201, await r.text());
+  const c = await upload(s.url, cpp, 'callgraph-cpp');
+  assert.equal(c.status, 201, await c.text());
 });
 after(() => stopDaemon(s));
 
@@ -27,12 +31,14 @@ test('/v1/tools: schemas compile and agree with the routes on real arguments', {
   assert.equal(r.status, 200);
   const tools = r.body.tools as Tool[];
   const names = tools.map((x) => x.name);
-  for (const n of ['lsp_definition', 'lsp_references', 'lsp_hover', 'lsp_symbols', 'lsp_diagnostics', 'lsp_locate']) assert.ok(names.includes(n), n);
+  for (const n of ['lsp_definition', 'lsp_references', 'lsp_hover', 'lsp_symbols', 'lsp_diagnostics', 'lsp_locate', 'lsp_incoming_calls', 'lsp_outgoing_calls', 'lsp_supertypes', 'lsp_subtypes'])
+    assert.ok(names.includes(n), n);
 
   const ajv = new Ajv({ strict: true, allErrors: true });
   const closeAt = position('ask-ts', 'src/main.ts', 'server.close()', 'server.'.length);
   // One real call per tool: the arguments validate against the published schema and the route answers them.
-  const samples: Record<string, { args: Record<string, unknown>; route: string; body: Record<string, unknown> }> = {
+  const squareAt = position('callgraph-cpp', 'src/shapes.cpp', 'struct Polygon', 'struct '.length);
+  const samples: Record<string, { args: Record<string, unknown>; route: string; body: Record<string, unknown>; root?: typeof cpp }> = {
     lsp_locate: { args: { ...root, symbol: 'Server.close' }, route: '/ask', body: { symbol: 'Server.close' } },
     lsp_ask_batch: { args: { ...root, queries: [{ symbol: 'greet' }] }, route: '/ask', body: { queries: [{ symbol: 'greet' }] } },
     lsp_definition: { args: { ...root, path: 'src/main.ts', ...closeAt }, route: '/v1/code/lsp', body: { op: 'definition', path: 'src/main.ts', ...closeAt } },
@@ -46,6 +52,10 @@ test('/v1/tools: schemas compile and agree with the routes on real arguments', {
     read_file: { args: { ...root, path: 'src/main.ts', start: 0, end: 2 }, route: 'GET /files/src/main.ts', body: { start: 0, end: 2 } },
     // Two roots, not one: the body names them itself (a root diffed with itself changes nothing).
     diff: { args: pair, route: '/v1/diff', body: pair },
+    lsp_incoming_calls: { args: { ...root, path: 'src/main.ts', ...closeAt, depth: 2 }, route: '/v1/code/lsp', body: { op: 'incomingCalls', path: 'src/main.ts', ...closeAt, depth: 2 } },
+    lsp_outgoing_calls: { args: { ...root, path: 'src/main.ts', ...closeAt }, route: '/v1/code/lsp', body: { op: 'outgoingCalls', path: 'src/main.ts', ...closeAt } },
+    lsp_supertypes: { root: cpp, args: { ...cpp, path: 'src/shapes.cpp', ...squareAt }, route: '/v1/code/lsp', body: { op: 'supertypes', path: 'src/shapes.cpp', ...squareAt } },
+    lsp_subtypes: { root: cpp, args: { ...cpp, path: 'src/shapes.cpp', ...squareAt, depth: 3 }, route: '/v1/code/lsp', body: { op: 'subtypes', path: 'src/shapes.cpp', ...squareAt, depth: 3 } },
   };
   /** Call a sample's route with this root key. */
   const call = (route: string, body: Record<string, unknown>, key: typeof root) =>
@@ -70,7 +80,7 @@ test('/v1/tools: schemas compile and agree with the routes on real arguments', {
     const sample = samples[tool.name];
     assert.ok(sample, `a sample call for ${tool.name}`);
     assert.ok(validate(sample.args), `${tool.name}: ${JSON.stringify(validate.errors)}`);
-    const answer = await call(sample.route, sample.body, root);
+    const answer = await call(sample.route, sample.body, sample.root ?? root);
     assert.equal(answer.status, 200, `${tool.name} → ${sample.route}: ${JSON.stringify(answer.body)}`);
     // What the schema refuses, the route refuses too.
     const shaField = 'base' in sample.body ? 'base' : 'sha';

@@ -244,7 +244,8 @@ export class AskService {
     const at = { org: q.org, repo: q.repo, sha: q.sha, path: c.probe.path, line: c.probe.line, character: c.probe.character, encoding: q.encoding };
     const refs = { ...at, op: 'references' as const, includeDeclaration: true, context: q.context };
     let body: Record<string, unknown>;
-    if (q.op === 'hover') body = await ctx.lsp({ ...at, op: 'hover' });
+    if (q.op === 'callers' || q.op === 'callees') body = await ctx.lsp({ ...graphAt(c, at), op: q.op === 'callers' ? 'incomingCalls' : 'outgoingCalls', depth: q.depth });
+    else if (q.op === 'hover') body = await ctx.lsp({ ...at, op: 'hover' });
     else if (!q.grouped) body = await ctx.lsp({ ...refs, limit: q.limit, cursor: q.cursor });
     else body = await this.#groupedReferences(ctx, q, refs);
     const { op: _op, server: _server, elapsed_ms: _ms, untrusted: _u, ...rest } = body;
@@ -289,6 +290,16 @@ export class AskService {
 
 /** Pages of the query service gathered for one grouped references answer (× maxLocations each). */
 const GROUPED_MAX_PAGES = 5;
+
+/**
+ * Where to ask for a name's callers or callees: its definition's name when that is
+ * in the tree (definitions land on the name, in the caller's encoding), else the use
+ * site that resolved it (a server prepares the hierarchy of what a call names).
+ */
+function graphAt<T extends { path: string; line: number; character: number }>(c: Candidate, probe: T): T {
+  const d = c.definitions.find((l) => l.external !== true);
+  return d ? { ...probe, path: d.path, line: d.range.start.line, character: d.range.start.character } : probe;
+}
 
 function renderCandidate(c: Candidate): Record<string, unknown> {
   // The location without its context lines: a candidate list is for choosing, and locate already shows them.

@@ -19,8 +19,9 @@ const HELP = `usage: lspd <command> [flags]
   push     upload this checkout's HEAD (or --sha) as a root        [--org --repo --sha --dir --no-gzip --retries N --spread N]
            only the change when the daemon holds an ancestor (--base REV names it; --full: the whole tree)
   status   readiness, jail, servers, roots and their sessions
-  ask      SYMBOL: where a name is defined (--op references|hover) [--path P]
-  lsp      OP [PATH[:LINE:COL]]: one LSP operation (LINE:COL 1-based, as printed; or --line/--character 0-based)
+  ask      SYMBOL: where a name is defined (--op references|hover|callers|callees) [--path P] [--depth N]
+  lsp      OP [PATH[:LINE:COL]]: one LSP operation (LINE:COL 1-based, as printed; or --line/--character 0-based;
+           --depth 1-3 for incomingCalls|outgoingCalls|supertypes|subtypes)
   show     PATH[:START-END]: lines of a stored file (1-based, inclusive, as printed); --from deps with an
            external location's read.path reads the fetched dependency
   diff     BASE HEAD: what the change does (symbols, callers at base that may break, new diagnostics at head);
@@ -131,7 +132,7 @@ async function status(argv: string[]): Promise<number> {
   }
 }
 
-const askOpts = { op: { type: 'string' }, path: { type: 'string' }, upload: { type: 'boolean', default: false } } as const;
+const askOpts = { op: { type: 'string' }, path: { type: 'string' }, depth: { type: 'string' }, upload: { type: 'boolean', default: false } } as const;
 
 async function queryTarget(v: Common & { org?: string | undefined; repo?: string | undefined; sha?: string | undefined; dir?: string | undefined; upload?: boolean | undefined }) {
   const { top, key } = await rootKeyOf(v.dir ?? process.cwd(), v, readCliEnv().LSPD_ORG);
@@ -142,12 +143,12 @@ async function queryTarget(v: Common & { org?: string | undefined; repo?: string
 async function ask(argv: string[]): Promise<number> {
   const { values: v, positionals } = args(argv, askOpts);
   const symbol = positionals[0];
-  if (!symbol || positionals.length > 1) throw new UsageError('usage: lspd ask SYMBOL [--op locate|references|hover] [--path P]');
+  if (!symbol || positionals.length > 1) throw new UsageError('usage: lspd ask SYMBOL [--op locate|references|hover|callers|callees] [--path P] [--depth N]');
   const { key, opts } = await queryTarget(v);
   const c = client(v);
   try {
     const a = await c.ask(
-      { ...key, symbol, ...(v.op ? { op: v.op as 'locate' } : {}), ...(v.path ? { path: v.path } : {}) },
+      { ...key, symbol, ...(v.op ? { op: v.op as 'locate' } : {}), ...(v.path ? { path: v.path } : {}), ...(v.depth ? { depth: Number(v.depth) } : {}) },
       opts,
     );
     out(v.json ? JSON.stringify(a, null, 2) : formatAnswer(a));
@@ -180,6 +181,7 @@ async function lsp(argv: string[]): Promise<number> {
   if (v.character !== undefined) q.character = Number(v.character);
   if (v.query !== undefined) q.query = v.query;
   if (v.cursor !== undefined) q.cursor = v.cursor;
+  if (v.depth !== undefined) q.depth = Number(v.depth);
   const { key, opts } = await queryTarget(v);
   const c = client(v);
   try {

@@ -19,6 +19,17 @@ export function formatAnswer(a: LspAnswer): string {
   for (const s of a.symbols ?? []) {
     lines.push(`${at(s.path ?? '', s.range)}  ${String(s.kind)} ${s.container ? s.container + '.' : ''}${s.name}`);
   }
+  // A call or type hierarchy: breadth-first nodes shown as a tree, each under its parent.
+  const kids = new Map<number | undefined, NonNullable<LspAnswer['nodes']>>();
+  for (const n of a.nodes ?? []) kids.set(n.parent, [...(kids.get(n.parent) ?? []), n]);
+  const tree = (parent: number | undefined) => {
+    for (const n of kids.get(parent) ?? []) {
+      const where = n.external ? `${n.module ?? 'dependency'}${n.version ? '@' + n.version : ''}/${n.path}` : n.path;
+      lines.push(`${'  '.repeat(n.depth)}${at(where, n.selectionRange)}  ${n.kind} ${n.name}${n.cycle ? ' (cycle)' : ''}`);
+      if (!n.cycle) tree(n.id);
+    }
+  };
+  tree(undefined);
   for (const d of a.diagnostics ?? []) {
     const tag = [d.source, d.code].filter((x) => x !== undefined && x !== '').join(' ');
     lines.push(`${at('', d.range).replace(/^:/, '')}  ${String(d.severity ?? 'info')}: ${d.message}${tag ? ` [${tag}]` : ''}`);
@@ -26,6 +37,7 @@ export function formatAnswer(a: LspAnswer): string {
   const shown = a.locations?.length ?? 0;
   const notes: string[] = [];
   if (a.locations && a.total !== undefined && a.total !== shown) notes.push(`${shown} of ${a.total} shown`);
+  if (a.nodes && a.total !== undefined && a.total !== a.nodes.length) notes.push(`${a.nodes.length} of ${a.total} nodes shown`);
   if (a.truncated) notes.push('truncated' + (a.next_cursor ? ` (more with --cursor ${a.next_cursor})` : ''));
   if (a.other) notes.push(`${a.other} outside the tree and its dependencies`);
   if (a.matches !== undefined && a.matches > 1) notes.push(`${a.matches} symbols match this name`);

@@ -127,7 +127,7 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
     tag: 'queries',
     summary: 'A position-based LSP operation on a root.',
     description:
-      'op is one of definition, typeDefinition, implementation, references, hover, documentSymbols, workspaceSymbols, diagnostics. Positional ops need path, line and character; workspaceSymbols needs query and no path. Everything a server produced is labelled untrusted.',
+      'op is one of definition, typeDefinition, implementation, references, hover, documentSymbols, workspaceSymbols, diagnostics, or a call or type hierarchy: incomingCalls, outgoingCalls, supertypes, subtypes (with depth 1-3; answered as `nodes`). Positional ops need path, line and character; workspaceSymbols needs query and no path. Everything a server produced is labelled untrusted.',
     body: 'LspQuery',
     answers: {
       '200': { description: 'The answer (fields by op).', schema: 'LspAnswer' },
@@ -136,14 +136,14 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
       '409': err('need_tree: upload the root, then retry.'),
       '413': err('file_too_large.'),
       '415': err('not_utf8.'),
-      '422': err('no_server for that file.'),
+      '422': err('no_server for that file, or its server does not answer that op (e.g. a hierarchy it lacks).'),
       '503': err('not_ready (jail not proved), server_unavailable or busy (Retry-After).'),
       '504': err('timeout.'),
     },
   },
   'POST /ask': {
     tag: 'queries',
-    summary: 'A name-based question (locate, references, hover) about a symbol, or a batch of them.',
+    summary: 'A name-based question (locate, references, hover, callers, callees) about a symbol, or a batch of them.',
     body: 'AskQuery',
     answers: {
       '200': { description: 'The answer, like /v1/code/lsp plus matches; a batch answers {answers: [...]}.', schema: 'LspAnswer' },

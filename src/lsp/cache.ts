@@ -5,7 +5,7 @@
 // ever meeting an answer about the old tree. Only complete answers are kept; an
 // `incomplete` one would pin a half-indexed view.
 import type { Metrics } from '../metrics.js';
-import type { LspQuery } from '../schemas.js';
+import { isGraphOp, type LspQuery } from '../schemas.js';
 import { RootCache, type RootRef } from '../store/root-cache.js';
 
 /** Any answer object; `incomplete: true` ones are never kept. */
@@ -34,6 +34,7 @@ export class ResultCache<T extends CachedAnswer = CachedAnswer> {
       q.context,
       q.limit ?? '',
       q.cursor ?? '',
+      isGraphOp(q.op) ? (q.depth ?? 1) : '',
     ];
     return fields.join('\u0000');
   }

@@ -3,8 +3,9 @@
 // paths, coordinates, previews, scrubbing, caps and encodings. Nothing here maps a
 // path or touches server text itself.
 // Requests: https://microsoft.github.io/language-server-protocol/specifications/lsp/3.17/specification/#languageFeatures
-import type { LspOp, LspQuery } from '../schemas.js';
+import { graphOps, type GraphOp, type LspOp, type LspQuery } from '../schemas.js';
 import { errors } from '../errors.js';
+import { projectGraph, type GraphShape } from './answer/call-graph.js';
 import type { FileCoordinate } from './answer/coordinates.js';
 import { fromUtf16Index, toUtf16Index, type Encoding } from './wire/encoding.js';
 import type { Position } from './wire/lsp-types.js';
@@ -12,6 +13,7 @@ import { projectDiagnostics, projectHover, projectLocations, projectSymbols, typ
 import type { Scrubber } from './answer/scrub.js';
 import type { Session } from './session/session.js';
 import type { TargetFile } from './target-file.js';
+import { isMethodNotFound } from './wire/transport.js';
 
 /** The server capability each op needs (diagnostics: push always works, pull when offered). */
 const PROVIDER: Record<LspOp, string | undefined> = {
@@ -23,6 +25,18 @@ const PROVIDER: Record<LspOp, string | undefined> = {
   documentSymbols: 'documentSymbolProvider',
   workspaceSymbols: 'workspaceSymbolProvider',
   diagnostics: undefined,
+  incomingCalls: 'callHierarchyProvider',
+  outgoingCalls: 'callHierarchyProvider',
+  supertypes: 'typeHierarchyProvider',
+  subtypes: 'typeHierarchyProvider',
+};
+
+/** A graph op: the prepare request at the position, then one expansion request per node. */
+const GRAPH: Record<GraphOp, { prepare: string; expand: string; shape: GraphShape }> = {
+  incomingCalls: { prepare: 'textDocument/prepareCallHierarchy', expand: 'callHierarchy/incomingCalls', shape: 'incoming' },
+  outgoingCalls: { prepare: 'textDocument/prepareCallHierarchy', expand: 'callHierarchy/outgoingCalls', shape: 'outgoing' },
+  supertypes: { prepare: 'textDocument/prepareTypeHierarchy', expand: 'typeHierarchy/supertypes', shape: 'types' },
+  subtypes: { prepare: 'textDocument/prepareTypeHierarchy', expand: 'typeHierarchy/subtypes', shape: 'types' },
 };
 
 const METHOD: Partial<Record<LspOp, string>> = {
@@ -44,7 +58,7 @@ export interface OpContext {
   deadline: AbortSignal;
   /** Epoch ms at which the work deadline passes. */
   deadlineAt: number;
-  limits: { maxLocations: number; maxHoverBytes: number; diagnosticsWindowMs: number };
+  limits: { maxLocations: number; maxHoverBytes: number; diagnosticsWindowMs: number; maxCallNodes: number };
   /** Binds paging cursors to this exact query. */
   cursorScope: string;
 }
@@ -64,6 +78,11 @@ export function checkSupported(session: Session, op: LspOp): void {
   if (p !== undefined && session.state.kind === 'ready' && !session.supports(p)) {
     throw errors.noServer(`${session.row.name} does not answer ${op}.`);
   }
+}
+
+/** The hierarchy ops a ready session's server answers, by its initialize capabilities. */
+export function hierarchyOpsOf(session: Session): GraphOp[] {
+  return graphOps.filter((op) => session.supports(PROVIDER[op]!));
 }
 
 /** The caller's position, checked against the file and converted to the server's units. */
@@ -136,6 +155,30 @@ export async function runOp(c: OpContext): Promise<OpResult> {
     }
     case 'workspaceSymbols':
       return workspaceSymbols(c);
+    case 'incomingCalls':
+    case 'outgoingCalls':
+    case 'supertypes':
+    case 'subtypes': {
+      const g = GRAPH[q.op];
+      const position = serverPosition(q, c.target, session.encoding);
+      // A capability covers both directions, but a server may still refuse one
+      // (clangd 16: outgoingCalls is MethodNotFound): that is "does not answer", not a failure.
+      const ask = (method: string, params: object) =>
+        session.request(method, params, deadline).catch((err: unknown) => {
+          if (isMethodNotFound(err)) throw errors.noServer(`${session.row.name} does not answer ${q.op}.`);
+          throw err;
+        });
+      const prepared = await ask(g.prepare, { textDocument, position });
+      const graph = await projectGraph(prepared, {
+        ...c.projection,
+        shape: g.shape,
+        depth: q.depth ?? 1,
+        maxNodes: c.limits.maxCallNodes,
+        scrub: c.scrub,
+        expand: (item) => ask(g.expand, { item }),
+      });
+      return { body: { ...graph }, complete: true };
+    }
   }
 }
 

@@ -28,7 +28,7 @@ import { ResultCache } from './cache.js';
 import { awaitDependencies, dependencyMounts, dependencyNote, type DependencyNote, type DependencySource } from './session/dependencies.js';
 import type { ExternalCoordinate, FileCoordinate } from './answer/coordinates.js';
 import { readRefOf } from './answer/file-read.js';
-import { runOp, workspaceSymbols, type OpResult } from './lsp-ops.js';
+import { hierarchyOpsOf, runOp, workspaceSymbols, type OpResult } from './lsp-ops.js';
 import { treeJailPath } from './answer/paths.js';
 import type { Lease, SessionPool } from './session/pool.js';
 import { capAnswer } from './answer/projection.js';
@@ -211,6 +211,7 @@ export class QueryService {
         ...dependencyMounts(this.deps.dependencies, w.q, row),
       });
       await lease.session.whenReady(w.deadline);
+      this.noteHierarchyOps(row, lease.session);
       releaseSlot = await lease.session.slot(w.deadline);
       admitted();
       return await fn(lease.session);
@@ -221,6 +222,18 @@ export class QueryService {
       releaseSlot?.();
       lease?.release();
     }
+  }
+
+  /**
+   * /readyz says what a row with no declared hierarchy ops answers once a session of it
+   * has started (its capabilities). A declaration wins: it was measured, and it knows
+   * what a capability overstates (clangd 16 refuses outgoingCalls).
+   */
+  private noteHierarchyOps(row: ServerRow, session: Session): void {
+    const av = this.deps.health.servers[row.name];
+    if (!av || row.hierarchyOps || session.state.kind !== 'ready' || av.hierarchy_ops_from === 'session') return;
+    av.hierarchy_ops = hierarchyOpsOf(session);
+    av.hierarchy_ops_from = 'session';
   }
 
   /** Take a waiting place for `org`, or 503 busy: the queue is full, or the org is past its share of it. */
@@ -274,7 +287,7 @@ export class QueryService {
       scrub: this.scrubberFor(w),
       deadline: w.deadline,
       deadlineAt: w.deadlineAt,
-      limits: { maxLocations: config.maxLocations, maxHoverBytes: config.maxHoverBytes, diagnosticsWindowMs: config.diagnosticsWindowMs },
+      limits: { maxLocations: config.maxLocations, maxHoverBytes: config.maxHoverBytes, diagnosticsWindowMs: config.diagnosticsWindowMs, maxCallNodes: config.maxCallNodes },
     };
   }
 

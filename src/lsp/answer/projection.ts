@@ -131,7 +131,8 @@ interface Item {
 }
 
 const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-function compareItems(a: Item, b: Item): number {
+/** Tree first, then module, version, path, position: the order every location list is in. */
+export function compareItems(a: Pick<Item, 'coord' | 'range'>, b: Pick<Item, 'coord' | 'range'>): number {
   const ca = a.coord;
   const cb = b.coord;
   if (ca.kind !== cb.kind) return ca.kind === 'tree' ? -1 : 1;
@@ -161,7 +162,7 @@ function normalize(raw: unknown): { pairs: [string, Range][]; malformed: number 
   return { pairs, malformed };
 }
 
-const rangeKey = (r: Range) => `${r.start.line}:${r.start.character}-${r.end.line}:${r.end.character}`;
+export const rangeKey = (r: Range) => `${r.start.line}:${r.start.character}-${r.end.line}:${r.end.character}`;
 
 /** Project a definition/typeDefinition/implementation/references result. */
 export async function projectLocations(raw: unknown, ctx: LocationsContext): Promise<LocationsAnswer> {
@@ -197,7 +198,7 @@ export async function projectLocations(raw: unknown, ctx: LocationsContext): Pro
   }
   await reader.load();
 
-  const locations = page.map((it) => render(it, reader, ctx, n));
+  const locations = page.map((it) => renderLocation(it, reader, ctx, n));
   const more = offset + page.length < total;
   const base: PageBase = { total, other, truncated: more };
   if (more) base.next_cursor = encodeCursor(offset + page.length, ctx.cursorScope);
@@ -213,7 +214,8 @@ export async function projectLocations(raw: unknown, ctx: LocationsContext): Pro
   return answer;
 }
 
-function render(it: Item, reader: LineReader, ctx: LocationsContext, n: number): RenderedLocation {
+/** One location as answers show it; its lines (start, end, ±n) must be loaded in `reader`. */
+export function renderLocation(it: Pick<Item, 'coord' | 'range'>, reader: LineReader, ctx: ProjectionContext, n = 0): RenderedLocation {
   const { coord } = it;
   const range = reader.convert(coord, it.range, ctx.serverEncoding, ctx.encoding);
   const out: RenderedLocation =
@@ -260,7 +262,8 @@ function groupLocations(page: Item[], locations: RenderedLocation[], counts: Map
   return groups;
 }
 
-const LIST_FIELDS = ['locations', 'symbols', 'diagnostics'] as const;
+// `nodes` (call-graph.ts) are in breadth-first order: dropping from the end drops the deepest first.
+const LIST_FIELDS = ['locations', 'symbols', 'diagnostics', 'nodes'] as const;
 const size = (v: unknown) => utf8Length(JSON.stringify(v));
 
 /**

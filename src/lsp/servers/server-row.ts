@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { Config } from '../../config.js';
 import type { ServerAvailability } from '../../health.js';
 import type { Language } from '../../languages.js';
+import type { GraphOp } from '../../schemas.js';
 import type { Bind } from '../../jail/types.js';
 import type { Ecosystem } from '../../fetch/types.js';
 import { JAIL_NODE_MODULES, PROJECT_DIR } from '../../jail/policy.js';
@@ -78,6 +79,12 @@ export interface ServerRow {
    */
   dependencySettings?: (depBinds: readonly Bind[]) => Readonly<Record<string, unknown>> | undefined;
   readiness: Readiness;
+  /**
+   * The call and type hierarchy ops its pinned version answers (its initialize
+   * capabilities, measured), for /readyz before any session has started; a session's
+   * own capabilities replace it there, and decide every query. Absent: not known.
+   */
+  hierarchyOps?: readonly GraphOp[];
   /** Position encodings offered at initialize, preferred first (LSP 3.17 general.positionEncodings). */
   encodings: readonly Encoding[];
   /** Most requests in flight on one session; more wait in the pool's queue. */

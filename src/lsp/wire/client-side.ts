@@ -35,6 +35,9 @@ export function initializeParams(row: ServerRow, wsUri: string, wsPath: string):
         publishDiagnostics: { relatedInformation: false, versionSupport: false },
         // TS 7 answers textDocument/diagnostic only when the client says it can pull.
         diagnostic: { dynamicRegistration: false, relatedDocumentSupport: false },
+        // Call and type hierarchies (LSP 3.16/3.17): the /v1/code/lsp graph ops.
+        callHierarchy: { dynamicRegistration: false },
+        typeHierarchy: { dynamicRegistration: false },
       },
     },
   };

@@ -323,6 +323,11 @@ export class LspConnection {
 /** Return this from an onRequest handler for a method the client does not serve. */
 export const METHOD_NOT_FOUND: unique symbol = Symbol('method-not-found');
 
+/** The server answered a request with MethodNotFound: it does not serve that method at all. */
+export function isMethodNotFound(err: unknown): boolean {
+  return err instanceof ResponseError && err.code === RpcErrorCodes.MethodNotFound;
+}
+
 function abortReason(signal: AbortSignal): Error {
   const r: unknown = signal.reason;
   return r instanceof Error ? r : new Error('aborted');

@@ -40,6 +40,9 @@ export function cRow(): ServerRow {
       clangdSessionFiles(ws, { ...defaultCdbLimits, maxDatabaseBytes: c.maxCompileDbBytes, maxFlagsBytes: c.maxCompileFlagsBytes }),
     initializationOptions: (workspaceAt: string) => ({ fallbackFlags: fallbackFlags(workspaceAt) }),
     readiness: { kind: 'documentDiagnostics' },
+    // clangd 16 advertises callHierarchyProvider but answers callHierarchy/outgoingCalls
+    // MethodNotFound (outgoing calls came in a later clangd): that op is 422 no_server.
+    hierarchyOps: ['incomingCalls', 'supertypes', 'subtypes'],
     encodings: ['utf-16'],
     maxInFlight: 16,
     probe: () => probeBinary({ path: CLANGD, debianPackage: 'clangd-16', absent: 'not installed (clangd-16 missing; images/pins.env pins the Debian package)' }),

@@ -50,6 +50,7 @@ export function goRow(): ServerRow {
     rootMarkers: ['go.mod'],
     settings: { gopls: { hoverKind: 'FullDocumentation', linksInHover: false } },
     readiness: { kind: 'progress', expectProgress: true },
+    hierarchyOps: ['incomingCalls', 'outgoingCalls'],
     encodings: ['utf-16'],
     maxInFlight: 16,
     probe: () => probeBinary({ path: '/usr/bin/gopls', debianPackage: 'gopls', absent: 'not installed (gopls missing; images/pins.env pins the Debian package)' }),

@@ -35,6 +35,7 @@ export function phpRow(p: ServerPaths): ServerRow {
       },
     },
     readiness: { kind: 'progress', expectProgress: true },
+    hierarchyOps: [],
     encodings: ['utf-16'],
     maxInFlight: 16,
     probe: () => probeFiles([host('intelephense/lib/intelephense.js')], host('intelephense/package.json')),

@@ -43,6 +43,7 @@ export function pythonRow(p: ServerPaths): ServerRow {
     // Pyright holds requests until its first analysis is done, but it also opens
     // a progress token for every references request: those are not indexing.
     readiness: { kind: 'progress', ignoreTitles: /^(Finding references|Searching|Renaming)/i },
+    hierarchyOps: ['incomingCalls', 'outgoingCalls'],
     encodings: ['utf-16'],
     maxInFlight: 32,
     probe: () => probeFiles([host('pyright/langserver.index.js'), host('pyright/dist/pyright-langserver.js')], host('pyright/package.json')),

@@ -35,6 +35,7 @@ export function shellRow(p: ServerPaths): ServerRow {
       },
     },
     readiness: { kind: 'logMessage', pattern: /BackgroundAnalysis: (Completed|skipping|stopped|failed)/ },
+    hierarchyOps: [],
     encodings: ['utf-16'],
     maxInFlight: 16,
     probe: () => probeFiles([host('bash-language-server/out/cli.js'), '/usr/bin/shellcheck'], host('bash-language-server/package.json')),

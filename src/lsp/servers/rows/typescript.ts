@@ -35,6 +35,7 @@ export function typescriptRows(p: ServerPaths): ServerRow[] {
       // TS 7 loads the project synchronously inside didOpen, and requests queue
       // behind it: the first answer is already right (94 ms cold on the fixture).
       readiness: { kind: 'progress' },
+      hierarchyOps: ['incomingCalls', 'outgoingCalls'],
       // It negotiates utf-8 when offered; we offer utf-16 first and convert if not.
       encodings: ['utf-16', 'utf-8'],
       maxInFlight: 32,
@@ -72,6 +73,7 @@ export function typescriptRows(p: ServerPaths): ServerRow[] {
       // project loads (non-empty and wrong), and its progress can end seconds before
       // the right answer: wait for the document's first semantic diagnostics.
       readiness: { kind: 'documentDiagnostics' },
+      hierarchyOps: ['incomingCalls', 'outgoingCalls'],
       encodings: ['utf-16'],
       maxInFlight: 32,
       selectedWhen: (c) => c.typescriptServer === 'tsserver',
