@@ -3,11 +3,8 @@
 // from facts proved at boot; until the canary has run, everything is "unproved".
 import type { GraphOp } from './schemas.js';
 
-export interface PhaseVerdict {
-  ok: boolean;
-  /** Why not, in one sentence (missing bwrap, filter not applied, …). */
-  reason?: string;
-}
+/** A phase (or the store) proved, or why not in one sentence (missing bwrap, filter not applied, …). */
+export type PhaseVerdict = { ok: true } | { ok: false; reason: string };
 
 export interface ServerAvailability {
   available: boolean;
@@ -33,9 +30,9 @@ export class Health {
 
   /** The first reason lspd is not ready, or undefined. */
   get reason(): string | undefined {
-    if (!this.jail.serve.ok) return `serve jail: ${this.jail.serve.reason ?? 'not proved'}`;
-    if (!this.jail.fetch.ok) return `fetch jail: ${this.jail.fetch.reason ?? 'not proved'}`;
-    if (!this.store.ok) return `store: ${this.store.reason ?? 'not writable'}`;
+    if (!this.jail.serve.ok) return `serve jail: ${this.jail.serve.reason}`;
+    if (!this.jail.fetch.ok) return `fetch jail: ${this.jail.fetch.reason}`;
+    if (!this.store.ok) return `store: ${this.store.reason}`;
     return undefined;
   }
 

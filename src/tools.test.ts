@@ -87,7 +87,7 @@ test('every input schema compiles (ajv strict) and accepts/refuses what the rout
     const args = good[t.name];
     assert.ok(args, `a sample for ${t.name}`);
     assert.ok(validate(args), `${t.name}: ${JSON.stringify(validate.errors)}`);
-    await callTool(t.name, args, health(true), runner, AbortSignal.timeout(1000));
+    await callTool(t.name, args, runner, AbortSignal.timeout(1000));
     // Refused by the schema and by the call alike: a bad sha, an unknown field, a missing root.
     const refusals: [Record<string, unknown>, string][] = [
       [{ ...args, ['sha' in args ? 'sha' : 'base']: 'main' }, 'bad_sha'],
@@ -97,7 +97,7 @@ test('every input schema compiles (ajv strict) and accepts/refuses what the rout
     ];
     for (const [bad, code] of refusals) {
       assert.equal(validate(JSON.parse(JSON.stringify(bad))), false, `${t.name} schema accepts ${JSON.stringify(bad)}`);
-      await assert.rejects(callTool(t.name, bad, health(true), runner, AbortSignal.timeout(1000)), (e: unknown) => e instanceof AppError && e.code === code);
+      await assert.rejects(callTool(t.name, bad, runner, AbortSignal.timeout(1000)), (e: unknown) => e instanceof AppError && e.code === code);
     }
   }
   // Position tools reach /v1/code/lsp's schema with their op; symbols picks its op by path.
@@ -108,16 +108,15 @@ test('every input schema compiles (ajv strict) and accepts/refuses what the rout
   // read_file reaches the files route's schema, a path that route refuses refused here too.
   assert.deepEqual(calls.filter((c) => c.kind === 'readFile').map((c) => c.body), [good.read_file]);
   for (const path of ['/etc/passwd', 'a/../../b', 'a\u0000b']) {
-    await assert.rejects(callTool('read_file', { ...root, path }, health(true), runner, AbortSignal.timeout(1000)), (e: unknown) => e instanceof AppError && e.code === 'bad_request');
+    await assert.rejects(callTool('read_file', { ...root, path }, runner, AbortSignal.timeout(1000)), (e: unknown) => e instanceof AppError && e.code === 'bad_request');
   }
 });
 
 test('calls: unknown tool 400, unproved jail 503 not_ready, other org refused before running', async () => {
   const sig = AbortSignal.timeout(1000);
-  await assert.rejects(callTool('lsp_nope', {}, health(true), runner, sig), (e: unknown) => e instanceof AppError && e.code === 'bad_request');
-  await assert.rejects(callTool('lsp_hover', {}, health(false), runner, sig), (e: unknown) => e instanceof AppError && e.code === 'not_ready');
+  await assert.rejects(callTool('lsp_nope', {}, runner, sig), (e: unknown) => e instanceof AppError && e.code === 'bad_request');
   const before = calls.length;
-  await assert.rejects(callTool('lsp_locate', { ...root, org: 'other', symbol: 'x' }, health(true), runner, sig), (e: unknown) => e instanceof AppError && e.code === 'forbidden');
+  await assert.rejects(callTool('lsp_locate', { ...root, org: 'other', symbol: 'x' }, runner, sig), (e: unknown) => e instanceof AppError && e.code === 'forbidden');
   assert.equal(calls.length, before);
-  await assert.rejects(callTool('lsp_symbols', root, health(true), runner, sig), (e: unknown) => e instanceof AppError && /query/.test(e.message));
+  await assert.rejects(callTool('lsp_symbols', root, runner, sig), (e: unknown) => e instanceof AppError && /query/.test(e.message));
 });

@@ -260,13 +260,12 @@ export const toolNames: readonly string[] = specs.map((t) => t.name);
 
 /**
  * Run a tool: validate its arguments, check the org, call the route's entry point.
- * Throws AppError (400 for unknown tools and bad arguments, 503 not_ready while
- * the jail is unproved, and whatever the route would answer).
+ * Throws AppError (400 for unknown tools and bad arguments, and whatever the route
+ * would answer: 503 not_ready while the jail is unproved is the services' to say).
  */
-export async function callTool(name: string, args: unknown, health: Health, runner: ToolRunner, signal: AbortSignal): Promise<unknown> {
+export async function callTool(name: string, args: unknown, runner: ToolRunner, signal: AbortSignal): Promise<unknown> {
   const spec = specs.find((t) => t.name === name);
   if (!spec) throw errors.badRequest(`No tool named ${JSON.stringify(name)}.`);
-  if (!health.jailReady) throw errors.notReady(`Nothing is served: ${health.reason}.`);
   const parsed = check(spec.input, args ?? {}) as Record<string, unknown>;
   runner.assertOrg(String(parsed.org));
   return spec.run(parsed, runner, signal);

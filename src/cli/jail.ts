@@ -61,8 +61,9 @@ export async function runJailCli(argv: string[]): Promise<number> {
   const log = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, pino.destination(2));
   const jail = await createJail({ config, log: log.child({ mod: 'jail' }), metrics: createMetrics() });
   const verdicts = await jail.canary();
-  if (!verdicts[args.phase].ok) {
-    process.stderr.write(`lspd jail: the ${args.phase} jail is not proved: ${verdicts[args.phase].reason}\n`);
+  const verdict = verdicts[args.phase];
+  if (!verdict.ok) {
+    process.stderr.write(`lspd jail: the ${args.phase} jail is not proved: ${verdict.reason}\n`);
     await jail.close();
     return 3;
   }

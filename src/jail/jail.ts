@@ -193,7 +193,8 @@ export async function createJail({ config, log, metrics }: JailDeps): Promise<Ja
     async spawn(opts: JailSpawnOptions) {
       if (closed) throw errors.shuttingDown('lspd is shutting down.');
       if (!proved[opts.phase] || !ctx) {
-        throw errors.notReady(`The ${opts.phase} jail is not proved: ${verdicts[opts.phase].reason ?? 'the canary has not passed'}.`);
+        const v = verdicts[opts.phase];
+        throw errors.notReady(`The ${opts.phase} jail is not proved: ${v.ok ? 'the canary has not passed' : v.reason}.`);
       }
       return spawnPhase(ctx, opts);
     },

@@ -113,11 +113,23 @@ export class QueryService {
     this.scrubbers.dropRoot(rootId);
   }
 
+  /** 503 not_ready until the jail is proved: nothing is served before. */
+  assertServing(): void {
+    const { health } = this.deps;
+    if (!health.jailReady) throw errors.notReady(`Nothing is served: ${health.reason ?? 'the jail is not proved'}.`);
+  }
+
+  /** The checks every answer about one root starts with, in this order: the jail proved (503), the root stored (409 need_tree). */
+  checkRoot(key: RootKey): void {
+    this.assertServing();
+    if (!this.deps.store.get(key)) throw errors.needTree();
+  }
+
   async lsp(q: LspQuery, signal: AbortSignal): Promise<LspAnswer> {
-    const { config, health, store } = this.deps;
+    const { config, store } = this.deps;
     const t0 = performance.now();
     const deadlineAt = Date.now() + config.queryTimeoutMs - config.cleanupReserveMs;
-    if (!health.jailReady) throw errors.notReady(`Nothing is served: ${health.reason ?? 'the jail is not proved'}.`);
+    this.assertServing();
     this.deps.metrics.orgQueries.inc({ org: this.deps.metrics.orgLabels.of(q.org) });
     // An org already past its share of the wait queue is refused before any other
     // work (its cache hits included): a flood of refused queries must cost the

@@ -3,11 +3,12 @@
 // as a whole: none of its queries could be answered); nothing that would start a
 // server runs until the jail is proved. The same entry point serves the
 // lsp_locate / lsp_ask_batch tools over MCP (routes/mcp.ts), so both answer alike.
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { AskService, type LspCall, type TreeFiles } from '../../ask/ask-service.js';
-import { errors } from '../../errors.js';
 import { treeFiles } from '../../ask/tree-files.js';
-import { askBatch, askOps, askQuery, lspQuery, type LspQuery } from '../../schemas.js';
+import { askBatch, askOps, askQuery, lspQuery } from '../../schemas.js';
+import type { LspAnswer } from '../../responses.js';
+import { clientSignal, queryServiceOf } from '../client-signal.js';
 import type { Deps } from '../deps.js';
 import { parse } from '../error-handler.js';
 import { rootId } from '../../store/types.js';
@@ -33,12 +34,11 @@ export function askServiceOf(deps: Deps): AskService {
   return s;
 }
 
-/** The query service (src/lsp/query-service.ts), or the same 503 /v1/code/lsp answers without one. */
+/** The query service (src/lsp/query-service.ts) as /ask calls it. */
 function lspCallOf(deps: Deps): LspCall {
   return async (q, signal) => {
-    if (!deps.lsp) throw errors.serverUnavailable('No language server session manager is configured.', 5);
     // The service's answers are the shared answer shape (src/responses.ts lspAnswer), typed loosely there.
-    return (await deps.lsp.lsp(q, signal)) as Awaited<ReturnType<LspCall>>;
+    return (await queryServiceOf(deps).lsp(q, signal)) as Awaited<ReturnType<LspCall>>;
   };
 }
 
@@ -46,32 +46,18 @@ function treeFilesOf(deps: Deps): TreeFiles {
   return treeFiles({ treeDir: (k) => deps.store.treeDir(k) });
 }
 
-/** POST /v1/code/lsp's checks and answer (routes/query.ts, in the same order), for the position tools. */
-export async function answerLsp(deps: Deps, body: LspQuery, signal: AbortSignal): Promise<unknown> {
-  const q = parse(lspQuery, body);
-  if (!deps.store.get(q)) throw errors.needTree();
-  if (!deps.health.jailReady) throw errors.notReady(`Nothing is served: ${deps.health.reason}.`);
-  return lspCallOf(deps)(q, signal);
+/** POST /v1/code/lsp's answer (the route and the position tools): the query service checks what it needs. */
+export async function answerLsp(deps: Deps, body: unknown, signal: AbortSignal): Promise<LspAnswer> {
+  return queryServiceOf(deps).lsp(parse(lspQuery, body), signal);
 }
 
 /** The body of POST /ask, answered: a single query or a batch. Throws AppError like the route. */
 export async function answerAsk(deps: Deps, body: unknown, signal: AbortSignal): Promise<unknown> {
   const isBatch = typeof body === 'object' && body !== null && 'queries' in body;
   const q = isBatch ? parse(askBatch, body) : parse(askQuery, body);
-  if (!deps.store.get(q)) throw errors.needTree();
-  if (!deps.health.jailReady) throw errors.notReady(`Nothing is served: ${deps.health.reason}.`);
+  queryServiceOf(deps).checkRoot(q);
   const svc = askServiceOf(deps);
   return 'queries' in q ? svc.batch(q, signal) : svc.ask(q, signal);
-}
-
-/** Aborts when the caller hangs up before the answer was sent (DESIGN.md: a disconnect cancels like a deadline). */
-export function clientSignal(reply: FastifyReply): AbortSignal {
-  const ac = new AbortController();
-  // `close` on the response fires on both completion and hang-up; only an unfinished response is a hang-up.
-  reply.raw.once('close', () => {
-    if (!reply.raw.writableFinished) ac.abort();
-  });
-  return ac.signal;
 }
 
 export async function askRoutes(app: FastifyInstance, deps: Deps): Promise<void> {

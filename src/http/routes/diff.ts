@@ -5,13 +5,12 @@
 // answerDiff, so both answer alike.
 import type { FastifyInstance } from 'fastify';
 import { DiffService, storedRoots } from '../../diff/diff-service.js';
-import { errors } from '../../errors.js';
 import { treeFiles } from '../../ask/tree-files.js';
 import { diffQuery } from '../../schemas.js';
 import { rootId } from '../../store/types.js';
 import type { Deps } from '../deps.js';
 import { parse } from '../error-handler.js';
-import { clientSignal } from './ask.js';
+import { clientSignal, queryServiceOf } from '../client-signal.js';
 
 const services = new WeakMap<Deps, DiffService>();
 
@@ -21,10 +20,7 @@ export function diffServiceOf(deps: Deps): DiffService {
   if (!s) {
     const files = treeFiles({ treeDir: (k) => deps.store.treeDir(k) });
     const svc = new DiffService({
-      lsp: async (q, signal) => {
-        if (!deps.lsp) throw errors.serverUnavailable('No language server session manager is configured.', 5);
-        return (await deps.lsp.lsp(q, signal)) as Record<string, unknown>;
-      },
+      lsp: async (q, signal) => (await queryServiceOf(deps).lsp(q, signal)) as Record<string, unknown>,
       store: deps.store,
       readText: (k, path, max) => files.readText(k, path, max),
       metrics: deps.metrics,
@@ -44,8 +40,8 @@ export function diffServiceOf(deps: Deps): DiffService {
 /** The body of POST /v1/diff, answered. Throws AppError like the route. */
 export async function answerDiff(deps: Deps, body: unknown, signal: AbortSignal): Promise<unknown> {
   const q = parse(diffQuery, body);
+  queryServiceOf(deps).assertServing();
   storedRoots(deps.store, q);
-  if (!deps.health.jailReady) throw errors.notReady(`Nothing is served: ${deps.health.reason}.`);
   return diffServiceOf(deps).diff(q, signal);
 }
 

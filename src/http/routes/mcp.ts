@@ -22,7 +22,8 @@ import { z } from 'zod';
 import { assertOrg, assertPermission } from '../auth.js';
 import { callTool, coverageOf, listTools, toolErrorBody, type ToolRunner } from '../../tools.js';
 import type { Deps } from '../deps.js';
-import { answerAsk, answerLsp, clientSignal } from './ask.js';
+import { answerAsk, answerLsp } from './ask.js';
+import { clientSignal } from '../client-signal.js';
 import { answerReadFile } from './files.js';
 import { answerDiff } from './diff.js';
 
@@ -55,7 +56,7 @@ function mcpServer(deps: Deps, runner: ToolRunner, hangup: AbortSignal): Server 
     // Cancelled by the client (notifications/cancelled) or by the HTTP request going away.
     const signal = AbortSignal.any([extra.signal, hangup]);
     try {
-      const answer = await callTool(req.params.name, req.params.arguments, deps.health, runner, signal);
+      const answer = await callTool(req.params.name, req.params.arguments, runner, signal);
       // Exactly the JSON the HTTP route sends: answers may carry in-process extras (symbol-keyed
       // paging state) that JSON drops and MCP's result schema refuses.
       const text = JSON.stringify(answer);
