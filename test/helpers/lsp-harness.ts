@@ -58,6 +58,8 @@ export async function startLspd(opts: { env?: Record<string, string>; rows?: Ser
     LSPD_LISTEN: '127.0.0.1:0',
     LSPD_JAIL_UID_BASE: String(uidBase),
     LSPD_JAIL_UID_COUNT: '64',
+    // Off unless a test asks (as in daemon.ts): pool tests count spawns after uploads.
+    LSPD_WARM_MAX_SESSIONS: '0',
     ...opts.env,
   });
   const log = createLogger(process.env.LSPD_TEST_LOG ?? 'silent');

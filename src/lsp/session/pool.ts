@@ -194,6 +194,25 @@ export class SessionPool {
     throw errors.busy(`Org ${org} keeps ${held} language-server sessions busy, ${past}; retry shortly.`, 5);
   }
 
+  /**
+   * Start a session for a warm-up (warm-up.ts), or undefined: it exists already,
+   * its spawn is backing off, or the pool has no room a query would not miss. A
+   * warm session is an idle one (no lease): it never counts against an org's busy
+   * share, and a query needing its place evicts it like any idle session. It is
+   * never started by evicting one, nor into the pool's reserve of free places.
+   */
+  warm(spec: SessionSpec): Session | undefined {
+    if (this.state !== 'open') return undefined;
+    const key = SessionPool.keyOf(spec.row.name, spec.rootId, spec.workspace, spec.generation);
+    if (this.sessions.has(key)) return undefined;
+    const b = this.backoffs.get(key);
+    if (b && Date.now() < b.until) return undefined;
+    if (this.deps.config.maxSessions - this.sessions.size <= Math.max(1, this.share.reserve)) return undefined;
+    const s = this.spawn(key, spec);
+    s.warm = 'warming';
+    return s;
+  }
+
   /** Stop the least recently used session nobody holds; false when every one is held. */
   private evictOneIdle(): boolean {
     let victim: [string, Session] | undefined;
@@ -277,7 +296,8 @@ export class SessionPool {
   sessionsOf(rootId: string): { server: string; workspace: string; state: string }[] {
     const out: { server: string; workspace: string; state: string }[] = [];
     for (const s of this.sessions.values()) {
-      if (s.key.rootId === rootId) out.push({ server: s.key.server, workspace: s.key.workspace, state: s.state.kind });
+      // A warm-up's session says 'warming' until the warm-up drove it to readiness.
+      if (s.key.rootId === rootId) out.push({ server: s.key.server, workspace: s.key.workspace, state: s.warm === 'warming' && (s.state.kind === 'starting' || s.state.kind === 'ready') ? 'warming' : s.state.kind });
     }
     return out;
   }

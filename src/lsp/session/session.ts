@@ -92,6 +92,10 @@ export class Session {
   lastUsed = Date.now();
   /** When it was spawned: a fetch that finished before this saw it already. */
   readonly createdAt = Date.now();
+  /** Set by a warm-up (warm-up.ts): 'warming' while it drives the server to readiness, 'warmed' once it did. */
+  warm: 'warming' | 'warmed' | undefined;
+  /** Requests sent to the server (the pool recycles a session past LSPD_SESSION_RECYCLE_REQUESTS). */
+  requests = 0;
   /** What generating its files left out or changed (row.sessionFiles), said in every answer it gives. */
   notes: readonly string[] = [];
   /** Settles when ready (or rejects with SessionFailedError). */
@@ -304,6 +308,7 @@ export class Session {
     const st = this.readyState();
     const { config } = this.deps;
     this.lastUsed = Date.now();
+    this.requests++;
     try {
       return await st.conn.request(method, params, {
         signal,
