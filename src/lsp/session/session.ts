@@ -96,6 +96,8 @@ export class Session {
   warm: 'warming' | 'warmed' | undefined;
   /** Requests sent to the server (the pool recycles a session past LSPD_SESSION_RECYCLE_REQUESTS). */
   requests = 0;
+  /** The first document opened: a successor (pool recycling) opens it to be made ready the same way. */
+  firstDoc: { rel: string; languageId: string; text: string } | undefined;
   /** What generating its files left out or changed (row.sessionFiles), said in every answer it gives. */
   notes: readonly string[] = [];
   /** Settles when ready (or rejects with SessionFailedError). */
@@ -292,10 +294,16 @@ export class Session {
     const uri = treeFileUri(rel);
     if (!this.opened.has(uri)) {
       this.opened.add(uri);
+      this.firstDoc ??= { rel, languageId, text };
       this.tracker.watch(uri);
       st.conn.notify('textDocument/didOpen', { textDocument: { uri, languageId, version: 1, text } });
     }
     return uri;
+  }
+
+  /** Memory its jail uses now (the cgroup's usage); undefined when not running or unreadable. */
+  memoryBytes(): number | undefined {
+    return this.st.kind === 'ready' ? this.st.proc.memoryBytes?.() : undefined;
   }
 
   /** Wait for the server to finish indexing (per the row's strategy); false when the bound passed. */
