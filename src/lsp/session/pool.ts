@@ -203,7 +203,9 @@ export class SessionPool {
     if (c.sessionRecycleRequests > 0 && s.requests >= c.sessionRecycleRequests) return 'requests';
     if (c.sessionRecycleMemoryBytes > 0 && now - check.memoryReadAt >= 1000) {
       check.memoryReadAt = now;
-      if ((s.memoryBytes() ?? 0) >= c.sessionRecycleMemoryBytes) return 'memory';
+      // Before the cap whatever the two settings say: a threshold at or past it would never be met.
+      const threshold = Math.min(c.sessionRecycleMemoryBytes, Math.floor(c.jailMemoryBytes * 0.75));
+      if ((s.memoryBytes() ?? 0) >= threshold) return 'memory';
     }
     return undefined;
   }
