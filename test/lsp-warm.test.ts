@@ -9,6 +9,7 @@ import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import { LspdClient } from '../src/client/index.js';
 import { cannotJail, fixturesDir, getJson, lineOf, lspQuery, position, shaOf, startLspd, tarOf, type Lspd } from './helpers/lsp-harness.js';
 
 const skip = cannotJail();
@@ -65,7 +66,13 @@ describe('warm-up on upload', { skip }, () => {
   });
 
   test('an upload with no query gets its TS and Python sessions ready; the first definitions spawn nothing', async (t) => {
-    await put(d, coldRoot, tree, '?warm=false');
+    // Through lspd/client's `warm: false` (what `lspd push --no-warm` sends).
+    const client = new LspdClient({ url: d.url });
+    try {
+      assert.equal((await client.putRoot(coldRoot, () => tarOf(tree), { warm: false })).created, true);
+    } finally {
+      await client.close();
+    }
     await put(d, warmRoot, tree);
     // Bounded by the warm-up budget (LSPD_WARM_TIMEOUT_MS, 120 s) and a loaded host.
     const until = Date.now() + 180_000;
