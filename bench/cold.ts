@@ -2,7 +2,11 @@
 // server, in one run. The question is each row's fixture definition (bench/cases).
 //   lspd  a fresh root (uploaded, its fetch settled), then one POST /v1/code/lsp:
 //         jail spawn, initialize, didOpen, readiness wait, the request, projection.
-//         Its one answer is checked: right or not.
+//         Its one answer is checked: right or not. Uploaded with ?warm=false.
+//   warmed  a fresh root uploaded with warm-up on (the default), GET polled until
+//         its sessions are ready, then the same one query: the first answer after
+//         a warmed upload; and `warm p50`, that query asked 5 more times (the
+//         result cache is off, so each goes to the server).
 //   bare  the same server binary spawned directly, initialize, didOpen, then the
 //         definition asked every 25 ms: the first answer, and the first right one
 //         (servers that answer early answer empty or wrong; lspd waits instead).
@@ -13,28 +17,70 @@ import { createHash } from 'node:crypto';
 import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { spawnDaemon, type Daemon } from '../test/helpers/daemon.js';
-import { cannotJail, fetchSettled, lspQuery, uploadFixture } from '../test/helpers/lsp-harness.js';
+import { Readable } from 'node:stream';
+import { cannotJail, fetchSettled, getJson, lspQuery, tarOf, fixturesDir } from '../test/helpers/lsp-harness.js';
+import { join } from 'node:path';
 import { bareFor, cases, isRight, rawLocations, type Case } from './cases.js';
 import { jailUidEnv } from '../test/helpers/uids.js';
 
+if (process.argv.includes('--help')) {
+  console.log('node --import tsx bench/cold.ts [runs] [row names...]: lspd cold, bare server, lspd after a warmed upload (see the head of bench/cold.ts)');
+  process.exit(0);
+}
 const RUNS = Number(process.argv[2] ?? 3) || 3;
 const ONLY = process.argv.slice(3);
 
 async function daemon(env: Record<string, string>): Promise<Daemon> {
-  return spawnDaemon({ env: { LOG_LEVEL: 'info', ...jailUidEnv(64), ...env }, timeoutMs: 60_000 });
+  return spawnDaemon({
+    env: { LOG_LEVEL: 'info', ...jailUidEnv(64), LSPD_WARM_MAX_SESSIONS: '4', LSPD_RESULT_CACHE_ENTRIES: '0', ...env },
+    timeoutMs: 60_000,
+  });
 }
 
-async function lspdOnce(d: Daemon, c: Case, run: number): Promise<{ ms: number; right: boolean }> {
-  // A root never seen before (a fresh session, nothing cached).
-  const root = { org: 'bench', repo: c.fixture, sha: createHash('sha1').update(`cold ${c.row.name} ${run} ${process.pid} ${Date.now()}`).digest('hex') };
-  await uploadFixture(d.url, root, c.fixture);
-  await fetchSettled(d.url, root);
+type Root = { org: string; repo: string; sha: string };
+
+async function put(d: Daemon, root: Root, fixture: string, query: string): Promise<void> {
+  const r = await fetch(`${d.url}/v1/roots/${root.org}/${root.repo}/${root.sha}${query}`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/x-tar' },
+    body: Readable.toWeb(tarOf(join(fixturesDir, fixture))) as ReadableStream,
+    duplex: 'half',
+  } as RequestInit);
+  if (r.status !== 201) throw new Error(`upload answered ${r.status}: ${await r.text()}`);
+}
+
+async function ask(d: Daemon, c: Case, root: Root): Promise<{ ms: number; right: boolean }> {
   const t0 = performance.now();
   const r = await lspQuery(d.url, { ...root, op: 'definition', path: c.path, ...c.position });
   const ms = performance.now() - t0;
   if (r.status !== 200) throw new Error(`${c.row.name}: ${r.status} ${JSON.stringify(r.body)}`);
   const locs = (r.body.locations as { path: string; range: { start: { line: number } } }[]).map((l) => `${l.path}:${l.range.start.line}`);
   return { ms, right: isRight(c, locs) };
+}
+
+/** Upload with warm-up, wait (≤ 180 s) for GET to show every session ready, then the first query and 5 more. */
+async function warmedOnce(d: Daemon, c: Case, run: number): Promise<{ ms: number; right: boolean; p50: number }> {
+  const root = { org: 'bench', repo: c.fixture, sha: createHash('sha1').update(`warm ${c.row.name} ${run} ${process.pid} ${Date.now()}`).digest('hex') };
+  await put(d, root, c.fixture, '');
+  const until = Date.now() + 180_000;
+  for (;;) {
+    const s = (await getJson(d.url, `/v1/roots/${root.org}/${root.repo}/${root.sha}`)).body.sessions as { state: string }[];
+    if (s.length > 0 && s.every((x) => x.state === 'ready')) break;
+    if (Date.now() > until) throw new Error(`${c.row.name}: not warm after 180 s: ${JSON.stringify(s)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const first = await ask(d, c, root);
+  const more: number[] = [];
+  for (let i = 0; i < 5; i++) more.push((await ask(d, c, root)).ms);
+  return { ...first, p50: median(more) };
+}
+
+async function lspdOnce(d: Daemon, c: Case, run: number): Promise<{ ms: number; right: boolean }> {
+  // A root never seen before (a fresh session, nothing cached).
+  const root = { org: 'bench', repo: c.fixture, sha: createHash('sha1').update(`cold ${c.row.name} ${run} ${process.pid} ${Date.now()}`).digest('hex') };
+  await put(d, root, c.fixture, '?warm=false');
+  await fetchSettled(d.url, root);
+  return ask(d, c, root);
 }
 
 async function bareOnce(c: Case): Promise<{ first: number; right?: number }> {
@@ -73,20 +119,23 @@ async function main(): Promise<void> {
   };
   console.log(`bench/cold: time to the first definition on a cold server, ms, median of ${RUNS} (interleaved)`);
   console.log('lspd = fresh root, one POST /v1/code/lsp (jail, initialize, readiness, answer); bare = same server over stdio, no jail, asked every 25 ms\n');
-  console.log(`${'server'.padEnd(28)} lspd  right?  bare 1st  bare right  lspd−bare right`);
+  console.log(`${'server'.padEnd(28)} lspd  right?  bare 1st  bare right  lspd−bare right  warmed 1st  right?  warm p50`);
   try {
     for (const c of all) {
       const d = await daemonFor(c);
       const l: { ms: number; right: boolean }[] = [];
       const b: { first: number; right?: number }[] = [];
+      const w: { ms: number; right: boolean; p50: number }[] = [];
       for (let i = 0; i < RUNS; i++) {
         l.push(await lspdOnce(d, c, i));
         b.push(await bareOnce(c));
+        w.push(await warmedOnce(d, c, i));
       }
+      const warmed = `${f(median(w.map((x) => x.ms)))}    ${`${w.filter((x) => x.right).length}/${RUNS}`.padStart(5)}  ${f(median(w.map((x) => x.p50)))}`;
       const lm = median(l.map((x) => x.ms));
       const rightCount = l.filter((x) => x.right).length;
       const bRight = median(b.map((x) => x.right).filter((x): x is number => x !== undefined));
-      console.log(`${c.row.name.padEnd(28)}${f(lm)}  ${`${rightCount}/${RUNS}`.padStart(5)}  ${f(median(b.map((x) => x.first)))}    ${f(bRight)}        ${f(lm - bRight)}`);
+      console.log(`${c.row.name.padEnd(28)}${f(lm)}  ${`${rightCount}/${RUNS}`.padStart(5)}  ${f(median(b.map((x) => x.first)))}    ${f(bRight)}        ${f(lm - bRight)}     ${warmed}`);
     }
   } finally {
     for (const p of daemons.values()) {

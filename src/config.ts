@@ -76,6 +76,11 @@ export const configSchema = z.object({
   maxSessions: int(64, 1).describe('Most live language-server sessions; past it the least recently used idle one is stopped.'),
   spawnBackoffMaxMs: int(60_000, 100).describe('Longest back-off after repeated spawn failures (never a permanent mark).'),
   stderrRingBytes: int(64 * 1024, 1024).describe('Bytes of each server stderr kept (a ring).'),
+  warmMaxSessions: int(4, 0).describe("Sessions warmed at once: started on upload (PUT without ?warm=false), once the root's fetch is done, and driven to readiness before any query; each org gets its fair share of them. A warm-up never evicts a session nor takes the pool's reserve of free places. 0 turns warm-up off."),
+  warmWorkspaces: int(2, 1).describe('Workspaces warmed per server of a root, those with the most source files first.'),
+  warmTimeoutMs: int(120_000, 1000).describe("How long a root's warm-up may take in all (its fetch, a free place and the server's indexing included); past it, what is not started is dropped."),
+  sessionRecycleRequests: int(5_000, 0).describe('Requests after which a session is replaced: a fresh one is started and made ready, new queries move to it, the old one finishes what it holds. 0: never for a count.'),
+  sessionRecycleMemoryBytes: int(3 * GiB, 0).describe("Memory of a session's jail (its cgroup's usage) past which it is replaced the same way, before it meets LSPD_JAIL_MEMORY_BYTES (at most ¾ of it is used, whatever this says). 0: never for memory."),
 
   // --- what a tree can make lspd do (bounded whatever the tree holds) ---
   maxCompileDbBytes: int(64 * MiB, 1024).describe("Largest compile_commands.json generated for clangd; past it fewer sources are listed (answers say so), and a tree's own larger one is not copied."),

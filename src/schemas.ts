@@ -111,6 +111,10 @@ export const putRootQuery = z.object({
     .describe(
       'Incremental upload: the body is a layer over this stored root of the same org and repo (files added or modified since it; deletions as OCI whiteouts `dir/.wh.name`, `dir/.wh..wh..opq`). Not stored here: 409 need_tree naming it.',
     ),
+  warm: z
+    .enum(['true', 'false', '1', '0'])
+    .optional()
+    .describe("false: do not start the root's sessions on upload. By default they start in the background once its fetch settled, so the first query finds them ready (GET shows them warming, then ready)."),
 });
 
 /** PUT /v1/roots/{org}/{repo}/{sha}'s headers (beside Content-Type). */

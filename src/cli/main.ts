@@ -17,7 +17,8 @@ import { formatDiff } from './diff-print.js';
 const HELP = `usage: lspd <command> [flags]
 
   push     upload this checkout's HEAD (or --sha) as a root        [--org --repo --sha --dir --no-gzip --retries N --spread N]
-           only the change when the daemon holds an ancestor (--base REV names it; --full: the whole tree)
+           only the change when the daemon holds an ancestor (--base REV names it; --full: the whole tree);
+           the daemon starts the root's language servers on upload (--no-warm: it does not)
   status   readiness, jail, servers, roots and their sessions
   ask      SYMBOL: where a name is defined (--op references|hover|callers|callees) [--path P] [--depth N]
   lsp      OP [PATH[:LINE:COL]]: one LSP operation (LINE:COL 1-based, as printed; or --line/--character 0-based;
@@ -73,6 +74,7 @@ async function push(argv: string[]): Promise<number> {
     spread: { type: 'string', default: '1' },
     base: { type: 'string' },
     full: { type: 'boolean', default: false },
+    'no-warm': { type: 'boolean', default: false },
   });
   const retries = Number(v.retries);
   if (!Number.isInteger(retries) || retries < 0 || retries > 20) throw new UsageError('--retries: a whole number 0-20.');
@@ -85,7 +87,7 @@ async function push(argv: string[]): Promise<number> {
     // and each sends only the change when that replica holds an ancestor.
     const answers = [];
     for (let shard = 0; shard < spread; shard++) {
-      const r = await pushCommit(c, top, key, { gzip: !v['no-gzip'], retries, note: err, base: v.base, full: v.full, shard });
+      const r = await pushCommit(c, top, key, { gzip: !v['no-gzip'], retries, note: err, base: v.base, full: v.full, warm: !v['no-warm'], shard });
       const a = r.answer;
       const shown = { ...a, sent_bytes: r.sentBytes, ...(r.base ? { sent_as_layer_over: r.base } : {}), ...(spread > 1 ? { routeKey: routeKey(key, shard) } : {}) };
       answers.push(shown);

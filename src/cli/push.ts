@@ -30,6 +30,8 @@ export interface PushOptions {
   base?: string | undefined;
   /** Always send the whole tree. */
   full?: boolean | undefined;
+  /** false (`--no-warm`): the daemon does not start the root's sessions on upload. */
+  warm?: boolean | undefined;
 }
 
 export interface PushResult {
@@ -112,7 +114,7 @@ async function upload(client: LspdClient, key: RootKey, body: () => Readable, o:
       return src.pipe(out);
     };
     try {
-      return { answer: await client.putRoot(key, counted, { ...o, ...(opts.shard ? { shard: opts.shard } : {}) }), sentBytes };
+      return { answer: await client.putRoot(key, counted, { ...o, ...(opts.shard ? { shard: opts.shard } : {}), ...(opts.warm === false ? { warm: false } : {}) }), sentBytes };
     } catch (err) {
       const retryable = err instanceof LspdError && err.retryable;
       if (!retryable || attempt >= opts.retries) throw err;

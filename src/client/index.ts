@@ -66,6 +66,17 @@ export interface UploadOptions {
   base?: string;
   /** The commit's git tree id (`git rev-parse <sha>^{tree}`): the daemon refuses (422 tree_mismatch) a tree that is not it. */
   gitTree?: string;
+  /** false: the daemon does not start the root's sessions on upload (`?warm=false`); it does by default. */
+  warm?: boolean;
+}
+
+/** An upload's query string: `?base=` for a layer, `warm=false` to skip the warm-up. */
+function uploadQuery(opts: UploadOptions): string {
+  const q = new URLSearchParams();
+  if (opts.base !== undefined) q.set('base', opts.base);
+  if (opts.warm === false) q.set('warm', 'false');
+  const s = q.toString();
+  return s ? `?${s}` : '';
 }
 
 export interface QueryOptions {
@@ -137,7 +148,7 @@ export class LspdClient {
     const body = typeof tree === 'function' ? await tree() : tree;
     return this.#call<PutRootAnswer>({
       method: 'PUT',
-      path: rootPath(key) + (opts.base !== undefined ? `?base=${encodeURIComponent(opts.base)}` : ''),
+      path: rootPath(key) + uploadQuery(opts),
       routeKey: routeKey(key, opts.shard),
       body,
       contentType: opts.gzip ? 'application/gzip' : 'application/x-tar',

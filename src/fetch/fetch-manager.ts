@@ -25,7 +25,7 @@ import { rootId, type RootKey } from '../store/types.js';
 import { defaultDetectLimits, detect, type DetectLimits } from './ecosystems.js';
 import { readStateFile, writeStateFile, type StateFile } from './state-file.js';
 import { FetchAbort, FetchJob, abortCause, initialSteps, runJob, serveMounts, type JobState, type RunResult } from './fetch-job.js';
-import { coveredSteps, dropReuse, linkBaseDeps, touchesFetchInputs, type ReuseCandidate } from './fetch-reuse.js';
+import { coveredSteps, dropReuse, fetchInputsDigest, linkBaseDeps, touchesFetchInputs, type ReuseCandidate } from './fetch-reuse.js';
 import { goServeEnv } from './go.js';
 import type { ServeMount } from './step.js';
 import type { Ecosystem, FetchStore, FetchView, StepStatus, Toolchains } from './types.js';
@@ -69,6 +69,8 @@ export class FetchManager {
   private readonly writes = new Map<string, Promise<void>>();
   /** Composed roots whose layer touched no fetch input: the base whose finished fetch they may link (fetch-reuse.ts). */
   private readonly reuseFrom = new Map<string, RootKey>();
+  /** Each root's fetch-inputs digest (fetch-reuse.ts), computed once: roots are immutable. */
+  private readonly digests = new Map<string, Promise<string | undefined>>();
   private closed = false;
   private readonly concurrency: number;
   private readonly log: Logger;
@@ -202,6 +204,7 @@ export class FetchManager {
     const id = rootId(key);
     await this.pendingEnqueue.get(id)?.catch(() => undefined);
     this.reuseFrom.delete(id);
+    this.digests.delete(id);
     const entry = this.jobs.get(id);
     if (!entry) return;
     this.jobs.delete(id);
@@ -354,8 +357,13 @@ export class FetchManager {
   private async shareBase(key: RootKey, steps: StepStatus[], signal: AbortSignal): Promise<RunResult | undefined> {
     const id = rootId(key);
     const depsDir = this.o.store.depsDir(key);
-    const base = this.reuseFrom.get(id);
+    let base = this.reuseFrom.get(id);
     this.reuseFrom.delete(id);
+    let why = 'no lockfile or manifest changed';
+    if (!base) {
+      base = await this.twinOf(key);
+      why = 'the same lockfiles and manifests';
+    }
     if (base) {
       if (this.jobs.get(rootId(base))?.job.state.name === 'running') await this.wait(base, signal);
       // Linked only once the base's state file says done: a base a crash left "running"
@@ -366,8 +374,8 @@ export class FetchManager {
       if (b?.name === 'done' && covered && !signal.aborted) {
         try {
           const mounts = await linkBaseDeps(this.o.store.depsDir(base), depsDir, this.o.store.treeDir(key), base.sha, covered);
-          this.log.info({ root: id, base: base.sha }, 'fetch reused from the base');
-          const log = `${b.log}${b.log.endsWith('\n') || b.log === '' ? '' : '\n'}lspd: dependencies linked from ${base.sha}: no lockfile or manifest changed\n`;
+          this.log.info({ root: id, base: base.sha, why }, 'fetch reused');
+          const log = `${b.log}${b.log.endsWith('\n') || b.log === '' ? '' : '\n'}lspd: dependencies linked from ${base.sha}: ${why}\n`;
           return { steps: covered, stopped: [], bytes: b.bytes, log, mounts };
         } catch (err) {
           // The base went away meanwhile, or the disk refused: fetch for real.
@@ -377,6 +385,32 @@ export class FetchManager {
     }
     await dropReuse(depsDir);
     return undefined;
+  }
+
+  /**
+   * A root of the same org and repo whose fetch is done and read exactly what this
+   * one's would (same fetch-inputs digest), the most recently finished first;
+   * undefined when none. Never another org's or repo's.
+   */
+  private async twinOf(key: RootKey): Promise<RootKey | undefined> {
+    const candidates = [...this.jobs.values()]
+      .filter(({ key: k, job }) => k.org === key.org && k.repo === key.repo && k.sha !== key.sha && job.state.name === 'done')
+      .sort((a, b) => finishedAt(b.job) - finishedAt(a.job));
+    if (candidates.length === 0) return undefined;
+    const mine = await this.digestOf(key);
+    if (mine === undefined) return undefined;
+    for (const c of candidates) if ((await this.digestOf(c.key)) === mine) return c.key;
+    return undefined;
+  }
+
+  private digestOf(key: RootKey): Promise<string | undefined> {
+    const id = rootId(key);
+    let d = this.digests.get(id);
+    if (!d) {
+      d = fetchInputsDigest(this.o.store.treeDir(key)).catch(() => undefined);
+      this.digests.set(id, d);
+    }
+    return d;
   }
 
   private settle(key: RootKey, job: FetchJob): void {
@@ -429,6 +463,11 @@ export class FetchManager {
         return { name: 'none' };
     }
   }
+}
+
+function finishedAt(job: FetchJob): number {
+  const s = job.state;
+  return s.name === 'done' ? Date.parse(s.finishedAt) || 0 : 0;
 }
 
 function goProxyLabels(goProxy: string): Record<string, string> {

@@ -7,9 +7,16 @@
 // writes a dir that holds links (a job that falls back to a real fetch first
 // removes whatever a reuse left, see `dropReuse`; `openForJail` would otherwise
 // chmod the base's inodes through them).
+//
+// Full uploads too: a new commit whose fetch inputs (every lockfile, manifest and
+// committed node_modules file, by path and git blob id from its tree index) are
+// those of a root of the same org and repo whose fetch is done gets that fetch
+// the same way ("twin"). Never across orgs, nor repos: a fetch is the org's.
 import { chmod, constants, copyFile, link, lstat, mkdir, readdir, readlink, rm, symlink } from 'node:fs/promises';
-import { join } from 'node:path';
+import { createHash } from 'node:crypto';
+import { dirname, join } from 'node:path';
 import { markDepsReused, REUSED_DEPS_FILE } from '../store/incremental.js';
+import { readTreeIndex } from '../store/tree-index.js';
 import type { RootKey } from '../store/types.js';
 import { removeOutputs, serveMounts } from './fetch-job.js';
 import type { ServeMount } from './step.js';
@@ -56,6 +63,25 @@ export function touchesFetchInputs(changed: Iterable<string>): boolean {
     if (FETCH_INPUTS.has(segs[segs.length - 1]!) || segs.includes('node_modules')) return true;
   }
   return false;
+}
+
+/**
+ * A digest of what the fetch of the tree at `treeDir` reads: each fetch input's
+ * path, kind and git blob id, from the root's tree index. Equal digests, equal
+ * plans and equal dependencies. undefined without an index (a root stored before
+ * lspd kept one) or with an id missing: then no reuse is claimed.
+ */
+export async function fetchInputsDigest(treeDir: string): Promise<string | undefined> {
+  const entries = await readTreeIndex(dirname(treeDir));
+  if (!entries) return undefined;
+  const parts: string[] = [];
+  for (const e of entries) {
+    if (e.kind === 'dir' || !touchesFetchInputs([e.path])) continue;
+    if (!e.id) return undefined;
+    parts.push(`${e.kind}\u0000${e.path}\u0000${e.id}`);
+  }
+  parts.sort();
+  return createHash('sha256').update(parts.join('\n')).digest('hex');
 }
 
 /** A done base's steps cover the head's plan: every step the head would run, the base ran and finished. */

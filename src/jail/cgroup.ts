@@ -21,6 +21,8 @@ export interface JailCgroup {
   killAll(): void;
   /** rmdir; false while processes remain. */
   remove(): boolean;
+  /** Memory the jail's processes use now (v2 memory.current, v1 memory.usage_in_bytes); undefined when unreadable. */
+  memoryBytes(): number | undefined;
 }
 
 export interface Cgroups {
@@ -118,6 +120,15 @@ function sweepStale(parent: string, prefix: string): void {
   }
 }
 
+function readNumber(file: string): number | undefined {
+  try {
+    const n = Number(readFileSync(file, 'utf8').trim());
+    return Number.isFinite(n) ? n : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function write(file: string, value: string): void {
   try {
     writeFileSync(file, value);
@@ -168,6 +179,7 @@ function openV2(cgroupRoot: string): Cgroups | string {
             else killPids(readPids(procs));
           },
           remove: () => tryRmdir(dir),
+          memoryBytes: () => readNumber(join(dir, 'memory.current')),
         };
       },
       close: () => void tryRmdir(base),
@@ -211,6 +223,7 @@ function openV1(cgroupRoot: string): Cgroups | string {
           write(join(pids, 'cgroup.procs'), String(pid));
         },
         pids: () => readPids(join(pids, 'cgroup.procs')),
+        memoryBytes: () => readNumber(join(mem, 'memory.usage_in_bytes')),
         // v1 has no cgroup.kill; the jail's PID namespace makes this a backstop (its
         // init dying takes every process in it), so a fork racing the sweep is moot.
         killAll: () => killPids(readPids(join(pids, 'cgroup.procs'))),

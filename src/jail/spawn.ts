@@ -256,6 +256,7 @@ function launch(ctx: SpawnContext, policy: PhasePolicy, opts: JailSpawnOptions, 
     stderrTail: () => scrub(ring.text()),
     exited,
     kill,
+    memoryBytes: () => cg.memoryBytes(),
     setup,
   };
   ctx.live.add(jailed);

@@ -61,6 +61,8 @@ export interface JailedProcess {
   readonly exited: Promise<JailExit>;
   /** SIGKILL to the process group (and the cgroup), idempotent. */
   kill(): void;
+  /** Memory the jail uses now (its cgroup's usage); undefined when it cannot be read. */
+  memoryBytes?(): number | undefined;
 }
 
 export interface Jail {

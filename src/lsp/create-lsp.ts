@@ -83,6 +83,7 @@ export async function createLsp(deps: LspDeps): Promise<Lsp> {
     close: async () => {
       off?.();
       offDone?.();
+      service.close();
       await pool.close();
     },
   };

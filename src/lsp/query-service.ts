@@ -38,6 +38,7 @@ import type { ServerTable } from './servers/server-table.js';
 import { SessionFailedError, type Session } from './session/session.js';
 import { findFileOf, TargetCache, WorkspaceFinder, type TargetFile } from './target-file.js';
 import { TreeLines } from './answer/tree-lines.js';
+import { WarmUp } from './session/warm-up.js';
 import { ResponseError } from './wire/transport.js';
 
 /** What the query service needs of the store (RootStore satisfies it). */
@@ -90,12 +91,29 @@ export class QueryService {
    * the rest of LSPD_MAX_QUEUED_QUERIES to the others (src/fair-share.ts).
    */
   private readonly waiting: FairShare;
+  /** Sessions started on upload (session/warm-up.ts), through the same finder and target checks as queries. */
+  private readonly warmUp: WarmUp;
 
   constructor(deps: QueryServiceDeps) {
     this.deps = deps;
     const c = deps.config;
     this.waiting = new FairShare(shareLimits(c.maxQueuedQueries, { orgCap: c.orgMaxQueuedQueries, reservePercent: c.orgReservePercent, floor: 1 }));
     this.cache = new ResultCache<LspAnswer>(deps.config.resultCacheEntries, deps.metrics);
+    this.warmUp = new WarmUp({
+      ...deps,
+      workspaceOf: (root, treeDir, rel, markers) => this.workspaces.find(root, treeDir, rel, markers),
+      readTarget: (root, treeDir, rel) => this.targets.read(root, treeDir, rel, c.maxTargetFileBytes),
+    });
+  }
+
+  /** A root was stored: start its likely sessions in the background (PUT without ?warm=false). */
+  warm(key: RootKey): void {
+    if (this.deps.health.jailReady) this.warmUp.warm(key);
+  }
+
+  /** Stop starting warm-ups (shutdown). */
+  close(): void {
+    this.warmUp.close();
   }
 
   /** The root's dependencies changed (its fetch finished): answers and dependency indexes read without them are forgotten. */

@@ -124,7 +124,7 @@ export class WorkspaceFinder {
 }
 
 /** Directories never searched for a representative file (dependencies, VCS, caches). */
-const SKIP_DIRS = new Set(['node_modules', '.git', '__pycache__', '.venv', 'venv', 'dist', 'build', 'target', 'vendor']);
+export const SKIP_DIRS: ReadonlySet<string> = new Set(['node_modules', '.git', '__pycache__', '.venv', 'venv', 'dist', 'build', 'target', 'vendor']);
 
 /**
  * A file of one of `languages` near the top of the tree (breadth first, at most

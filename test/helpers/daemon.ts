@@ -31,7 +31,10 @@ export async function spawnDaemon(opts: { dataDir?: string; env?: Record<string,
   const dataDir = opts.dataDir ?? tempDir();
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: projectDir,
-    env: { ...process.env, LSPD_LISTEN: '127.0.0.1:0', LSPD_DATA: dataDir, LOG_LEVEL: 'info', ...opts.env },
+    // Warm-up off unless a test asks for it: tests count spawns and jailed pids
+    // after uploads, and sessions nobody asked for would be in those counts (and
+    // load the shared CI host); test/lsp-warm.test.ts turns it on.
+    env: { ...process.env, LSPD_LISTEN: '127.0.0.1:0', LSPD_DATA: dataDir, LOG_LEVEL: 'info', LSPD_WARM_MAX_SESSIONS: '0', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: Record<string, unknown>[] = [];

@@ -56,6 +56,8 @@ export async function startLspd(opts: { env?: Record<string, string>; rows?: Ser
     LSPD_LISTEN: '127.0.0.1:0',
     LSPD_JAIL_UID_BASE: String(uids.base),
     LSPD_JAIL_UID_COUNT: String(uids.count),
+    // Off unless a test asks (as in daemon.ts): pool tests count spawns after uploads.
+    LSPD_WARM_MAX_SESSIONS: '0',
     ...opts.env,
   });
   const d = await startDaemon(config, createLogger(process.env.LSPD_TEST_LOG ?? 'silent'), opts.rows ? { rows: opts.rows } : {});

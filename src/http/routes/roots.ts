@@ -24,7 +24,7 @@ const LINGER_BYTES = 64 * 1024 * 1024;
 const LINGER_MS = 30_000;
 
 type KeyParams = { Params: { org: string; repo: string; sha: string } };
-type PutParams = KeyParams & { Querystring: { base?: unknown } };
+type PutParams = KeyParams & { Querystring: { base?: unknown; warm?: unknown } };
 
 export async function rootRoutes(app: FastifyInstance, deps: Deps): Promise<void> {
   const { store } = deps;
@@ -35,6 +35,7 @@ export async function rootRoutes(app: FastifyInstance, deps: Deps): Promise<void
       onRequest: async (req) => {
         const key = checkRootKey(req.params);
         uploadIsGzip(req.headers['content-type'], req.headers['content-encoding']);
+        warmWanted(req.query.warm);
         const { base } = uploadOptions(key, req.query, req.headers[GIT_TREE_HEADER]);
         if (base !== undefined && !store.get(key) && !store.get({ ...key, sha: base })) throw baseMissing(key, base);
       },
@@ -49,6 +50,8 @@ export async function rootRoutes(app: FastifyInstance, deps: Deps): Promise<void
         // one answers where its fetch stands. A composed root may reuse its base's.
         const reuse = base !== undefined && changed ? { base: { ...key, sha: base }, changed } : undefined;
         const fetch = !deps.fetcher ? NO_FETCH : created ? await deps.fetcher.enqueue(key, reuse) : deps.fetcher.state(key);
+        // Its sessions start in the background (after the fetch), so the first query finds them warm.
+        if (warmWanted(req.query.warm)) deps.lsp?.warm(key);
         return reply.code(created ? 201 : 200).send({ ...view(info), created, fetch });
       } catch (err) {
         lingerThenClose(req.raw);
@@ -110,6 +113,13 @@ function uploadOptions(key: RootKey, query: { base?: unknown }, treeHeader: stri
     out.gitTree = parse(putRootHeaders, { [GIT_TREE_HEADER]: treeHeader })[GIT_TREE_HEADER];
   }
   return out;
+}
+
+/** `?warm=`: absent, true or 1 warms the root's sessions; false or 0 skips it. */
+function warmWanted(v: unknown): boolean {
+  if (v === undefined || v === 'true' || v === '1' || v === '') return true;
+  if (v === 'false' || v === '0') return false;
+  throw errors.badRequest('?warm= takes true or false.');
 }
 
 /** A daemon built without a FETCH phase (tests of other parts): nothing is ever fetched. */

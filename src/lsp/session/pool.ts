@@ -11,8 +11,15 @@
 // whoever needs the place, any org). A query that would make one more session busy
 // for its org (spawn one, or lease an idle one) is refused 503 busy past the org's
 // share; leasing a session its org already keeps busy costs nothing.
+// Recycling: a session past LSPD_SESSION_RECYCLE_REQUESTS requests or whose jail
+// uses LSPD_SESSION_RECYCLE_MEMORY_BYTES (servers only grow: 429 → 989 MiB in five
+// minutes of bench/load) gets a successor, started outside the map and made ready
+// on the document the old one opened first; only then does the key point at it, and
+// the old one, like a session restartRoot took, stops when its last lease goes. So
+// no query waits for the successor and none loses the session it holds.
 import { envName, type Config } from '../../config.js';
 import { errors } from '../../errors.js';
+import { deadline } from '../../deadline.js';
 import { shareLimits, shareVerdict, type ShareLimits } from '../../fair-share.js';
 import type { Logger } from '../../log.js';
 import type { Metrics } from '../../metrics.js';
@@ -68,6 +75,11 @@ export class SessionPool {
   private readonly draining = new Set<Session>();
   /** Sessions taken out of the map and still shutting down; close() waits for them. */
   private readonly stopping = new Set<Promise<void>>();
+  /** Successors being made ready for sessions past a recycle threshold, by key (not in the map until ready). */
+  private readonly successors = new Map<string, Session>();
+  /** Per session: when recycling may look again (after a failed successor), when memory was last read. */
+  private readonly recycleChecks = new WeakMap<Session, { notBefore: number; memoryReadAt: number }>();
+  private readonly closed = new AbortController();
   private readonly gaugeLabels = new Set<string>();
   private readonly orgGaugeLabels = new Set<string>();
   private readonly share: ShareLimits;
@@ -111,6 +123,7 @@ export class SessionPool {
         );
       }
     }
+    if (s) this.maybeRecycle(key, s, spec, now);
     if (!s || s.leases === 0) this.admit(orgOfRoot(spec.rootId));
     if (!s) {
       if (this.sessions.size >= this.deps.config.maxSessions && !this.evictOneIdle()) {
@@ -129,12 +142,20 @@ export class SessionPool {
         released = true;
         session.leases--;
         session.lastUsed = Date.now();
-        if (session.leases === 0 && this.draining.delete(session)) this.retireKey(key, session, 'dependencies fetched');
+        if (session.leases === 0 && this.draining.delete(session)) this.retireKey(key, session, 'replaced');
       },
     };
   }
 
   private spawn(key: string, spec: SessionSpec): Session {
+    const s = this.newSession(key, spec);
+    this.sessions.set(key, s);
+    this.updateGauge();
+    return s;
+  }
+
+  /** A session for `key`, not yet in the map (spawn puts it there; a successor goes there once ready). */
+  private newSession(key: string, spec: SessionSpec): Session {
     const s = new Session({
       row: spec.row,
       key: { server: spec.row.name, rootId: spec.rootId, workspace: spec.workspace },
@@ -149,9 +170,9 @@ export class SessionPool {
       ...(spec.depSettings ? { depSettings: spec.depSettings } : {}),
       ...(this.deps.sessionFilesDir ? { sessionFilesDir: this.deps.sessionFilesDir } : {}),
     });
-    this.sessions.set(key, s);
     s.onEnd(() => {
       if (this.sessions.get(key) === s) this.sessions.delete(key);
+      if (this.successors.get(key) === s) this.successors.delete(key);
       this.updateGauge();
     });
     s.started.then(
@@ -170,8 +191,86 @@ export class SessionPool {
         this.log.warn({ server: spec.row.name, root: spec.rootId, failures, backoffMs: delay }, 'session failed to start, backing off');
       },
     );
-    this.updateGauge();
     return s;
+  }
+
+  /** Why `s` should be replaced now ('requests' or 'memory'), if it should. Memory is read at most once a second. */
+  private recycleReason(s: Session, now: number): 'requests' | 'memory' | undefined {
+    const c = this.deps.config;
+    const check = this.recycleChecks.get(s) ?? { notBefore: 0, memoryReadAt: 0 };
+    this.recycleChecks.set(s, check);
+    if (now < check.notBefore) return undefined;
+    if (c.sessionRecycleRequests > 0 && s.requests >= c.sessionRecycleRequests) return 'requests';
+    if (c.sessionRecycleMemoryBytes > 0 && now - check.memoryReadAt >= 1000) {
+      check.memoryReadAt = now;
+      // Before the cap whatever the two settings say: a threshold at or past it would never be met.
+      const threshold = Math.min(c.sessionRecycleMemoryBytes, Math.floor(c.jailMemoryBytes * 0.75));
+      if ((s.memoryBytes() ?? 0) >= threshold) return 'memory';
+    }
+    return undefined;
+  }
+
+  /** Start a successor for `old` when it is past a threshold and the pool has room for both. */
+  private maybeRecycle(key: string, old: Session, spec: SessionSpec, now: number): void {
+    if (old.state.kind !== 'ready' || this.successors.has(key)) return;
+    const why = this.recycleReason(old, now);
+    if (!why || this.sessions.size + this.successors.size >= this.deps.config.maxSessions) return;
+    const next = this.newSession(key, spec);
+    this.successors.set(key, next);
+    this.deps.metrics.recycles.inc({ server: old.key.server, reason: why });
+    this.log.info({ server: old.key.server, root: old.key.rootId, why, requests: old.requests, memoryBytes: old.memoryBytes() }, 'replacing session');
+    void this.makeReady(next, old).then(
+      () => this.promote(key, next, old),
+      (err: unknown) => {
+        if (this.successors.get(key) === next) this.successors.delete(key);
+        void next.stop();
+        // The old one serves on; it is looked at again after a while, not on every query.
+        this.recycleChecks.set(old, { notBefore: Date.now() + RECYCLE_RETRY_MS, memoryReadAt: 0 });
+        this.log.warn({ server: old.key.server, root: old.key.rootId, err: (err as Error).message }, 'successor session not ready; the old one serves on');
+      },
+    );
+  }
+
+  /** Initialize, then open the document the old session opened first and wait for the row's readiness on it. */
+  private async makeReady(next: Session, old: Session): Promise<void> {
+    const c = this.deps.config;
+    const dl = deadline(this.closed.signal, c.initializeTimeoutMs + c.readyTimeoutMs);
+    try {
+      await next.whenReady(dl.signal);
+      const doc = old.firstDoc;
+      if (doc) await next.waitReady(next.open(doc.rel, doc.languageId, doc.text), c.readyTimeoutMs, dl.signal);
+    } finally {
+      dl.clear();
+    }
+  }
+
+  /** The successor is ready: new queries get it; the old one stops once no query holds it. */
+  private promote(key: string, next: Session, old: Session): void {
+    if (this.successors.get(key) !== next) return; // its root was stopped or restarted meanwhile
+    this.successors.delete(key);
+    const here = this.sessions.get(key);
+    if (this.state !== 'open' || next.state.kind !== 'ready' || (here !== old && here !== undefined)) {
+      void next.stop();
+      return;
+    }
+    this.sessions.set(key, next);
+    next.lastUsed = Date.now();
+    if (here === old) {
+      if (old.leases === 0) this.retireKey(key, old, 'replaced');
+      else this.draining.add(old);
+    }
+    this.updateGauge();
+  }
+
+  /** Stop and forget the successors of a root (stopped, or restarted for its dependencies). */
+  private dropSuccessors(rootId: string): Promise<void>[] {
+    const stops: Promise<void>[] = [];
+    for (const [key, s] of [...this.successors]) {
+      if (s.key.rootId !== rootId) continue;
+      this.successors.delete(key);
+      stops.push(s.stop());
+    }
+    return stops;
   }
 
   /** May `org` make one more session busy? Throws 503 busy when not (counted per org). */
@@ -192,6 +291,25 @@ export class SessionPool {
     if (why === 'full') throw errors.busy(`All ${this.deps.config.maxSessions} language-server sessions are in use.`, 5);
     const past = why === 'cap' ? `its limit (${envName('orgMaxSessions')})` : 'its share: the rest is kept for other orgs';
     throw errors.busy(`Org ${org} keeps ${held} language-server sessions busy, ${past}; retry shortly.`, 5);
+  }
+
+  /**
+   * Start a session for a warm-up (warm-up.ts), or undefined: it exists already,
+   * its spawn is backing off, or the pool has no room a query would not miss. A
+   * warm session is an idle one (no lease): it never counts against an org's busy
+   * share, and a query needing its place evicts it like any idle session. It is
+   * never started by evicting one, nor into the pool's reserve of free places.
+   */
+  warm(spec: SessionSpec): Session | undefined {
+    if (this.state !== 'open') return undefined;
+    const key = SessionPool.keyOf(spec.row.name, spec.rootId, spec.workspace, spec.generation);
+    if (this.sessions.has(key)) return undefined;
+    const b = this.backoffs.get(key);
+    if (b && Date.now() < b.until) return undefined;
+    if (this.deps.config.maxSessions - this.sessions.size <= Math.max(1, this.share.reserve)) return undefined;
+    const s = this.spawn(key, spec);
+    s.warm = 'warming';
+    return s;
   }
 
   /** Stop the least recently used session nobody holds; false when every one is held. */
@@ -249,6 +367,7 @@ export class SessionPool {
       this.draining.delete(s);
       stops.push(s.stop());
     }
+    stops.push(...this.dropSuccessors(rootId));
     for (const key of [...this.backoffs.keys()]) if (key.includes(`\u0000${rootId}\u0000`)) this.backoffs.delete(key);
     this.updateGauge();
     await Promise.all(stops);
@@ -261,6 +380,11 @@ export class SessionPool {
    */
   restartRoot(rootId: string, which: (s: Session) => boolean = () => true): number {
     let n = 0;
+    // A successor started before the fetch ended lacks what it brought.
+    for (const p of this.dropSuccessors(rootId)) {
+      const q: Promise<void> = p.finally(() => this.stopping.delete(q));
+      this.stopping.add(q);
+    }
     for (const [key, s] of [...this.sessions]) {
       if (s.key.rootId !== rootId || !which(s)) continue;
       this.sessions.delete(key);
@@ -276,10 +400,16 @@ export class SessionPool {
   /** The root's sessions, for GET /v1/roots/{...}. */
   sessionsOf(rootId: string): { server: string; workspace: string; state: string }[] {
     const out: { server: string; workspace: string; state: string }[] = [];
-    for (const s of this.sessions.values()) {
-      if (s.key.rootId === rootId) out.push({ server: s.key.server, workspace: s.key.workspace, state: s.state.kind });
+    for (const s of [...this.sessions.values(), ...this.successors.values()]) {
+      // A warm-up's session (and a recycled session's successor) says 'warming' until the warm-up drove it to readiness.
+      if (s.key.rootId === rootId) out.push({ server: s.key.server, workspace: s.key.workspace, state: (s.warm === 'warming' || this.isSuccessor(s)) && (s.state.kind === 'starting' || s.state.kind === 'ready') ? 'warming' : s.state.kind });
     }
     return out;
+  }
+
+  private isSuccessor(s: Session): boolean {
+    for (const x of this.successors.values()) if (x === s) return true;
+    return false;
   }
 
   /** Every session in the map (tests and metrics). */
@@ -296,7 +426,9 @@ export class SessionPool {
   private async doClose(): Promise<void> {
     this.state = 'closing';
     clearInterval(this.reaper);
-    const all = [...this.sessions.values(), ...this.draining];
+    this.closed.abort();
+    const all = [...this.sessions.values(), ...this.draining, ...this.successors.values()];
+    this.successors.clear();
     this.sessions.clear();
     this.draining.clear();
     await Promise.all([...all.map((s) => s.stop()), ...this.stopping]);
@@ -324,6 +456,9 @@ export class SessionPool {
     for (const [org, n] of orgLabels.fold(perOrg, this.orgGaugeLabels)) orgSessions.set({ org }, n);
   }
 }
+
+/** After a successor failed to become ready, how long the old session serves before recycling is tried again. */
+const RECYCLE_RETRY_MS = 30_000;
 
 /** A root id is `org/repo/sha`. */
 function orgOfRoot(rootId: string): string {

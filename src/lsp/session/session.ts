@@ -91,6 +91,12 @@ export class Session {
   lastUsed = Date.now();
   /** When it was spawned: a fetch that finished before this saw it already. */
   readonly createdAt = Date.now();
+  /** Set by a warm-up (warm-up.ts): 'warming' while it drives the server to readiness, 'warmed' once it did. */
+  warm: 'warming' | 'warmed' | undefined;
+  /** Requests sent to the server (the pool recycles a session past LSPD_SESSION_RECYCLE_REQUESTS). */
+  requests = 0;
+  /** The first document opened: a successor (pool recycling) opens it to be made ready the same way. */
+  firstDoc: { rel: string; languageId: string; text: string } | undefined;
   /** What generating its files left out or changed (row.sessionFiles), said in every answer it gives. */
   notes: readonly string[] = [];
   /** Settles when ready (or rejects with SessionFailedError). */
@@ -287,10 +293,16 @@ export class Session {
     const uri = treeFileUri(rel);
     if (!this.opened.has(uri)) {
       this.opened.add(uri);
+      this.firstDoc ??= { rel, languageId, text };
       this.tracker.watch(uri);
       st.conn.notify('textDocument/didOpen', { textDocument: { uri, languageId, version: 1, text } });
     }
     return uri;
+  }
+
+  /** Memory its jail uses now (the cgroup's usage); undefined when not running or unreadable. */
+  memoryBytes(): number | undefined {
+    return this.st.kind === 'ready' ? this.st.proc.memoryBytes?.() : undefined;
   }
 
   /** Wait for the server to finish indexing (per the row's strategy); false when the bound passed. */
@@ -303,6 +315,7 @@ export class Session {
     const st = this.readyState();
     const { config } = this.deps;
     this.lastUsed = Date.now();
+    this.requests++;
     try {
       return await st.conn.request(method, params, {
         signal,

@@ -1,0 +1,255 @@
+// Warm-up on upload: CI pushes a commit and a bot asks about it seconds later, so
+// the cold start (spawn, initialize, the server's first indexing) is paid in the
+// background before the first query rather than by it.
+//
+// When a root is stored (PUT without ?warm=false), once its fetch settled (a
+// session started without its dependencies would be restarted when they land),
+// each server chosen for the root's languages gets its largest workspaces (most
+// source files; LSPD_WARM_WORKSPACES of them) started through SessionPool.warm,
+// a representative file opened and the server driven to readiness (the row's own
+// readiness strategy, then a documentSymbol request), exactly as a query would.
+//
+// Budget: at most LSPD_WARM_MAX_SESSIONS warm-ups run at once, shared between
+// orgs by src/fair-share.ts and handed out round-robin (OrgQueue), so one org's
+// hundred pushes do not starve another's one; a root's whole warm-up is bounded by
+// LSPD_WARM_TIMEOUT_MS. A warm session is an idle session (no lease): queries
+// never wait for a warm-up, the pool never evicts for one nor lets it take its
+// reserve of free places, and a query that needs the place evicts it.
+import { dirname, posix } from 'node:path';
+import type { Config } from '../../config.js';
+import { deadline } from '../../deadline.js';
+import { FairShare, OrgQueue, shareLimits } from '../../fair-share.js';
+import type { Health } from '../../health.js';
+import { languageOf, type Language } from '../../languages.js';
+import type { Logger } from '../../log.js';
+import type { Metrics } from '../../metrics.js';
+import type { RootRef } from '../../store/root-cache.js';
+import { readTreeIndex, type TreeEntry } from '../../store/tree-index.js';
+import { rootId, type RootInfo, type RootKey } from '../../store/types.js';
+import type { ServerRow } from '../servers/server-row.js';
+import type { ServerTable } from '../servers/server-table.js';
+import { SKIP_DIRS, type TargetFile } from '../target-file.js';
+import { dependencyMounts, type DependencySource } from './dependencies.js';
+import type { SessionPool } from './pool.js';
+import type { Session } from './session.js';
+
+export interface WarmUpDeps {
+  config: Config;
+  log: Logger;
+  metrics: Metrics;
+  health: Health;
+  pool: SessionPool;
+  table: ServerTable;
+  store: { get(key: RootKey): Pick<RootInfo, 'generation' | 'languages'> | undefined; treeDir(key: RootKey): string };
+  dependencies?: DependencySource;
+  /** The workspace a query on `rel` would use (QueryService's finder: the same session key). */
+  workspaceOf(root: RootRef, treeDir: string, rel: string, markers: readonly string[]): Promise<string>;
+  /** A checked target file, as a query reads it. */
+  readTarget(root: RootRef, treeDir: string, rel: string): Promise<TargetFile>;
+}
+
+interface Task {
+  key: RootKey;
+  root: RootRef;
+  treeDir: string;
+  row: ServerRow;
+  rel: string;
+  workspace: string;
+  deadlineAt: number;
+}
+
+export class WarmUp {
+  private readonly deps: WarmUpDeps;
+  private readonly log: Logger;
+  private readonly queue = new OrgQueue<Task>();
+  private readonly running: FairShare | undefined;
+  /** Aborted by close(): warm-ups in flight stop waiting. */
+  private readonly closed = new AbortController();
+
+  constructor(deps: WarmUpDeps) {
+    this.deps = deps;
+    this.log = deps.log.child({ mod: 'warm' });
+    const c = deps.config;
+    this.running = c.warmMaxSessions > 0 ? new FairShare(shareLimits(c.warmMaxSessions, { orgCap: 0, reservePercent: c.orgReservePercent, floor: 1 })) : undefined;
+  }
+
+  /** Warm the root's sessions in the background; never throws, never delays the caller. */
+  warm(key: RootKey): void {
+    if (!this.running || this.closed.signal.aborted) return;
+    this.plan(key).catch((err: unknown) => this.log.warn({ root: rootId(key), err: (err as Error).message }, 'warm-up not planned'));
+  }
+
+  close(): void {
+    this.closed.abort();
+  }
+
+  private async plan(key: RootKey): Promise<void> {
+    const { config, store, dependencies } = this.deps;
+    const deadlineAt = Date.now() + config.warmTimeoutMs;
+    // After the fetch: a session started before it ends is restarted when it does.
+    if (dependencies) {
+      const view = dependencies.state(key);
+      if (view.state === 'queued' || view.state === 'running' || view.state === 'none') {
+        const dl = deadline(this.closed.signal, config.warmTimeoutMs);
+        try {
+          await dependencies.wait(key, dl.signal);
+        } finally {
+          dl.clear();
+        }
+      }
+    }
+    const info = store.get(key);
+    if (!info || Date.now() >= deadlineAt || this.closed.signal.aborted) return;
+    const root: RootRef = { id: rootId(key), generation: info.generation };
+    const treeDir = store.treeDir(key);
+    const entries = (await readTreeIndex(dirname(treeDir))) ?? [];
+    const seen = new Set<string>();
+    for (const row of this.rowsFor(info.languages)) {
+      const files = warmTargets(entries, (p) => {
+        const l = languageOf(p);
+        return l !== undefined && row.languages.includes(l.language);
+      }, row.rootMarkers, config.maxTargetFileBytes, config.warmWorkspaces);
+      for (const rel of files) {
+        const workspace = await this.deps.workspaceOf(root, treeDir, rel, row.rootMarkers);
+        const id = `${row.name}\u0000${workspace}`;
+        if (seen.has(id)) continue;
+        seen.add(id);
+        this.queue.push(key.org, { key, root, treeDir, row, rel, workspace, deadlineAt });
+      }
+    }
+    this.pump();
+  }
+
+  /** The servers a query on this root's languages would get, available ones only, once each. */
+  private rowsFor(languages: readonly Language[]): ServerRow[] {
+    const rows: ServerRow[] = [];
+    for (const lang of languages) {
+      const row = this.deps.table.choose(lang);
+      if (row && this.deps.health.servers[row.name]?.available !== false && !rows.includes(row)) rows.push(row);
+    }
+    return rows;
+  }
+
+  /** Start queued warm-ups while the budget (and each org's share of it) allows. */
+  private pump(): void {
+    const running = this.running!;
+    while (this.queue.size > 0 && !this.closed.signal.aborted) {
+      const next = this.queue.next((org) => running.check(org) === undefined);
+      if (!next) return;
+      running.take(next.org);
+      void this.run(next.item).finally(() => {
+        running.give(next.org);
+        this.pump();
+      });
+    }
+  }
+
+  private async run(t: Task): Promise<void> {
+    const { metrics, pool, store, config } = this.deps;
+    const count = (result: string) => metrics.warmups.inc({ server: t.row.name, result });
+    const left = t.deadlineAt - Date.now();
+    // A root deleted (or deleted and uploaded again) since it was planned is not warmed.
+    if (left <= 0) return count('expired');
+    if (store.get(t.key)?.generation !== t.root.generation) return count('skipped');
+    const session = pool.warm({
+      row: t.row,
+      rootId: t.root.id,
+      generation: t.root.generation,
+      workspace: t.workspace,
+      treeHostDir: t.treeDir,
+      ...dependencyMounts(this.deps.dependencies, t.key, t.row),
+    });
+    if (!session) return count('skipped');
+    const dl = deadline(this.closed.signal, left);
+    const t0 = Date.now();
+    try {
+      const complete = await drive(session, t, Math.min(config.readyTimeoutMs, left), dl.signal, () => this.deps.readTarget(t.root, t.treeDir, t.rel));
+      count(complete ? 'ready' : 'incomplete');
+      this.log.info({ root: t.root.id, server: t.row.name, workspace: t.workspace, ms: Date.now() - t0, complete }, 'session warmed');
+    } catch (err) {
+      count('failed');
+      this.log.info({ root: t.root.id, server: t.row.name, workspace: t.workspace, err: (err as Error).message }, 'warm-up did not finish');
+    } finally {
+      dl.clear();
+      session.warm = 'warmed';
+    }
+  }
+}
+
+/** A workspace/symbol query that matches nothing in practice. */
+const WARM_QUERY = 'lspdWarmUpProbeZq';
+
+/**
+ * What a first query does, with no query: wait for initialize, open the file, wait
+ * for the row's readiness signal, ask for the file's symbols (a server that loads
+ * lazily does its work on the first request). True when readiness was reached.
+ */
+async function drive(session: Session, t: Task, readyMs: number, signal: AbortSignal, read: () => Promise<TargetFile>): Promise<boolean> {
+  const target = await read();
+  await session.whenReady(signal);
+  const release = await session.slot(signal);
+  try {
+    const lang = languageOf(t.rel)!;
+    const uri = session.open(target.path, lang.languageId, target.text);
+    const complete = await session.waitReady(uri, readyMs, signal);
+    if (signal.aborted) throw signal.reason as Error;
+    if (session.supports('documentSymbolProvider')) await session.request('textDocument/documentSymbol', { textDocument: { uri } }, signal);
+    // A server that indexes lazily (pyright) parses and binds the workspace for
+    // this; a name nothing is called keeps the answer (and its frame) small.
+    if (session.supports('workspaceSymbolProvider')) await session.request('workspace/symbol', { query: WARM_QUERY }, signal);
+    // Those requests can start work of their own (TS 7 loads the project on the
+    // first one, in a progress of its own): wait it out here, grace included, so
+    // the first query does not (it paid the 150 ms grace: 141 ms vs 7 ms warm).
+    return (await session.waitReady(uri, readyMs, signal)) && complete;
+  } finally {
+    release();
+  }
+}
+
+/**
+ * One representative file per workspace of a server, for at most `limit`
+ * workspaces, those with the most of its files first: a workspace is the nearest
+ * directory holding one of its markers (else the tree's top), as a query finds it;
+ * its file the largest one (then the shallowest, then by name) of at most
+ * `maxBytes`: it likely imports the most, so opening it loads the most (an
+ * `__init__.py` is often empty). Dependency and
+ * dot directories are not looked in. Pure, over the root's tree index.
+ */
+export function warmTargets(entries: Iterable<TreeEntry>, accept: (rel: string) => boolean, markers: readonly string[], maxBytes: number, limit: number): string[] {
+  const list = [...entries];
+  const markerDirs = new Set<string>();
+  for (const e of list) {
+    if (markers.includes(posix.basename(e.path))) markerDirs.add(parentOf(e.path));
+  }
+  const byWorkspace = new Map<string, { files: number; best: string; bestSize: number }>();
+  for (const e of list) {
+    if ((e.kind !== 'file' && e.kind !== 'exec') || e.size > maxBytes || !accept(e.path)) continue;
+    const segs = e.path.split('/');
+    if (segs.slice(0, -1).some((s) => s.startsWith('.') || SKIP_DIRS.has(s))) continue;
+    let ws = parentOf(e.path);
+    while (ws !== '' && !markerDirs.has(ws)) ws = parentOf(ws);
+    const w = byWorkspace.get(ws);
+    if (!w) byWorkspace.set(ws, { files: 1, best: e.path, bestSize: e.size });
+    else {
+      w.files++;
+      if (e.size > w.bestSize || (e.size === w.bestSize && shallowerFirst(e.path, w.best) < 0)) {
+        w.best = e.path;
+        w.bestSize = e.size;
+      }
+    }
+  }
+  return [...byWorkspace.entries()]
+    .sort(([a, x], [b, y]) => y.files - x.files || (a < b ? -1 : a > b ? 1 : 0))
+    .slice(0, limit)
+    .map(([, w]) => w.best);
+}
+
+function parentOf(p: string): string {
+  const i = p.lastIndexOf('/');
+  return i < 0 ? '' : p.slice(0, i);
+}
+
+function shallowerFirst(a: string, b: string): number {
+  const d = a.split('/').length - b.split('/').length;
+  return d !== 0 ? d : a < b ? -1 : a > b ? 1 : 0;
+}

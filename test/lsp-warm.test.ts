@@ -1,0 +1,123 @@
+// Warm-up on upload (issue 15), in the real SERVE jail with the real servers: a
+// TS + Python tree uploaded with no query gets both its sessions started and
+// driven to readiness (GET shows them `ready`), and the first definitions then
+// answer right without a spawn. The same tree uploaded with ?warm=false starts
+// nothing, and its first query pays the cold start (the figures are printed).
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { LspdClient } from '../src/client/index.js';
+import { cannotJail, fixturesDir, getJson, lineOf, lspQuery, position, shaOf, startLspd, tarOf, type Lspd } from './helpers/lsp-harness.js';
+
+const skip = cannotJail();
+const warmRoot = { org: 'acme', repo: 'warm', sha: shaOf('warm-on') };
+const coldRoot = { org: 'acme', repo: 'warm', sha: shaOf('warm-off') };
+
+async function spawns(d: Lspd): Promise<number> {
+  return (await d.metrics.spawns.get()).values.reduce((n, v) => n + v.value, 0);
+}
+
+async function put(d: Lspd, root: typeof warmRoot, dir: string, query = ''): Promise<void> {
+  const r = await fetch(`${d.url}/v1/roots/${root.org}/${root.repo}/${root.sha}${query}`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/x-tar' },
+    body: Readable.toWeb(tarOf(dir)) as ReadableStream,
+    duplex: 'half',
+  } as RequestInit);
+  assert.equal(r.status, 201, await r.text());
+}
+
+type Session = { server: string; state: string; workspace: string };
+const sessionsOf = async (d: Lspd, root: typeof warmRoot): Promise<Session[]> =>
+  ((await getJson(d.url, `/v1/roots/${root.org}/${root.repo}/${root.sha}`)).body.sessions as Session[]).sort((a, b) => (a.server < b.server ? -1 : 1));
+
+describe('warm-up on upload', { skip }, () => {
+  let d: Lspd;
+  let tree: string;
+  before(async () => {
+    // Result cache off: the cold root's answers must come from its own session.
+    d = await startLspd({ env: { LSPD_WARM_MAX_SESSIONS: '4', LSPD_RESULT_CACHE_ENTRIES: '0' } });
+    tree = mkdtempSync(join(tmpdir(), 'lspd-warm-'));
+    cpSync(join(fixturesDir, 'ts-basic'), join(tree, 'web'), { recursive: true });
+    cpSync(join(fixturesDir, 'py-basic'), join(tree, 'tools'), { recursive: true });
+  });
+  after(async () => {
+    await d?.close();
+    if (tree) rmSync(tree, { recursive: true, force: true });
+  });
+
+  const tsDef = { op: 'definition', path: 'web/src/app.ts', ...position('ts-basic', 'src/app.ts', "greet('world')") };
+  const pyDef = { op: 'definition', path: 'tools/pkg/app.py', ...position('py-basic', 'pkg/app.py', 'greet("world")') };
+  type Loc = { path: string; range: { start: { line: number } } };
+  const at = (a: Record<string, unknown>) => (a.locations as Loc[]).map((l) => `${l.path}:${l.range.start.line}`);
+
+  test('?warm=false is refused when it is not a boolean', async () => {
+    const r = await fetch(`${d.url}/v1/roots/${coldRoot.org}/${coldRoot.repo}/${coldRoot.sha}?warm=maybe`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/x-tar' },
+      body: Readable.toWeb(tarOf(tree)) as ReadableStream,
+      duplex: 'half',
+    } as RequestInit);
+    assert.equal(r.status, 400);
+    assert.equal(((await r.json()) as { error: string }).error, 'bad_request');
+  });
+
+  test('an upload with no query gets its TS and Python sessions ready; the first definitions spawn nothing', async (t) => {
+    // Through lspd/client's `warm: false` (what `lspd push --no-warm` sends).
+    const client = new LspdClient({ url: d.url });
+    try {
+      assert.equal((await client.putRoot(coldRoot, () => tarOf(tree), { warm: false })).created, true);
+    } finally {
+      await client.close();
+    }
+    await put(d, warmRoot, tree);
+    // Bounded by the warm-up budget (LSPD_WARM_TIMEOUT_MS, 120 s) and a loaded host.
+    const until = Date.now() + 180_000;
+    let seen: Session[] = [];
+    while (Date.now() < until) {
+      seen = await sessionsOf(d, warmRoot);
+      if (seen.length === 2 && seen.every((x) => x.state === 'ready')) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.deepEqual(seen.map((s) => s.state), ['ready', 'ready'], JSON.stringify(seen));
+    assert.deepEqual(
+      (await sessionsOf(d, warmRoot)).map((s) => `${s.server}@${s.workspace}`),
+      ['pyright@tools', 'typescript@web'],
+    );
+    const warmed = (await d.metrics.warmups.get()).values.filter((v) => v.labels.result === 'ready' || v.labels.result === 'incomplete');
+    assert.deepEqual(warmed.map((v) => v.labels.server).sort(), ['pyright', 'typescript']);
+    // Planned before the warm root's, the ?warm=false root was never started.
+    assert.deepEqual(await sessionsOf(d, coldRoot), []);
+
+    const before = await spawns(d);
+    const ts = await lspQuery(d.url, { ...warmRoot, ...tsDef });
+    const py = await lspQuery(d.url, { ...warmRoot, ...pyDef });
+    assert.equal(ts.status, 200, JSON.stringify(ts.body));
+    assert.equal(py.status, 200, JSON.stringify(py.body));
+    assert.equal(await spawns(d), before, 'the first definitions ran on the warmed sessions');
+    assert.deepEqual(at(ts.body), [`web/src/greet.ts:${lineOf('ts-basic', 'src/greet.ts', 'export function greet')}`]);
+    assert.deepEqual(at(py.body), [`tools/pkg/greet.py:${lineOf('py-basic', 'pkg/greet.py', 'def greet')}`]);
+    assert.equal(ts.body.incomplete, false);
+    assert.equal(py.body.incomplete, false);
+
+    // The same tree, not warmed: its first definitions start both servers.
+    const tsCold = await lspQuery(d.url, { ...coldRoot, ...tsDef });
+    const pyCold = await lspQuery(d.url, { ...coldRoot, ...pyDef });
+    assert.equal(tsCold.status, 200, JSON.stringify(tsCold.body));
+    assert.equal(pyCold.status, 200, JSON.stringify(pyCold.body));
+    assert.equal(await spawns(d), before + 2);
+    assert.deepEqual(at(tsCold.body), at(ts.body));
+    assert.deepEqual(at(pyCold.body), at(py.body));
+    // A warm query's p50 on the warmed root, for comparison (cache off: each goes to the server).
+    const p50 = async (q: Record<string, unknown>) => {
+      const ms: number[] = [];
+      for (let i = 0; i < 5; i++) ms.push((await lspQuery(d.url, { ...warmRoot, ...q })).body.elapsed_ms as number);
+      return ms.sort((a, b) => a - b)[2];
+    };
+    t.diagnostic(`warm query p50 elapsed_ms: TS ${await p50(tsDef)}, Python ${await p50(pyDef)}`);
+    t.diagnostic(`first definition elapsed_ms: warmed TS ${ts.body.elapsed_ms}, Python ${py.body.elapsed_ms}; cold TS ${tsCold.body.elapsed_ms}, Python ${pyCold.body.elapsed_ms}`);
+  });
+});
