@@ -21,6 +21,7 @@ import { LspdClient, type DiffAnswer } from '../src/client/index.js';
 import { projectDir, spawnDaemon, tempDir } from '../test/helpers/daemon.js';
 import { opt } from './upload.js';
 import { cleanUpOnSignal } from './on-signal.js';
+import { jailUidEnv } from '../test/helpers/uids.js';
 
 const runs = Number(opt('runs', '3'));
 const GIT_ENV = { ...process.env, GIT_AUTHOR_NAME: 'b', GIT_AUTHOR_EMAIL: 'b@example.invalid', GIT_COMMITTER_NAME: 'b', GIT_COMMITTER_EMAIL: 'b@example.invalid' };
@@ -44,8 +45,7 @@ async function main(): Promise<void> {
   writeFileSync(join(repo, 'package.json'), '{"name": "lspd-src", "private": true, "type": "module"}\n');
   cpSync(join(projectDir, 'tsconfig.json'), join(repo, 'tsconfig.json'));
   git(repo, 'init', '-q', '-b', 'main');
-  const uidBase = 3_000_000 + (process.pid % 1000) * 64;
-  const daemon = await spawnDaemon({ dataDir: join(work, 'data'), env: { LSPD_JAIL_UID_BASE: String(uidBase), LSPD_JAIL_UID_COUNT: '64' }, timeoutMs: 120_000 });
+  const daemon = await spawnDaemon({ dataDir: join(work, 'data'), env: jailUidEnv(64), timeoutMs: 120_000 });
   cleanUpOnSignal(daemon, work);
   const client = new LspdClient({ url: daemon.url });
   const files = git(repo, 'ls-files', '--others').split('\n').filter((p) => p.endsWith('.ts')).length;
