@@ -93,6 +93,7 @@ export const configSchema = z.object({
   jailUidCount: int(256, 1).describe('Size of the uid pool.'),
   jailMemoryBytes: int(4 * GiB, 16 * MiB).describe('cgroup memory cap of one jail.'),
   jailPids: int(512, 8).describe('cgroup pids cap of one jail.'),
+  jailCpuMillis: int(1000, 0).describe('cgroup CPU cap of one jail, in thousandths of a CPU (1000: one CPU), so one spinning jail or fork bomb cannot take every core from the others; 0: no cap. Applied where the host delegates a CPU controller.'),
   jailTmpBytes: int(512 * MiB, MiB).describe('Size of each jail private tmpfs (/tmp and HOME).'),
   cgroupRoot: z.string().default('/sys/fs/cgroup').describe('Where cgroup v2 (or v1 controllers) are mounted.'),
 

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { skipOrFail } from './helpers/host.js';
 import { cannotJail, pidsOfUids, privateUidBase, projectDir, startJail, tempDir, UID_COUNT, waitFor, type TestJail } from './fixtures/jail/harness.js';
 
 const skip = cannotJail();
@@ -132,6 +133,43 @@ describe('jail lifetime: the daemon is SIGKILLed', { skip }, () => {
     }
   });
 });
+
+describe('jail CPU cap', { skip }, () => {
+  let t: TestJail;
+  before(async () => {
+    t = await startJail({ LSPD_JAIL_CPU_MILLIS: '100' });
+  });
+  after(async () => t?.close());
+
+  test('a jail spinning on every core gets the CPU time its cap allows, no more', async () => {
+    assert.ok(t.jail.cpuCapped || skipOrFail('the host delegates no CPU controller') !== undefined, 'CPU cap in force');
+    if (!t.jail.cpuCapped) return;
+    const j = await t.jail.spawn({ phase: 'serve', argv: ['/bin/sh', '-c', 'for i in 1 2 3 4; do (while :; do :; done) & done; echo spinning; wait'] });
+    j.stdin.end();
+    await new Promise<void>((r) => j.stdout.once('data', () => r()));
+    const t0 = performance.now();
+    await new Promise((r) => setTimeout(r, 1500));
+    const cpuS = pidsOfUids(t.uidBase, UID_COUNT).reduce((sum, pid) => sum + cpuSecondsOf(pid), 0);
+    const wallS = (performance.now() - t0) / 1000;
+    j.kill();
+    await j.exited;
+    // 0.1 CPU over the wall time since the first spinner ran, and the shell's start:
+    // uncapped, four spinners take every core (2 s or more here on 2 cores).
+    assert.ok(cpuS <= 0.1 * (wallS + 0.5) + 0.1, `the jail used ${cpuS.toFixed(2)} CPU s in ${wallS.toFixed(2)} s (cap 0.1 CPU)`);
+    assert.deepEqual(pidsOfUids(t.uidBase, UID_COUNT), []);
+  });
+});
+
+/** CPU seconds a process has used (utime + stime of /proc/<pid>/stat; 0 when gone). */
+function cpuSecondsOf(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return 0;
+  }
+}
 
 /** The v1 memory cgroup dir the jail code made for `pid` (undefined on v2). */
 function memoryCgroupOf(pid: number): string | undefined {

@@ -229,6 +229,9 @@ export function deltaArchive(top: string, head: string, delta: Delta, gzip: bool
     pack.finalize();
   })().catch((err: unknown) => fail(err instanceof Error ? err : new Error(String(err))));
   const source: Readable = gzip ? pack.pipe(createGzip({ level: 6 })) : (pack as unknown as Readable);
+  // pipe() does not forward errors: with gzip the pack's own (git stopped once the
+  // upload was refused) would otherwise be unhandled and end the process.
+  pack.on('error', (err: Error) => out.destroy(err));
   source.on('error', (err: Error) => out.destroy(err));
   source.pipe(out);
   return out;

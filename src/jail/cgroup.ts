@@ -1,4 +1,4 @@
-// Memory and pids caps per jail, with cgroup v2 where the host delegates it and
+// Memory, pids and CPU caps per jail, with cgroup v2 where the host delegates it and
 // cgroup v1 where it does not (this Debian VM: v1 memory and pids hierarchies,
 // and a hybrid /sys/fs/cgroup/unified with no controllers). Each jail gets its own
 // cgroup under one directory per daemon, nested under the daemon's own cgroup so
@@ -27,10 +27,23 @@ export interface JailCgroup {
 
 export interface Cgroups {
   readonly version: CgroupVersion;
-  create(name: string, limits: { memoryBytes: number; pids: number }): JailCgroup;
+  /** False when the host delegates no CPU controller: jails then run without a CPU cap. */
+  readonly cpuCapped: boolean;
+  create(name: string, limits: CgroupLimits): JailCgroup;
   /** Remove the daemon's (empty) cgroup directories. */
   close(): void;
 }
+
+export interface CgroupLimits {
+  memoryBytes: number;
+  pids: number;
+  /** CPU time per wall-clock second, in thousandths of a CPU (1000: one CPU); 0: no cap. */
+  cpuMillis: number;
+}
+
+/** The CFS period the quota is a share of (the kernel's default). */
+const CPU_PERIOD_US = 100_000;
+const cpuQuotaUs = (cpuMillis: number) => Math.max(1000, Math.round((cpuMillis / 1000) * CPU_PERIOD_US));
 
 export class CgroupError extends Error {
   override name = 'CgroupError';
@@ -143,9 +156,13 @@ function openV2(cgroupRoot: string): Cgroups | string {
   const self = dirOf(mount, selfCgroups().get('') ?? '/');
   const available = readFileSync(join(self, 'cgroup.controllers'), 'utf8').trim().split(' ');
   if (!available.includes('memory') || !available.includes('pids')) return 'cgroup v2 does not delegate memory and pids to lspd';
+  // CPU where the host delegates it (a jail that spins, a fork bomb's churn, must not
+  // take every core from the other orgs' jails); without it the jails run uncapped.
+  const cpu = available.includes('cpu');
+  const controllers = cpu ? '+memory +pids +cpu' : '+memory +pids';
   try {
     const enabled = () => readFileSync(join(self, 'cgroup.subtree_control'), 'utf8');
-    if (!/\bmemory\b/.test(enabled()) || !/\bpids\b/.test(enabled())) {
+    if (!/\bmemory\b/.test(enabled()) || !/\bpids\b/.test(enabled()) || (cpu && !/\bcpu\b/.test(enabled()))) {
       // "No internal processes": controllers can be enabled for children only once
       // our own cgroup holds no process, so move its processes into a leaf first.
       const leaf = join(self, `lspd-daemon-${process.pid}`);
@@ -155,17 +172,19 @@ function openV2(cgroupRoot: string): Cgroups | string {
         if (left.length === 0) break;
         for (const pid of left) write(join(leaf, 'cgroup.procs'), String(pid));
       }
-      write(join(self, 'cgroup.subtree_control'), '+memory +pids');
+      write(join(self, 'cgroup.subtree_control'), controllers);
     }
     sweepStale(self, 'lspd-');
     const base = join(self, `lspd-${process.pid}`);
     mkdirSync(base, { recursive: true });
-    write(join(base, 'cgroup.subtree_control'), '+memory +pids');
+    write(join(base, 'cgroup.subtree_control'), controllers);
     return {
       version: 'v2',
+      cpuCapped: cpu,
       create(name, limits) {
         const dir = join(base, name);
         mkdirSync(dir);
+        if (cpu && limits.cpuMillis > 0) write(join(dir, 'cpu.max'), `${cpuQuotaUs(limits.cpuMillis)} ${CPU_PERIOD_US}`);
         write(join(dir, 'memory.max'), String(limits.memoryBytes));
         if (existsSync(join(dir, 'memory.swap.max'))) write(join(dir, 'memory.swap.max'), '0');
         write(join(dir, 'pids.max'), String(limits.pids));
@@ -193,26 +212,45 @@ function openV1(cgroupRoot: string): Cgroups | string {
   const self = selfCgroups();
   const all = mounts();
   const dirs: Record<'memory' | 'pids', string> = { memory: '', pids: '' };
-  for (const ctrl of ['memory', 'pids'] as const) {
+  const dirOfCtrl = (ctrl: string): string | undefined => {
     const m = all.find((x) => x.fstype === 'cgroup' && x.superOpts.includes(ctrl) && x.point.startsWith(cgroupRoot));
     const path = self.get(ctrl);
-    if (!m || path === undefined) return `no cgroup v1 ${ctrl} hierarchy under the cgroup root`;
+    if (!m || path === undefined) return undefined;
     const parent = dirOf(m, path);
     sweepStale(parent, 'lspd-');
-    dirs[ctrl] = join(parent, `lspd-${process.pid}`);
+    return join(parent, `lspd-${process.pid}`);
+  };
+  for (const ctrl of ['memory', 'pids'] as const) {
+    const d = dirOfCtrl(ctrl);
+    if (d === undefined) return `no cgroup v1 ${ctrl} hierarchy under the cgroup root`;
+    dirs[ctrl] = d;
   }
   try {
     for (const d of Object.values(dirs)) mkdirSync(d, { recursive: true });
   } catch (err) {
     return `cgroup v1 is not writable: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`;
   }
+  // CPU where the host mounts a writable cpu hierarchy; else the jails run uncapped.
+  let cpuDir = dirOfCtrl('cpu');
+  try {
+    if (cpuDir !== undefined) mkdirSync(cpuDir, { recursive: true });
+  } catch {
+    cpuDir = undefined;
+  }
   return {
     version: 'v1',
+    cpuCapped: cpuDir !== undefined,
     create(name, limits) {
       const mem = join(dirs.memory, name);
       const pids = join(dirs.pids, name);
+      const cpu = cpuDir !== undefined && limits.cpuMillis > 0 ? join(cpuDir, name) : undefined;
       mkdirSync(mem);
       mkdirSync(pids);
+      if (cpu !== undefined) {
+        mkdirSync(cpu);
+        write(join(cpu, 'cpu.cfs_period_us'), String(CPU_PERIOD_US));
+        write(join(cpu, 'cpu.cfs_quota_us'), String(cpuQuotaUs(limits.cpuMillis)));
+      }
       write(join(mem, 'memory.limit_in_bytes'), String(limits.memoryBytes));
       // memsw (memory+swap) must not be below the memory limit, so it is written after it.
       if (existsSync(join(mem, 'memory.memsw.limit_in_bytes'))) write(join(mem, 'memory.memsw.limit_in_bytes'), String(limits.memoryBytes));
@@ -221,17 +259,18 @@ function openV1(cgroupRoot: string): Cgroups | string {
         attach(pid) {
           write(join(mem, 'cgroup.procs'), String(pid));
           write(join(pids, 'cgroup.procs'), String(pid));
+          if (cpu !== undefined) write(join(cpu, 'cgroup.procs'), String(pid));
         },
         pids: () => readPids(join(pids, 'cgroup.procs')),
         memoryBytes: () => readNumber(join(mem, 'memory.usage_in_bytes')),
         // v1 has no cgroup.kill; the jail's PID namespace makes this a backstop (its
         // init dying takes every process in it), so a fork racing the sweep is moot.
         killAll: () => killPids(readPids(join(pids, 'cgroup.procs'))),
-        remove: () => tryRmdir(pids) && tryRmdir(mem),
+        remove: () => tryRmdir(pids) && tryRmdir(mem) && (cpu === undefined || tryRmdir(cpu)),
       };
     },
     close() {
-      for (const d of Object.values(dirs)) tryRmdir(d);
+      for (const d of [...Object.values(dirs), ...(cpuDir !== undefined ? [cpuDir] : [])]) tryRmdir(d);
     },
   };
 }

@@ -29,6 +29,8 @@ export interface JailRuntime extends Jail {
   readonly verdicts: JailVerdicts;
   /** Which cgroup interface caps the jails (undefined when none is usable: then nothing runs). */
   readonly cgroupVersion: CgroupVersion | undefined;
+  /** Whether jails get a CPU cap (LSPD_JAIL_CPU_MILLIS): the host delegates a CPU controller. */
+  readonly cpuCapped: boolean;
   /** Stop the egress proxy and kill every live jail; later spawns are refused. */
   close(): Promise<void>;
 }
@@ -55,7 +57,8 @@ export async function createJail({ config, log, metrics }: JailDeps): Promise<Ja
   if (!missing.length) {
     try {
       cgroups = openCgroups(config.cgroupRoot);
-      log.info({ cgroup: cgroups.version }, 'jail cgroups');
+      log.info({ cgroup: cgroups.version, cpuCapped: cgroups.cpuCapped }, 'jail cgroups');
+      if (!cgroups.cpuCapped && config.jailCpuMillis > 0) log.warn('the host delegates no CPU controller: jails run without a CPU cap (LSPD_JAIL_CPU_MILLIS)');
     } catch (err) {
       blockAll((err as Error).message);
     }
@@ -118,7 +121,7 @@ export async function createJail({ config, log, metrics }: JailDeps): Promise<Ja
         onRefused: (org) => metrics?.orgRefusals.inc({ org: metrics.orgLabels.of(org), reason: 'uids' }),
       }),
       cgroups,
-      limits: { memoryBytes: config.jailMemoryBytes, pids: config.jailPids, tmpBytes: config.jailTmpBytes, stderrRingBytes: config.stderrRingBytes },
+      limits: { memoryBytes: config.jailMemoryBytes, pids: config.jailPids, cpuMillis: config.jailCpuMillis, tmpBytes: config.jailTmpBytes, stderrRingBytes: config.stderrRingBytes },
       scrub: [
         [config.dataDir, '<data>'],
         [PROJECT_DIR, '/opt/lspd'],
@@ -162,6 +165,7 @@ export async function createJail({ config, log, metrics }: JailDeps): Promise<Ja
   return {
     verdicts,
     cgroupVersion: cgroups?.version,
+    cpuCapped: (cgroups?.cpuCapped ?? false) && config.jailCpuMillis > 0,
 
     async canary() {
       const started = performance.now();

@@ -41,7 +41,7 @@ export interface SpawnContext {
   policies: Readonly<Record<Phase, PhasePolicy>>;
   uids: UidPool;
   cgroups: Cgroups;
-  limits: { memoryBytes: number; pids: number; tmpBytes: number; stderrRingBytes: number };
+  limits: { memoryBytes: number; pids: number; cpuMillis: number; tmpBytes: number; stderrRingBytes: number };
   /** Host path → what to show instead, for stderr tails. */
   scrub: readonly (readonly [string, string])[];
   log: Logger;
