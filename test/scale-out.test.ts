@@ -347,9 +347,9 @@ describe('scale-out behind nginx (consistent hash on x-lspd-route-key)', { timeo
     const four = replicas.filter((r) => r !== e);
 
     // Listed anyway (no readiness gate), it takes its share of repos: a query of
-    // one meets 409 need_tree there, the client uploads (the store works), and the
-    // retry is refused 503 not_ready. A passive check sees answers, not failures,
-    // so it never marks E down: readiness has to decide the list.
+    // one is refused 503 not_ready there before anything else is looked at, so the
+    // client sends no tree to a replica that cannot serve it. A passive check sees
+    // answers, not failures, so it never marks E down: readiness has to decide the list.
     const all = [...four, e];
     await ng.setReplicas(all.map((r) => r.addr));
     const victim = Array.from({ length: 1000 }, (_, k) => `probe-${k}`).find((k) => chashPick(ng.replicas, `${ORG}/${k}`) === e.addr)!;
@@ -363,7 +363,7 @@ describe('scale-out behind nginx (consistent hash on x-lspd-route-key)', { timeo
       await client.close();
     }
     const probe = (await ng.accessLog()).slice(from);
-    assert.deepEqual(probe.map((x) => `${x.method} ${x.status} ${byAddr(x.upstream)}`), ['POST 409 E', 'PUT 201 E', 'POST 503 E']);
+    assert.deepEqual(probe.map((x) => `${x.method} ${x.status} ${byAddr(x.upstream)}`), ['POST 503 E']);
     const eBefore = await metrics(e);
 
     // The gate, as a readinessProbe on /readyz: E is left out.
@@ -378,7 +378,7 @@ describe('scale-out behind nginx (consistent hash on x-lspd-route-key)', { timeo
       assert.equal(x.upstream, before.get(x.route_key));
     }
     assert.deepEqual(await metrics(e), eBefore, 'E saw nothing after the gate');
-    assert.deepEqual(eBefore, { queries: 0, needTree: 1, uploads: 1 });
+    assert.deepEqual(eBefore, { queries: 0, needTree: 0, uploads: 0 });
     assert.equal((await fetch(e.daemon.url + '/readyz')).status, 503, 'still not ready');
   });
 
