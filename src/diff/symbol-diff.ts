@@ -9,14 +9,8 @@
 // ranges cut out, so a class is not changed because one of its methods was (the
 // method is), and a symbol that only moved (lines shifted above it) is unchanged.
 
-export interface Position {
-  line: number;
-  character: number;
-}
-export interface Range {
-  start: Position;
-  end: Position;
-}
+import type { Position, Range } from '../lsp/wire/lsp-types.js';
+
 
 /** A document symbol as /v1/code/lsp documentSymbols renders it (ranges in UTF-16 units). */
 export interface DocSymbol {
