@@ -158,11 +158,20 @@ function openV2(cgroupRoot: string): Cgroups | string {
   if (!available.includes('memory') || !available.includes('pids')) return 'cgroup v2 does not delegate memory and pids to lspd';
   // CPU where the host delegates it (a jail that spins, a fork bomb's churn, must not
   // take every core from the other orgs' jails); without it the jails run uncapped.
-  const cpu = available.includes('cpu');
-  const controllers = cpu ? '+memory +pids +cpu' : '+memory +pids';
+  const offered = available.includes('cpu');
+  /** Enable the CPU controller for `dir`'s children where it can be; memory and pids are required, CPU is not. */
+  const enableCpu = (dir: string): boolean => {
+    if (!offered) return false;
+    try {
+      if (!/\bcpu\b/.test(readFileSync(join(dir, 'cgroup.subtree_control'), 'utf8'))) writeFileSync(join(dir, 'cgroup.subtree_control'), '+cpu');
+      return true;
+    } catch {
+      return false; // e.g. a realtime process in the subtree: the kernel refuses +cpu
+    }
+  };
   try {
     const enabled = () => readFileSync(join(self, 'cgroup.subtree_control'), 'utf8');
-    if (!/\bmemory\b/.test(enabled()) || !/\bpids\b/.test(enabled()) || (cpu && !/\bcpu\b/.test(enabled()))) {
+    if (!/\bmemory\b/.test(enabled()) || !/\bpids\b/.test(enabled()) || (offered && !/\bcpu\b/.test(enabled()))) {
       // "No internal processes": controllers can be enabled for children only once
       // our own cgroup holds no process, so move its processes into a leaf first.
       const leaf = join(self, `lspd-daemon-${process.pid}`);
@@ -172,12 +181,13 @@ function openV2(cgroupRoot: string): Cgroups | string {
         if (left.length === 0) break;
         for (const pid of left) write(join(leaf, 'cgroup.procs'), String(pid));
       }
-      write(join(self, 'cgroup.subtree_control'), controllers);
+      write(join(self, 'cgroup.subtree_control'), '+memory +pids');
     }
     sweepStale(self, 'lspd-');
     const base = join(self, `lspd-${process.pid}`);
     mkdirSync(base, { recursive: true });
-    write(join(base, 'cgroup.subtree_control'), controllers);
+    write(join(base, 'cgroup.subtree_control'), '+memory +pids');
+    const cpu = enableCpu(self) && enableCpu(base);
     return {
       version: 'v2',
       cpuCapped: cpu,
