@@ -170,6 +170,7 @@ function launch(ctx: SpawnContext, policy: PhasePolicy, opts: JailSpawnOptions, 
     ring.push(d);
     opts.onStderr?.(d);
   });
+  const stderrDone = new Promise<void>((resolve) => child.stderr!.once('close', () => resolve()));
 
   // The sandbox's PID 1 (host pid), from bwrap's --json-status-fd.
   const sandbox: { pid1?: number } = {};
@@ -254,6 +255,7 @@ function launch(ctx: SpawnContext, policy: PhasePolicy, opts: JailSpawnOptions, 
     stdin: child.stdin!,
     stdout: holdOutput(child.stdout!),
     stderrTail: () => scrub(ring.text()),
+    stderrDone,
     exited,
     kill,
     memoryBytes: () => cg.memoryBytes(),

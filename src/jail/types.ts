@@ -57,6 +57,8 @@ export interface JailedProcess {
   readonly stdout: Readable;
   /** The last stderrRingBytes of stderr, host paths scrubbed. */
   stderrTail(): string;
+  /** Settles when stderr has ended: its last bytes are then in the tail (they can arrive after stdout closed). */
+  readonly stderrDone?: Promise<void>;
   /** Settles when the jail is gone (every process in it). */
   readonly exited: Promise<JailExit>;
   /** SIGKILL to the process group (and the cgroup), idempotent. */

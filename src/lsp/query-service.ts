@@ -246,6 +246,7 @@ export class QueryService {
       admitted();
       return await fn(lease.session);
     } catch (err) {
+      if (err instanceof SessionFailedError) await err.tailSettled;
       throw this.mapError(err, row, w);
     } finally {
       admitted();

@@ -55,13 +55,23 @@ export class SessionFailedError extends Error {
     readonly phase: 'start' | 'run',
     readonly cause_: 'spawn' | 'initialize' | 'exit' | 'protocol' | 'flood' | 'wedged' | 'stopped',
     message: string,
-    readonly stderrTail = '',
+    /** The server's stderr tail, or how to read it when asked (its last bytes may still be on their way). */
+    private readonly tail: string | (() => string) = '',
     /** The jail refused the spawn for load (503 busy: no uid for this org now): the query's answer, and no back-off. */
     readonly refusal?: AppError,
+    /** Settles once the tail is all there is (the server's stderr ended, or a bound passed): await it before reading. */
+    readonly tailSettled: Promise<void> = Promise.resolve(),
   ) {
     super(message);
   }
+
+  get stderrTail(): string {
+    return typeof this.tail === 'function' ? this.tail() : this.tail;
+  }
 }
+
+/** How long a failed request waits for a dead server's last stderr bytes, which can arrive after its stdout closed. */
+const STDERR_SETTLE_MS = 1000;
 
 export interface SessionDeps {
   row: ServerRow;
@@ -354,8 +364,8 @@ export class Session {
   retire(cause: SessionFailedError['cause_'], message: string): void {
     const st = this.st;
     if (st.kind !== 'starting' && st.kind !== 'ready') return;
-    const tail = st.proc?.stderrTail() ?? '';
-    this.fail(new SessionFailedError(st.kind === 'starting' ? 'start' : 'run', cause, message, tail));
+    const proc = st.proc;
+    this.fail(new SessionFailedError(st.kind === 'starting' ? 'start' : 'run', cause, message, () => proc?.stderrTail() ?? '', undefined, stderrSettled(proc)));
   }
 
   private fail(error: SessionFailedError): SessionFailedError {
@@ -428,6 +438,16 @@ export class Session {
     if (this.st.kind === 'failed') return this.st.error;
     return new SessionFailedError(this.st.kind === 'starting' ? 'start' : 'run', 'stopped', `the ${this.row.name} session was stopped`);
   }
+}
+
+/** Its stderr ended, or STDERR_SETTLE_MS passed: the last bytes of a dead server's stderr can arrive after its stdout closed. */
+function stderrSettled(proc: JailedProcess | undefined): Promise<void> {
+  const done = proc?.stderrDone;
+  if (!done) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, STDERR_SETTLE_MS);
+    void done.then(() => (clearTimeout(timer), resolve()));
+  });
 }
 
 /** The last few hundred bytes of stderr for a log line (the jail already scrubbed host paths). */
