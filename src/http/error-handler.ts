@@ -6,6 +6,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { z } from 'zod';
 import { AppError, errors, isAppError } from '../errors.js';
 import { invalid, validate } from '../validation.js';
+import { dropRest } from './drop-body.js';
 
 export function toAppError(err: unknown): AppError {
   if (isAppError(err)) return err;
@@ -40,38 +41,17 @@ export function sendError(reply: FastifyReply, err: AppError): FastifyReply {
 
 /**
  * A body past the JSON limit is refused before it is read, and fastify closes the
- * connection after the 413: a client still writing then meets EPIPE/ECONNRESET
- * instead of the answer. Read (and drop) the rest first, so the client gets its
- * 413, but no more than a bound of bytes and time: past it the close stands.
+ * connection after the 413: read (and drop) the rest first so the client gets its
+ * 413, within a bound of bytes and time; past it the close stands.
  */
 const DRAIN_MAX_BYTES = 64 * 1024 * 1024;
 const DRAIN_MAX_MS = 5_000;
-
-function drainBody(req: FastifyRequest): Promise<void> {
-  const raw = req.raw;
-  if (raw.complete || raw.destroyed) return Promise.resolve();
-  return new Promise((resolve) => {
-    let seen = 0;
-    const done = () => {
-      clearTimeout(timer);
-      raw.off('data', onData).off('end', done).off('error', done).off('close', done);
-      resolve();
-    };
-    const onData = (chunk: Buffer) => {
-      seen += chunk.length;
-      if (seen > DRAIN_MAX_BYTES) done();
-    };
-    const timer = setTimeout(done, DRAIN_MAX_MS);
-    raw.on('data', onData).on('end', done).on('error', done).on('close', done);
-    raw.resume();
-  });
-}
 
 export function installErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler(async (err: unknown, req: FastifyRequest, reply: FastifyReply) => {
     const appErr = toAppError(err);
     if (appErr.status >= 500 && appErr.code === 'internal') req.log.error({ err }, 'request failed');
-    if ((err as FastifyError)?.code === 'FST_ERR_CTP_BODY_TOO_LARGE') await drainBody(req);
+    if ((err as FastifyError)?.code === 'FST_ERR_CTP_BODY_TOO_LARGE') await dropRest(req.raw, DRAIN_MAX_BYTES, DRAIN_MAX_MS);
     return sendError(reply, appErr);
   });
   app.setNotFoundHandler((req, reply) =>

@@ -16,7 +16,7 @@ import { deadline } from '../deadline.js';
 import { AppError, errors, isAppError } from '../errors.js';
 import { FairShare, shareLimits, type ShareRefusal } from '../fair-share.js';
 import type { Health } from '../health.js';
-import { languageOf } from '../languages.js';
+import { languageOf, type Language } from '../languages.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { LspQuery, RootKey } from '../schemas.js';
@@ -69,6 +69,8 @@ interface Work {
   q: LspQuery;
   /** The root and which upload of it: every cache and session is keyed by both. */
   root: RootRef;
+  /** The languages the root holds, as stored (workspaceSymbols asks each one's server). */
+  languages: readonly Language[];
   treeDir: string;
   depsDir: string;
   t0: number;
@@ -162,6 +164,7 @@ export class QueryService {
     const w: Work = {
       q,
       root: { id: `${q.org}/${q.repo}/${q.sha}`, generation: info.generation },
+      languages: info.languages,
       treeDir: store.treeDir(q),
       depsDir: store.depsDir(q),
       t0,
@@ -337,9 +340,8 @@ export class QueryService {
    * projects from open files has one), and merge in table order.
    */
   private async workspaceSymbolsAnswer(w: Work): Promise<LspAnswer> {
-    const info = this.deps.store.get(w.q)!;
     const rows: ServerRow[] = [];
-    for (const lang of info.languages) {
+    for (const lang of w.languages) {
       const row = this.deps.table.choose(lang);
       if (row && this.deps.health.servers[row.name]?.available !== false && !rows.includes(row)) rows.push(row);
     }

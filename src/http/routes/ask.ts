@@ -6,7 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import { AskService, type LspCall, type TreeFiles } from '../../ask/ask-service.js';
 import { treeFiles } from '../../ask/tree-files.js';
-import { askBatch, askOps, askQuery, lspQuery } from '../../schemas.js';
+import { askBatch, askOps, askQuery, type LspQuery } from '../../schemas.js';
 import type { LspAnswer } from '../../responses.js';
 import { clientSignal, queryServiceOf } from '../client-signal.js';
 import type { Deps } from '../deps.js';
@@ -46,9 +46,9 @@ function treeFilesOf(deps: Deps): TreeFiles {
   return treeFiles({ treeDir: (k) => deps.store.treeDir(k) });
 }
 
-/** POST /v1/code/lsp's answer (the route and the position tools): the query service checks what it needs. */
-export async function answerLsp(deps: Deps, body: unknown, signal: AbortSignal): Promise<LspAnswer> {
-  return queryServiceOf(deps).lsp(parse(lspQuery, body), signal);
+/** POST /v1/code/lsp's answer to a validated query (the route and the position tools): the query service checks what it needs. */
+export async function answerLsp(deps: Deps, q: LspQuery, signal: AbortSignal): Promise<LspAnswer> {
+  return queryServiceOf(deps).lsp(q, signal);
 }
 
 /** The body of POST /ask, answered: a single query or a batch. Throws AppError like the route. */

@@ -4,7 +4,6 @@
 // before the body parser runs, so a refused upload has not had a byte read; so are
 // an incremental upload's `?base=` (a base this replica lacks is 409 need_tree at
 // once, and the client sends the whole tree instead) and `x-lspd-git-tree`.
-import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { errors } from '../../errors.js';
 import { GIT_TREE_HEADER, listQuery, putRootHeaders } from '../../schemas.js';
@@ -17,6 +16,7 @@ import { parse } from '../error-handler.js';
 import { principalOf } from '../auth.js';
 import { mayTouchOrg } from '../../tokens.js';
 import { GZIP_MEDIA, TAR_MEDIA } from '../media-types.js';
+import { dropRest } from '../drop-body.js';
 
 // After a refusal the client is usually still sending. Reading (and dropping) a
 // little more lets it finish and read the answer; past these, the socket is cut.
@@ -54,7 +54,8 @@ export async function rootRoutes(app: FastifyInstance, deps: Deps): Promise<void
         if (warmWanted(req.query.warm)) deps.lsp?.warm(key);
         return reply.code(created ? 201 : 200).send({ ...view(info), created, fetch });
       } catch (err) {
-        lingerThenClose(req.raw);
+        // Past the bound the socket is cut: the client has had its answer's chance.
+        void dropRest(req.raw, LINGER_BYTES, LINGER_MS).then((how) => how === 'bound' && req.raw.destroy());
         throw err;
       }
     },
@@ -142,17 +143,3 @@ export function uploadIsGzip(contentType: string | undefined, contentEncoding: s
   return GZIP_MEDIA.has(media) || encoding !== 'identity';
 }
 
-/** Drop the rest of a refused upload for a while so the client can read the answer, then cut it off. */
-function lingerThenClose(raw: IncomingMessage): void {
-  if (raw.complete || raw.destroyed) return;
-  let dropped = 0;
-  const cut = () => raw.destroy();
-  const timer = setTimeout(cut, LINGER_MS);
-  timer.unref();
-  raw.on('data', (c: Buffer) => {
-    dropped += c.length;
-    if (dropped > LINGER_BYTES) cut();
-  });
-  raw.on('close', () => clearTimeout(timer));
-  raw.resume();
-}
