@@ -125,7 +125,7 @@ export function faultSuite(o: { rounds: number; label: string; slot: number }): 
         assert.equal(del.status, 204);
         assert.ok(await waitFor(() => jailProcs(d.uids).every((p) => p.uid !== bombUid), 10_000), 'the bomb is gone with its jail');
         await send(d.url, { method: 'DELETE', path: rootPath(fresh) }, { timeoutMs: 20_000 });
-        faults.fault('pids cap (fork bomb)', true, `${seen.procs} processes at the cap (${PIDS} tasks), ${seen.refused}/${seen.samples} forks refused; other jails answered meanwhile (${ms}; the churn is held to its jail's CPU cap)`);
+        faults.fault('pids cap (fork bomb)', true, `${seen.procs} processes at the cap (${PIDS} tasks), ${seen.refused}/${seen.samples} forks refused (sampled in ${r.ms} ms); other jails answered meanwhile (${ms}; the churn is held to its jail's CPU cap)`);
       }
     });
 
