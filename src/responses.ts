@@ -96,7 +96,7 @@ export const lspAnswer = z.looseObject({
   contents: z.string().optional().describe('hover: markdown, host paths removed.'),
   range: range.optional(),
   symbols: z
-    .array(z.looseObject({ name: z.string(), kind: z.string().or(z.number()), path: z.string().optional(), range, container: z.string().optional() }))
+    .array(z.looseObject({ name: z.string(), kind: z.string().or(z.number()), path: z.string().optional(), range: range.optional().describe('Absent when a workspace symbol came without one.'), container: z.string().optional() }))
     .optional(),
   diagnostics: z
     .array(z.looseObject({ range, severity: z.string().or(z.number()).optional(), code: z.string().or(z.number()).optional(), source: z.string().optional(), message: z.string() }))

@@ -5,11 +5,22 @@
 // Requests: https://microsoft.github.io/language-server-protocol/specifications/lsp/3.17/specification/#languageFeatures
 import { graphOps, type GraphOp, type LspOp, type LspQuery } from '../schemas.js';
 import { errors } from '../errors.js';
-import { projectGraph, type GraphShape } from './answer/call-graph.js';
+import { projectGraph, type GraphAnswer, type GraphShape } from './answer/call-graph.js';
 import type { FileCoordinate } from './answer/coordinates.js';
 import { fromUtf16Index, toUtf16Index, type Encoding } from './wire/encoding.js';
 import type { Position } from './wire/lsp-types.js';
-import { projectDiagnostics, projectHover, projectLocations, projectSymbols, type ProjectionContext } from './answer/projection.js';
+import {
+  projectDiagnostics,
+  projectHover,
+  projectLocations,
+  projectSymbols,
+  type DiagnosticsAnswer,
+  type HoverAnswer,
+  type LocationsAnswer,
+  type PageState,
+  type ProjectionContext,
+  type SymbolsAnswer,
+} from './answer/projection.js';
 import type { Scrubber } from './answer/scrub.js';
 import type { Session } from './session/session.js';
 import type { TargetFile } from './target-file.js';
@@ -63,12 +74,18 @@ export interface OpContext {
   cursorScope: string;
 }
 
-/** The op's part of the answer, and whether the server's data was complete. */
-export interface OpResult {
-  body: Record<string, unknown>;
-  /** false: a diagnostics window closed with nothing published. */
-  complete: boolean;
-}
+/**
+ * The op's part of the answer, by the kind of answer it projects to. `complete` false:
+ * a diagnostics window closed with nothing published (or the server was not ready).
+ * A locations page carries its paging state beside the answer, for the size cap.
+ */
+export type OpResult =
+  | { kind: 'locations'; answer: LocationsAnswer; page: PageState; complete: boolean }
+  | { kind: 'hover'; answer: HoverAnswer; complete: boolean }
+  | SymbolsResult
+  | { kind: 'diagnostics'; answer: DiagnosticsAnswer; complete: boolean }
+  | { kind: 'graph'; answer: GraphAnswer; complete: boolean };
+export type SymbolsResult = { kind: 'symbols'; answer: SymbolsAnswer; complete: boolean };
 
 export function checkSupported(session: Session, op: LspOp): void {
   const p = PROVIDER[op];
@@ -109,7 +126,7 @@ export async function runOp(c: OpContext): Promise<OpResult> {
       const params =
         q.op === 'references' ? { textDocument, position, context: { includeDeclaration: q.includeDeclaration } } : { textDocument, position };
       const raw = await session.request(METHOD[q.op]!, params, deadline);
-      const page = await projectLocations(raw, {
+      const { answer, page } = await projectLocations(raw, {
         ...c.projection,
         maxLocations: c.limits.maxLocations,
         context: q.context,
@@ -117,24 +134,24 @@ export async function runOp(c: OpContext): Promise<OpResult> {
         ...(q.cursor !== undefined ? { cursor: q.cursor } : {}),
         cursorScope: c.cursorScope,
       });
-      return { body: page as unknown as Record<string, unknown>, complete: true };
+      return { kind: 'locations', answer, page, complete: true };
     }
     case 'hover': {
       const position = serverPosition(q, c.target, session.encoding);
       const raw = await session.request('textDocument/hover', { textDocument, position }, deadline);
-      const h = await projectHover(raw, { ...c.projection, document: c.document, maxHoverBytes: c.limits.maxHoverBytes, scrub: c.scrub });
-      return { body: { ...h }, complete: true };
+      const answer = await projectHover(raw, { ...c.projection, document: c.document, maxHoverBytes: c.limits.maxHoverBytes, scrub: c.scrub });
+      return { kind: 'hover', answer, complete: true };
     }
     case 'documentSymbols': {
       const raw = await session.request('textDocument/documentSymbol', { textDocument }, deadline);
-      const s = await projectSymbols(raw, {
+      const answer = await projectSymbols(raw, {
         ...c.projection,
         document: c.document,
         ...(q.query ? { query: q.query } : {}),
         maxLocations: c.limits.maxLocations,
         scrub: c.scrub,
       });
-      return { body: { ...s }, complete: true };
+      return { kind: 'symbols', answer, complete: true };
     }
     case 'diagnostics': {
       let raw: unknown;
@@ -150,8 +167,8 @@ export async function runOp(c: OpContext): Promise<OpResult> {
         complete = pub !== undefined;
         raw = pub?.items ?? [];
       }
-      const d = await projectDiagnostics(raw, { ...c.projection, document: c.document, maxLocations: c.limits.maxLocations, scrub: c.scrub });
-      return { body: { ...d }, complete };
+      const answer = await projectDiagnostics(raw, { ...c.projection, document: c.document, maxLocations: c.limits.maxLocations, scrub: c.scrub });
+      return { kind: 'diagnostics', answer, complete };
     }
     case 'workspaceSymbols':
       return workspaceSymbols(c);
@@ -169,7 +186,7 @@ export async function runOp(c: OpContext): Promise<OpResult> {
           throw err;
         });
       const prepared = await ask(g.prepare, { textDocument, position });
-      const graph = await projectGraph(prepared, {
+      const answer = await projectGraph(prepared, {
         ...c.projection,
         shape: g.shape,
         depth: q.depth ?? 1,
@@ -177,15 +194,15 @@ export async function runOp(c: OpContext): Promise<OpResult> {
         scrub: c.scrub,
         expand: (item) => ask(g.expand, { item }),
       });
-      return { body: { ...graph }, complete: true };
+      return { kind: 'graph', answer, complete: true };
     }
   }
 }
 
 /** workspace/symbol on a session whose project was loaded by opening `uri`. */
-export async function workspaceSymbols(c: OpContext): Promise<OpResult> {
+export async function workspaceSymbols(c: OpContext): Promise<SymbolsResult> {
   checkSupported(c.session, 'workspaceSymbols');
   const raw = await c.session.request('workspace/symbol', { query: c.q.query ?? '' }, c.deadline);
-  const s = await projectSymbols(raw, { ...c.projection, maxLocations: c.limits.maxLocations, scrub: c.scrub });
-  return { body: { ...s }, complete: true };
+  const answer = await projectSymbols(raw, { ...c.projection, maxLocations: c.limits.maxLocations, scrub: c.scrub });
+  return { kind: 'symbols', answer, complete: true };
 }

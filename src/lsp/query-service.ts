@@ -28,7 +28,7 @@ import { ResultCache } from './cache.js';
 import { awaitDependencies, dependencyMounts, dependencyNote, type DependencyNote, type DependencySource } from './session/dependencies.js';
 import type { ExternalCoordinate, FileCoordinate } from './answer/coordinates.js';
 import { readRefOf } from './answer/file-read.js';
-import { hierarchyOpsOf, runOp, workspaceSymbols, type OpResult } from './lsp-ops.js';
+import { hierarchyOpsOf, runOp, workspaceSymbols, type OpResult, type SymbolsResult } from './lsp-ops.js';
 import { treeJailPath } from './answer/paths.js';
 import type { Lease, SessionPool } from './session/pool.js';
 import { capAnswer } from './answer/projection.js';
@@ -194,7 +194,7 @@ export class QueryService {
     const r = await this.withSession(w, row, target.path, async (session) => {
       const { uri, complete } = await this.openAndWait(w, session, target);
       const out = await runOp({ ...this.opContext(w, session, uri, target), cursorScope: cursorScope(w.root, row.name, q) });
-      return { body: withNotes(out.body, session.notes), complete: out.complete && complete };
+      return { ...out, complete: out.complete && complete, notes: session.notes };
     });
     const answer = this.finish(w, row.name, r, dependencyNote(this.deps.dependencies, q, row));
     this.cache.set(w.root, key, answer);
@@ -364,20 +364,23 @@ export class QueryService {
         return this.withSession(w, row, rel, async (session) => {
           const { uri, complete } = await this.openAndWait(w, session, target);
           const out = await workspaceSymbols({ ...this.opContext(w, session, uri, target), cursorScope: cursorScope(w.root, name, w.q) });
-          return { body: withNotes(out.body, session.notes), complete: out.complete && complete };
+          return { ...out, complete: out.complete && complete, notes: session.notes };
         });
       }),
     );
-    const got = parts.filter((p): p is OpResult => p !== undefined);
-    const merged: OpResult = {
-      body: {
-        symbols: got.flatMap((p) => p.body.symbols as unknown[]).slice(0, this.deps.config.maxLocations),
-        total: got.reduce((n, p) => n + (p.body.total as number), 0),
-        other: got.reduce((n, p) => n + (p.body.other as number), 0),
-        truncated: got.some((p) => p.body.truncated === true) || got.reduce((n, p) => n + (p.body.symbols as unknown[]).length, 0) > this.deps.config.maxLocations,
-        ...withNotes({}, got.flatMap((p) => (p.body.notes as string[] | undefined) ?? [])),
+    const got = parts.filter((p): p is Noted<SymbolsResult> => p !== undefined);
+    const max = this.deps.config.maxLocations;
+    const symbols = got.flatMap((p) => p.answer.symbols);
+    const merged: Noted<SymbolsResult> = {
+      kind: 'symbols',
+      answer: {
+        symbols: symbols.slice(0, max),
+        total: got.reduce((n, p) => n + p.answer.total, 0),
+        other: got.reduce((n, p) => n + p.answer.other, 0),
+        truncated: got.some((p) => p.answer.truncated) || symbols.length > max,
       },
       complete: got.length > 0 && got.every((p) => p.complete),
+      notes: got.flatMap((p) => p.notes),
     };
     const answer = this.finish(w, name, merged, rows.length === 1 ? dependencyNote(this.deps.dependencies, w.q, rows[0]!) : undefined);
     this.cache.set(w.root, key, answer);
@@ -385,19 +388,21 @@ export class QueryService {
   }
 
   /** The common fields of every answer, then the size cap. */
-  private finish(w: Work, server: string, r: OpResult, dependencies?: DependencyNote): LspAnswer {
+  private finish(w: Work, server: string, r: Noted<OpResult>, dependencies?: DependencyNote): LspAnswer {
     const answer: LspAnswer = capAnswer(
       {
         op: w.q.op,
         server,
         elapsed_ms: 0,
-        ...r.body,
+        ...r.answer,
+        ...(r.notes.length ? { notes: [...r.notes] } : {}),
         incomplete: !r.complete,
         untrusted: true,
         dependency_freshness: DEPENDENCY_FRESHNESS,
         ...(dependencies ? { dependencies } : {}),
       },
       this.deps.config.maxAnswerBytes,
+      r.kind === 'locations' ? r.page : undefined,
     );
     answer.elapsed_ms = elapsed(w.t0);
     return answer;
@@ -438,10 +443,8 @@ function cursorScope(root: RootRef, server: string, q: LspQuery): string {
   return rootScope(root) + ResultCache.keyOf(server, { ...q, cursor: undefined, limit: undefined });
 }
 
-/** A session's notes (what a bound or a refused flag changed in what its server sees) on an answer. */
-function withNotes(body: Record<string, unknown>, notes: readonly string[]): Record<string, unknown> {
-  return notes.length ? { ...body, notes: [...notes] } : body;
-}
+/** An op's result with its session's notes (what a bound or a refused flag changed in what its server sees). */
+type Noted<R extends OpResult> = R & { notes: readonly string[] };
 
 function elapsed(t0: number): number {
   return Math.round((performance.now() - t0) * 10) / 10;

@@ -50,7 +50,7 @@ export interface GraphContext extends ProjectionContext {
   expand(item: unknown): Promise<unknown>;
 }
 
-export interface GraphNode {
+export type GraphNode = {
   /** Its index in `nodes`. */
   id: number;
   /** The node this one is a caller, callee, supertype or subtype of; absent for a root. */
@@ -73,7 +73,7 @@ export interface GraphNode {
   call_sites_total?: number;
   /** It is one of its own ancestors: not expanded again. */
   cycle?: true;
-}
+};
 
 export interface GraphAnswer {
   nodes: GraphNode[];

@@ -27,10 +27,10 @@ import { DEPS_AT, TREE_AT } from '../../jail/layout.js';
 export type ReadFrom = 'tree' | 'deps';
 
 /** What an `external` location carries so the files route can serve its file. */
-export interface ReadRef {
+export type ReadRef = {
   from: ReadFrom;
   path: string;
-}
+};
 
 /**
  * The files-route reference of an in-jail path: a path under a dependency bind is

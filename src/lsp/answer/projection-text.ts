@@ -104,7 +104,7 @@ export interface SymbolsContext extends ProjectionContext {
   scrub: Scrubber;
 }
 
-export interface RenderedSymbol {
+export type RenderedSymbol = {
   name: string;
   kind: SymbolKindName;
   path: string;
@@ -118,7 +118,7 @@ export interface RenderedSymbol {
   /** The name inside it (DocumentSymbol only). */
   selectionRange?: Range;
   container?: string;
-}
+};
 
 export interface SymbolsAnswer {
   symbols: RenderedSymbol[];
@@ -213,13 +213,13 @@ export interface DiagnosticsContext extends ProjectionContext {
   scrub: Scrubber;
 }
 
-export interface RenderedDiagnostic {
+export type RenderedDiagnostic = {
   range: Range;
   severity: SeverityName;
   code?: string | number;
   source?: string;
   message: string;
-}
+};
 
 export interface DiagnosticsAnswer {
   diagnostics: RenderedDiagnostic[];

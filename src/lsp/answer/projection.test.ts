@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { FileCoordinate } from './coordinates.js';
 import { splitLines } from '../wire/encoding.js';
 import { AppError } from '../../errors.js';
-import { PAGE, capAnswer, projectLocations, type LocationsContext, type LocationsPage, type GroupedLocationsPage } from './projection.js';
+import { capAnswer, projectLocations as projectPage, type LocationsContext, type LocationsPage, type GroupedLocationsPage } from './projection.js';
 import type { Location, LocationLink, Range } from '../wire/lsp-types.js';
 
 const FILES: Record<string, string> = {
@@ -32,6 +32,8 @@ function harness(extra: Partial<LocationsContext> = {}) {
 }
 
 const r = (l: number, c: number, l2 = l, c2 = c + 5): Range => ({ start: { line: l, character: c }, end: { line: l2, character: c2 } });
+/** The answer alone (the paging state beside it matters only to capAnswer). */
+const projectLocations = async (raw: unknown, ctx: LocationsContext) => (await projectPage(raw, ctx)).answer;
 const json = (v: unknown) => JSON.parse(JSON.stringify(v)) as unknown;
 const loc = (path: string, range: Range): Location => ({ uri: 'file://' + path, range });
 
@@ -44,7 +46,6 @@ test('a definition in the tree: root-relative path, range, preview', async () =>
     other: 0,
     truncated: false,
   });
-  assert.ok(PAGE in a); // the page state rides along for capAnswer, out of the JSON
 });
 
 test('null, empty and garbage results', async () => {
@@ -262,11 +263,12 @@ test('grouped: one group per file with its count over all pages', async () => {
 
 test('capAnswer drops locations from the end, keeps total, and moves the cursor back', async () => {
   const { ctx } = harness({ cursorScope: 'q' });
-  const answer = { op: 'references', ...(await projectLocations(many(100), ctx)) } as LocationsPage & { op: string };
-  assert.ok(PAGE in answer);
+  const projected = await projectPage(many(100), ctx);
+  assert.deepEqual(projected.page, { offset: 0, scope: 'q' });
+  const answer = { op: 'references', ...projected.answer } as LocationsPage & { op: string };
   const full = JSON.stringify(answer).length;
   assert.equal(capAnswer(answer, full + 10), answer);
-  const capped = capAnswer(answer, 2048);
+  const capped = capAnswer(answer, 2048, projected.page);
   assert.ok(Buffer.byteLength(JSON.stringify(capped)) <= 2048);
   assert.ok(capped.locations.length > 0 && capped.locations.length < 100);
   assert.equal(capped.total, 100);
@@ -278,8 +280,10 @@ test('capAnswer drops locations from the end, keeps total, and moves the cursor 
 });
 
 test('capAnswer on grouped answers, symbols, hover text', async () => {
-  const grouped = (await projectLocations(many(100), harness({ grouped: true }).ctx)) as GroupedLocationsPage;
-  const g = capAnswer(grouped, 1500);
+  const projected = await projectPage(many(100), harness({ grouped: true }).ctx);
+  const grouped = projected.answer as GroupedLocationsPage;
+  const g = capAnswer(grouped, 1500, projected.page);
+  assert.ok(g.next_cursor, 'the dropped locations are the next page');
   assert.ok(Buffer.byteLength(JSON.stringify(g)) <= 1500);
   assert.ok(g.groups.length >= 1 && g.groups.every((x) => x.locations.length > 0));
   assert.equal(g.groups[0]!.count, grouped.groups[0]!.count);

@@ -69,14 +69,16 @@ export interface LineContext {
   after: string[];
 }
 
-export interface TreeLocation {
+// What answers render are type aliases, not interfaces: only an alias is assignable
+// to the answer schema's open objects (zod looseObject: an index signature).
+export type TreeLocation = {
   path: string;
   range: Range;
   preview?: string;
   context?: LineContext;
-}
+};
 
-export interface ExternalLocation {
+export type ExternalLocation = {
   external: true;
   module: string;
   version: string;
@@ -86,7 +88,7 @@ export interface ExternalLocation {
   read?: ReadRef;
   preview?: string;
   context?: LineContext;
-}
+};
 
 export type RenderedLocation = TreeLocation | ExternalLocation;
 
@@ -117,11 +119,15 @@ export interface GroupedLocationsPage extends PageBase {
 }
 export type LocationsAnswer = LocationsPage | GroupedLocationsPage;
 
-/** Paging state carried invisibly (a symbol key: JSON.stringify skips it, spreads keep it). */
-export const PAGE = Symbol('lspd.page');
-interface PageState {
+/** Where a locations page starts and which query its cursors are bound to: what capAnswer needs to move `next_cursor` back. */
+export interface PageState {
   offset: number;
   scope?: string;
+}
+/** A locations page, and beside it (never inside the answer) its paging state. */
+export interface ProjectedLocations {
+  answer: LocationsAnswer;
+  page: PageState;
 }
 
 interface Item {
@@ -165,7 +171,7 @@ function normalize(raw: unknown): { pairs: [string, Range][]; malformed: number 
 export const rangeKey = (r: Range) => `${r.start.line}:${r.start.character}-${r.end.line}:${r.end.character}`;
 
 /** Project a definition/typeDefinition/implementation/references result. */
-export async function projectLocations(raw: unknown, ctx: LocationsContext): Promise<LocationsAnswer> {
+export async function projectLocations(raw: unknown, ctx: LocationsContext): Promise<ProjectedLocations> {
   const { pairs, malformed } = normalize(raw);
   // The context carries the coordinate readers (CoordinateOptions).
   const resolve = createResolver(ctx);
@@ -208,10 +214,9 @@ export async function projectLocations(raw: unknown, ctx: LocationsContext): Pro
     for (const it of items) counts.set(it.key, (counts.get(it.key) ?? 0) + 1);
     answer = { groups: groupLocations(page, locations, counts), ...base };
   } else answer = { locations, ...base };
-  const state: PageState = { offset };
-  if (ctx.cursorScope !== undefined) state.scope = ctx.cursorScope;
-  Object.defineProperty(answer, PAGE, { value: state, enumerable: true });
-  return answer;
+  const paging: PageState = { offset };
+  if (ctx.cursorScope !== undefined) paging.scope = ctx.cursorScope;
+  return { answer, page: paging };
 }
 
 /** One location as answers show it; its lines (start, end, ±n) must be loaded in `reader`. */
@@ -270,17 +275,16 @@ const size = (v: unknown) => utf8Length(JSON.stringify(v));
  * Make the serialized answer fit in maxAnswerBytes: drop locations, groups' locations,
  * symbols or diagnostics from the end (binary search on how many to keep), or cut
  * hover `contents` on a UTF-8 boundary, and mark `truncated`. `total` is left alone
- * (it stays honest). For a locations page, `next_cursor` then points at the first
- * dropped location. Returns the answer itself when it already fits.
+ * (it stays honest). For a locations page (`page` given), `next_cursor` then points at
+ * the first dropped location. Returns the answer itself when it already fits.
  */
-export function capAnswer<T extends object>(answer: T, maxAnswerBytes: number): T {
+export function capAnswer<T extends object>(answer: T, maxAnswerBytes: number, page?: PageState): T {
   if (size(answer) <= maxAnswerBytes) return answer;
-  const a = answer as Record<string | symbol, unknown>;
-  const page = a[PAGE] as PageState | undefined;
+  const a = answer as Record<string, unknown>;
   let build: ((k: number) => T) | undefined;
   let n = 0;
   const field = LIST_FIELDS.find((f) => Array.isArray(a[f]));
-  const withCursor = (o: Record<string | symbol, unknown>, k: number) => {
+  const withCursor = (o: Record<string, unknown>, k: number) => {
     if (page) o.next_cursor = encodeCursor(page.offset + k, page.scope);
     return o as T;
   };
