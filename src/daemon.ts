@@ -64,7 +64,7 @@ export async function startDaemon(config: Config, log: Logger, o: DaemonOptions 
   // pool and the query service; sessions spawn lazily, only in the proved SERVE jail.
   const lsp = await createLsp({ config, log, metrics, health, jail, store, fetcher, ...(o.rows ? { rows: o.rows } : {}) });
 
-  const app = await buildServer({ config, log, metrics, health, store, jail, lsp: lsp.service, pool: lsp.pool, table: lsp.table, fetcher, ...(o.tokens ? { tokens: o.tokens } : {}) });
+  const app = await buildServer({ config, log, metrics, health, store, lsp: lsp.service, pool: lsp.pool, table: lsp.table, fetcher, ...(o.tokens ? { tokens: o.tokens } : {}) });
   const [host, port] = splitListen(config.listen);
   const address = await app.listen({ host, port });
 

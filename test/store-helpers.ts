@@ -13,6 +13,8 @@ import type { FastifyInstance } from 'fastify';
 import { loadConfig } from '../src/config.js';
 import { Health } from '../src/health.js';
 import { buildServer } from '../src/http/server.js';
+import type { Deps } from '../src/http/deps.js';
+import { errors } from '../src/errors.js';
 import { createLogger } from '../src/log.js';
 import { createMetrics, type Metrics } from '../src/metrics.js';
 import { RootStore } from '../src/store/store.js';
@@ -42,7 +44,7 @@ export async function startServer(opts: { dataDir?: string; env?: Record<string,
   health.store = await store.checkWritable();
   // LSPD_TOKENS in env turns auth on, as in the daemon.
   const tokens = config.tokensFile ? TokenSet.load(config.tokensFile) : undefined;
-  const app = await buildServer({ config, log, metrics, health, store, ...(tokens ? { tokens } : {}) });
+  const app = await buildServer({ config, log, metrics, health, store, ...storeOnly(), ...(tokens ? { tokens } : {}) });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   const close = async () => {
     await app.close();
@@ -59,6 +61,23 @@ export async function startServer(opts: { dataDir?: string; env?: Record<string,
       await close();
       rmSync(dataDir, { recursive: true, force: true });
     },
+  };
+}
+
+/**
+ * The parts a store-only server lacks, as stubs: no query is served (503, as a daemon
+ * whose jail is not proved answers), no fetch is queued, no session exists, no
+ * language has a server.
+ */
+function storeOnly(): Pick<Deps, 'lsp' | 'pool' | 'table' | 'fetcher'> {
+  const unserved = (): never => {
+    throw errors.serverUnavailable('This test server stores roots only; it runs no language server.', 5);
+  };
+  return {
+    lsp: { lsp: async () => unserved(), assertServing: unserved, checkRoot: unserved, warm: () => {} },
+    pool: { sessionsOf: () => [] },
+    table: { choose: () => undefined },
+    fetcher: { enqueue: async () => ({ state: 'none' }), state: () => ({ state: 'none' }), serveBinds: () => [] },
   };
 }
 

@@ -8,7 +8,7 @@ import { AskService, type LspCall, type TreeFiles } from '../../ask/ask-service.
 import { treeFiles } from '../../ask/tree-files.js';
 import { askBatch, askOps, askQuery, type LspQuery } from '../../schemas.js';
 import type { LspAnswer } from '../../responses.js';
-import { clientSignal, queryServiceOf } from '../client-signal.js';
+import { clientSignal } from '../client-signal.js';
 import type { Deps } from '../deps.js';
 import { parse } from '../error-handler.js';
 import { rootId } from '../../store/types.js';
@@ -38,7 +38,7 @@ export function askServiceOf(deps: Deps): AskService {
 function lspCallOf(deps: Deps): LspCall {
   return async (q, signal) => {
     // The service's answers are the shared answer shape (src/responses.ts lspAnswer), typed loosely there.
-    return (await queryServiceOf(deps).lsp(q, signal)) as Awaited<ReturnType<LspCall>>;
+    return (await deps.lsp.lsp(q, signal)) as Awaited<ReturnType<LspCall>>;
   };
 }
 
@@ -48,14 +48,14 @@ function treeFilesOf(deps: Deps): TreeFiles {
 
 /** POST /v1/code/lsp's answer to a validated query (the route and the position tools): the query service checks what it needs. */
 export async function answerLsp(deps: Deps, q: LspQuery, signal: AbortSignal): Promise<LspAnswer> {
-  return queryServiceOf(deps).lsp(q, signal);
+  return deps.lsp.lsp(q, signal);
 }
 
 /** The body of POST /ask, answered: a single query or a batch. Throws AppError like the route. */
 export async function answerAsk(deps: Deps, body: unknown, signal: AbortSignal): Promise<unknown> {
   const isBatch = typeof body === 'object' && body !== null && 'queries' in body;
   const q = isBatch ? parse(askBatch, body) : parse(askQuery, body);
-  queryServiceOf(deps).checkRoot(q);
+  deps.lsp.checkRoot(q);
   const svc = askServiceOf(deps);
   return 'queries' in q ? svc.batch(q, signal) : svc.ask(q, signal);
 }

@@ -10,7 +10,7 @@ import { diffQuery } from '../../schemas.js';
 import { rootId } from '../../store/types.js';
 import type { Deps } from '../deps.js';
 import { parse } from '../error-handler.js';
-import { clientSignal, queryServiceOf } from '../client-signal.js';
+import { clientSignal } from '../client-signal.js';
 
 const services = new WeakMap<Deps, DiffService>();
 
@@ -20,7 +20,7 @@ export function diffServiceOf(deps: Deps): DiffService {
   if (!s) {
     const files = treeFiles({ treeDir: (k) => deps.store.treeDir(k) });
     const svc = new DiffService({
-      lsp: async (q, signal) => (await queryServiceOf(deps).lsp(q, signal)) as Record<string, unknown>,
+      lsp: async (q, signal) => (await deps.lsp.lsp(q, signal)) as Record<string, unknown>,
       store: deps.store,
       readText: (k, path, max) => files.readText(k, path, max),
       metrics: deps.metrics,
@@ -40,7 +40,7 @@ export function diffServiceOf(deps: Deps): DiffService {
 /** The body of POST /v1/diff, answered. Throws AppError like the route. */
 export async function answerDiff(deps: Deps, body: unknown, signal: AbortSignal): Promise<unknown> {
   const q = parse(diffQuery, body);
-  queryServiceOf(deps).assertServing();
+  deps.lsp.assertServing();
   storedRoots(deps.store, q);
   return diffServiceOf(deps).diff(q, signal);
 }

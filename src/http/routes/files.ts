@@ -24,7 +24,7 @@ export async function answerReadFile(deps: Deps, input: unknown): Promise<FileAn
     treeHostDir: deps.store.treeDir(a),
     depsHostDir: deps.store.depsDir(a),
     // What SERVE binds for this root: a deps read lands only in these.
-    mounts: deps.fetcher?.serveBinds(a, TREE_AT) ?? [],
+    mounts: deps.fetcher.serveBinds(a, TREE_AT),
   };
   return readFileRange(dirs, {
     path: a.path,

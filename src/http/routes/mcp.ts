@@ -41,7 +41,7 @@ const INSTRUCTIONS =
 const AnyToolCall = z.object({ method: z.literal('tools/call'), params: z.unknown() });
 
 function mcpServer(deps: Deps, runner: ToolRunner, hangup: AbortSignal): Server {
-  const coverage = deps.table ? coverageOf(deps.table) : undefined;
+  const coverage = coverageOf(deps.table);
   const server = new Server({ name: 'lspd', version: '1' }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: listTools(deps.health, coverage).map((t) => ({

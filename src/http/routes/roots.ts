@@ -10,7 +10,6 @@ import { GIT_TREE_HEADER, listQuery, putRootHeaders } from '../../schemas.js';
 import { baseMissing } from '../../store/incremental.js';
 import { checkRootKey } from '../../store/root-key.js';
 import { rootId, type RootInfo, type RootKey } from '../../store/types.js';
-import type { FetchView } from '../../fetch/types.js';
 import type { Deps } from '../deps.js';
 import { parse } from '../error-handler.js';
 import { principalOf } from '../auth.js';
@@ -49,9 +48,9 @@ export async function rootRoutes(app: FastifyInstance, deps: Deps): Promise<void
         // A new root's fetch is queued now (it runs in the background); an existing
         // one answers where its fetch stands. A composed root may reuse its base's.
         const reuse = base !== undefined && changed ? { base: { ...key, sha: base }, changed } : undefined;
-        const fetch = !deps.fetcher ? NO_FETCH : created ? await deps.fetcher.enqueue(key, reuse) : deps.fetcher.state(key);
+        const fetch = created ? await deps.fetcher.enqueue(key, reuse) : deps.fetcher.state(key);
         // Its sessions start in the background (after the fetch), so the first query finds them warm.
-        if (warmWanted(req.query.warm)) deps.lsp?.warm(key);
+        if (warmWanted(req.query.warm)) deps.lsp.warm(key);
         return reply.code(created ? 201 : 200).send({ ...view(info), created, fetch });
       } catch (err) {
         // Past the bound the socket is cut: the client has had its answer's chance.
@@ -65,9 +64,9 @@ export async function rootRoutes(app: FastifyInstance, deps: Deps): Promise<void
     const key = checkRootKey(req.params);
     const info = store.get(key);
     if (!info) throw errors.notFound();
-    const sessions = deps.pool?.sessionsOf(rootId(key)).map((s) => ({ server: s.server, state: s.state, workspace: s.workspace })) ?? [];
+    const sessions = deps.pool.sessionsOf(rootId(key)).map((s) => ({ server: s.server, state: s.state, workspace: s.workspace }));
     const org_disk = { bytes: store.orgUsage().get(key.org) ?? 0, quota_bytes: store.orgQuotaBytes };
-    return { ...view(info), fetch: deps.fetcher?.state(key) ?? NO_FETCH, sessions, org_disk };
+    return { ...view(info), fetch: deps.fetcher.state(key), sessions, org_disk };
   });
 
   app.delete<KeyParams>('/v1/roots/:org/:repo/:sha', async (req, reply) => {
@@ -83,7 +82,7 @@ export async function rootRoutes(app: FastifyInstance, deps: Deps): Promise<void
     const page = store.list({ limit: q.limit, after: q.after, ...(p && p.orgs !== '*' ? { orgs: (org: string) => mayTouchOrg(p, org) } : {}) });
     // The list says only where each fetch stands; its steps and log are on the root's own GET.
     const fetchOf = (k: RootKey) => {
-      const f = deps.fetcher?.state(k) ?? NO_FETCH;
+      const f = deps.fetcher.state(k);
       return f.error !== undefined ? { state: f.state, error: f.error } : { state: f.state };
     };
     return { roots: page.roots.map((info) => ({ ...view(info), fetch: fetchOf(info.root) })), ...(page.next ? { next: page.next } : {}) };
@@ -122,9 +121,6 @@ function warmWanted(v: unknown): boolean {
   if (v === 'false' || v === '0') return false;
   throw errors.badRequest('?warm= takes true or false.');
 }
-
-/** A daemon built without a FETCH phase (tests of other parts): nothing is ever fetched. */
-const NO_FETCH: FetchView = { state: 'none' };
 
 /**
  * Whether the body is gzip'd, from Content-Type (application/gzip) or

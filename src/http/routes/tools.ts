@@ -7,6 +7,6 @@ import { coverageOf, listTools } from '../../tools.js';
 import type { Deps } from '../deps.js';
 
 export async function toolRoutes(app: FastifyInstance, deps: Deps): Promise<void> {
-  const coverage = deps.table ? coverageOf(deps.table) : undefined;
+  const coverage = coverageOf(deps.table);
   app.get('/v1/tools', async () => ({ tools: listTools(deps.health, coverage) }));
 }
