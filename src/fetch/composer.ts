@@ -29,14 +29,12 @@
 //   platform; --no-autoloader because intelephense reads files, not autoloaders
 //   (vendor/composer/installed.json, which answers' coordinates read, is written
 //   regardless). COMPOSER_ROOT_VERSION spares composer running git to guess one.
-import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isMountPoint, isPlainDir, isRegularFile } from './ecosystems.js';
-import { COMPOSER_CACHE_REL, baseEnv, under, wsRel, type ServeMount, type StepContext, type StepSpawn } from './step.js';
-import { DEPS_AT } from '../jail/layout.js';
+import { COMPOSER_CACHE_REL, baseEnv, under, writableDepsDir, wsRel, type ServeMount, type StepContext, type StepSpawn } from './step.js';
 
 const MAX_JSON_BYTES = 64 * 1024 * 1024;
-const JAIL_COMPOSER_CACHE = `${DEPS_AT}/${COMPOSER_CACHE_REL}`;
 const PACKAGIST = /^https:\/\/(repo\.)?packagist\.org\/?$/;
 /** Extensions composer uses, from the packages it depends on (json, filter, openssl, zlib are built in; intl renders its errors). */
 const PHP_EXTENSIONS = ['phar', 'zip', 'mbstring', 'intl', 'iconv', 'ctype', 'tokenizer'];
@@ -48,17 +46,14 @@ const MAX_SKIPPED = 200;
 export async function prepareComposer(ctx: StepContext, ws: string): Promise<StepSpawn> {
   if (!ctx.tools.composer || !ctx.tools.php) throw new Error('composer not installed');
   const src = join(ctx.treeDir, ws);
-  const rel = wsRel('composer', ws);
-  const dst = join(ctx.depsDir, rel);
-  const at = `${DEPS_AT}/${rel}`;
-  await mkdir(dst, { recursive: true });
+  const out = await writableDepsDir(ctx, wsRel('composer', ws));
+  const dst = out.host;
   const lock = await readJson(join(src, 'composer.lock'), 'composer.lock');
   const json = (await isRegularFile(join(src, 'composer.json'))) ? await readJson(join(src, 'composer.json'), 'composer.json') : {};
   const { lock: safeLock, skipped } = sanitizeLock(lock, ctx.composerRepo);
   await writeFile(join(dst, 'composer.lock'), JSON.stringify(safeLock, null, 2));
   await writeFile(join(dst, 'composer.json'), JSON.stringify(sanitizeJson(json, ctx.composerRepo, skipped.map((s) => s.name)), null, 2));
-  const cache = join(ctx.depsDir, COMPOSER_CACHE_REL);
-  await mkdir(cache, { recursive: true });
+  const cache = await writableDepsDir(ctx, COMPOSER_CACHE_REL);
   return {
     argv: [
       ctx.tools.php,
@@ -78,18 +73,15 @@ export async function prepareComposer(ctx: StepContext, ws: string): Promise<Ste
     env: {
       ...baseEnv(),
       COMPOSER_HOME: '/tmp/composer-home',
-      COMPOSER_CACHE_DIR: JAIL_COMPOSER_CACHE,
+      COMPOSER_CACHE_DIR: cache.at,
       COMPOSER_NO_INTERACTION: '1',
       COMPOSER_ROOT_VERSION: '1.0.0',
       COMPOSER_DISABLE_XDEBUG_WARN: '1',
       COMPOSER_NO_AUDIT: '1',
       COMPOSER_PROCESS_TIMEOUT: '300',
     },
-    binds: [
-      { host: dst, at, rw: true },
-      { host: cache, at: JAIL_COMPOSER_CACHE, rw: true },
-    ],
-    cwd: at,
+    binds: [out, cache],
+    cwd: out.at,
     skipped: skipped.map((s) => `${s.name}@${s.version}: ${s.reason}`).slice(0, MAX_SKIPPED),
   };
 }

@@ -21,6 +21,11 @@ function tree(files: Record<string, string>): string {
   return d;
 }
 
+/** Each planned item as 'ecosystem:dir' → 'fetch', or why it is refused. */
+function verdicts(plan: Awaited<ReturnType<typeof detect>>): Record<string, string> {
+  return Object.fromEntries(plan.map((p) => [`${p.ecosystem}:${p.dir}`, p.action === 'refuse' ? p.reason : 'fetch']));
+}
+
 describe('detect', () => {
   it('plans one item per (ecosystem, workspace), shallow first', async () => {
     const d = tree({
@@ -58,8 +63,7 @@ describe('detect', () => {
       'package.json': '{"dependencies":{"left-pad":"1.0.0"}}',
       'composer.json': '{"require":{"php":">=8.1","acme/x":"^1.0"}}',
     });
-    const plan = await detect(d, all);
-    const reasons = Object.fromEntries(plan.map((p) => [`${p.ecosystem}:${p.dir}`, p.action === 'refuse' ? p.reason : 'fetch']));
+    const reasons = verdicts(await detect(d, all));
     assert.match(reasons['python:py']!, /no pinned python3 with pip/);
     assert.match(reasons['python:pyproj']!, /there is no lock file/);
     assert.match(reasons['cargo:rs']!, /no pinned cargo/);
@@ -102,8 +106,7 @@ describe('detect', () => {
   it('a lockfile or manifest over the bound refuses its fetch, unparsed, saying which file and how large', async () => {
     const big = '{"lockfileVersion":3,"packages":{' + '"node_modules/x":{},'.repeat(2000) + '"":{}}}';
     const d = tree({ 'web/package.json': '{}', 'web/package-lock.json': big, 'svc/go.mod': 'module s', 'svc/go.sum': 'x'.repeat(50_000), 'ok/go.mod': 'module ok' });
-    const plan = await detect(d, all, { maxEntries: 1000, maxDepth: 8, maxWorkspaces: 8, maxLockfileBytes: 32 * 1024 });
-    const got = Object.fromEntries(plan.map((p) => [`${p.ecosystem}:${p.dir}`, p.action === 'refuse' ? p.reason : 'fetch']));
+    const got = verdicts(await detect(d, all, { maxEntries: 1000, maxDepth: 8, maxWorkspaces: 8, maxLockfileBytes: 32 * 1024 }));
     assert.equal(got['go:ok'], 'fetch');
     assert.match(got['npm:web']!, /^package-lock\.json is 40 KiB, over the 32 KiB bound for a lockfile or manifest: not parsed/);
     assert.match(got['go:svc']!, /^go\.sum is .* not parsed, dependencies not fetched\.$/);

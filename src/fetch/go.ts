@@ -25,25 +25,23 @@
 //   writable files let the store delete it without chmod).
 // - A file:// GOPROXY entry is bound read-only at the same path, so go sees the
 //   URL it was configured with.
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Bind } from '../jail/types.js';
 import { isPlainDir } from './ecosystems.js';
-import { GO_MODCACHE_REL, baseEnv, under, type ServeMount, type StepContext, type StepSpawn } from './step.js';
+import { GO_MODCACHE_REL, baseEnv, under, writableDepsDir, type ServeMount, type StepContext, type StepSpawn } from './step.js';
 import { GOMODCACHE_AT, TREE_AT } from '../jail/layout.js';
 
 export async function prepareGo(ctx: StepContext, ws: string): Promise<StepSpawn> {
   if (!ctx.tools.go) throw new Error('go toolchain not installed');
-  const modcache = join(ctx.depsDir, GO_MODCACHE_REL);
-  await mkdir(modcache, { recursive: true });
-  const binds: Bind[] = [{ host: modcache, at: GOMODCACHE_AT, rw: true }, ...goProxyBinds(ctx.goProxy)];
+  const modcache = await writableDepsDir(ctx, GO_MODCACHE_REL);
+  const binds: Bind[] = [modcache, ...goProxyBinds(ctx.goProxy)];
   return {
     argv: [ctx.tools.go, 'mod', 'download', 'all'],
     env: {
       ...baseEnv(),
       GOPROXY: ctx.goProxy,
-      GOMODCACHE: GOMODCACHE_AT,
+      GOMODCACHE: modcache.at,
       GOFLAGS: '-mod=readonly -modcacherw',
       GOTOOLCHAIN: 'local',
       GOTELEMETRY: 'off',

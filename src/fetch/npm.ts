@@ -26,17 +26,13 @@
 import { copyFile, lstat, mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { MAX_LOCKFILE_BYTES, isMountPoint, isPlainDir, isRegularFile, isSafeRelDir } from './ecosystems.js';
-import { NPM_CACHE_REL, baseEnv, npmRel, under, type ServeMount, type StepContext, type StepSpawn } from './step.js';
-import { DEPS_AT } from '../jail/layout.js';
-
-const JAIL_NPM_CACHE = `${DEPS_AT}/npm-cache`;
+import { NPM_CACHE_REL, baseEnv, npmRel, under, writableDepsDir, type ServeMount, type StepContext, type StepSpawn } from './step.js';
 
 export async function prepareNpm(ctx: StepContext, ws: string): Promise<StepSpawn> {
   if (!ctx.tools.npm || !ctx.tools.node) throw new Error('npm not installed');
   const src = join(ctx.treeDir, ws);
-  const dst = join(ctx.depsDir, npmRel(ws));
-  const at = `${DEPS_AT}/${npmRel(ws)}`;
-  await mkdir(dst, { recursive: true });
+  const out = await writableDepsDir(ctx, npmRel(ws));
+  const dst = out.host;
   const lockName = (await isRegularFile(join(src, 'npm-shrinkwrap.json'))) ? 'npm-shrinkwrap.json' : 'package-lock.json';
   for (const f of ['package.json', lockName]) {
     if (!(await isRegularFile(join(src, f)))) throw new Error(`${f} in ${ws || '.'} is not a regular file`);
@@ -48,14 +44,13 @@ export async function prepareNpm(ctx: StepContext, ws: string): Promise<StepSpaw
     await mkdir(join(dst, m), { recursive: true });
     await copyFile(join(src, m, 'package.json'), join(dst, m, 'package.json'));
   }
-  const cache = join(ctx.depsDir, NPM_CACHE_REL);
-  await mkdir(cache, { recursive: true });
+  const cache = await writableDepsDir(ctx, NPM_CACHE_REL);
   return {
     argv: [ctx.tools.node, ctx.tools.npm, 'ci', '--ignore-scripts', '--no-audit', '--no-fund', '--no-update-notifier'],
     env: {
       ...baseEnv(),
       npm_config_registry: ctx.npmRegistry,
-      npm_config_cache: JAIL_NPM_CACHE,
+      npm_config_cache: cache.at,
       npm_config_ignore_scripts: 'true',
       npm_config_audit: 'false',
       npm_config_fund: 'false',
@@ -67,11 +62,8 @@ export async function prepareNpm(ctx: StepContext, ws: string): Promise<StepSpaw
       npm_config_fetch_retry_mintimeout: '2000',
       npm_config_fetch_retry_maxtimeout: '10000',
     },
-    binds: [
-      { host: dst, at, rw: true },
-      { host: cache, at: JAIL_NPM_CACHE, rw: true },
-    ],
-    cwd: at,
+    binds: [out, cache],
+    cwd: out.at,
   };
 }
 

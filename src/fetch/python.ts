@@ -15,12 +15,11 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { PROJECT_DIR } from '../jail/policy.js';
 import { isPlainDir, isRegularFile } from './ecosystems.js';
-import { PYTHON_TMP_REL, baseEnv, under, wsRel, type ServeMount, type StepContext, type StepSpawn } from './step.js';
+import { PYTHON_TMP_REL, baseEnv, under, writableDepsDir, wsRel, type ServeMount, type StepContext, type StepSpawn } from './step.js';
 import { DEPS_AT, TREE_AT } from '../jail/layout.js';
 
 const DRIVER_HOST = join(PROJECT_DIR, 'src', 'fetch', 'pip-driver.py');
 const DRIVER_AT = '/opt/lspd/fetch/pip-driver.py';
-const JAIL_PY_TMP = `${DEPS_AT}/${PYTHON_TMP_REL}`;
 export const SITE_PACKAGES = 'site-packages';
 const REPORT = 'report.json';
 const MAX_REPORT_BYTES = 4 * 1024 * 1024;
@@ -28,12 +27,10 @@ const MAX_SKIPPED = 200;
 
 export async function preparePython(ctx: StepContext, ws: string): Promise<StepSpawn> {
   if (!ctx.tools.python || !ctx.tools.pip) throw new Error('python3-pip not installed');
-  const rel = wsRel('python', ws);
-  const dst = join(ctx.depsDir, rel);
-  const at = `${DEPS_AT}/${rel}`;
-  await mkdir(join(dst, SITE_PACKAGES), { recursive: true });
-  const tmp = join(ctx.depsDir, PYTHON_TMP_REL);
-  await mkdir(tmp, { recursive: true });
+  const out = await writableDepsDir(ctx, wsRel('python', ws));
+  const at = out.at;
+  await mkdir(join(out.host, SITE_PACKAGES), { recursive: true });
+  const tmp = await writableDepsDir(ctx, PYTHON_TMP_REL);
   const index = new URL(ctx.pipIndexUrl);
   return {
     argv: [
@@ -63,11 +60,11 @@ export async function preparePython(ctx: StepContext, ws: string): Promise<StepS
       PYTHONDONTWRITEBYTECODE: '1',
       PYTHONNOUSERSITE: '1',
       // Downloads and pip's staging dir: wheels can outgrow the jail's tmpfs.
-      TMPDIR: JAIL_PY_TMP,
+      TMPDIR: tmp.at,
     },
     binds: [
-      { host: dst, at, rw: true },
-      { host: tmp, at: JAIL_PY_TMP, rw: true },
+      out,
+      tmp,
       { host: DRIVER_HOST, at: DRIVER_AT },
     ],
     tree: { hostDir: ctx.treeDir, at: TREE_AT },

@@ -23,6 +23,9 @@
 // for sessions (DEPS_AT, GOMODCACHE_AT, npmModulesAt): keep the two in step.
 // Each step binds read-write only the subdirectory it writes, so no jailed
 // fetcher can reach the state file or another ecosystem's output.
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { DEPS_AT } from '../jail/layout.js';
 import type { Bind } from '../jail/types.js';
 import type { LogTail } from './log-tail.js';
 import type { Toolchains } from './types.js';
@@ -92,6 +95,16 @@ export function baseEnv(): Record<string, string> {
     NO_COLOR: '1',
     TERM: 'dumb',
   };
+}
+
+/**
+ * A <deps> dir a step writes (its workspace's output, or a scratch dir), made on
+ * the host, as the read-write bind that puts it at the same place under /deps.
+ */
+export async function writableDepsDir(ctx: StepContext, rel: string): Promise<Bind & { rw: true }> {
+  const host = join(ctx.depsDir, rel);
+  await mkdir(host, { recursive: true });
+  return { host, at: `${DEPS_AT}/${rel}`, rw: true };
 }
 
 /** Join '/'-separated relative parts where '' means "here": under('', 'x') is 'x', under('/src', '') is '/src'. */

@@ -99,6 +99,9 @@ const BASE_ENV = {
   LANG: 'C.UTF-8',
 } as const;
 
+/** FETCH's way out: the in-jail forwarder to the egress proxy, in both spellings tools read. */
+const FETCH_PROXY_ENV = { HTTPS_PROXY: FETCH_PROXY_URL, HTTP_PROXY: FETCH_PROXY_URL, https_proxy: FETCH_PROXY_URL, http_proxy: FETCH_PROXY_URL } as const;
+
 export function phasePolicy(phase: Phase, host: HostLayout): PhasePolicy {
   const symlinks: { target: string; at: string }[] = [];
   // /usr holds every toolchain (node, go, gopls, clangd, npm); read-only.
@@ -117,34 +120,23 @@ export function phasePolicy(phase: Phase, host: HostLayout): PhasePolicy {
     { host: join(host.etcDir, 'hosts'), at: '/etc/hosts' },
     { host: join(host.projectDir, 'jail', 'build'), at: JAIL_TOOLS },
   );
-  if (phase === 'serve') {
+  // SERVE: the daemon's node_modules (the Node servers), and no network at all.
+  // FETCH verifies TLS (Go and composer read the system CA bundle; npm carries its
+  // own) and reaches the network only through the egress proxy's socket.
+  const serve = phase === 'serve';
+  if (serve) {
     roBinds.push({ host: join(host.projectDir, 'node_modules'), at: JAIL_NODE_MODULES });
-    return Object.freeze({
-      phase,
-      network: 'none',
-      roBinds,
-      symlinks,
-      tmpfs: [JAIL_TMP, JAIL_HOME],
-      env: { ...BASE_ENV },
-      hostname: 'lspd',
-    });
+  } else {
+    roBinds.push({ host: '/etc/ssl', at: '/etc/ssl', optional: true }, { host: '/etc/ca-certificates', at: '/etc/ca-certificates', optional: true });
+    roBinds.push({ host: host.egressSocket, at: JAIL_EGRESS_SOCKET });
   }
-  // FETCH verifies TLS: Go and composer read the system CA bundle (npm carries its own).
-  roBinds.push({ host: '/etc/ssl', at: '/etc/ssl', optional: true }, { host: '/etc/ca-certificates', at: '/etc/ca-certificates', optional: true });
-  roBinds.push({ host: host.egressSocket, at: JAIL_EGRESS_SOCKET });
   return Object.freeze({
     phase,
-    network: 'egress-proxy',
+    network: serve ? 'none' : 'egress-proxy',
     roBinds,
     symlinks,
     tmpfs: [JAIL_TMP, JAIL_HOME],
-    env: {
-      ...BASE_ENV,
-      HTTPS_PROXY: FETCH_PROXY_URL,
-      HTTP_PROXY: FETCH_PROXY_URL,
-      https_proxy: FETCH_PROXY_URL,
-      http_proxy: FETCH_PROXY_URL,
-    },
+    env: serve ? { ...BASE_ENV } : { ...BASE_ENV, ...FETCH_PROXY_ENV },
     hostname: 'lspd',
   });
 }

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { classify, coordinateKey, createResolver, decodeGoEscaped, resolveCoordinate } from './coordinates.js';
+import { classify, coordinateKey, createResolver, decodeGoEscaped, resolveCoordinate, type Coordinate } from './coordinates.js';
 
 const versions: Record<string, string> = {
   '/src/node_modules/dep': '1.2.3',
@@ -10,6 +10,9 @@ const versions: Record<string, string> = {
   '/src/node_modules/evil': '1.0.0"; rm -rf /',
 };
 const readPackageVersion = (dir: string) => versions[dir];
+
+/** An external coordinate as `ecosystem module@version path`; anything else as its kind, so a wrong kind fails too. */
+const ext = (c: Coordinate) => (c.kind === 'external' ? `${c.ecosystem} ${c.module}@${c.version} ${c.path}` : c.kind);
 
 test('tree files are root-relative', async () => {
   assert.deepEqual(await resolveCoordinate('file:///src/src/app.ts'), { kind: 'tree', path: 'src/app.ts', jailPath: '/src/src/app.ts' });
@@ -31,18 +34,11 @@ test('Go module cache paths become module@version coordinates, with !-escapes de
     path: 'greet.go',
     jailPath: '/deps/go/pkg/mod/example.com/dep@v1.0.0/greet.go',
   });
-  const c = await resolveCoordinate('file:///deps/go/pkg/mod/github.com/!burnt!sushi/toml@v1.3.2-!r!c1/internal/x.go');
-  assert.equal(c.kind, 'external');
-  if (c.kind !== 'external') return;
-  assert.equal(c.module, 'github.com/BurntSushi/toml');
-  assert.equal(c.version, 'v1.3.2-RC1');
-  assert.equal(c.path, 'internal/x.go');
+  assert.equal(ext(await resolveCoordinate('file:///deps/go/pkg/mod/github.com/!burnt!sushi/toml@v1.3.2-!r!c1/internal/x.go')), 'go github.com/BurntSushi/toml@v1.3.2-RC1 internal/x.go');
   // %40 is how vscode-uri writes @
-  const enc = await resolveCoordinate('file:///deps/go/pkg/mod/example.com/dep%40v1.0.0/greet.go');
-  assert.equal(enc.kind === 'external' && enc.module, 'example.com/dep');
+  assert.equal(ext(await resolveCoordinate('file:///deps/go/pkg/mod/example.com/dep%40v1.0.0/greet.go')), 'go example.com/dep@v1.0.0 greet.go');
   // a module that ships a node_modules directory is still the Go module
-  const nm = await resolveCoordinate('/deps/go/pkg/mod/example.com/web@v0.1.0/node_modules/x/i.js');
-  assert.equal(nm.kind === 'external' && nm.ecosystem, 'go');
+  assert.equal(ext(await resolveCoordinate('/deps/go/pkg/mod/example.com/web@v0.1.0/node_modules/x/i.js')), 'go example.com/web@v0.1.0 node_modules/x/i.js');
 });
 
 test('bad Go cache paths are other', async () => {
@@ -75,29 +71,26 @@ test('node_modules packages become npm coordinates with their version read throu
     path: 'lib/index.d.ts',
     jailPath: '/src/node_modules/dep/lib/index.d.ts',
   });
-  const scoped = await r('file:///src/node_modules/%40scope/pkg/index.js');
-  assert.equal(scoped.kind === 'external' && `${scoped.module}@${scoped.version}:${scoped.path}`, '@scope/pkg@2.0.0-beta.1:index.js');
-  const deps = await r('/deps/npm/top/node_modules/lodash/map.js');
-  assert.equal(deps.kind === 'external' && `${deps.module}@${deps.version}`, 'lodash@4.17.21');
-  const pnpm = await r('/src/node_modules/.pnpm/x@1.0.0/node_modules/x/i.js');
-  assert.equal(pnpm.kind === 'external' && `${pnpm.module}@${pnpm.version}:${pnpm.path}`, 'x@1.0.0:i.js');
-  const ws = await r('/src/packages/web/node_modules/dep/i.js');
-  assert.equal(ws.kind === 'external' && `${ws.module}@${ws.version}`, 'dep@unknown');
+  for (const [uri, want] of [
+    ['file:///src/node_modules/%40scope/pkg/index.js', 'npm @scope/pkg@2.0.0-beta.1 index.js'],
+    ['/deps/npm/top/node_modules/lodash/map.js', 'npm lodash@4.17.21 map.js'],
+    ['/src/node_modules/.pnpm/x@1.0.0/node_modules/x/i.js', 'npm x@1.0.0 i.js'],
+    ['/src/packages/web/node_modules/dep/i.js', 'npm dep@unknown i.js'],
+  ] as const) {
+    assert.equal(ext(await r(uri)), want, uri);
+  }
 });
 
 test('versions from package.json are checked; a throwing reader is unknown', async () => {
-  const evil = await resolveCoordinate('/src/node_modules/evil/i.js', { readPackageVersion });
-  assert.equal(evil.kind === 'external' && evil.version, 'unknown');
-  const throws = await resolveCoordinate('/src/node_modules/dep/i.js', {
-    readPackageVersion: () => {
-      throw new Error('EACCES /host/secret');
-    },
-  });
-  assert.equal(throws.kind === 'external' && throws.version, 'unknown');
-  const rejects = await resolveCoordinate('/src/node_modules/dep/i.js', { readPackageVersion: async () => Promise.reject(new Error('x')) });
-  assert.equal(rejects.kind === 'external' && rejects.version, 'unknown');
-  const none = await resolveCoordinate('/src/node_modules/dep/i.js');
-  assert.equal(none.kind === 'external' && none.version, 'unknown');
+  assert.equal(ext(await resolveCoordinate('/src/node_modules/evil/i.js', { readPackageVersion })), 'npm evil@unknown i.js');
+  const throwing = () => {
+    throw new Error('EACCES /host/secret');
+  };
+  const rejecting = async () => Promise.reject(new Error('x'));
+  for (const reader of [throwing, rejecting, undefined]) {
+    const c = await resolveCoordinate('/src/node_modules/dep/i.js', reader ? { readPackageVersion: reader } : undefined);
+    assert.equal(ext(c), 'npm dep@unknown i.js');
+  }
 });
 
 test('the resolver reads each package version once', async () => {
@@ -174,11 +167,9 @@ test('composer vendor packages are external only when installed.json names them'
     path: 'src/Greeter.php',
     jailPath: '/src/vendor/acme/greeter/src/Greeter.php',
   });
-  const nested = await r('/src/app/vendor/sym/fony/Component/X.php');
-  assert.equal(nested.kind === 'external' && `${nested.module}@${nested.version}:${nested.path}`, 'sym/fony@v6.4.1:Component/X.php');
+  assert.equal(ext(await r('/src/app/vendor/sym/fony/Component/X.php')), 'composer sym/fony@v6.4.1 Component/X.php');
   // A version that is not one is "unknown", never passed on.
-  const odd = await r('/src/vendor/acme/odd/a.php');
-  assert.equal(odd.kind === 'external' && odd.version, 'unknown');
+  assert.equal(ext(await r('/src/vendor/acme/odd/a.php')), 'composer acme/odd@unknown a.php');
   // A Go vendor dir (no installed.json names it) stays a tree path.
   assert.deepEqual(await r('/src/vendor/github.com/x/y/z.go'), { kind: 'tree', path: 'vendor/github.com/x/y/z.go', jailPath: '/src/vendor/github.com/x/y/z.go' });
   // Names composer could not have written are never looked up.
@@ -199,10 +190,8 @@ test('files in a fetched site-packages belong to the distribution whose RECORD l
     path: 'greet_lib/core.py',
     jailPath: '/deps/python/top/site-packages/greet_lib/core.py',
   });
-  const six = await r('/deps/python/top/site-packages/six.py');
-  assert.equal(six.kind === 'external' && `${six.module}@${six.version}:${six.path}`, 'six@1.16.0:six.py');
+  assert.equal(ext(await r('/deps/python/top/site-packages/six.py')), 'python six@1.16.0 six.py');
   // Not in any RECORD: named by its directory, version unknown.
-  const orphan = await r('/deps/python/ws/svc/site-packages/orphan/x.py');
-  assert.equal(orphan.kind === 'external' && `${orphan.module}@${orphan.version}`, 'orphan@unknown');
+  assert.equal(ext(await r('/deps/python/ws/svc/site-packages/orphan/x.py')), 'python orphan@unknown orphan/x.py');
   assert.deepEqual(await r('/deps/python/top/site-packages'), { kind: 'other', reason: 'malformed' });
 });

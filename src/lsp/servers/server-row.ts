@@ -12,6 +12,7 @@ import type { Ecosystem } from '../../fetch/types.js';
 import { JAIL_NODE_MODULES, PROJECT_DIR } from '../../jail/policy.js';
 import type { Encoding } from '../wire/encoding.js';
 import type { GeneratedFiles } from '../session/session-files.js';
+import { JAIL_ENV, NODE, probeFiles } from './server-env.js';
 
 /**
  * How a session decides a server has finished loading the project, so an answer
@@ -109,6 +110,36 @@ export function defaultServerPaths(): ServerPaths {
 /** A path under the daemon's node_modules, on the host and as the SERVE jail sees it. */
 export function nodeModulesOf(p: ServerPaths): { host: (rel: string) => string; at: (rel: string) => string } {
   return { host: (rel) => join(p.nodeModulesHost, rel), at: (rel) => `${p.nodeModulesAt}/${rel}` };
+}
+
+/**
+ * What follows from a server being an npm package in the daemon's node_modules run
+ * on the image's node: its argv, its env, and its probe (the entry script and
+ * `needs` readable; the version from the package's package.json).
+ */
+export interface NodeServer {
+  /** Its directory under node_modules, e.g. 'pyright'. */
+  package: string;
+  /** The script node runs, relative to the package, and the arguments after it. */
+  entry: string;
+  args: readonly string[];
+  /** Set on top of JAIL_ENV. */
+  env?: Readonly<Record<string, string>>;
+  /** Other files it cannot run without: absolute on the host, or relative to node_modules. */
+  needs?: readonly string[];
+}
+
+/** A row for a server run on the image's node from the daemon's node_modules (`node`); the rest is the row's own. */
+export function nodeServerRow(p: ServerPaths, { node, ...row }: Omit<ServerRow, 'argv' | 'env' | 'probe'> & { node: NodeServer }): ServerRow {
+  const { host, at } = nodeModulesOf(p);
+  const entry = `${node.package}/${node.entry}`;
+  const needs = (node.needs ?? []).map((f) => (f.startsWith('/') ? f : host(f)));
+  return {
+    ...row,
+    argv: [NODE, at(entry), ...node.args],
+    env: { ...JAIL_ENV, ...node.env },
+    probe: () => probeFiles([host(entry), ...needs], host(`${node.package}/package.json`)),
+  };
 }
 
 /** The value of a `workspace/configuration` item for a row: exact section, else walk a dotted path. */

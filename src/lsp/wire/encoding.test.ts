@@ -110,24 +110,15 @@ test('round trips on every boundary of a long mixed line', () => {
 test('convertRange snaps the start down and the end up, and repairs inverted ranges', () => {
   const lines = ['😀😀', 'abc'];
   const at = (n: number) => lines[n];
-  assert.deepEqual(
-    convertRange({ start: { line: 0, character: 1 }, end: { line: 0, character: 3 } }, at, 'utf-16', 'codepoint'),
-    { start: { line: 0, character: 0 }, end: { line: 0, character: 2 } },
-  );
-  assert.deepEqual(
-    convertRange({ start: { line: 1, character: 2 }, end: { line: 0, character: 0 } }, at, 'utf-16', 'utf-8'),
-    { start: { line: 1, character: 2 }, end: { line: 1, character: 2 } },
-  );
-  // unknown line text: passes through, sanitized
-  assert.deepEqual(
-    convertRange({ start: { line: 7, character: 4 }, end: { line: 7, character: 9.5 } }, at, 'utf-16', 'utf-8'),
-    { start: { line: 7, character: 4 }, end: { line: 7, character: 9 } },
-  );
-  // multi-line range: each end converted on its own line
-  assert.deepEqual(
-    convertRange({ start: { line: 0, character: 2 }, end: { line: 1, character: 3 } }, at, 'utf-16', 'utf-8'),
-    { start: { line: 0, character: 4 }, end: { line: 1, character: 3 } },
-  );
+  /** A range from (line, character) to (line, character). */
+  const range = (sl: number, sc: number, el: number, ec: number) => ({ start: { line: sl, character: sc }, end: { line: el, character: ec } });
+  const cases: [string, ReturnType<typeof range>, Encoding, ReturnType<typeof range>][] = [
+    ['inside surrogate pairs: start down, end up', range(0, 1, 0, 3), 'codepoint', range(0, 0, 0, 2)],
+    ['inverted: the end moves up to the start', range(1, 2, 0, 0), 'utf-8', range(1, 2, 1, 2)],
+    ['unknown line text: passes through, sanitized', range(7, 4, 7, 9.5), 'utf-8', range(7, 4, 7, 9)],
+    ['multi-line: each end converted on its own line', range(0, 2, 1, 3), 'utf-8', range(0, 4, 1, 3)],
+  ];
+  for (const [why, from, to, want] of cases) assert.deepEqual(convertRange(from, at, 'utf-16', to), want, why);
 });
 
 test('LSP encoding names', () => {

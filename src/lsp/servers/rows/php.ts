@@ -1,13 +1,11 @@
 // PHP: intelephense (npm), over the vendor/ dir composer filled in FETCH.
 import { JAIL_HOME } from '../../../jail/policy.js';
-import { JAIL_ENV, NODE, probeFiles } from '../server-env.js';
-import { nodeModulesOf, type ServerPaths, type ServerRow } from '../server-row.js';
+import { nodeServerRow, type ServerPaths, type ServerRow } from '../server-row.js';
 
 const INTELEPHENSE_STORAGE = `${JAIL_HOME}/intelephense`;
 
 export function phpRow(p: ServerPaths): ServerRow {
-  const { host, at } = nodeModulesOf(p);
-  return {
+  return nodeServerRow(p, {
     // intelephense 1.18.5 (npm). Quirks:
     // - storagePath/globalStoragePath point into the private HOME: by default it
     //   writes its index cache under os.tmpdir() and the user's home.
@@ -22,8 +20,7 @@ export function phpRow(p: ServerPaths): ServerRow {
     // no program; its settings come from us (workspace/configuration), not the tree.
     name: 'intelephense',
     languages: ['php'],
-    argv: [NODE, at('intelephense/lib/intelephense.js'), '--stdio'],
-    env: { ...JAIL_ENV },
+    node: { package: 'intelephense', entry: 'lib/intelephense.js', args: ['--stdio'] },
     ecosystem: 'composer',
     rootMarkers: ['composer.json'],
     initializationOptions: { storagePath: `${INTELEPHENSE_STORAGE}/storage`, globalStoragePath: `${INTELEPHENSE_STORAGE}/global`, clearCache: true },
@@ -38,6 +35,5 @@ export function phpRow(p: ServerPaths): ServerRow {
     hierarchyOps: [],
     encodings: ['utf-16'],
     maxInFlight: 16,
-    probe: () => probeFiles([host('intelephense/lib/intelephense.js')], host('intelephense/package.json')),
-  };
+  });
 }

@@ -1,7 +1,6 @@
 // Python: pyright, with the wheels FETCH installed from the tree's lock as extra paths.
 
-import { JAIL_ENV, NODE, probeFiles } from '../server-env.js';
-import { nodeModulesOf, type ServerPaths, type ServerRow } from '../server-row.js';
+import { nodeServerRow, type ServerPaths, type ServerRow } from '../server-row.js';
 import { PYTHON_DEPS_AT } from '../../../jail/layout.js';
 
 const PYRIGHT_ANALYSIS = { typeCheckingMode: 'standard', diagnosticMode: 'openFilesOnly', autoSearchPaths: true, logLevel: 'Error' };
@@ -19,8 +18,7 @@ function pyrightSettings(extraPaths: string[] = []): Record<string, unknown> {
 }
 
 export function pythonRow(p: ServerPaths): ServerRow {
-  const { host, at } = nodeModulesOf(p);
-  return {
+  return nodeServerRow(p, {
     // Code from the tree: none. Pyright runs one program, a Python interpreter,
     // for sys.path: the image's /usr/bin/python3 (python.pythonPath below; a
     // pyrightconfig.json or [tool.pyright] cannot name one: venvPath/venv only
@@ -30,8 +28,13 @@ export function pythonRow(p: ServerPaths): ServerRow {
     // (frozen in 3.11); PYTHONNOUSERSITE: no user site-packages.
     name: 'pyright',
     languages: ['python'],
-    argv: [NODE, at('pyright/langserver.index.js'), '--stdio'],
-    env: { ...JAIL_ENV, PYTHONSAFEPATH: '1', PYTHONNOUSERSITE: '1' },
+    node: {
+      package: 'pyright',
+      entry: 'langserver.index.js',
+      args: ['--stdio'],
+      env: { PYTHONSAFEPATH: '1', PYTHONNOUSERSITE: '1' },
+      needs: ['pyright/dist/pyright-langserver.js'],
+    },
     // Wheels from the tree's lock (src/fetch/python.ts), bound under /deps/python.
     ecosystem: 'python',
     rootMarkers: ['pyrightconfig.json', 'pyproject.toml', 'setup.py', 'setup.cfg'],
@@ -46,6 +49,5 @@ export function pythonRow(p: ServerPaths): ServerRow {
     hierarchyOps: ['incomingCalls', 'outgoingCalls'],
     encodings: ['utf-16'],
     maxInFlight: 32,
-    probe: () => probeFiles([host('pyright/langserver.index.js'), host('pyright/dist/pyright-langserver.js')], host('pyright/package.json')),
-  };
+  });
 }

@@ -1,10 +1,8 @@
 // Shell: bash-language-server (npm) with Debian's shellcheck.
-import { JAIL_ENV, NODE, probeFiles } from '../server-env.js';
-import { nodeModulesOf, type ServerPaths, type ServerRow } from '../server-row.js';
+import { nodeServerRow, type ServerPaths, type ServerRow } from '../server-row.js';
 
 export function shellRow(p: ServerPaths): ServerRow {
-  const { host, at } = nodeModulesOf(p);
-  return {
+  return nodeServerRow(p, {
     // bash-language-server 5.8.1 with shellcheck (Debian, /usr/bin, so bound with
     // /usr) for diagnostics. Quirks:
     // - includeAllWorkspaceSymbols: without it, functions reached through a
@@ -21,8 +19,7 @@ export function shellRow(p: ServerPaths): ServerRow {
     // backgroundAnalysisMaxFiles bounds the files it parses.
     name: 'bash-language-server',
     languages: ['shell'],
-    argv: [NODE, at('bash-language-server/out/cli.js'), 'start'],
-    env: { ...JAIL_ENV },
+    node: { package: 'bash-language-server', entry: 'out/cli.js', args: ['start'], needs: ['/usr/bin/shellcheck'] },
     rootMarkers: [],
     settings: {
       bashIde: {
@@ -38,6 +35,5 @@ export function shellRow(p: ServerPaths): ServerRow {
     hierarchyOps: [],
     encodings: ['utf-16'],
     maxInFlight: 16,
-    probe: () => probeFiles([host('bash-language-server/out/cli.js'), '/usr/bin/shellcheck'], host('bash-language-server/package.json')),
-  };
+  });
 }
