@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { TreeEntry } from '../../store/tree-index.js';
-import { warmTargets } from './warm-up.js';
+import { firstSymbolAt, warmTargets } from './warm-up.js';
 
 const file = (path: string, size = 10): TreeEntry => ({ path, kind: 'file', size, id: '' });
 const py = (p: string) => p.endsWith('.py');
@@ -37,4 +37,13 @@ test('dependency and dot directories are not looked in; files past the size boun
 test('a marker at the top makes the top one workspace', () => {
   const entries: TreeEntry[] = [file('pyproject.toml'), file('pkg/a.py', 5), file('pkg/sub/b.py', 5)];
   assert.deepEqual(warmTargets(entries, py, ['pyproject.toml'], 1000, 5), ['pkg/a.py']);
+});
+
+test('the hover nudge goes to the first symbol named, in either documentSymbol shape', () => {
+  const range = (line: number, character: number) => ({ start: { line, character }, end: { line, character: character + 3 } });
+  assert.deepEqual(firstSymbolAt([{ name: 'a', kind: 12, range: range(0, 0), selectionRange: range(2, 9) }]), { line: 2, character: 9 });
+  assert.deepEqual(firstSymbolAt([{ name: 'a', kind: 12, location: { uri: 'file:///src/a.py', range: range(4, 1) } }]), { line: 4, character: 1 });
+  for (const raw of [null, [], [null], ['x'], [{ name: 'a' }], [{ selectionRange: { start: 1 } }], { selectionRange: range(0, 0) }]) {
+    assert.equal(firstSymbolAt(raw), undefined, JSON.stringify(raw));
+  }
 });

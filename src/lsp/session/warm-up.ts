@@ -7,7 +7,8 @@
 // each server chosen for the root's languages gets its largest workspaces (most
 // source files; LSPD_WARM_WORKSPACES of them) started through SessionPool.warm,
 // a representative file opened and the server driven to readiness (the row's own
-// readiness strategy, then a documentSymbol request), exactly as a query would.
+// readiness strategy, then a documentSymbol request and a hover on the first
+// symbol it names), exactly as a query would.
 //
 // Budget: at most LSPD_WARM_MAX_SESSIONS warm-ups run at once, shared between
 // orgs by src/fair-share.ts and handed out round-robin (OrgQueue), so one org's
@@ -32,6 +33,7 @@ import { SKIP_DIRS, type TargetFile } from '../target-file.js';
 import { dependencyMounts, type DependencySource } from './dependencies.js';
 import type { SessionPool } from './pool.js';
 import type { Session } from './session.js';
+import { isRange, type Position } from '../wire/lsp-types.js';
 
 export interface WarmUpDeps {
   config: Config;
@@ -193,7 +195,13 @@ async function drive(session: Session, t: Task, readyMs: number, signal: AbortSi
     const uri = session.open(target.path, lang.languageId, target.text);
     const complete = await session.waitReady(uri, readyMs, signal);
     if (signal.aborted) throw signal.reason as Error;
-    if (session.supports('documentSymbolProvider')) await session.request('textDocument/documentSymbol', { textDocument: { uri } }, signal);
+    const symbols = session.supports('documentSymbolProvider') ? await session.request('textDocument/documentSymbol', { textDocument: { uri } }, signal) : undefined;
+    // documentSymbol is syntax only: a hover on the file's first symbol makes the server
+    // build what every semantic query needs (TS: the type checker, which binds every
+    // file of the program: 19.7 ms of the first definition after warm-up vs 7.1 ms warm).
+    // A nudge: its answer is not used, and a server that cannot answer it is still warm.
+    const at = firstSymbolAt(symbols);
+    if (at && session.supports('hoverProvider')) await session.request('textDocument/hover', { textDocument: { uri }, position: at }, signal).catch(() => undefined);
     // A server that indexes lazily (pyright) parses and binds the workspace for
     // this; a name nothing is called keeps the answer (and its frame) small.
     if (session.supports('workspaceSymbolProvider')) await session.request('workspace/symbol', { query: WARM_QUERY }, signal);
@@ -204,6 +212,15 @@ async function drive(session: Session, t: Task, readyMs: number, signal: AbortSi
   } finally {
     release();
   }
+}
+
+/** Where the first symbol of a documentSymbol answer (DocumentSymbol[] or SymbolInformation[]) is named. */
+export function firstSymbolAt(raw: unknown): Position | undefined {
+  const first: unknown = Array.isArray(raw) ? raw[0] : undefined;
+  if (typeof first !== 'object' || first === null) return undefined;
+  const f = first as { selectionRange?: unknown; location?: { range?: unknown } };
+  const range = f.selectionRange ?? f.location?.range;
+  return isRange(range) ? range.start : undefined;
 }
 
 /**
