@@ -3,45 +3,29 @@
 // sees the whole workspace); test/fixtures/cpp-cdb has one whose flags (an include
 // dir, a -D) the code needs. Every op by file and line; the index lives in the
 // session's private tmpfs, never in the read-only tree.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { CLANGD } from '../src/lsp/servers/rows/c.js';
-import { cannotJail, lineOf, lspQuery, position, shaOf, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
+import { cannotJail, lineOf, position } from './helpers/lsp-harness.js';
 import { lacksBinaries } from './helpers/host.js';
+import { acmeRoot, at, langSuite, locs } from './helpers/lang-suite.js';
 
 const skip = cannotJail() ?? lacksBinaries('clangd', CLANGD);
 const C = 'c-basic';
 const CPP = 'cpp-cdb';
-const cRoot = { org: 'acme', repo: 'c-basic', sha: shaOf('c-basic') };
-const cppRoot = { org: 'acme', repo: 'cpp-cdb', sha: shaOf('cpp-cdb') };
-
-type Loc = { path: string; range: { start: { line: number } }; preview?: string };
-const at = (a: Record<string, unknown>) => (a.locations as Loc[]).map((l) => `${l.path}:${l.range.start.line}`);
+const cRoot = acmeRoot(C);
+const cppRoot = acmeRoot(CPP);
 
 describe('C/C++ (clangd) in the SERVE jail', { skip }, () => {
-  let d: Lspd;
-  before(async () => {
-    d = await startLspd();
-    await uploadFixture(d.url, cRoot, C);
-    await uploadFixture(d.url, cppRoot, CPP);
-  });
-  after(() => d?.close());
-
-  const ask = async (root: typeof cRoot, body: Record<string, unknown>) => {
-    const r = await lspQuery(d.url, { ...root, ...body });
-    assert.equal(r.status, 200, JSON.stringify(r.body));
-    assert.equal(r.body.server, 'clangd');
-    assert.equal(r.body.untrusted, true);
-    return r.body;
-  };
+  const { daemon, ask } = langSuite({ server: 'clangd', uploads: [[cRoot, C], [cppRoot, CPP]] });
 
   test('definition of a call lands on the .c definition (whole workspace indexed without a database)', async () => {
     const a = await ask(cRoot, { op: 'definition', path: 'src/main.c', ...position(C, 'src/main.c', 'greet(buf, sizeof buf, "world")') });
     assert.equal(a.incomplete, false);
     assert.deepEqual(at(a), [`src/greet.c:${lineOf(C, 'src/greet.c', 'int greet(')}`]);
-    assert.match((a.locations as Loc[])[0]!.preview!, /int greet\(char \*out, int size, const char \*name\)/);
+    assert.match(locs(a)[0]!.preview!, /int greet\(char \*out, int size, const char \*name\)/);
   });
 
   test('references across files: header declaration, definition, calls', async () => {
@@ -102,7 +86,7 @@ describe('C/C++ (clangd) in the SERVE jail', { skip }, () => {
 
   test('the index was written in the private tmpfs, never into the stored tree', () => {
     for (const root of [cRoot, cppRoot]) {
-      assert.equal(existsSync(join(d.store.treeDir(root), '.cache')), false, `${root.repo}: no .cache in the tree`);
+      assert.equal(existsSync(join(daemon().store.treeDir(root), '.cache')), false, `${root.repo}: no .cache in the tree`);
     }
   });
 });

@@ -4,39 +4,26 @@
 // and fetched by the real FETCH phase with GOPROXY=file://…; a definition of
 // dep.Greet from main.go and `/ask dep.Greet` then land `external` at
 // example.com/dep@v1.0.0 in the read-only module cache.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { scratchDir } from './helpers/fetch-env.js';
 import { buildGoProxy } from './helpers/go-proxy.js';
-import { cannotJail, fetchSettled, lineOf, lspQuery, position, postJson, shaOf, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
+import { cannotJail, fetchSettled, lineOf, position, postJson } from './helpers/lsp-harness.js';
 import { lacksBinaries } from './helpers/host.js';
+import { acmeRoot, at, langSuite, type Loc } from './helpers/lang-suite.js';
 
 const skip = cannotJail() ?? lacksBinaries('gopls or go', '/usr/bin/gopls', '/usr/bin/go');
 const FX = 'go-basic';
-const basic = { org: 'acme', repo: 'go-basic', sha: shaOf('go-basic') };
-const withDep = { org: 'acme', repo: 'go-dep', sha: shaOf('go-dep-fetched') };
-
-type Loc = { path: string; range: { start: { line: number } }; preview?: string; external?: boolean; module?: string; version?: string };
-const at = (a: Record<string, unknown>) => (a.locations as Loc[]).map((l) => `${l.path}:${l.range.start.line}`);
+const basic = acmeRoot(FX);
+const withDep = acmeRoot('go-dep', 'go-dep-fetched');
 
 describe('Go (gopls) in the SERVE jail', { skip }, () => {
-  let d: Lspd;
-  before(async () => {
-    const proxy = buildGoProxy(scratchDir('lspd-lang-goproxy-'));
+  const { daemon, ask } = langSuite({
+    server: 'gopls',
+    uploads: [[basic, FX], [withDep, 'go-dep']],
     // Nothing may leave: the file:// proxy needs no network and go.sum is complete.
-    d = await startLspd({ env: { LSPD_GO_PROXY: proxy, LSPD_FETCH_REGISTRIES: '127.0.0.1:9' } });
-    await uploadFixture(d.url, basic, FX);
-    await uploadFixture(d.url, withDep, 'go-dep');
+    start: () => ({ env: { LSPD_GO_PROXY: buildGoProxy(scratchDir('lspd-lang-goproxy-')), LSPD_FETCH_REGISTRIES: '127.0.0.1:9' } }),
   });
-  after(() => d?.close());
-
-  const ask = async (root: typeof basic, body: Record<string, unknown>) => {
-    const r = await lspQuery(d.url, { ...root, ...body });
-    assert.equal(r.status, 200, JSON.stringify(r.body));
-    assert.equal(r.body.server, 'gopls');
-    assert.equal(r.body.untrusted, true);
-    return r.body;
-  };
 
   test('definition crosses packages, first answer right', async () => {
     const a = await ask(basic, { op: 'definition', path: 'main.go', ...position(FX, 'main.go', 'Greet("world")') });
@@ -104,7 +91,7 @@ describe('Go (gopls) in the SERVE jail', { skip }, () => {
   test('acceptance: dep.Greet, fetched from a file:// module proxy, answers external at example.com/dep@v1.0.0', async () => {
     // The fetch runs in the background after the upload; a query would wait for it
     // too, but the state is checked first so a failure names its log.
-    const fetch = await fetchSettled(d.url, withDep);
+    const fetch = await fetchSettled(daemon().url, withDep);
     assert.equal(fetch.state, 'done', JSON.stringify(fetch));
 
     const FXD = 'go-dep';
@@ -120,7 +107,7 @@ describe('Go (gopls) in the SERVE jail', { skip }, () => {
     assert.equal(locs[0]!.range.start.line, 4); // `func Greet(` in test/fixtures/go-proxy/example.com/dep@v1.0.0/greet.go
     assert.match(locs[0]!.preview!, /func Greet\(name string\) string/);
 
-    const asked = await postJson(d.url, '/ask', { ...withDep, symbol: 'dep.Greet' });
+    const asked = await postJson(daemon().url, '/ask', { ...withDep, symbol: 'dep.Greet' });
     assert.equal(asked.status, 200, JSON.stringify(asked.body));
     const aloc = asked.body.locations as Loc[];
     assert.ok(aloc.length >= 1, JSON.stringify(asked.body));

@@ -1,32 +1,18 @@
 // PHP: intelephense in the real SERVE jail on test/fixtures/php-basic (a composer
 // project with classes and a function in src/ used from index.php). Every op by
 // file and line, with the free features only (no licence key is ever given).
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cannotJail, lineOf, lspQuery, position, shaOf, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
+import { cannotJail, lineOf, position } from './helpers/lsp-harness.js';
+import { acmeRoot, at, langSuite } from './helpers/lang-suite.js';
 
 const skip = cannotJail();
 const FX = 'php-basic';
-const root = { org: 'acme', repo: 'php-basic', sha: shaOf('php-basic') };
-
-type Loc = { path: string; range: { start: { line: number } }; preview?: string };
-const at = (a: Record<string, unknown>) => (a.locations as Loc[]).map((l) => `${l.path}:${l.range.start.line}`);
+const root = acmeRoot(FX);
 
 describe('PHP (intelephense) in the SERVE jail', { skip }, () => {
-  let d: Lspd;
-  before(async () => {
-    d = await startLspd();
-    await uploadFixture(d.url, root, FX);
-  });
-  after(() => d?.close());
-
-  const ask = async (body: Record<string, unknown>) => {
-    const r = await lspQuery(d.url, { ...root, ...body });
-    assert.equal(r.status, 200, JSON.stringify(r.body));
-    assert.equal(r.body.server, 'intelephense');
-    assert.equal(r.body.untrusted, true);
-    return r.body;
-  };
+  const s = langSuite({ server: 'intelephense', uploads: [[root, FX]] });
+  const ask = (body: Record<string, unknown>) => s.ask(root, body);
 
   test('definition of a method crosses files', async () => {
     const a = await ask({ op: 'definition', path: 'index.php', ...position(FX, 'index.php', "greet('world')") });

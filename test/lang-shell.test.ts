@@ -3,33 +3,19 @@
 // includeAllWorkspaceSymbols resolves its functions), with shellcheck (Debian,
 // /usr/bin) for diagnostics. The server sends no progress and answers empty until
 // its background analysis is done: the first answer must already be right.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cannotJail, lineOf, lspQuery, position, shaOf, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
+import { cannotJail, lineOf, position } from './helpers/lsp-harness.js';
 import { lacksBinaries } from './helpers/host.js';
+import { acmeRoot, at, langSuite } from './helpers/lang-suite.js';
 
 const skip = cannotJail() ?? lacksBinaries('shellcheck', '/usr/bin/shellcheck');
 const FX = 'sh-basic';
-const root = { org: 'acme', repo: 'sh-basic', sha: shaOf('sh-basic') };
-
-type Loc = { path: string; range: { start: { line: number } }; preview?: string };
-const at = (a: Record<string, unknown>) => (a.locations as Loc[]).map((l) => `${l.path}:${l.range.start.line}`);
+const root = acmeRoot(FX);
 
 describe('Shell (bash-language-server + shellcheck) in the SERVE jail', { skip }, () => {
-  let d: Lspd;
-  before(async () => {
-    d = await startLspd();
-    await uploadFixture(d.url, root, FX);
-  });
-  after(() => d?.close());
-
-  const ask = async (body: Record<string, unknown>) => {
-    const r = await lspQuery(d.url, { ...root, ...body });
-    assert.equal(r.status, 200, JSON.stringify(r.body));
-    assert.equal(r.body.server, 'bash-language-server');
-    assert.equal(r.body.untrusted, true);
-    return r.body;
-  };
+  const s = langSuite({ server: 'bash-language-server', uploads: [[root, FX]] });
+  const ask = (body: Record<string, unknown>) => s.ask(root, body);
 
   test('definition of a function from a file sourced by a computed path; the first answer is right', async () => {
     const a = await ask({ op: 'definition', path: 'main.sh', ...position(FX, 'main.sh', 'greet world') });

@@ -1,40 +1,24 @@
 // Every /v1/code/lsp op on the Python fixture, answered by pyright in the real
 // SERVE jail, the tree uploaded through the real PUT route. Positions are found by
 // text; answers are checked by file and line.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cannotJail, lineOf, lspQuery, position, shaOf, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
+import { cannotJail, lineOf, lspQuery, position } from './helpers/lsp-harness.js';
+import { acmeRoot, assertAnswerFrame, at, langSuite, locs } from './helpers/lang-suite.js';
 
 const skip = cannotJail();
 const FX = 'py-basic';
-const root = { org: 'acme', repo: 'py-basic', sha: shaOf('py-basic') };
+const root = acmeRoot(FX);
 
 describe('Python (pyright) in the SERVE jail', { skip }, () => {
-  let d: Lspd;
-  before(async () => {
-    d = await startLspd();
-    await uploadFixture(d.url, root, FX);
-  });
-  after(() => d?.close());
-
-  const ask = async (body: Record<string, unknown>) => {
-    const r = await lspQuery(d.url, { ...root, ...body });
-    assert.equal(r.status, 200, JSON.stringify(r.body));
-    const a = r.body;
-    assert.equal(a.server, 'pyright');
-    assert.equal(a.untrusted, true);
-    assert.equal(a.dependency_freshness, 'server_observed_not_attested');
-    assert.equal(typeof a.elapsed_ms, 'number');
-    return a;
-  };
-  type Loc = { path: string; range: { start: { line: number; character: number } }; preview?: string };
-  const at = (a: Record<string, unknown>) => (a.locations as Loc[]).map((l) => `${l.path}:${l.range.start.line}`);
+  const s = langSuite({ server: 'pyright', uploads: [[root, FX]], checks: assertAnswerFrame });
+  const ask = (body: Record<string, unknown>) => s.ask(root, body);
 
   test('definition crosses modules', async () => {
     const a = await ask({ op: 'definition', path: 'pkg/app.py', ...position(FX, 'pkg/app.py', 'greet("world")') });
     assert.equal(a.incomplete, false);
     assert.deepEqual(at(a), [`pkg/greet.py:${lineOf(FX, 'pkg/greet.py', 'def greet')}`]);
-    assert.match((a.locations as Loc[])[0]!.preview!, /def greet\(name: str\) -> str:/);
+    assert.match(locs(a)[0]!.preview!, /def greet\(name: str\) -> str:/);
   });
 
   test('typeDefinition of an instance lands on its class', async () => {
@@ -43,7 +27,7 @@ describe('Python (pyright) in the SERVE jail', { skip }, () => {
   });
 
   test('implementation: pyright does not offer it, and says so', async () => {
-    const r = await lspQuery(d.url, { ...root, op: 'implementation', path: 'pkg/app.py', ...position(FX, 'pkg/app.py', 'alice.hello') });
+    const r = await lspQuery(s.daemon().url, { ...root, op: 'implementation', path: 'pkg/app.py', ...position(FX, 'pkg/app.py', 'alice.hello') });
     assert.equal(r.status, 422);
     assert.equal(r.body.error, 'no_server');
     assert.match(String(r.body.message), /pyright does not answer implementation/);
