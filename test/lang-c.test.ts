@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { CLANGD } from '../src/lsp/servers/rows/c.js';
 import { cannotJail, lineOf, position } from './helpers/lsp-harness.js';
 import { lacksBinaries } from './helpers/host.js';
-import { acmeRoot, at, langSuite, locs } from './helpers/lang-suite.js';
+import { acmeRoot, assertClean, at, completeDiagnostics, langSuite, locs, symbols } from './helpers/lang-suite.js';
 
 const skip = cannotJail() ?? lacksBinaries('clangd', CLANGD);
 const C = 'c-basic';
@@ -51,7 +51,7 @@ describe('C/C++ (clangd) in the SERVE jail', { skip }, () => {
 
   test('documentSymbols of a header: the struct and both functions', async () => {
     const a = await ask(cRoot, { op: 'documentSymbols', path: 'include/greet.h' });
-    const syms = a.symbols as { name: string; kind: string; range: { start: { line: number } } }[];
+    const syms = symbols(a);
     const by = (n: string) => syms.find((s) => s.name === n);
     assert.equal(by('greet')?.kind, 'function');
     assert.equal(by('greet')?.range.start.line, lineOf(C, 'include/greet.h', 'int greet('));
@@ -61,8 +61,7 @@ describe('C/C++ (clangd) in the SERVE jail', { skip }, () => {
 
   test('diagnostics: the type error with its line; a clean file is clean', async () => {
     const bad = await ask(cRoot, { op: 'diagnostics', path: 'src/broken.c' });
-    assert.equal(bad.incomplete, false);
-    const diags = bad.diagnostics as { range: { start: { line: number } }; severity: string; message: string }[];
+    const diags = completeDiagnostics(bad);
     assert.ok(diags.some((x) => x.severity === 'error' && x.range.start.line === lineOf(C, 'src/broken.c', 'int n = p;')), JSON.stringify(diags));
     const clean = await ask(cRoot, { op: 'diagnostics', path: 'src/main.c' });
     assert.deepEqual(clean.diagnostics, []);
@@ -70,14 +69,13 @@ describe('C/C++ (clangd) in the SERVE jail', { skip }, () => {
 
   test('workspaceSymbols finds a function defined in another file', async () => {
     const a = await ask(cRoot, { op: 'workspaceSymbols', query: 'person_hello' });
-    const paths = (a.symbols as { name: string; path: string }[]).filter((s) => s.name === 'person_hello').map((s) => s.path);
+    const paths = symbols(a).filter((s) => s.name === 'person_hello').map((s) => s.path);
     assert.ok(paths.includes('src/greet.c') || paths.includes('include/greet.h'), JSON.stringify(a.symbols));
   });
 
   test("a tree's compile_commands.json is used: its -I and -D make the C++ clean, definitions cross files", async () => {
     const clean = await ask(cppRoot, { op: 'diagnostics', path: 'src/shape.cpp' });
-    assert.equal(clean.incomplete, false);
-    assert.deepEqual(clean.diagnostics, [], 'GREETING and inc/ come from the database');
+    assertClean(clean, 'GREETING and inc/ come from the database');
     const a = await ask(cppRoot, { op: 'definition', path: 'src/main.cpp', ...position(CPP, 'src/main.cpp', 'describe(sq)') });
     assert.deepEqual(at(a), [`src/shape.cpp:${lineOf(CPP, 'src/shape.cpp', 'std::string describe(')}`]);
     const impl = await ask(cppRoot, { op: 'implementation', path: 'inc/shape.hpp', ...position(CPP, 'inc/shape.hpp', 'area() const = 0') });

@@ -10,7 +10,7 @@ import { scratchDir } from './helpers/fetch-env.js';
 import { buildGoProxy } from './helpers/go-proxy.js';
 import { cannotJail, fetchSettled, lineOf, position, postJson } from './helpers/lsp-harness.js';
 import { lacksBinaries } from './helpers/host.js';
-import { acmeRoot, at, langSuite, type Loc } from './helpers/lang-suite.js';
+import { acmeRoot, assertClean, at, completeDiagnostics, langSuite, type Loc, symbolIn, symbols } from './helpers/lang-suite.js';
 
 const skip = cannotJail() ?? lacksBinaries('gopls or go', '/usr/bin/gopls', '/usr/bin/go');
 const FX = 'go-basic';
@@ -59,7 +59,7 @@ describe('Go (gopls) in the SERVE jail', { skip }, () => {
 
   test('documentSymbols: functions, the type and its method', async () => {
     const a = await ask(basic, { op: 'documentSymbols', path: 'greet/greet.go' });
-    const syms = a.symbols as { name: string; kind: string; range: { start: { line: number } } }[];
+    const syms = symbols(a);
     const by = (n: string) => syms.find((s) => s.name === n || s.name.endsWith(`.${n}`) || s.name.endsWith(`) ${n}`));
     assert.equal(by('Greet')?.range.start.line, lineOf(FX, 'greet/greet.go', 'func Greet('));
     assert.equal(by('Person')?.range.start.line, lineOf(FX, 'greet/greet.go', 'type Person struct'));
@@ -69,23 +69,20 @@ describe('Go (gopls) in the SERVE jail', { skip }, () => {
 
   test('workspaceSymbols finds the type by name', async () => {
     const a = await ask(basic, { op: 'workspaceSymbols', query: 'Person' });
-    const p = (a.symbols as { name: string; path: string; range: { start: { line: number } } }[]).find((s) => s.name === 'Person' || s.name.endsWith('.Person'));
-    assert.ok(p, JSON.stringify(a.symbols));
+    const p = symbolIn(a, (s) => s.name === 'Person' || s.name.endsWith('.Person'));
     assert.equal(p.path, 'greet/greet.go');
     assert.equal(p.range.start.line, lineOf(FX, 'greet/greet.go', 'type Person struct'));
   });
 
   test('diagnostics: the type error is pushed and found; a clean file is clean', async () => {
     const bad = await ask(basic, { op: 'diagnostics', path: 'broken/broken.go' });
-    assert.equal(bad.incomplete, false);
-    const diags = bad.diagnostics as { range: { start: { line: number } }; severity: string; message: string }[];
+    const diags = completeDiagnostics(bad);
     assert.ok(diags.length >= 1, JSON.stringify(bad));
     assert.equal(diags[0]!.severity, 'error');
     assert.equal(diags[0]!.range.start.line, lineOf(FX, 'broken/broken.go', 'var n int'));
     assert.match(diags[0]!.message, /cannot use "three"/);
     const clean = await ask(basic, { op: 'diagnostics', path: 'greet/greet.go' });
-    assert.equal(clean.incomplete, false);
-    assert.deepEqual(clean.diagnostics, []);
+    assertClean(clean);
   });
 
   test('acceptance: dep.Greet, fetched from a file:// module proxy, answers external at example.com/dep@v1.0.0', async () => {

@@ -4,7 +4,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cannotJail, lineOf, position } from './helpers/lsp-harness.js';
-import { acmeRoot, at, langSuite } from './helpers/lang-suite.js';
+import { acmeRoot, assertClean, at, completeDiagnostics, langSuite, symbolIn, symbols } from './helpers/lang-suite.js';
 
 const skip = cannotJail();
 const FX = 'php-basic';
@@ -45,7 +45,7 @@ describe('PHP (intelephense) in the SERVE jail', { skip }, () => {
 
   test('documentSymbols: the class, its method, the function', async () => {
     const a = await ask({ op: 'documentSymbols', path: 'src/Greeter.php' });
-    const syms = a.symbols as { name: string; kind: string; container?: string; range: { start: { line: number } } }[];
+    const syms = symbols(a);
     const by = (n: string) => syms.find((s) => s.name === n || s.name.endsWith(`\\${n}`));
     assert.equal(by('Greeter')?.kind, 'class');
     assert.equal(by('greet')?.kind, 'method');
@@ -55,19 +55,16 @@ describe('PHP (intelephense) in the SERVE jail', { skip }, () => {
 
   test('workspaceSymbols finds a class in another file', async () => {
     const a = await ask({ op: 'workspaceSymbols', query: 'Person' });
-    const p = (a.symbols as { name: string; path: string; range: { start: { line: number } } }[]).find((s) => s.name === 'Person' || s.name.endsWith('\\Person'));
-    assert.ok(p, JSON.stringify(a.symbols));
+    const p = symbolIn(a, (s) => s.name === 'Person' || s.name.endsWith('\\Person'));
     assert.equal(p.path, 'src/Person.php');
     assert.equal(p.range.start.line, lineOf(FX, 'src/Person.php', 'class Person'));
   });
 
   test('diagnostics: the syntax error with its line; a clean file is clean', async () => {
     const bad = await ask({ op: 'diagnostics', path: 'src/Broken.php' });
-    assert.equal(bad.incomplete, false);
-    const diags = bad.diagnostics as { range: { start: { line: number } }; severity: string; message: string }[];
+    const diags = completeDiagnostics(bad);
     assert.ok(diags.some((x) => x.severity === 'error' && x.range.start.line === lineOf(FX, 'src/Broken.php', '$n = ;')), JSON.stringify(diags));
     const clean = await ask({ op: 'diagnostics', path: 'src/Person.php' });
-    assert.equal(clean.incomplete, false);
-    assert.deepEqual(clean.diagnostics, []);
+    assertClean(clean);
   });
 });

@@ -4,7 +4,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cannotJail, lineOf, lspQuery, position } from './helpers/lsp-harness.js';
-import { acmeRoot, assertAnswerFrame, at, langSuite, locs } from './helpers/lang-suite.js';
+import { acmeRoot, assertAnswerFrame, assertClean, at, completeDiagnostics, langSuite, locs, symbolIn, symbols } from './helpers/lang-suite.js';
 
 const skip = cannotJail();
 const FX = 'py-basic';
@@ -61,7 +61,7 @@ describe('Python (pyright) in the SERVE jail', { skip }, () => {
 
   test('documentSymbols with containers; filtered', async () => {
     const a = await ask({ op: 'documentSymbols', path: 'pkg/greet.py' });
-    const syms = a.symbols as { name: string; kind: string; range: { start: { line: number } }; container?: string }[];
+    const syms = symbols(a);
     const by = (n: string, c?: string) => syms.find((s) => s.name === n && s.container === c);
     assert.equal(by('greet')?.kind, 'function');
     assert.equal(by('greet')?.range.start.line, lineOf(FX, 'pkg/greet.py', 'def greet'));
@@ -74,22 +74,19 @@ describe('Python (pyright) in the SERVE jail', { skip }, () => {
 
   test('workspaceSymbols finds a class by name', async () => {
     const a = await ask({ op: 'workspaceSymbols', query: 'Person' });
-    const p = (a.symbols as { name: string; path: string; range: { start: { line: number } } }[]).find((s) => s.name === 'Person');
-    assert.ok(p, JSON.stringify(a));
+    const p = symbolIn(a, (s) => s.name === 'Person');
     assert.equal(p.path, 'pkg/greet.py');
     assert.equal(p.range.start.line, lineOf(FX, 'pkg/greet.py', 'class Person'));
   });
 
   test('diagnostics: the type error is pushed and found; a clean module is clean', async () => {
     const bad = await ask({ op: 'diagnostics', path: 'pkg/broken.py' });
-    assert.equal(bad.incomplete, false);
-    const diags = bad.diagnostics as { range: { start: { line: number } }; severity: string; message: string }[];
+    const diags = completeDiagnostics(bad);
     assert.ok(diags.length >= 1, JSON.stringify(bad));
     assert.equal(diags[0]!.severity, 'error');
     assert.equal(diags[0]!.range.start.line, lineOf(FX, 'pkg/broken.py', 'count: int'));
     assert.match(diags[0]!.message, /"str" is not assignable to "int"|not assignable/);
     const clean = await ask({ op: 'diagnostics', path: 'pkg/app.py' });
-    assert.equal(clean.incomplete, false);
-    assert.deepEqual(clean.diagnostics, []);
+    assertClean(clean);
   });
 });

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cannotJail, fixturesDir, getJson, lineOf, lspQuery, position, shaOf } from './helpers/lsp-harness.js';
-import { acmeRoot, assertAnswerFrame, langSuite, locs } from './helpers/lang-suite.js';
+import { acmeRoot, assertAnswerFrame, assertClean, completeDiagnostics, langSuite, locs, symbolIn, symbols } from './helpers/lang-suite.js';
 
 const skip = cannotJail();
 const FX = 'ts-basic';
@@ -78,7 +78,7 @@ describe('TypeScript (native TS 7) in the SERVE jail', { skip }, () => {
 
   test('documentSymbols, whole and filtered, with containers', async () => {
     const a = await ask({ op: 'documentSymbols', path: 'src/greet.ts' });
-    const syms = a.symbols as { name: string; kind: string; path: string; range: { start: { line: number } }; container?: string }[];
+    const syms = symbols(a);
     const by = (n: string, c?: string) => syms.find((s) => s.name === n && s.container === c);
     assert.equal(by('Greeter')?.kind, 'interface');
     assert.equal(by('greet')?.kind, 'function');
@@ -92,24 +92,20 @@ describe('TypeScript (native TS 7) in the SERVE jail', { skip }, () => {
 
   test('workspaceSymbols finds a class by name', async () => {
     const a = await ask({ op: 'workspaceSymbols', query: 'Person' });
-    const syms = a.symbols as { name: string; path: string; range: { start: { line: number } } }[];
-    const p = syms.find((s) => s.name === 'Person');
-    assert.ok(p, JSON.stringify(a));
+    const p = symbolIn(a, (s) => s.name === 'Person');
     assert.equal(p.path, 'src/greet.ts');
     assert.equal(p.range.start.line, lineOf(FX, 'src/greet.ts', 'export class Person'));
   });
 
   test('diagnostics: the type error is found; a clean file is clean and complete', async () => {
     const bad = await ask({ op: 'diagnostics', path: 'src/broken.ts' });
-    assert.equal(bad.incomplete, false);
-    const diags = bad.diagnostics as { range: { start: { line: number } }; severity: string; message: string }[];
+    const diags = completeDiagnostics(bad);
     assert.equal(diags.length, 1, JSON.stringify(diags));
     assert.equal(diags[0]!.severity, 'error');
     assert.equal(diags[0]!.range.start.line, lineOf(FX, 'src/broken.ts', 'export const count'));
     assert.match(diags[0]!.message, /not assignable to type 'number'/);
     const clean = await ask({ op: 'diagnostics', path: 'src/app.ts' });
-    assert.equal(clean.incomplete, false);
-    assert.deepEqual(clean.diagnostics, []);
+    assertClean(clean);
   });
 
   test('.mjs and .cjs are opened as JavaScript', async () => {
@@ -120,8 +116,7 @@ describe('TypeScript (native TS 7) in the SERVE jail', { skip }, () => {
     // As TypeScript under `strict`, `double(n)` would be an implicit-any error; as JavaScript it is clean.
     for (const path of ['src/tools.mjs', 'src/legacy.cjs']) {
       const dg = await ask({ op: 'diagnostics', path });
-      assert.equal(dg.incomplete, false);
-      assert.deepEqual(dg.diagnostics, [], `${path}: ${JSON.stringify(dg.diagnostics)}`);
+      assertClean(dg, `${path}: ${JSON.stringify(dg.diagnostics)}`);
     }
     const h = await ask({ op: 'hover', path: 'src/tools.mjs', ...position(FX, 'src/tools.mjs', 'double(2)') });
     assert.match(String(h.contents), /function double\(n: any\): number/);

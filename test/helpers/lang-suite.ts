@@ -28,6 +28,30 @@ export const locs = (a: Answer): Loc[] => a.locations as Loc[];
 /** An answer's locations as `path:line`, the form the tests compare. */
 export const at = (a: Answer): string[] => locs(a).map((l) => `${l.path}:${l.range.start.line}`);
 
+export type Sym = { name: string; kind: string; path: string; container?: string; range: { start: { line: number } } };
+export type Diagnostic = { range: { start: { line: number } }; severity: string; message: string; code?: string; source?: string };
+
+/** An answer's symbols. */
+export const symbols = (a: Answer): Sym[] => a.symbols as Sym[];
+
+/** The symbol `pick` chooses among an answer's symbols, asserted to be there. */
+export function symbolIn(a: Answer, pick: (s: Sym) => boolean): Sym {
+  const found = symbols(a).find(pick);
+  assert.ok(found, JSON.stringify(a.symbols));
+  return found;
+}
+
+/** A diagnostics answer that is complete (the server has said all it will); its diagnostics. */
+export function completeDiagnostics(a: Answer): Diagnostic[] {
+  assert.equal(a.incomplete, false);
+  return a.diagnostics as Diagnostic[];
+}
+
+/** A complete diagnostics answer with none: the file is clean. */
+export function assertClean(a: Answer, message?: string): void {
+  assert.deepEqual(completeDiagnostics(a), [], message);
+}
+
 /** What the daemon adds to every answer beside the server's result: the provenance of its dependencies and the time it took. */
 export function assertAnswerFrame(a: Answer): void {
   assert.equal(a.dependency_freshness, 'server_observed_not_attested');
