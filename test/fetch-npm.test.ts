@@ -8,7 +8,7 @@ import { existsSync, readFileSync, readdirSync, readlinkSync, writeFileSync } fr
 import { join } from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
 import type { RootKey } from '../src/store/types.js';
-import { fetchEnv, fixtures, newKey, scratchDir, type FetchEnv } from './helpers/fetch-env.js';
+import { fetchEnv, fetchTree, fixtures, newKey, scratchDir, type FetchEnv } from './helpers/fetch-env.js';
 import { startNpmRegistry, type NpmRegistry } from './helpers/npm-registry.js';
 import { skipOrFail } from './helpers/host.js';
 import { jailUidEnv } from './helpers/uids.js';
@@ -58,11 +58,8 @@ describe('fetch: npm through the egress proxy', () => {
   it('installs the locked package into the deps dir, with no install script run', async (t) => {
     if (env.skipReason) return t.skip(env.skipReason);
     if (!env.tools.npm || !env.tools.node) return t.skip(skipOrFail('npm/node are not installed under /usr'));
-    const m = env.manager();
-    const key = newKey('npm-dep');
-    env.store.put(key, join(fixtures, 'npm-dep'));
-    assert.equal((await m.enqueue(key)).state, 'queued');
-    const view = await m.wait(key);
+    const { m, key, queued, view } = await fetchTree(env, 'npm-dep', join(fixtures, 'npm-dep'));
+    assert.equal(queued.state, 'queued');
     assert.equal(view.state, 'done', view.log);
 
     const nm = join(env.store.depsDir(key), 'npm', 'top', 'node_modules');
@@ -83,11 +80,7 @@ describe('fetch: npm through the egress proxy', () => {
   it('installs an npm workspaces monorepo from its root lockfile', async (t) => {
     if (env.skipReason) return t.skip(env.skipReason);
     if (!env.tools.npm || !env.tools.node) return t.skip(skipOrFail('npm/node are not installed under /usr'));
-    const m = env.manager();
-    const key = newKey('npm-ws');
-    env.store.put(key, join(fixtures, 'npm-workspaces'));
-    await m.enqueue(key);
-    const view = await m.wait(key);
+    const { m, key, view } = await fetchTree(env, 'npm-ws', join(fixtures, 'npm-workspaces'));
     assert.equal(view.state, 'done', view.log);
     // One workspace (the lockfile's dir); the member's package.json was copied so npm
     // could link it, and the link is relative: in SERVE it points into the tree.
@@ -104,12 +97,8 @@ describe('fetch: npm through the egress proxy', () => {
   it('fails with a clear log tail when the lockfile points at a host that is not allowed', async (t) => {
     if (env.skipReason) return t.skip(env.skipReason);
     if (!env.tools.npm || !env.tools.node) return t.skip(skipOrFail('npm/node are not installed under /usr'));
-    const m = env.manager();
-    const key = newKey('npm-evil');
     const resolved = `${other.url}left-pad-lite/-/left-pad-lite-1.0.0.tgz`;
-    env.store.put(key, lockedTree({ name: 'left-pad-lite', version: '1.0.0', resolved, integrity: fixtureIntegrity }));
-    await m.enqueue(key);
-    const view = await m.wait(key);
+    const { m, key, view } = await fetchTree(env, 'npm-evil', lockedTree({ name: 'left-pad-lite', version: '1.0.0', resolved, integrity: fixtureIntegrity }));
     assert.equal(view.state, 'failed', view.log);
     assert.match(view.error!, /not an allowed registry/);
     assert.match(view.log!, /403/);
