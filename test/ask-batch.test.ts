@@ -2,25 +2,16 @@
 // queries, two of them bad, answer all 20 in order; a bad one gets its own
 // {error, message} entry and fails nothing else; the batch as a whole is refused
 // only for what no query of it could survive (schema of the envelope, unknown root).
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { postJson, shaOf, startDaemon, stopDaemon, upload, type Started } from './helpers/ask-harness.js';
+import { postJson, shaOf } from './helpers/ask-harness.js';
+import { askSuite } from './helpers/ask-suite.js';
 
 const root = { org: 'acme', repo: 'ask-batch', sha: shaOf('ask-batch') };
-let s: Started | undefined;
-
-before(async () => {
-  s = await startDaemon();
-  if (s.notReady) return;
-  const r = await upload(s.url, root, 'ask-ts');
-  assert.equal(r.status, 201, await r.text());
-});
-after(() => stopDaemon(s));
-
-const skipWhy = () => (s?.notReady ? `the jail could not be proved on this host, so nothing is served: ${s.notReady}` : undefined);
+const daemon = askSuite({ uploads: [[root, 'ask-ts']] });
 
 test('a batch of 20 mixed queries, two bad, answers all 20 in order', { timeout: 180_000 }, async (t) => {
-  if (skipWhy()) return t.skip(skipWhy());
+  if (daemon.skipWhy()) return t.skip(daemon.skipWhy());
   const queries: Record<string, unknown>[] = [
     { symbol: 'Server' },
     { symbol: 'Server.close' },
@@ -44,7 +35,7 @@ test('a batch of 20 mixed queries, two bad, answers all 20 in order', { timeout:
     { symbol: 'greeter.greet', path: 'src/main.ts' },
   ];
   assert.equal(queries.length, 20);
-  const r = await postJson(s!.url, '/ask', { ...root, queries });
+  const r = await postJson(daemon.url(), '/ask', { ...root, queries });
   assert.equal(r.status, 200, JSON.stringify(r.body).slice(0, 500));
   const answers = r.body.answers as Record<string, unknown>[];
   assert.equal(answers.length, 20);
@@ -76,19 +67,19 @@ test('a batch of 20 mixed queries, two bad, answers all 20 in order', { timeout:
 
   // The same questions one by one answer the same (the batch shares sessions and a memo, not answers).
   for (const i of [1, 5, 9]) {
-    const one = await postJson(s!.url, '/ask', { ...root, ...queries[i] });
+    const one = await postJson(daemon.url(), '/ask', { ...root, ...queries[i] });
     assert.deepEqual(one.body.locations, answers[i]!.locations, `query ${i}`);
   }
 });
 
 test('batch envelope errors: empty, too many, not an array, unknown root', async (t) => {
-  if (skipWhy()) return t.skip(skipWhy());
+  if (daemon.skipWhy()) return t.skip(daemon.skipWhy());
   for (const queries of [[], Array.from({ length: 101 }, () => ({ symbol: 'x' })), 'Server']) {
-    const r = await postJson(s!.url, '/ask', { ...root, queries });
+    const r = await postJson(daemon.url(), '/ask', { ...root, queries });
     assert.equal(r.status, 400, JSON.stringify(r.body));
     assert.equal(r.body.error, 'bad_request');
   }
-  const r = await postJson(s!.url, '/ask', { ...root, sha: shaOf('never-uploaded'), queries: [{ symbol: 'x' }] });
+  const r = await postJson(daemon.url(), '/ask', { ...root, sha: shaOf('never-uploaded'), queries: [{ symbol: 'x' }] });
   assert.equal(r.status, 409);
   assert.equal(r.body.error, 'need_tree');
 });

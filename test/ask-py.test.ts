@@ -2,34 +2,18 @@
 // the ask-py fixture uploaded through PUT as a tar stream. Plain, qualified (class
 // member, module member pkg.mod.func), ambiguous, unknown, and a name defined
 // outside the tree (the standard library: resolved, but never rendered as a path).
-import { after, before, test, type TestContext } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { lineOf, postJson, shaOf, startDaemon, stopDaemon, upload, type Started } from './helpers/ask-harness.js';
+import { lineOf, shaOf } from './helpers/ask-harness.js';
+import { askOn, askSuite } from './helpers/ask-suite.js';
 
 const FIX = 'ask-py';
 const root = { org: 'acme', repo: 'ask-py', sha: shaOf('ask-py') };
-let s: Started | undefined;
-
-before(async () => {
-  s = await startDaemon();
-  if (s.notReady) return;
-  const r = await upload(s.url, root, FIX);
-  assert.equal(r.status, 201, await r.text());
-});
-after(() => stopDaemon(s));
 
 type Loc = { path: string; range: { start: { line: number } }; external?: boolean };
 type Answer = Record<string, unknown> & { locations?: Loc[]; candidates?: (Loc & { qualified: string })[]; matches?: number };
 
-async function ask(t: TestContext, body: Record<string, unknown>, status = 200): Promise<Answer | undefined> {
-  if (s?.notReady) {
-    t.skip(`the jail could not be proved on this host, so nothing is served: ${s.notReady}`);
-    return undefined;
-  }
-  const r = await postJson(s!.url, '/ask', { ...root, ...body });
-  assert.equal(r.status, status, JSON.stringify(r.body));
-  return r.body as Answer;
-}
+const ask = askOn<Answer>(askSuite({ uploads: [[root, FIX]] }), root);
 
 const at = (a: Answer | undefined) => a?.locations?.map((l) => `${l.path}:${l.range.start.line}`);
 

@@ -2,34 +2,19 @@
 // TypeScript server), the ask-ts fixture uploaded through PUT as a tar stream.
 // Plain, qualified (class member, namespace and module member), overloaded,
 // ambiguous, unknown, and a name from the fixture's node_modules dependency.
-import { after, before, test, type TestContext } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { lineOf, postJson, shaOf, startDaemon, stopDaemon, upload, type Started } from './helpers/ask-harness.js';
+import { lineOf, postJson, shaOf } from './helpers/ask-harness.js';
+import { askOn, askSuite } from './helpers/ask-suite.js';
 
 const FIX = 'ask-ts';
 const root = { org: 'acme', repo: 'ask-ts', sha: shaOf('ask-ts') };
-let s: Started | undefined;
-
-before(async () => {
-  s = await startDaemon();
-  if (s.notReady) return;
-  const r = await upload(s.url, root, FIX);
-  assert.equal(r.status, 201, await r.text());
-});
-after(() => stopDaemon(s));
+const daemon = askSuite({ uploads: [[root, FIX]] });
 
 type Loc = { path: string; range: { start: { line: number; character: number } }; external?: boolean; module?: string; version?: string; preview?: string };
 type Answer = Record<string, unknown> & { locations?: Loc[]; candidates?: (Loc & { qualified: string; name: string })[]; matches?: number };
 
-async function ask(t: TestContext, body: Record<string, unknown>, status = 200): Promise<Answer | undefined> {
-  if (s?.notReady) {
-    t.skip(`the jail could not be proved on this host, so nothing is served: ${s.notReady}`);
-    return undefined;
-  }
-  const r = await postJson(s!.url, '/ask', { ...root, ...body });
-  assert.equal(r.status, status, JSON.stringify(r.body));
-  return r.body as Answer;
-}
+const ask = askOn<Answer>(daemon, root);
 
 test('plain name: Server is the class in src/server.ts', async (t) => {
   const a = await ask(t, { symbol: 'Server' });
@@ -193,7 +178,7 @@ test('errors: bad symbol 400, unknown root 409 need_tree', async (t) => {
   const bad = await ask(t, { symbol: 'a..b' }, 400);
   if (!bad) return;
   assert.equal(bad.error, 'bad_request');
-  const r = await postJson(s!.url, '/ask', { ...root, sha: shaOf('never-uploaded'), symbol: 'x' });
+  const r = await postJson(daemon.url(), '/ask', { ...root, sha: shaOf('never-uploaded'), symbol: 'x' });
   assert.equal(r.status, 409);
   assert.equal(r.body.error, 'need_tree');
 });

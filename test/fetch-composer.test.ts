@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fetchEnv, filesUnder, newKey, scratchDir, type FetchEnv } from './helpers/fetch-env.js';
+import { fetchEnv, fetchTree, filesUnder, newKey, scratchDir, type FetchEnv } from './helpers/fetch-env.js';
 import { startComposerRepo, type ComposerRepo } from './helpers/composer-repo.js';
 import { composerTree, greeter, hooks } from './helpers/dep-packages.js';
 import { jailUidEnv } from './helpers/uids.js';
@@ -32,14 +32,11 @@ describe('fetch: composer through the egress proxy', () => {
   it('installs the locked packages into vendor/ with no script or plugin run', async (t) => {
     if (env.skipReason) return t.skip(env.skipReason);
     assert.ok(env.tools.composer && env.tools.php, 'composer and php are installed (images/pins.env)');
-    const m = env.manager();
-    const key = newKey('composer');
     const lock = repo.lock(['acme/greeter', 'acme/hooks']);
     // A package composer could only clone: left out and named, never cloned.
     (lock.packages as unknown[]).push({ name: 'acme/gitonly', version: 'dev-main', source: { type: 'git', url: 'https://github.com/acme/gitonly.git', reference: 'abc' } });
-    env.store.put(key, composerTree(lock, { 'acme/gitonly': 'dev-main' }));
-    assert.equal((await m.enqueue(key)).state, 'queued');
-    const view = await m.wait(key);
+    const { m, key, queued, view } = await fetchTree(env, 'composer', composerTree(lock, { 'acme/gitonly': 'dev-main' }));
+    assert.equal(queued.state, 'queued');
     assert.equal(view.state, 'done', view.log);
     assert.deepEqual(view.ecosystems, [
       { ecosystem: 'composer', dir: '', state: 'done', skipped: ['acme/gitonly@dev-main: no dist archive in the lock (lspd never clones sources)'] },
@@ -73,11 +70,7 @@ describe('fetch: composer through the egress proxy', () => {
 
   it('fails, naming the host, when a dist is only on a host that is not allowed', async (t) => {
     if (env.skipReason) return t.skip(env.skipReason);
-    const m = env.manager();
-    const key = newKey('composer-evil');
-    env.store.put(key, composerTree(other.lock(['acme/elsewhere'])));
-    await m.enqueue(key);
-    const view = await m.wait(key);
+    const { m, key, view } = await fetchTree(env, 'composer-evil', composerTree(other.lock(['acme/elsewhere'])));
     assert.equal(view.state, 'failed', view.log);
     assert.match(view.error!, /not an allowed registry/, view.log);
     assert.deepEqual(other.hits, [], 'nothing reached the disallowed host');
@@ -86,13 +79,9 @@ describe('fetch: composer through the egress proxy', () => {
 
   it('fails when a dist does not match the shasum in the lock', async (t) => {
     if (env.skipReason) return t.skip(env.skipReason);
-    const m = env.manager();
-    const key = newKey('composer-sha');
     const lock = repo.lock(['acme/greeter']);
     (lock.packages as { dist: { shasum: string } }[])[0]!.dist.shasum = '0'.repeat(40);
-    env.store.put(key, composerTree(lock));
-    await m.enqueue(key);
-    const view = await m.wait(key);
+    const { key, view } = await fetchTree(env, 'composer-sha', composerTree(lock));
     assert.equal(view.state, 'failed', view.log);
     assert.match(view.error!, /shasum/, view.log);
     assert.equal(existsSync(join(env.store.depsDir(key), 'composer', 'top', 'vendor', 'acme', 'greeter', 'src')), false);

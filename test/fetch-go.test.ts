@@ -6,10 +6,18 @@ import { randomBytes } from 'node:crypto';
 import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fetchEnv, fixtures, newKey, scratchDir, type FetchEnv } from './helpers/fetch-env.js';
+import { fetchEnv, fetchTree, fixtures, newKey, scratchDir, type FetchEnv } from './helpers/fetch-env.js';
 import { buildGoProxy, writeGoProxy } from './helpers/go-proxy.js';
 import { skipOrFail } from './helpers/host.js';
 import { jailUidEnv } from './helpers/uids.js';
+
+/** The go-dep fixture copied to a scratch dir (named by `prefix`), its go.sum made `edit(go.sum)`. */
+function goDepWithSum(prefix: string, edit: (sum: string) => string): string {
+  const src = scratchDir(prefix);
+  cpSync(join(fixtures, 'go-dep'), src, { recursive: true });
+  writeFileSync(join(src, 'go.sum'), edit(readFileSync(join(src, 'go.sum'), 'utf8')));
+  return src;
+}
 
 describe('fetch: go', () => {
   let env: FetchEnv;
@@ -96,15 +104,8 @@ describe('fetch: go', () => {
   it('fails, saying why, when a module does not match go.sum', async (t) => {
     if (env.skipReason) return t.skip(env.skipReason);
     if (!env.tools.go) return t.skip(skipOrFail('go is not installed under /usr'));
-    const m = env.manager();
-    const key = newKey('go-tampered');
-    const src = scratchDir('lspd-go-tampered-');
-    cpSync(join(fixtures, 'go-dep'), src, { recursive: true });
-    const sum = readFileSync(join(src, 'go.sum'), 'utf8').replace(/dep v1\.0\.0 h1:.{4}/, 'dep v1.0.0 h1:AAAA');
-    writeFileSync(join(src, 'go.sum'), sum);
-    env.store.put(key, src);
-    await m.enqueue(key);
-    const view = await m.wait(key);
+    const src = goDepWithSum('lspd-go-tampered-', (sum) => sum.replace(/dep v1\.0\.0 h1:.{4}/, 'dep v1.0.0 h1:AAAA'));
+    const { m, key, view } = await fetchTree(env, 'go-tampered', src);
     assert.equal(view.state, 'failed');
     assert.match(view.error!, /does not match the hash in the tree's go\.sum/);
     assert.match(view.log!, /checksum mismatch/);
@@ -115,14 +116,8 @@ describe('fetch: go', () => {
   it('fails with a clear reason when go.sum lacks entries (the tree is read-only)', async (t) => {
     if (env.skipReason) return t.skip(env.skipReason);
     if (!env.tools.go) return t.skip(skipOrFail('go is not installed under /usr'));
-    const m = env.manager();
-    const key = newKey('go-nosum');
-    const src = scratchDir('lspd-go-nosum-');
-    cpSync(join(fixtures, 'go-dep'), src, { recursive: true });
-    writeFileSync(join(src, 'go.sum'), '');
-    env.store.put(key, src);
-    await m.enqueue(key);
-    const view = await m.wait(key);
+    const src = goDepWithSum('lspd-go-nosum-', () => '');
+    const { key, view } = await fetchTree(env, 'go-nosum', src);
     assert.equal(view.state, 'failed');
     // go asks the checksum database for the missing hash (through the egress proxy,
     // which refuses it here) before it would extract anything.
@@ -151,11 +146,7 @@ describe('fetch: the byte bound', () => {
     try {
       if (env.skipReason) return t.skip(env.skipReason);
       if (!env.tools.go) return t.skip(skipOrFail('go is not installed under /usr'));
-      const m = env.manager();
-      const key = newKey('go-big');
-      env.store.put(key, tree);
-      await m.enqueue(key);
-      const view = await m.wait(key);
+      const { m, key, view } = await fetchTree(env, 'go-big', tree);
       assert.equal(view.state, 'failed', view.log);
       assert.match(view.error!, /more than 1048576 bytes/, view.log);
       assert.match(view.log!, /over the bound/);

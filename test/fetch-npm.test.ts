@@ -5,14 +5,14 @@
 // proxy makes a large download deterministic.)
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
-import { createServer, type Server, type Socket } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import { fetchEnv, fixtures, newKey, scratchDir, type FetchEnv } from './helpers/fetch-env.js';
+import { after, before, describe, it, type TestContext } from 'node:test';
+import type { RootKey } from '../src/store/types.js';
+import { fetchEnv, fetchTree, fixtures, newKey, scratchDir, type FetchEnv } from './helpers/fetch-env.js';
 import { startNpmRegistry, type NpmRegistry } from './helpers/npm-registry.js';
 import { skipOrFail } from './helpers/host.js';
 import { jailUidEnv } from './helpers/uids.js';
+import { startHangingServer } from './chaos/hanging-server.js';
 
 /** A tree with one dependency whose lockfile entry says where to get it and what hash it has. */
 function lockedTree(dep: { name: string; version: string; resolved: string; integrity: string }): string {
@@ -36,26 +36,6 @@ function lockedTree(dep: { name: string; version: string; resolved: string; inte
 
 const fixtureIntegrity = JSON.parse(readFileSync(join(fixtures, 'npm-dep', 'package-lock.json'), 'utf8')).packages['node_modules/left-pad-lite'].integrity as string;
 
-/** A server that accepts connections and never answers: a registry that hangs. */
-async function startHangingServer(): Promise<{ authority: string; url: string; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-    s.on('error', () => {});
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  return {
-    authority: `127.0.0.1:${port}`,
-    url: `http://127.0.0.1:${port}/`,
-    close: () => {
-      for (const s of sockets) s.destroy();
-      return new Promise<void>((r) => server.close(() => r()));
-    },
-  };
-}
-
 describe('fetch: npm through the egress proxy', () => {
   let env: FetchEnv;
   let registry: NpmRegistry;
@@ -78,11 +58,8 @@ describe('fetch: npm through the egress proxy', () => {
   it('installs the locked package into the deps dir, with no install script run', async (t) => {
     if (env.skipReason) return t.skip(env.skipReason);
     if (!env.tools.npm || !env.tools.node) return t.skip(skipOrFail('npm/node are not installed under /usr'));
-    const m = env.manager();
-    const key = newKey('npm-dep');
-    env.store.put(key, join(fixtures, 'npm-dep'));
-    assert.equal((await m.enqueue(key)).state, 'queued');
-    const view = await m.wait(key);
+    const { m, key, queued, view } = await fetchTree(env, 'npm-dep', join(fixtures, 'npm-dep'));
+    assert.equal(queued.state, 'queued');
     assert.equal(view.state, 'done', view.log);
 
     const nm = join(env.store.depsDir(key), 'npm', 'top', 'node_modules');
@@ -103,11 +80,7 @@ describe('fetch: npm through the egress proxy', () => {
   it('installs an npm workspaces monorepo from its root lockfile', async (t) => {
     if (env.skipReason) return t.skip(env.skipReason);
     if (!env.tools.npm || !env.tools.node) return t.skip(skipOrFail('npm/node are not installed under /usr'));
-    const m = env.manager();
-    const key = newKey('npm-ws');
-    env.store.put(key, join(fixtures, 'npm-workspaces'));
-    await m.enqueue(key);
-    const view = await m.wait(key);
+    const { m, key, view } = await fetchTree(env, 'npm-ws', join(fixtures, 'npm-workspaces'));
     assert.equal(view.state, 'done', view.log);
     // One workspace (the lockfile's dir); the member's package.json was copied so npm
     // could link it, and the link is relative: in SERVE it points into the tree.
@@ -124,12 +97,8 @@ describe('fetch: npm through the egress proxy', () => {
   it('fails with a clear log tail when the lockfile points at a host that is not allowed', async (t) => {
     if (env.skipReason) return t.skip(env.skipReason);
     if (!env.tools.npm || !env.tools.node) return t.skip(skipOrFail('npm/node are not installed under /usr'));
-    const m = env.manager();
-    const key = newKey('npm-evil');
     const resolved = `${other.url}left-pad-lite/-/left-pad-lite-1.0.0.tgz`;
-    env.store.put(key, lockedTree({ name: 'left-pad-lite', version: '1.0.0', resolved, integrity: fixtureIntegrity }));
-    await m.enqueue(key);
-    const view = await m.wait(key);
+    const { m, key, view } = await fetchTree(env, 'npm-evil', lockedTree({ name: 'left-pad-lite', version: '1.0.0', resolved, integrity: fixtureIntegrity }));
     assert.equal(view.state, 'failed', view.log);
     assert.match(view.error!, /not an allowed registry/);
     assert.match(view.log!, /403/);
@@ -162,37 +131,47 @@ describe('fetch: npm through the egress proxy', () => {
 
 });
 
+/**
+ * Runs `body` against a registry that accepts connections and never answers: a
+ * fetch env allowed to reach it (plus `settings`) and a stored root whose lockfile
+ * resolves its one dependency there, not yet fetched. Skips where the FETCH jail or
+ * npm is missing; closes the env and the registry after.
+ */
+async function withHangingRegistry(
+  t: TestContext,
+  repo: string,
+  settings: Record<string, string>,
+  body: (env: FetchEnv, key: RootKey) => Promise<void>,
+): Promise<void> {
+  const hang = await startHangingServer();
+  const env = await fetchEnv({ LSPD_NPM_REGISTRY: hang.url, LSPD_FETCH_REGISTRIES: hang.authority, ...settings, ...jailUidEnv() });
+  try {
+    if (env.skipReason) return t.skip(env.skipReason);
+    if (!env.tools.npm || !env.tools.node) return t.skip(skipOrFail('npm/node are not installed under /usr'));
+    const key = newKey(repo);
+    env.store.put(key, lockedTree({ name: 'left-pad-lite', version: '1.0.0', resolved: `${hang.url}left-pad-lite/-/left-pad-lite-1.0.0.tgz`, integrity: fixtureIntegrity }));
+    await body(env, key);
+  } finally {
+    await env.close();
+    await hang.close();
+  }
+}
+
 describe('fetch: deadline and cancellation', () => {
-  it('fails a fetch that outlives fetchTimeoutMs, killing its jail', async (t) => {
-    const hang = await startHangingServer();
-    const env = await fetchEnv({ LSPD_NPM_REGISTRY: hang.url, LSPD_FETCH_REGISTRIES: hang.authority, LSPD_FETCH_TIMEOUT_MS: '1500', ...jailUidEnv() });
-    try {
-      if (env.skipReason) return t.skip(env.skipReason);
-      if (!env.tools.npm || !env.tools.node) return t.skip(skipOrFail('npm/node are not installed under /usr'));
+  it('fails a fetch that outlives fetchTimeoutMs, killing its jail', (t) =>
+    withHangingRegistry(t, 'hang', { LSPD_FETCH_TIMEOUT_MS: '1500' }, async (env, key) => {
       const m = env.manager();
-      const key = newKey('hang');
-      env.store.put(key, lockedTree({ name: 'left-pad-lite', version: '1.0.0', resolved: `${hang.url}left-pad-lite/-/left-pad-lite-1.0.0.tgz`, integrity: fixtureIntegrity }));
       const t0 = Date.now();
       await m.enqueue(key);
       const view = await m.wait(key);
       assert.equal(view.state, 'failed');
       assert.match(view.error!, /deadline/);
       assert.ok(Date.now() - t0 < 10_000, 'stopped near its deadline');
-    } finally {
-      await env.close();
-      await hang.close();
-    }
-  });
+    }));
 
-  it('cancels a running fetch when its root is removed', async (t) => {
-    const hang = await startHangingServer();
-    const env = await fetchEnv({ LSPD_NPM_REGISTRY: hang.url, LSPD_FETCH_REGISTRIES: hang.authority, ...jailUidEnv() });
-    try {
-      if (env.skipReason) return t.skip(env.skipReason);
-      if (!env.tools.npm || !env.tools.node) return t.skip(skipOrFail('npm/node are not installed under /usr'));
+  it('cancels a running fetch when its root is removed', (t) =>
+    withHangingRegistry(t, 'cancel', {}, async (env, key) => {
       const m = env.manager();
-      const key = newKey('cancel');
-      env.store.put(key, lockedTree({ name: 'left-pad-lite', version: '1.0.0', resolved: `${hang.url}left-pad-lite/-/left-pad-lite-1.0.0.tgz`, integrity: fixtureIntegrity }));
       await m.enqueue(key);
       // A query waiting within its budget sees the fetch still running when the budget ends.
       const budget = AbortSignal.timeout(300);
@@ -207,20 +186,10 @@ describe('fetch: deadline and cancellation', () => {
       assert.deepEqual(await waiting, { state: 'none' });
       assert.deepEqual(m.state(key), { state: 'none' });
       assert.equal(m.busy(key), false);
-    } finally {
-      await env.close();
-      await hang.close();
-    }
-  });
+    }));
 
-  it('a shutdown mid-fetch is resumed at the next start, not counted as a crash', async (t) => {
-    const hang = await startHangingServer();
-    const env = await fetchEnv({ LSPD_NPM_REGISTRY: hang.url, LSPD_FETCH_REGISTRIES: hang.authority, ...jailUidEnv() });
-    try {
-      if (env.skipReason) return t.skip(env.skipReason);
-      if (!env.tools.npm || !env.tools.node) return t.skip(skipOrFail('npm/node are not installed under /usr'));
-      const key = newKey('shutdown');
-      env.store.put(key, lockedTree({ name: 'left-pad-lite', version: '1.0.0', resolved: `${hang.url}left-pad-lite/-/left-pad-lite-1.0.0.tgz`, integrity: fixtureIntegrity }));
+  it('a shutdown mid-fetch is resumed at the next start, not counted as a crash', (t) =>
+    withHangingRegistry(t, 'shutdown', {}, async (env, key) => {
       for (let start = 0; start < 3; start++) {
         const m = env.manager();
         await m.resume([key]); // the first start finds no state file and detects the tree
@@ -229,9 +198,5 @@ describe('fetch: deadline and cancellation', () => {
         const file = JSON.parse(readFileSync(join(env.store.depsDir(key), 'fetch.json'), 'utf8')) as { view: { state: string }; attempt: number };
         assert.deepEqual([file.view.state, file.attempt], ['queued', 0]);
       }
-    } finally {
-      await env.close();
-      await hang.close();
-    }
-  });
+    }));
 });

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fetchEnv, filesUnder, newKey, scratchDir, type FetchEnv } from './helpers/fetch-env.js';
+import { fetchEnv, fetchTree, filesUnder, newKey, scratchDir, type FetchEnv } from './helpers/fetch-env.js';
 import { startPypiIndex, type PyIndex, type PyProject } from './helpers/pypi-index.js';
 import { greetLib, onlySdist } from './helpers/dep-packages.js';
 import { jailUidEnv } from './helpers/uids.js';
@@ -86,11 +86,7 @@ describe('fetch: Python wheels through the egress proxy', () => {
 
   it('fails when a wheel does not match the hash in the lock', async (t) => {
     if (env.skipReason) return t.skip(env.skipReason);
-    const m = env.manager();
-    const key = newKey('py-hash');
-    env.store.put(key, tree({ 'requirements.txt': `greet-lib==1.0.0 --hash=sha256:${'0'.repeat(64)}\n` }));
-    await m.enqueue(key);
-    const view = await m.wait(key);
+    const { m, key, view } = await fetchTree(env, 'py-hash', tree({ 'requirements.txt': `greet-lib==1.0.0 --hash=sha256:${'0'.repeat(64)}\n` }));
     assert.equal(view.state, 'failed', view.log);
     assert.match(view.error!, /does not match the hashes/);
     assert.equal(existsSync(join(env.store.depsDir(key), 'python', 'top', 'site-packages', 'greet_lib')), false);

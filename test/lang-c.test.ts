@@ -3,45 +3,29 @@
 // sees the whole workspace); test/fixtures/cpp-cdb has one whose flags (an include
 // dir, a -D) the code needs. Every op by file and line; the index lives in the
 // session's private tmpfs, never in the read-only tree.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { CLANGD } from '../src/lsp/servers/rows/c.js';
-import { cannotJail, lineOf, lspQuery, position, shaOf, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
+import { cannotJail, lineOf, position } from './helpers/lsp-harness.js';
 import { lacksBinaries } from './helpers/host.js';
+import { acmeRoot, assertClean, at, completeDiagnostics, langSuite, locs, symbols } from './helpers/lang-suite.js';
 
 const skip = cannotJail() ?? lacksBinaries('clangd', CLANGD);
 const C = 'c-basic';
 const CPP = 'cpp-cdb';
-const cRoot = { org: 'acme', repo: 'c-basic', sha: shaOf('c-basic') };
-const cppRoot = { org: 'acme', repo: 'cpp-cdb', sha: shaOf('cpp-cdb') };
-
-type Loc = { path: string; range: { start: { line: number } }; preview?: string };
-const at = (a: Record<string, unknown>) => (a.locations as Loc[]).map((l) => `${l.path}:${l.range.start.line}`);
+const cRoot = acmeRoot(C);
+const cppRoot = acmeRoot(CPP);
 
 describe('C/C++ (clangd) in the SERVE jail', { skip }, () => {
-  let d: Lspd;
-  before(async () => {
-    d = await startLspd();
-    await uploadFixture(d.url, cRoot, C);
-    await uploadFixture(d.url, cppRoot, CPP);
-  });
-  after(() => d?.close());
-
-  const ask = async (root: typeof cRoot, body: Record<string, unknown>) => {
-    const r = await lspQuery(d.url, { ...root, ...body });
-    assert.equal(r.status, 200, JSON.stringify(r.body));
-    assert.equal(r.body.server, 'clangd');
-    assert.equal(r.body.untrusted, true);
-    return r.body;
-  };
+  const { daemon, ask } = langSuite({ server: 'clangd', uploads: [[cRoot, C], [cppRoot, CPP]] });
 
   test('definition of a call lands on the .c definition (whole workspace indexed without a database)', async () => {
     const a = await ask(cRoot, { op: 'definition', path: 'src/main.c', ...position(C, 'src/main.c', 'greet(buf, sizeof buf, "world")') });
     assert.equal(a.incomplete, false);
     assert.deepEqual(at(a), [`src/greet.c:${lineOf(C, 'src/greet.c', 'int greet(')}`]);
-    assert.match((a.locations as Loc[])[0]!.preview!, /int greet\(char \*out, int size, const char \*name\)/);
+    assert.match(locs(a)[0]!.preview!, /int greet\(char \*out, int size, const char \*name\)/);
   });
 
   test('references across files: header declaration, definition, calls', async () => {
@@ -67,7 +51,7 @@ describe('C/C++ (clangd) in the SERVE jail', { skip }, () => {
 
   test('documentSymbols of a header: the struct and both functions', async () => {
     const a = await ask(cRoot, { op: 'documentSymbols', path: 'include/greet.h' });
-    const syms = a.symbols as { name: string; kind: string; range: { start: { line: number } } }[];
+    const syms = symbols(a);
     const by = (n: string) => syms.find((s) => s.name === n);
     assert.equal(by('greet')?.kind, 'function');
     assert.equal(by('greet')?.range.start.line, lineOf(C, 'include/greet.h', 'int greet('));
@@ -77,8 +61,7 @@ describe('C/C++ (clangd) in the SERVE jail', { skip }, () => {
 
   test('diagnostics: the type error with its line; a clean file is clean', async () => {
     const bad = await ask(cRoot, { op: 'diagnostics', path: 'src/broken.c' });
-    assert.equal(bad.incomplete, false);
-    const diags = bad.diagnostics as { range: { start: { line: number } }; severity: string; message: string }[];
+    const diags = completeDiagnostics(bad);
     assert.ok(diags.some((x) => x.severity === 'error' && x.range.start.line === lineOf(C, 'src/broken.c', 'int n = p;')), JSON.stringify(diags));
     const clean = await ask(cRoot, { op: 'diagnostics', path: 'src/main.c' });
     assert.deepEqual(clean.diagnostics, []);
@@ -86,14 +69,13 @@ describe('C/C++ (clangd) in the SERVE jail', { skip }, () => {
 
   test('workspaceSymbols finds a function defined in another file', async () => {
     const a = await ask(cRoot, { op: 'workspaceSymbols', query: 'person_hello' });
-    const paths = (a.symbols as { name: string; path: string }[]).filter((s) => s.name === 'person_hello').map((s) => s.path);
+    const paths = symbols(a).filter((s) => s.name === 'person_hello').map((s) => s.path);
     assert.ok(paths.includes('src/greet.c') || paths.includes('include/greet.h'), JSON.stringify(a.symbols));
   });
 
   test("a tree's compile_commands.json is used: its -I and -D make the C++ clean, definitions cross files", async () => {
     const clean = await ask(cppRoot, { op: 'diagnostics', path: 'src/shape.cpp' });
-    assert.equal(clean.incomplete, false);
-    assert.deepEqual(clean.diagnostics, [], 'GREETING and inc/ come from the database');
+    assertClean(clean, 'GREETING and inc/ come from the database');
     const a = await ask(cppRoot, { op: 'definition', path: 'src/main.cpp', ...position(CPP, 'src/main.cpp', 'describe(sq)') });
     assert.deepEqual(at(a), [`src/shape.cpp:${lineOf(CPP, 'src/shape.cpp', 'std::string describe(')}`]);
     const impl = await ask(cppRoot, { op: 'implementation', path: 'inc/shape.hpp', ...position(CPP, 'inc/shape.hpp', 'area() const = 0') });
@@ -102,7 +84,7 @@ describe('C/C++ (clangd) in the SERVE jail', { skip }, () => {
 
   test('the index was written in the private tmpfs, never into the stored tree', () => {
     for (const root of [cRoot, cppRoot]) {
-      assert.equal(existsSync(join(d.store.treeDir(root), '.cache')), false, `${root.repo}: no .cache in the tree`);
+      assert.equal(existsSync(join(daemon().store.treeDir(root), '.cache')), false, `${root.repo}: no .cache in the tree`);
     }
   });
 });

@@ -4,39 +4,26 @@
 // and fetched by the real FETCH phase with GOPROXY=file://…; a definition of
 // dep.Greet from main.go and `/ask dep.Greet` then land `external` at
 // example.com/dep@v1.0.0 in the read-only module cache.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { scratchDir } from './helpers/fetch-env.js';
 import { buildGoProxy } from './helpers/go-proxy.js';
-import { cannotJail, fetchSettled, lineOf, lspQuery, position, postJson, shaOf, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
+import { cannotJail, fetchSettled, lineOf, position, postJson } from './helpers/lsp-harness.js';
 import { lacksBinaries } from './helpers/host.js';
+import { acmeRoot, assertClean, at, completeDiagnostics, langSuite, type Loc, symbolIn, symbols } from './helpers/lang-suite.js';
 
 const skip = cannotJail() ?? lacksBinaries('gopls or go', '/usr/bin/gopls', '/usr/bin/go');
 const FX = 'go-basic';
-const basic = { org: 'acme', repo: 'go-basic', sha: shaOf('go-basic') };
-const withDep = { org: 'acme', repo: 'go-dep', sha: shaOf('go-dep-fetched') };
-
-type Loc = { path: string; range: { start: { line: number } }; preview?: string; external?: boolean; module?: string; version?: string };
-const at = (a: Record<string, unknown>) => (a.locations as Loc[]).map((l) => `${l.path}:${l.range.start.line}`);
+const basic = acmeRoot(FX);
+const withDep = acmeRoot('go-dep', 'go-dep-fetched');
 
 describe('Go (gopls) in the SERVE jail', { skip }, () => {
-  let d: Lspd;
-  before(async () => {
-    const proxy = buildGoProxy(scratchDir('lspd-lang-goproxy-'));
+  const { daemon, ask } = langSuite({
+    server: 'gopls',
+    uploads: [[basic, FX], [withDep, 'go-dep']],
     // Nothing may leave: the file:// proxy needs no network and go.sum is complete.
-    d = await startLspd({ env: { LSPD_GO_PROXY: proxy, LSPD_FETCH_REGISTRIES: '127.0.0.1:9' } });
-    await uploadFixture(d.url, basic, FX);
-    await uploadFixture(d.url, withDep, 'go-dep');
+    start: () => ({ env: { LSPD_GO_PROXY: buildGoProxy(scratchDir('lspd-lang-goproxy-')), LSPD_FETCH_REGISTRIES: '127.0.0.1:9' } }),
   });
-  after(() => d?.close());
-
-  const ask = async (root: typeof basic, body: Record<string, unknown>) => {
-    const r = await lspQuery(d.url, { ...root, ...body });
-    assert.equal(r.status, 200, JSON.stringify(r.body));
-    assert.equal(r.body.server, 'gopls');
-    assert.equal(r.body.untrusted, true);
-    return r.body;
-  };
 
   test('definition crosses packages, first answer right', async () => {
     const a = await ask(basic, { op: 'definition', path: 'main.go', ...position(FX, 'main.go', 'Greet("world")') });
@@ -72,7 +59,7 @@ describe('Go (gopls) in the SERVE jail', { skip }, () => {
 
   test('documentSymbols: functions, the type and its method', async () => {
     const a = await ask(basic, { op: 'documentSymbols', path: 'greet/greet.go' });
-    const syms = a.symbols as { name: string; kind: string; range: { start: { line: number } } }[];
+    const syms = symbols(a);
     const by = (n: string) => syms.find((s) => s.name === n || s.name.endsWith(`.${n}`) || s.name.endsWith(`) ${n}`));
     assert.equal(by('Greet')?.range.start.line, lineOf(FX, 'greet/greet.go', 'func Greet('));
     assert.equal(by('Person')?.range.start.line, lineOf(FX, 'greet/greet.go', 'type Person struct'));
@@ -82,29 +69,26 @@ describe('Go (gopls) in the SERVE jail', { skip }, () => {
 
   test('workspaceSymbols finds the type by name', async () => {
     const a = await ask(basic, { op: 'workspaceSymbols', query: 'Person' });
-    const p = (a.symbols as { name: string; path: string; range: { start: { line: number } } }[]).find((s) => s.name === 'Person' || s.name.endsWith('.Person'));
-    assert.ok(p, JSON.stringify(a.symbols));
+    const p = symbolIn(a, (s) => s.name === 'Person' || s.name.endsWith('.Person'));
     assert.equal(p.path, 'greet/greet.go');
     assert.equal(p.range.start.line, lineOf(FX, 'greet/greet.go', 'type Person struct'));
   });
 
   test('diagnostics: the type error is pushed and found; a clean file is clean', async () => {
     const bad = await ask(basic, { op: 'diagnostics', path: 'broken/broken.go' });
-    assert.equal(bad.incomplete, false);
-    const diags = bad.diagnostics as { range: { start: { line: number } }; severity: string; message: string }[];
+    const diags = completeDiagnostics(bad);
     assert.ok(diags.length >= 1, JSON.stringify(bad));
     assert.equal(diags[0]!.severity, 'error');
     assert.equal(diags[0]!.range.start.line, lineOf(FX, 'broken/broken.go', 'var n int'));
     assert.match(diags[0]!.message, /cannot use "three"/);
     const clean = await ask(basic, { op: 'diagnostics', path: 'greet/greet.go' });
-    assert.equal(clean.incomplete, false);
-    assert.deepEqual(clean.diagnostics, []);
+    assertClean(clean);
   });
 
   test('acceptance: dep.Greet, fetched from a file:// module proxy, answers external at example.com/dep@v1.0.0', async () => {
     // The fetch runs in the background after the upload; a query would wait for it
     // too, but the state is checked first so a failure names its log.
-    const fetch = await fetchSettled(d.url, withDep);
+    const fetch = await fetchSettled(daemon().url, withDep);
     assert.equal(fetch.state, 'done', JSON.stringify(fetch));
 
     const FXD = 'go-dep';
@@ -120,7 +104,7 @@ describe('Go (gopls) in the SERVE jail', { skip }, () => {
     assert.equal(locs[0]!.range.start.line, 4); // `func Greet(` in test/fixtures/go-proxy/example.com/dep@v1.0.0/greet.go
     assert.match(locs[0]!.preview!, /func Greet\(name string\) string/);
 
-    const asked = await postJson(d.url, '/ask', { ...withDep, symbol: 'dep.Greet' });
+    const asked = await postJson(daemon().url, '/ask', { ...withDep, symbol: 'dep.Greet' });
     assert.equal(asked.status, 200, JSON.stringify(asked.body));
     const aloc = asked.body.locations as Loc[];
     assert.ok(aloc.length >= 1, JSON.stringify(asked.body));

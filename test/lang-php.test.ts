@@ -1,32 +1,18 @@
 // PHP: intelephense in the real SERVE jail on test/fixtures/php-basic (a composer
 // project with classes and a function in src/ used from index.php). Every op by
 // file and line, with the free features only (no licence key is ever given).
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cannotJail, lineOf, lspQuery, position, shaOf, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
+import { cannotJail, lineOf, position } from './helpers/lsp-harness.js';
+import { acmeRoot, assertClean, at, completeDiagnostics, langSuite, symbolIn, symbols } from './helpers/lang-suite.js';
 
 const skip = cannotJail();
 const FX = 'php-basic';
-const root = { org: 'acme', repo: 'php-basic', sha: shaOf('php-basic') };
-
-type Loc = { path: string; range: { start: { line: number } }; preview?: string };
-const at = (a: Record<string, unknown>) => (a.locations as Loc[]).map((l) => `${l.path}:${l.range.start.line}`);
+const root = acmeRoot(FX);
 
 describe('PHP (intelephense) in the SERVE jail', { skip }, () => {
-  let d: Lspd;
-  before(async () => {
-    d = await startLspd();
-    await uploadFixture(d.url, root, FX);
-  });
-  after(() => d?.close());
-
-  const ask = async (body: Record<string, unknown>) => {
-    const r = await lspQuery(d.url, { ...root, ...body });
-    assert.equal(r.status, 200, JSON.stringify(r.body));
-    assert.equal(r.body.server, 'intelephense');
-    assert.equal(r.body.untrusted, true);
-    return r.body;
-  };
+  const s = langSuite({ server: 'intelephense', uploads: [[root, FX]] });
+  const ask = (body: Record<string, unknown>) => s.ask(root, body);
 
   test('definition of a method crosses files', async () => {
     const a = await ask({ op: 'definition', path: 'index.php', ...position(FX, 'index.php', "greet('world')") });
@@ -59,7 +45,7 @@ describe('PHP (intelephense) in the SERVE jail', { skip }, () => {
 
   test('documentSymbols: the class, its method, the function', async () => {
     const a = await ask({ op: 'documentSymbols', path: 'src/Greeter.php' });
-    const syms = a.symbols as { name: string; kind: string; container?: string; range: { start: { line: number } } }[];
+    const syms = symbols(a);
     const by = (n: string) => syms.find((s) => s.name === n || s.name.endsWith(`\\${n}`));
     assert.equal(by('Greeter')?.kind, 'class');
     assert.equal(by('greet')?.kind, 'method');
@@ -69,19 +55,16 @@ describe('PHP (intelephense) in the SERVE jail', { skip }, () => {
 
   test('workspaceSymbols finds a class in another file', async () => {
     const a = await ask({ op: 'workspaceSymbols', query: 'Person' });
-    const p = (a.symbols as { name: string; path: string; range: { start: { line: number } } }[]).find((s) => s.name === 'Person' || s.name.endsWith('\\Person'));
-    assert.ok(p, JSON.stringify(a.symbols));
+    const p = symbolIn(a, (s) => s.name === 'Person' || s.name.endsWith('\\Person'));
     assert.equal(p.path, 'src/Person.php');
     assert.equal(p.range.start.line, lineOf(FX, 'src/Person.php', 'class Person'));
   });
 
   test('diagnostics: the syntax error with its line; a clean file is clean', async () => {
     const bad = await ask({ op: 'diagnostics', path: 'src/Broken.php' });
-    assert.equal(bad.incomplete, false);
-    const diags = bad.diagnostics as { range: { start: { line: number } }; severity: string; message: string }[];
+    const diags = completeDiagnostics(bad);
     assert.ok(diags.some((x) => x.severity === 'error' && x.range.start.line === lineOf(FX, 'src/Broken.php', '$n = ;')), JSON.stringify(diags));
     const clean = await ask({ op: 'diagnostics', path: 'src/Person.php' });
-    assert.equal(clean.incomplete, false);
-    assert.deepEqual(clean.diagnostics, []);
+    assertClean(clean);
   });
 });

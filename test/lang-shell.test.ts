@@ -3,33 +3,19 @@
 // includeAllWorkspaceSymbols resolves its functions), with shellcheck (Debian,
 // /usr/bin) for diagnostics. The server sends no progress and answers empty until
 // its background analysis is done: the first answer must already be right.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cannotJail, lineOf, lspQuery, position, shaOf, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
+import { cannotJail, lineOf, position } from './helpers/lsp-harness.js';
 import { lacksBinaries } from './helpers/host.js';
+import { acmeRoot, assertClean, at, completeDiagnostics, langSuite, symbolIn, symbols } from './helpers/lang-suite.js';
 
 const skip = cannotJail() ?? lacksBinaries('shellcheck', '/usr/bin/shellcheck');
 const FX = 'sh-basic';
-const root = { org: 'acme', repo: 'sh-basic', sha: shaOf('sh-basic') };
-
-type Loc = { path: string; range: { start: { line: number } }; preview?: string };
-const at = (a: Record<string, unknown>) => (a.locations as Loc[]).map((l) => `${l.path}:${l.range.start.line}`);
+const root = acmeRoot(FX);
 
 describe('Shell (bash-language-server + shellcheck) in the SERVE jail', { skip }, () => {
-  let d: Lspd;
-  before(async () => {
-    d = await startLspd();
-    await uploadFixture(d.url, root, FX);
-  });
-  after(() => d?.close());
-
-  const ask = async (body: Record<string, unknown>) => {
-    const r = await lspQuery(d.url, { ...root, ...body });
-    assert.equal(r.status, 200, JSON.stringify(r.body));
-    assert.equal(r.body.server, 'bash-language-server');
-    assert.equal(r.body.untrusted, true);
-    return r.body;
-  };
+  const s = langSuite({ server: 'bash-language-server', uploads: [[root, FX]] });
+  const ask = (body: Record<string, unknown>) => s.ask(root, body);
 
   test('definition of a function from a file sourced by a computed path; the first answer is right', async () => {
     const a = await ask({ op: 'definition', path: 'main.sh', ...position(FX, 'main.sh', 'greet world') });
@@ -56,7 +42,7 @@ describe('Shell (bash-language-server + shellcheck) in the SERVE jail', { skip }
 
   test('documentSymbols: both functions with their lines', async () => {
     const a = await ask({ op: 'documentSymbols', path: 'lib/greet.sh' });
-    const syms = a.symbols as { name: string; kind: string; range: { start: { line: number } } }[];
+    const syms = symbols(a);
     assert.equal(syms.find((s) => s.name === 'greet')?.range.start.line, lineOf(FX, 'lib/greet.sh', 'greet() {'));
     assert.equal(syms.find((s) => s.name === 'shout')?.range.start.line, lineOf(FX, 'lib/greet.sh', 'shout() {'));
     assert.equal(syms.find((s) => s.name === 'greet')?.kind, 'function');
@@ -64,22 +50,19 @@ describe('Shell (bash-language-server + shellcheck) in the SERVE jail', { skip }
 
   test('workspaceSymbols finds a function in another file', async () => {
     const a = await ask({ op: 'workspaceSymbols', query: 'shout' });
-    const s = (a.symbols as { name: string; path: string; range: { start: { line: number } } }[]).find((x) => x.name === 'shout');
-    assert.ok(s, JSON.stringify(a.symbols));
+    const s = symbolIn(a, (x) => x.name === 'shout');
     assert.equal(s.path, 'lib/greet.sh');
     assert.equal(s.range.start.line, lineOf(FX, 'lib/greet.sh', 'shout() {'));
   });
 
   test("diagnostics: shellcheck's warning with its line; a clean file is clean", async () => {
     const bad = await ask({ op: 'diagnostics', path: 'broken.sh' });
-    assert.equal(bad.incomplete, false);
-    const diags = bad.diagnostics as { range: { start: { line: number } }; severity: string; code?: string; source?: string; message: string }[];
+    const diags = completeDiagnostics(bad);
     const sc = diags.find((x) => x.range.start.line === lineOf(FX, 'broken.sh', 'if [ $name'));
     assert.ok(sc, JSON.stringify(diags));
     assert.match(String(sc.code), /SC2086/);
     assert.match(String(sc.source), /shellcheck/i);
     const clean = await ask({ op: 'diagnostics', path: 'lib/greet.sh' });
-    assert.equal(clean.incomplete, false);
-    assert.deepEqual(clean.diagnostics, []);
+    assertClean(clean);
   });
 });

@@ -4,7 +4,7 @@
 // session per workspace, each answering within its own. Plus the pure pieces the
 // rows rely on: readiness by log line and by expected progress, generated compile
 // databases, dependency notes, paths under a fetched mount.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,22 +17,18 @@ import { ReadinessTracker } from '../src/lsp/session/readiness.js';
 import { debianVersion } from '../src/lsp/servers/server-env.js';
 import type { FetchView } from '../src/fetch/types.js';
 import { scratchDir } from './helpers/fetch-env.js';
-import { cannotJail, getJson, lineOf, lspQuery, position, realRows, shaOf, startLspd, uploadDir, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
+import { cannotJail, getJson, lineOf, lspQuery, position, realRows, uploadDir } from './helpers/lsp-harness.js';
+import { acmeRoot, langSuite } from './helpers/lang-suite.js';
 
 const skip = cannotJail();
 const FX = 'monorepo';
-const root = { org: 'acme', repo: 'monorepo', sha: shaOf('monorepo') };
+const root = acmeRoot(FX);
 
 describe('the table on a real daemon', { skip }, () => {
-  let d: Lspd;
-  before(async () => {
-    d = await startLspd();
-    await uploadFixture(d.url, root, FX);
-  });
-  after(() => d?.close());
+  const s = langSuite({ uploads: [[root, FX]] });
 
   test('/readyz lists every row: available with a version, or unavailable with the reason', async () => {
-    const r = await getJson(d.url, '/readyz');
+    const r = await getJson(s.daemon().url, '/readyz');
     assert.equal(r.status, 200, JSON.stringify(r.body));
     const servers = r.body.servers as Record<string, { available: boolean; version?: string; reason?: string }>;
     assert.deepEqual(Object.keys(servers).sort(), realRows().map((x) => x.name).sort());
@@ -56,9 +52,9 @@ describe('the table on a real daemon', { skip }, () => {
   test('a file whose server is absent is refused with the reason', async () => {
     const dir = scratchDir('lspd-rs-');
     writeFileSync(join(dir, 'main.rs'), 'fn main() {}\n');
-    const rs = { org: 'acme', repo: 'rs', sha: shaOf('rs-tree') };
-    await uploadDir(d.url, rs, dir);
-    const r = await lspQuery(d.url, { ...rs, op: 'hover', path: 'main.rs', line: 0, character: 3 });
+    const rs = acmeRoot('rs', 'rs-tree');
+    await uploadDir(s.daemon().url, rs, dir);
+    const r = await lspQuery(s.daemon().url, { ...rs, op: 'hover', path: 'main.rs', line: 0, character: 3 });
     assert.equal(r.status, 422);
     assert.equal(r.body.error, 'no_server');
     assert.match(String(r.body.message), /rust-analyzer is installed by the image only/);
@@ -66,7 +62,7 @@ describe('the table on a real daemon', { skip }, () => {
 
   test('monorepo: one session per workspace, each answering within its own', async () => {
     const def = async (path: string, needle: string) => {
-      const r = await lspQuery(d.url, { ...root, op: 'definition', path, ...position(FX, path, needle) });
+      const r = await lspQuery(s.daemon().url, { ...root, op: 'definition', path, ...position(FX, path, needle) });
       assert.equal(r.status, 200, JSON.stringify(r.body));
       return (r.body.locations as { path: string; range: { start: { line: number } } }[]).map((l) => `${l.path}:${l.range.start.line}`);
     };
@@ -82,11 +78,11 @@ describe('the table on a real daemon', { skip }, () => {
     assert.deepEqual(tools, [`tools/pkg/greet.py:${lineOf(FX, 'tools/pkg/greet.py', 'def greet')}`]);
 
     // References of one module's Greet never reach into the other module.
-    const refs = await lspQuery(d.url, { ...root, op: 'references', path: 'services/api/greet/greet.go', ...position(FX, 'services/api/greet/greet.go', 'func Greet(', 5) });
+    const refs = await lspQuery(s.daemon().url, { ...root, op: 'references', path: 'services/api/greet/greet.go', ...position(FX, 'services/api/greet/greet.go', 'func Greet(', 5) });
     const paths = (refs.body.locations as { path: string }[]).map((l) => l.path);
     assert.ok(paths.length >= 2 && paths.every((p) => p.startsWith('services/api/')), JSON.stringify(paths));
 
-    const got = await getJson(d.url, `/v1/roots/${root.org}/${root.repo}/${root.sha}`);
+    const got = await getJson(s.daemon().url, `/v1/roots/${root.org}/${root.repo}/${root.sha}`);
     const sessions = (got.body.sessions as { server: string; workspace: string }[]).map((s) => `${s.server}@${s.workspace}`).sort();
     assert.deepEqual(sessions, ['gopls@services/api', 'gopls@services/worker', 'pyright@tools', 'typescript@web']);
   });

@@ -106,6 +106,23 @@ describe('faulty servers end in clear errors, leak nothing, and do not hurt a he
     assert.match(String(r.body.contents), /def greet/);
   }
 
+  /** A definition on the fake that stopped reading, posted as a client would; it hangs until `hangUp` aborts it. */
+  function queryStopReading(): { hangUp(): Promise<void> } {
+    const ac = new AbortController();
+    const q = fetch(`${d.url}/v1/code/lsp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...faultRoot, op: 'definition', path: 'big.rs', line: 0, character: 0 }),
+      signal: ac.signal,
+    }).catch(() => undefined);
+    return {
+      async hangUp() {
+        ac.abort();
+        await q;
+      },
+    };
+  }
+
   /** Query the fake's file; assert the error and the time it took; wait for its processes to be gone. */
   async function fault(file: string, status: number, code: string, message: RegExp, killWithinMs = 3000): Promise<Record<string, unknown>> {
     const before = new Set(jailedPids(d));
@@ -146,18 +163,11 @@ describe('faulty servers end in clear errors, leak nothing, and do not hurt a he
   });
 
   test('a client that disconnects cancels its query: the lease is released long before the deadline', async () => {
-    const ac = new AbortController();
-    const q = fetch(`${d.url}/v1/code/lsp`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ ...faultRoot, op: 'definition', path: 'big.rs', line: 0, character: 0 }),
-      signal: ac.signal,
-    }).catch(() => undefined);
+    const q = queryStopReading();
     const held = () => d.lsp.pool.list().filter((s) => s.row.name === 'fake-stop-reading').reduce((n, s) => n + s.leases, 0);
     assert.ok(await waitFor(() => held() === 1, 3000), 'the query holds the session');
     const t0 = Date.now();
-    ac.abort();
-    await q;
+    await q.hangUp();
     assert.ok(await waitFor(() => held() === 0, 1000), 'released after the disconnect');
     assert.ok(Date.now() - t0 < QUERY_TIMEOUT_MS / 2);
     await healthy();
@@ -195,16 +205,9 @@ describe('faulty servers end in clear errors, leak nothing, and do not hurt a he
 
   // Last: it closes the pool.
   test('shutting down a server that stopped reading is bounded: kill, close, join', async () => {
-    const ac = new AbortController();
-    const q = fetch(`${d.url}/v1/code/lsp`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ ...faultRoot, op: 'definition', path: 'big.rs', line: 0, character: 0 }),
-      signal: ac.signal,
-    }).catch(() => undefined);
+    const q = queryStopReading();
     assert.ok(await waitFor(() => d.lsp.pool.list().some((s) => s.row.name === 'fake-stop-reading' && s.state.kind === 'ready'), 3000));
-    ac.abort();
-    await q;
+    await q.hangUp();
     const t0 = Date.now();
     await d.lsp.pool.close();
     const took = Date.now() - t0;

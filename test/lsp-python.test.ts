@@ -1,40 +1,24 @@
 // Every /v1/code/lsp op on the Python fixture, answered by pyright in the real
 // SERVE jail, the tree uploaded through the real PUT route. Positions are found by
 // text; answers are checked by file and line.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cannotJail, lineOf, lspQuery, position, shaOf, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
+import { cannotJail, lineOf, lspQuery, position } from './helpers/lsp-harness.js';
+import { acmeRoot, assertAnswerFrame, assertClean, at, completeDiagnostics, langSuite, locs, symbolIn, symbols } from './helpers/lang-suite.js';
 
 const skip = cannotJail();
 const FX = 'py-basic';
-const root = { org: 'acme', repo: 'py-basic', sha: shaOf('py-basic') };
+const root = acmeRoot(FX);
 
 describe('Python (pyright) in the SERVE jail', { skip }, () => {
-  let d: Lspd;
-  before(async () => {
-    d = await startLspd();
-    await uploadFixture(d.url, root, FX);
-  });
-  after(() => d?.close());
-
-  const ask = async (body: Record<string, unknown>) => {
-    const r = await lspQuery(d.url, { ...root, ...body });
-    assert.equal(r.status, 200, JSON.stringify(r.body));
-    const a = r.body;
-    assert.equal(a.server, 'pyright');
-    assert.equal(a.untrusted, true);
-    assert.equal(a.dependency_freshness, 'server_observed_not_attested');
-    assert.equal(typeof a.elapsed_ms, 'number');
-    return a;
-  };
-  type Loc = { path: string; range: { start: { line: number; character: number } }; preview?: string };
-  const at = (a: Record<string, unknown>) => (a.locations as Loc[]).map((l) => `${l.path}:${l.range.start.line}`);
+  const s = langSuite({ server: 'pyright', uploads: [[root, FX]], checks: assertAnswerFrame });
+  const ask = (body: Record<string, unknown>) => s.ask(root, body);
 
   test('definition crosses modules', async () => {
     const a = await ask({ op: 'definition', path: 'pkg/app.py', ...position(FX, 'pkg/app.py', 'greet("world")') });
     assert.equal(a.incomplete, false);
     assert.deepEqual(at(a), [`pkg/greet.py:${lineOf(FX, 'pkg/greet.py', 'def greet')}`]);
-    assert.match((a.locations as Loc[])[0]!.preview!, /def greet\(name: str\) -> str:/);
+    assert.match(locs(a)[0]!.preview!, /def greet\(name: str\) -> str:/);
   });
 
   test('typeDefinition of an instance lands on its class', async () => {
@@ -43,7 +27,7 @@ describe('Python (pyright) in the SERVE jail', { skip }, () => {
   });
 
   test('implementation: pyright does not offer it, and says so', async () => {
-    const r = await lspQuery(d.url, { ...root, op: 'implementation', path: 'pkg/app.py', ...position(FX, 'pkg/app.py', 'alice.hello') });
+    const r = await lspQuery(s.daemon().url, { ...root, op: 'implementation', path: 'pkg/app.py', ...position(FX, 'pkg/app.py', 'alice.hello') });
     assert.equal(r.status, 422);
     assert.equal(r.body.error, 'no_server');
     assert.match(String(r.body.message), /pyright does not answer implementation/);
@@ -77,7 +61,7 @@ describe('Python (pyright) in the SERVE jail', { skip }, () => {
 
   test('documentSymbols with containers; filtered', async () => {
     const a = await ask({ op: 'documentSymbols', path: 'pkg/greet.py' });
-    const syms = a.symbols as { name: string; kind: string; range: { start: { line: number } }; container?: string }[];
+    const syms = symbols(a);
     const by = (n: string, c?: string) => syms.find((s) => s.name === n && s.container === c);
     assert.equal(by('greet')?.kind, 'function');
     assert.equal(by('greet')?.range.start.line, lineOf(FX, 'pkg/greet.py', 'def greet'));
@@ -85,27 +69,24 @@ describe('Python (pyright) in the SERVE jail', { skip }, () => {
     assert.equal(by('hello', 'Person')?.kind, 'method');
     assert.equal(by('hello', 'Person')?.range.start.line, lineOf(FX, 'pkg/greet.py', 'def hello'));
     const f = await ask({ op: 'documentSymbols', path: 'pkg/greet.py', query: 'hell' });
-    assert.deepEqual((f.symbols as { name: string }[]).map((s) => s.name), ['hello']);
+    assert.deepEqual(symbols(f).map((s) => s.name), ['hello']);
   });
 
   test('workspaceSymbols finds a class by name', async () => {
     const a = await ask({ op: 'workspaceSymbols', query: 'Person' });
-    const p = (a.symbols as { name: string; path: string; range: { start: { line: number } } }[]).find((s) => s.name === 'Person');
-    assert.ok(p, JSON.stringify(a));
+    const p = symbolIn(a, (s) => s.name === 'Person');
     assert.equal(p.path, 'pkg/greet.py');
     assert.equal(p.range.start.line, lineOf(FX, 'pkg/greet.py', 'class Person'));
   });
 
   test('diagnostics: the type error is pushed and found; a clean module is clean', async () => {
     const bad = await ask({ op: 'diagnostics', path: 'pkg/broken.py' });
-    assert.equal(bad.incomplete, false);
-    const diags = bad.diagnostics as { range: { start: { line: number } }; severity: string; message: string }[];
+    const diags = completeDiagnostics(bad);
     assert.ok(diags.length >= 1, JSON.stringify(bad));
     assert.equal(diags[0]!.severity, 'error');
     assert.equal(diags[0]!.range.start.line, lineOf(FX, 'pkg/broken.py', 'count: int'));
     assert.match(diags[0]!.message, /"str" is not assignable to "int"|not assignable/);
     const clean = await ask({ op: 'diagnostics', path: 'pkg/app.py' });
-    assert.equal(clean.incomplete, false);
-    assert.deepEqual(clean.diagnostics, []);
+    assertClean(clean);
   });
 });

@@ -1,37 +1,27 @@
 // Every /v1/code/lsp op on the TypeScript fixture, answered by the native
 // TypeScript 7 server in the real SERVE jail, the tree uploaded through the real
 // PUT route. Positions are found by text; answers are checked by file and line.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cannotJail, fixturesDir, getJson, lineOf, lspQuery, position, shaOf, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
+import { cannotJail, fixturesDir, getJson, lineOf, lspQuery, position, shaOf } from './helpers/lsp-harness.js';
+import { acmeRoot, assertAnswerFrame, assertClean, completeDiagnostics, langSuite, locs, symbolIn, symbols } from './helpers/lang-suite.js';
 
 const skip = cannotJail();
 const FX = 'ts-basic';
-const root = { org: 'acme', repo: 'ts-basic', sha: shaOf('ts-basic-native') };
+const root = acmeRoot(FX, 'ts-basic-native');
 
 describe('TypeScript (native TS 7) in the SERVE jail', { skip }, () => {
-  let d: Lspd;
-  before(async () => {
-    d = await startLspd();
-    await uploadFixture(d.url, root, FX);
+  const s = langSuite({
+    server: 'typescript',
+    uploads: [[root, FX]],
+    checks: (a, body) => {
+      assertAnswerFrame(a);
+      assert.equal(a.op, body.op);
+    },
   });
-  after(() => d?.close());
-
-  const ask = async (body: Record<string, unknown>) => {
-    const r = await lspQuery(d.url, { ...root, ...body });
-    assert.equal(r.status, 200, JSON.stringify(r.body));
-    const a = r.body;
-    assert.equal(a.server, 'typescript');
-    assert.equal(a.untrusted, true);
-    assert.equal(a.dependency_freshness, 'server_observed_not_attested');
-    assert.equal(typeof a.elapsed_ms, 'number');
-    assert.equal(a.op, body.op);
-    return a;
-  };
-  type Loc = { path: string; range: { start: { line: number; character: number } }; preview?: string };
-  const locs = (a: Record<string, unknown>) => a.locations as Loc[];
+  const ask = (body: Record<string, unknown>) => s.ask(root, body);
 
   test('definition crosses files', async () => {
     const a = await ask({ op: 'definition', path: 'src/app.ts', ...position(FX, 'src/app.ts', "greet('world')") });
@@ -83,12 +73,12 @@ describe('TypeScript (native TS 7) in the SERVE jail', { skip }, () => {
   test('hover shows the signature', async () => {
     const a = await ask({ op: 'hover', path: 'src/app.ts', ...position(FX, 'src/app.ts', "greet('world')") });
     assert.match(String(a.contents), /function greet\(name: string\): string/);
-    assert.ok(!String(a.contents).includes(d.config.dataDir), 'no host path');
+    assert.ok(!String(a.contents).includes(s.daemon().config.dataDir), 'no host path');
   });
 
   test('documentSymbols, whole and filtered, with containers', async () => {
     const a = await ask({ op: 'documentSymbols', path: 'src/greet.ts' });
-    const syms = a.symbols as { name: string; kind: string; path: string; range: { start: { line: number } }; container?: string }[];
+    const syms = symbols(a);
     const by = (n: string, c?: string) => syms.find((s) => s.name === n && s.container === c);
     assert.equal(by('Greeter')?.kind, 'interface');
     assert.equal(by('greet')?.kind, 'function');
@@ -97,29 +87,25 @@ describe('TypeScript (native TS 7) in the SERVE jail', { skip }, () => {
     assert.equal(by('greet', 'Person')?.kind, 'method');
     assert.ok(syms.every((s) => s.path === 'src/greet.ts'));
     const f = await ask({ op: 'documentSymbols', path: 'src/greet.ts', query: 'pers' });
-    assert.deepEqual((f.symbols as { name: string }[]).map((s) => s.name), ['Person']);
+    assert.deepEqual(symbols(f).map((s) => s.name), ['Person']);
   });
 
   test('workspaceSymbols finds a class by name', async () => {
     const a = await ask({ op: 'workspaceSymbols', query: 'Person' });
-    const syms = a.symbols as { name: string; path: string; range: { start: { line: number } } }[];
-    const p = syms.find((s) => s.name === 'Person');
-    assert.ok(p, JSON.stringify(a));
+    const p = symbolIn(a, (s) => s.name === 'Person');
     assert.equal(p.path, 'src/greet.ts');
     assert.equal(p.range.start.line, lineOf(FX, 'src/greet.ts', 'export class Person'));
   });
 
   test('diagnostics: the type error is found; a clean file is clean and complete', async () => {
     const bad = await ask({ op: 'diagnostics', path: 'src/broken.ts' });
-    assert.equal(bad.incomplete, false);
-    const diags = bad.diagnostics as { range: { start: { line: number } }; severity: string; message: string }[];
+    const diags = completeDiagnostics(bad);
     assert.equal(diags.length, 1, JSON.stringify(diags));
     assert.equal(diags[0]!.severity, 'error');
     assert.equal(diags[0]!.range.start.line, lineOf(FX, 'src/broken.ts', 'export const count'));
     assert.match(diags[0]!.message, /not assignable to type 'number'/);
     const clean = await ask({ op: 'diagnostics', path: 'src/app.ts' });
-    assert.equal(clean.incomplete, false);
-    assert.deepEqual(clean.diagnostics, []);
+    assertClean(clean);
   });
 
   test('.mjs and .cjs are opened as JavaScript', async () => {
@@ -130,8 +116,7 @@ describe('TypeScript (native TS 7) in the SERVE jail', { skip }, () => {
     // As TypeScript under `strict`, `double(n)` would be an implicit-any error; as JavaScript it is clean.
     for (const path of ['src/tools.mjs', 'src/legacy.cjs']) {
       const dg = await ask({ op: 'diagnostics', path });
-      assert.equal(dg.incomplete, false);
-      assert.deepEqual(dg.diagnostics, [], `${path}: ${JSON.stringify(dg.diagnostics)}`);
+      assertClean(dg, `${path}: ${JSON.stringify(dg.diagnostics)}`);
     }
     const h = await ask({ op: 'hover', path: 'src/tools.mjs', ...position(FX, 'src/tools.mjs', 'double(2)') });
     assert.match(String(h.contents), /function double\(n: any\): number/);
@@ -155,30 +140,30 @@ describe('TypeScript (native TS 7) in the SERVE jail', { skip }, () => {
   test('a repeated query is a cache hit', async () => {
     const q = { op: 'hover', path: 'src/greet.ts', ...position(FX, 'src/greet.ts', 'class Person') };
     const first = await ask(q);
-    const before = await d.metrics.cache.get();
+    const before = await s.daemon().metrics.cache.get();
     const again = await ask(q);
-    const after = await d.metrics.cache.get();
+    const after = await s.daemon().metrics.cache.get();
     const hits = (m: typeof before) => m.values.find((v) => v.labels.result === 'hit')?.value ?? 0;
     assert.equal(hits(after), hits(before) + 1);
     assert.equal(again.contents, first.contents);
   });
 
   test('file checks come before any server: 404, 400, 422', async () => {
-    const missing = await lspQuery(d.url, { ...root, op: 'hover', path: 'src/nope.ts', line: 0, character: 0 });
+    const missing = await lspQuery(s.daemon().url, { ...root, op: 'hover', path: 'src/nope.ts', line: 0, character: 0 });
     assert.equal(missing.status, 404);
     assert.equal(missing.body.error, 'no_such_file');
-    const past = await lspQuery(d.url, { ...root, op: 'hover', path: 'src/app.ts', line: 9999, character: 0 });
+    const past = await lspQuery(s.daemon().url, { ...root, op: 'hover', path: 'src/app.ts', line: 9999, character: 0 });
     assert.equal(past.status, 400);
-    const noServer = await lspQuery(d.url, { ...root, op: 'hover', path: 'package.json', line: 0, character: 0 });
+    const noServer = await lspQuery(s.daemon().url, { ...root, op: 'hover', path: 'package.json', line: 0, character: 0 });
     assert.equal(noServer.status, 422);
     assert.equal(noServer.body.error, 'no_server');
-    const unknownRoot = await lspQuery(d.url, { ...root, sha: shaOf('never-uploaded'), op: 'hover', path: 'src/app.ts', line: 0, character: 0 });
+    const unknownRoot = await lspQuery(s.daemon().url, { ...root, sha: shaOf('never-uploaded'), op: 'hover', path: 'src/app.ts', line: 0, character: 0 });
     assert.equal(unknownRoot.status, 409);
     assert.equal(unknownRoot.body.need, 'tree');
   });
 
   test('GET /v1/roots/... lists the root\'s sessions', async () => {
-    const r = await getJson(d.url, `/v1/roots/${root.org}/${root.repo}/${root.sha}`);
+    const r = await getJson(s.daemon().url, `/v1/roots/${root.org}/${root.repo}/${root.sha}`);
     assert.equal(r.status, 200);
     assert.deepEqual(r.body.sessions, [{ server: 'typescript', state: 'ready', workspace: '' }]);
   });

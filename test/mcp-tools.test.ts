@@ -2,16 +2,16 @@
 // over HTTP) against a real lspd: it lists exactly the tools /v1/tools lists, and
 // every tool answers what the HTTP route it mirrors answers, errors included.
 // A daemon whose jail is not proved lists no tool over MCP either.
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { getJson, position, postJson, shaOf, stable, startDaemon, stopDaemon, upload, type Started } from './helpers/ask-harness.js';
+import { getJson, position, postJson, shaOf, stable, startDaemon, stopDaemon } from './helpers/ask-harness.js';
+import { askSuite } from './helpers/ask-suite.js';
 
 const root = { org: 'acme', repo: 'mcp-tools', sha: shaOf('mcp-tools') };
 // TS 7 has no type hierarchy (422 no_server): the type tools are called on clangd.
 const cpp = { org: 'acme', repo: 'mcp-tools-cpp', sha: shaOf('mcp-tools-cpp') };
-let s: Started | undefined;
 let client: Client | undefined;
 
 async function connect(url: string, headers: Record<string, string> = {}): Promise<Client> {
@@ -20,18 +20,14 @@ async function connect(url: string, headers: Record<string, string> = {}): Promi
   return c;
 }
 
-before(async () => {
-  s = await startDaemon();
-  if (s.notReady) return;
-  const r = await upload(s.url, root, 'ask-ts');
-  assert.equal(r.status, 201, await r.text());
-  const c = await upload(s.url, cpp, 'callgraph-cpp');
-  assert.equal(c.status, 201, await c.text());
-  client = await connect(s.url);
-});
-after(async () => {
-  await client?.close();
-  await stopDaemon(s);
+const daemon = askSuite({
+  uploads: [[root, 'ask-ts'], [cpp, 'callgraph-cpp']],
+  ready: async (url) => {
+    client = await connect(url);
+  },
+  stopping: async () => {
+    await client?.close();
+  },
 });
 
 /** Answers compared without what differs between two runs (timings), batch entries included. */
@@ -42,8 +38,8 @@ function comparable(a: Record<string, unknown>): Record<string, unknown> {
 }
 
 test('tools/list is /v1/tools', async (t) => {
-  if (s?.notReady) return t.skip(`the jail could not be proved on this host: ${s.notReady}`);
-  const http = (await getJson(s!.url, '/v1/tools')).body.tools as { name: string; description: string; inputSchema: unknown }[];
+  if (daemon.skipWhy()) return t.skip(daemon.skipWhy());
+  const http = (await getJson(daemon.url(), '/v1/tools')).body.tools as { name: string; description: string; inputSchema: unknown }[];
   const mcp = (await client!.listTools()).tools;
   assert.deepEqual(
     mcp.map((x) => ({ name: x.name, description: x.description, inputSchema: x.inputSchema })),
@@ -53,7 +49,7 @@ test('tools/list is /v1/tools', async (t) => {
 });
 
 test('each tool over MCP answers like its HTTP route', { timeout: 180_000 }, async (t) => {
-  if (s?.notReady) return t.skip(`the jail could not be proved on this host: ${s.notReady}`);
+  if (daemon.skipWhy()) return t.skip(daemon.skipWhy());
   const at = position('ask-ts', 'src/main.ts', 'server.close()', 'server.'.length);
   const pos = { path: 'src/main.ts', ...at };
   const typeAt = { path: 'src/shapes.cpp', ...position('callgraph-cpp', 'src/shapes.cpp', 'struct Polygon', 'struct '.length) };
@@ -87,8 +83,8 @@ test('each tool over MCP answers like its HTTP route', { timeout: 180_000 }, asy
   ];
   const http = (c: (typeof cases)[number], key: Record<string, string>) =>
     c.route.startsWith('/v1/roots/')
-      ? getJson(s!.url, `${c.route}?${new URLSearchParams(Object.entries(c.body).map(([k, v]): [string, string] => [k, String(v)]))}`)
-      : postJson(s!.url, c.route, { ...key, ...c.body });
+      ? getJson(daemon.url(), `${c.route}?${new URLSearchParams(Object.entries(c.body).map(([k, v]): [string, string] => [k, String(v)]))}`)
+      : postJson(daemon.url(), c.route, { ...key, ...c.body });
   const seen = new Set<string>();
   for (const c of cases) {
     // The HTTP route first (it warms the session), then MCP, then HTTP again to compare with.
@@ -110,14 +106,14 @@ test('each tool over MCP answers like its HTTP route', { timeout: 180_000 }, asy
 });
 
 test('tool errors are the route errors: not found, bad arguments, unknown root, unknown tool', async (t) => {
-  if (s?.notReady) return t.skip(`the jail could not be proved on this host: ${s.notReady}`);
+  if (daemon.skipWhy()) return t.skip(daemon.skipWhy());
   const errorOf = async (name: string, args: Record<string, unknown>) => {
     const res = await client!.callTool({ name, arguments: args });
     assert.equal(res.isError, true, JSON.stringify(res));
     return res.structuredContent as Record<string, unknown>;
   };
   const nf = await errorOf('lsp_locate', { ...root, symbol: 'noSuchThingAnywhere' });
-  const httpNf = await postJson(s!.url, '/ask', { ...root, symbol: 'noSuchThingAnywhere' });
+  const httpNf = await postJson(daemon.url(), '/ask', { ...root, symbol: 'noSuchThingAnywhere' });
   assert.equal(httpNf.status, 404);
   assert.deepEqual(nf, { ...httpNf.body, status: 404 });
 
@@ -138,7 +134,7 @@ test('a tools/call whose params are not a tool call is JSON-RPC -32602 Invalid p
     [{ name: 'lsp_locate', arguments: 'x' }, 'arguments'],
     [{}, 'name'],
   ] as const) {
-    const r = await fetch(`${s!.url}/mcp`, {
+    const r = await fetch(`${daemon.url()}/mcp`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
       body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params }),

@@ -31,6 +31,13 @@ describe('auth', () => {
       body: body?.json !== undefined ? JSON.stringify(body.json) : body?.tar,
     });
   const status = async (r: Promise<Response>) => (await r).status;
+  /** Send the daemon SIGHUP and wait until it logs `msg` once more than before. */
+  const sighupUntilLogged = async (msg: string) => {
+    const logged = () => d.logs.filter((l) => l.msg === msg).length;
+    const seen = logged();
+    d.child.kill('SIGHUP');
+    await until(() => logged() > seen, msg);
+  };
 
   before(async () => {
     tokensPath = join(tempDir('lspd-tokens-'), 'tokens.json');
@@ -113,20 +120,14 @@ describe('auth', () => {
   it('reloads the tokens file on SIGHUP, and keeps the old tokens when the new file is bad', async () => {
     assert.equal(await status(req('GET', `/v1/roots/globex/web/${SHA2}`, later.secret)), 401);
     writeTokens(tokensPath, [admin, acmeRo, later]);
-    const reloaded = () => d.logs.filter((l) => l.msg === 'tokens reloaded').length;
-    const n = reloaded();
-    d.child.kill('SIGHUP');
-    await until(() => reloaded() > n, 'tokens reloaded');
+    await sighupUntilLogged('tokens reloaded');
     assert.equal(await status(req('GET', `/v1/roots/globex/web/${SHA2}`, later.secret)), 200);
     // acme-rw was dropped from the file: it no longer works.
     assert.equal(await status(req('GET', `/v1/roots/acme/api/${SHA1}`, acmeRw.secret)), 401);
 
     // A plaintext token in the file is refused, like any bad file: old tokens stay.
     writeFileSync(tokensPath, JSON.stringify({ tokens: [{ name: 'x', token: 'plaintext', orgs: '*', permissions: ['read'] }] }));
-    const rejected = () => d.logs.filter((l) => l.msg === 'tokens file rejected, keeping the previous tokens').length;
-    const m = rejected();
-    d.child.kill('SIGHUP');
-    await until(() => rejected() > m, 'tokens file rejected');
+    await sighupUntilLogged('tokens file rejected, keeping the previous tokens');
     assert.equal(await status(req('GET', `/v1/roots/globex/web/${SHA2}`, later.secret)), 200);
     assert.equal(await status(req('GET', `/v1/roots/acme/api/${SHA1}`, acmeRo.secret)), 200);
     assert.ok(!JSON.stringify(d.logs).includes('plaintext'), 'the rejected file\'s content was logged');

@@ -19,21 +19,28 @@ const greeter = (version: string, dts: string) => ({
   'node_modules/greeter/index.d.ts': dts,
 });
 
-const tree1 = {
+/** A tree under the re-uploaded key: the same tsconfig and query file (main.ts), its own lib.ts, one file using the greeter dependency, and that dependency at `version`. */
+const regenTree = (lib: string, use: [path: string, text: string], version: string, dts: string) => ({
   'tsconfig.json': TSCONFIG,
-  'src/lib.ts': "export function greet(name: string): string {\n  return 'one ' + name;\n}\n",
+  'src/lib.ts': lib,
   'src/main.ts': MAIN,
-  'src/use1.ts': "import { wave } from 'greeter';\nexport const w = wave('one');\n",
-  ...greeter('1.0.0', 'export declare function wave(name: string): string;\n'),
-};
+  [use[0]]: use[1],
+  ...greeter(version, dts),
+});
+
+const tree1 = regenTree(
+  "export function greet(name: string): string {\n  return 'one ' + name;\n}\n",
+  ['src/use1.ts', "import { wave } from 'greeter';\nexport const w = wave('one');\n"],
+  '1.0.0',
+  'export declare function wave(name: string): string;\n',
+);
 // Same key, same query file, other text: greet and wave each one line lower, with other words.
-const tree2 = {
-  'tsconfig.json': TSCONFIG,
-  'src/lib.ts': "// the second tree\nexport function greet(name: string, loud = false): string {\n  return loud ? 'TWO ' + name : 'two ' + name;\n}\n",
-  'src/main.ts': MAIN,
-  'src/use2.ts': "import { wave } from 'greeter';\nexport const w = wave('two');\n",
-  ...greeter('2.0.0', '// version two\nexport declare function wave(name: string, times?: number): string;\n'),
-};
+const tree2 = regenTree(
+  "// the second tree\nexport function greet(name: string, loud = false): string {\n  return loud ? 'TWO ' + name : 'two ' + name;\n}\n",
+  ['src/use2.ts', "import { wave } from 'greeter';\nexport const w = wave('two');\n"],
+  '2.0.0',
+  '// version two\nexport declare function wave(name: string, times?: number): string;\n',
+);
 
 type Loc = { path: string; range: { start: { line: number } }; preview?: string; external?: boolean; module?: string; version?: string };
 

@@ -2,32 +2,23 @@
 // strict) that accepts what the HTTP route accepts and refuses what it refuses;
 // and a daemon whose jail could not be proved lists no tool at all (they would
 // all be refused).
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Ajv } from 'ajv';
-import { getJson, position, postJson, shaOf, startDaemon, stopDaemon, upload, type Started } from './helpers/ask-harness.js';
+import { getJson, position, postJson, shaOf, startDaemon, stopDaemon } from './helpers/ask-harness.js';
+import { askSuite } from './helpers/ask-suite.js';
 
 const root = { org: 'acme', repo: 'tools-http', sha: shaOf('tools-http') };
 const pair = { org: root.org, repo: root.repo, base: root.sha, head: root.sha };
 // TS 7 has no type hierarchy (422 no_server): the type tools are sampled on clangd.
 const cpp = { org: 'acme', repo: 'tools-http-cpp', sha: shaOf('tools-http-cpp') };
-let s: Started | undefined;
-
-before(async () => {
-  s = await startDaemon();
-  if (s.notReady) return;
-  const r = await upload(s.url, root, 'ask-ts');
-  assert.equal(r.status, 201, await r.text());
-  const c = await upload(s.url, cpp, 'callgraph-cpp');
-  assert.equal(c.status, 201, await c.text());
-});
-after(() => stopDaemon(s));
+const daemon = askSuite({ uploads: [[root, 'ask-ts'], [cpp, 'callgraph-cpp']] });
 
 type Tool = { name: string; description: string; inputSchema: Record<string, unknown> };
 
 test('/v1/tools: schemas compile and agree with the routes on real arguments', { timeout: 120_000 }, async (t) => {
-  if (s?.notReady) return t.skip(`the jail could not be proved on this host: ${s.notReady}`);
-  const r = await getJson(s!.url, '/v1/tools');
+  if (daemon.skipWhy()) return t.skip(daemon.skipWhy());
+  const r = await getJson(daemon.url(), '/v1/tools');
   assert.equal(r.status, 200);
   const tools = r.body.tools as Tool[];
   const names = tools.map((x) => x.name);
@@ -60,11 +51,11 @@ test('/v1/tools: schemas compile and agree with the routes on real arguments', {
   /** Call a sample's route with this root key. */
   const call = (route: string, body: Record<string, unknown>, key: typeof root) =>
     route.startsWith('GET ')
-      ? getJson(s!.url, `/v1/roots/${key.org}/${key.repo}/${key.sha}${route.slice(4)}?${new URLSearchParams(Object.entries(body).map(([k, v]): [string, string] => [k, String(v)]))}`)
-      : postJson(s!.url, route, 'base' in body ? body : { ...body, ...key });
+      ? getJson(daemon.url(), `/v1/roots/${key.org}/${key.repo}/${key.sha}${route.slice(4)}?${new URLSearchParams(Object.entries(body).map(([k, v]): [string, string] => [k, String(v)]))}`)
+      : postJson(daemon.url(), route, 'base' in body ? body : { ...body, ...key });
   // The languages served here are not called unavailable; any that are not served are named with why.
   // TS 7 and pyright ship in package.json, so both are always served here.
-  const ready = (await getJson(s!.url, '/readyz')).body.servers as Record<string, { available: boolean }>;
+  const ready = (await getJson(daemon.url(), '/readyz')).body.servers as Record<string, { available: boolean }>;
   assert.equal(ready.typescript?.available, true, 'TS 7 is served');
   assert.equal(ready.pyright?.available, true, 'pyright is served');
   for (const tool of tools) {

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { loadConfig, type Config } from '../../src/config.js';
 import { FetchManager, type FetchManagerOptions } from '../../src/fetch/fetch-manager.js';
 import { detectToolchains } from '../../src/fetch/toolchains.js';
-import type { FetchStore, Toolchains } from '../../src/fetch/types.js';
+import type { FetchStore, FetchView, Toolchains } from '../../src/fetch/types.js';
 import { createJail, type JailRuntime } from '../../src/jail/jail.js';
 import { createLogger } from '../../src/log.js';
 import { createMetrics } from '../../src/metrics.js';
@@ -84,6 +84,20 @@ let n = 0;
 /** A key with a fresh sha per call. */
 export function newKey(repo = 'fixture'): RootKey {
   return { org: 'acme', repo, sha: (++n).toString(16).padStart(40, '0') };
+}
+
+/**
+ * Store `dir` as a new root (named `repo`), queue its fetch on a new manager and
+ * wait until it settles: the manager, the key, what the queueing answered and the
+ * settled view.
+ */
+export async function fetchTree(env: FetchEnv, repo: string, dir: string): Promise<{ m: FetchManager; key: RootKey; queued: FetchView; view: FetchView }> {
+  const m = env.manager();
+  const key = newKey(repo);
+  env.store.put(key, dir);
+  const queued = await m.enqueue(key);
+  const view = await m.wait(key);
+  return { m, key, queued, view };
 }
 
 export async function fetchEnv(settings: Record<string, string>): Promise<FetchEnv> {
