@@ -6,11 +6,12 @@
 import { after, before, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { postJson, startDaemon, stopDaemon, upload, type Root, type Started } from './ask-harness.js';
+import { skipOrFail } from './host.js';
 
 export interface AskSuite {
   /** The daemon's base URL (once the before hook has run). */
   url(): string;
-  /** Why nothing is served on this host, for t.skip; undefined where it serves. */
+  /** Why nothing is served on this host, for t.skip (thrown instead where nothing may skip: CI); undefined where it serves. */
   skipWhy(): string | undefined;
 }
 
@@ -40,7 +41,7 @@ export function askSuite(o: {
       if (!s) throw new Error('the daemon has not started');
       return s.url;
     },
-    skipWhy: () => (s?.notReady ? `the jail could not be proved on this host, so nothing is served: ${s.notReady}` : undefined),
+    skipWhy: () => skipOrFail(s?.notReady ? `the jail could not be proved on this host, so nothing is served: ${s.notReady}` : undefined),
   };
 }
 
