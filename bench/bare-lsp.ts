@@ -128,7 +128,10 @@ export class BareServer {
   /** initialize (capabilities like lspd's session offers) and initialized. */
   async initialize(): Promise<Record<string, unknown>> {
     const uri = pathToFileURL(this.workspace).href;
-    const raw = typeof this.row.initializationOptions === 'function' ? (this.row.initializationOptions as (at: string) => unknown)(this.workspace) : this.row.initializationOptions;
+    const raw =
+      typeof this.row.initializationOptions === 'function'
+        ? (this.row.initializationOptions as (at: string) => unknown)(this.workspace)
+        : this.row.initializationOptions;
     const opts = raw === undefined ? undefined : (JSON.parse(hostify(JSON.stringify(raw), this.home, this.workspace)) as unknown);
     const r = (await this.request('initialize', {
       processId: null,
@@ -160,7 +163,10 @@ export class BareServer {
   open(rel: string): string {
     const uri = this.uri(rel);
     const lang = languageOf(rel)!;
-    this.send({ method: 'textDocument/didOpen', params: { textDocument: { uri, languageId: lang.languageId, version: 1, text: readFileSync(join(this.workspace, rel), 'utf8') } } });
+    this.send({
+      method: 'textDocument/didOpen',
+      params: { textDocument: { uri, languageId: lang.languageId, version: 1, text: readFileSync(join(this.workspace, rel), 'utf8') } },
+    });
     return uri;
   }
 

@@ -78,7 +78,14 @@ async function once(c: Case): Promise<Run> {
     if (right !== undefined) run.right = right;
     // What lspd waits for: the log line; diagnostics and the end of progress; the
     // end of progress (or, for a server that reports none, the initialize answer).
-    const signal = c.row.readiness.kind === 'logMessage' ? run.log : c.row.readiness.kind === 'documentDiagnostics' ? Math.max(run.diag ?? 0, run.progressEnd ?? 0) : begin ? run.progressEnd : run.init;
+    const signal =
+      c.row.readiness.kind === 'logMessage'
+        ? run.log
+        : c.row.readiness.kind === 'documentDiagnostics'
+          ? Math.max(run.diag ?? 0, run.progressEnd ?? 0)
+          : begin
+            ? run.progressEnd
+            : run.init;
     if (signal !== undefined) run.wrongAfterSignal = Math.max(0, ...wrongSentAt.map((t) => t - signal));
     if (signal !== undefined && run.diag !== undefined) run.diagAfterSignal = Math.max(0, run.diag - signal);
     return run;
@@ -120,7 +127,13 @@ async function main(): Promise<void> {
       `${c.row.name.padEnd(28)}${fmt(med('init'))} ${fmt(med('progressBegin'))} ${fmt(med('progressEnd'))} ${fmt(med('diag'))} ${fmt(med('log'))} ${fmt(med('first'))} ${fmt(med('right'))}  ${gap.length ? fmt(Math.max(...gap)) : '      -'}`,
     );
   }
-  console.log('\nworst over all runs: right answer %d ms, initialize %d ms, diagnostics after readiness %d ms, wrong after signal %d ms', Math.round(worstRight), Math.round(worstInit), Math.round(worstDiag), Math.round(worstGap));
+  console.log(
+    '\nworst over all runs: right answer %d ms, initialize %d ms, diagnostics after readiness %d ms, wrong after signal %d ms',
+    Math.round(worstRight),
+    Math.round(worstInit),
+    Math.round(worstDiag),
+    Math.round(worstGap),
+  );
   if (missed.length) console.log(`never right within ${GIVE_UP_MS} ms: ${[...new Set(missed)].join(', ')}`);
   console.log('\nsuggested defaults:');
   console.log(`  readyTimeoutMs      ${Math.max(10_000, roundUp(3 * worstRight, 1000))}`);

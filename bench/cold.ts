@@ -135,7 +135,9 @@ async function main(): Promise<void> {
       const lm = median(l.map((x) => x.ms));
       const rightCount = l.filter((x) => x.right).length;
       const bRight = median(b.map((x) => x.right).filter((x): x is number => x !== undefined));
-      console.log(`${c.row.name.padEnd(28)}${f(lm)}  ${`${rightCount}/${RUNS}`.padStart(5)}  ${f(median(b.map((x) => x.first)))}    ${f(bRight)}        ${f(lm - bRight)}     ${warmed}`);
+      console.log(
+        `${c.row.name.padEnd(28)}${f(lm)}  ${`${rightCount}/${RUNS}`.padStart(5)}  ${f(median(b.map((x) => x.first)))}    ${f(bRight)}        ${f(lm - bRight)}     ${warmed}`,
+      );
     }
   } finally {
     for (const p of daemons.values()) {

@@ -24,10 +24,23 @@ import { cleanUpOnSignal } from './on-signal.js';
 import { jailUidEnv } from '../test/helpers/uids.js';
 
 const runs = Number(opt('runs', '3'));
-const GIT_ENV = { ...process.env, GIT_AUTHOR_NAME: 'b', GIT_AUTHOR_EMAIL: 'b@example.invalid', GIT_COMMITTER_NAME: 'b', GIT_COMMITTER_EMAIL: 'b@example.invalid' };
+const GIT_ENV = {
+  ...process.env,
+  GIT_AUTHOR_NAME: 'b',
+  GIT_AUTHOR_EMAIL: 'b@example.invalid',
+  GIT_COMMITTER_NAME: 'b',
+  GIT_COMMITTER_EMAIL: 'b@example.invalid',
+};
 const git = (cwd: string, ...a: string[]) => execFileSync('git', a, { cwd, env: GIT_ENV, encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 }).trim();
-const commit = (cwd: string, m: string) => (git(cwd, 'add', '-A'), git(cwd, '-c', 'commit.gpgsign=false', 'commit', '-q', '-m', m), git(cwd, 'rev-parse', 'HEAD'));
-const load = () => loadavg().map((l) => l.toFixed(1)).join(' ');
+const commit = (cwd: string, m: string) => (
+  git(cwd, 'add', '-A'),
+  git(cwd, '-c', 'commit.gpgsign=false', 'commit', '-q', '-m', m),
+  git(cwd, 'rev-parse', 'HEAD')
+);
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ');
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 function edit(file: string, from: string, to: string): void {
@@ -48,7 +61,9 @@ async function main(): Promise<void> {
   const daemon = await spawnDaemon({ dataDir: join(work, 'data'), env: jailUidEnv(64), timeoutMs: 120_000 });
   cleanUpOnSignal(daemon, work);
   const client = new LspdClient({ url: daemon.url });
-  const files = git(repo, 'ls-files', '--others').split('\n').filter((p) => p.endsWith('.ts')).length;
+  const files = git(repo, 'ls-files', '--others')
+    .split('\n')
+    .filter((p) => p.endsWith('.ts')).length;
   console.log(`# lspd diff bench — lspd's own src/ (${files} .ts files), ${runs} runs, load average at start ${load()}`);
   const t: Record<string, number[]> = { cold: [], warm: [], cached: [], gitDiff: [], tsc: [] };
   let last: DiffAnswer | undefined;
@@ -56,14 +71,21 @@ async function main(): Promise<void> {
     for (let run = 0; run < runs; run++) {
       writeFileSync(join(repo, 'BENCH_RUN'), `${run} ${Date.now()}\n`);
       const base = commit(repo, `base ${run}`);
-      edit(join(repo, 'src/deadline.ts'), 'export function deadline(outer: AbortSignal, ms: number): Deadline {', 'export function deadline(outer: AbortSignal, ms: number, label: string): Deadline {');
+      edit(
+        join(repo, 'src/deadline.ts'),
+        'export function deadline(outer: AbortSignal, ms: number): Deadline {',
+        'export function deadline(outer: AbortSignal, ms: number, label: string): Deadline {',
+      );
       const head = commit(repo, `head ${run}`);
       git(repo, 'checkout', '-q', base);
       edit(join(repo, 'src/fair-share.ts'), 'export function shareLimits(', 'export function shareLimits(_unused: boolean, ');
       const head2 = commit(repo, `head2 ${run}`);
       git(repo, 'checkout', '-q', '-B', 'main', base);
       for (const sha of [base, head, head2]) {
-        await client.putRoot({ org: 'bench', repo: 'lspd-src', sha }, execFileSync('git', ['archive', '--format=tar', sha], { cwd: repo, maxBuffer: 256 * 1024 * 1024 }));
+        await client.putRoot(
+          { org: 'bench', repo: 'lspd-src', sha },
+          execFileSync('git', ['archive', '--format=tar', sha], { cwd: repo, maxBuffer: 256 * 1024 * 1024 }),
+        );
       }
       const timed = async (h: string): Promise<[number, DiffAnswer]> => {
         const t0 = performance.now();

@@ -62,7 +62,14 @@ function slopeMiBPerMin(ys: number[]): number {
   return ((num / den) * 60) / MiB;
 }
 
-async function lspdPhase(d: ChaosDaemon, mode: string, clients: number, seconds: number, roots: Awaited<ReturnType<typeof tsRoots>>, onSecond?: (s: number) => void): Promise<Row> {
+async function lspdPhase(
+  d: ChaosDaemon,
+  mode: string,
+  clients: number,
+  seconds: number,
+  roots: Awaited<ReturnType<typeof tsRoots>>,
+  onSecond?: (s: number) => void,
+): Promise<Row> {
   const f = new Figures();
   const rss0 = rssBytes(d.daemon.child.pid!);
   const t0 = performance.now();
@@ -104,13 +111,25 @@ async function rawPhase(clients: number, seconds: number): Promise<Row> {
   cpSync(join(fixturesDir, 'ts-basic'), dir, { recursive: true });
   const bin = join(projectDir, 'node_modules/@typescript/typescript-linux-x64/lib/tsc');
   const child = spawn(bin, ['--lsp', '--stdio'], { cwd: dir, stdio: ['pipe', 'pipe', 'ignore'] });
-  const conn = new LspConnection({ input: child.stdout, output: child.stdin, maxFrameBytes: 16 * MiB, onRequest: (m, p) => (m === 'workspace/configuration' ? ((p as { items?: unknown[] }).items ?? []).map(() => null) : null) });
+  const conn = new LspConnection({
+    input: child.stdout,
+    output: child.stdin,
+    maxFrameBytes: 16 * MiB,
+    onRequest: (m, p) => (m === 'workspace/configuration' ? ((p as { items?: unknown[] }).items ?? []).map(() => null) : null),
+  });
   try {
     const root = pathToFileURL(dir).href;
-    await conn.request('initialize', { processId: null, rootUri: root, workspaceFolders: [{ uri: root, name: 'ts-basic' }], capabilities: { general: { positionEncodings: ['utf-16'] } } });
+    await conn.request('initialize', {
+      processId: null,
+      rootUri: root,
+      workspaceFolders: [{ uri: root, name: 'ts-basic' }],
+      capabilities: { general: { positionEncodings: ['utf-16'] } },
+    });
     conn.notify('initialized', {});
     for (const rel of ['src/app.ts', 'src/greet.ts']) {
-      conn.notify('textDocument/didOpen', { textDocument: { uri: `${root}/${rel}`, languageId: 'typescript', version: 1, text: readFileSync(join(dir, rel), 'utf8') } });
+      conn.notify('textDocument/didOpen', {
+        textDocument: { uri: `${root}/${rel}`, languageId: 'typescript', version: 1, text: readFileSync(join(dir, rel), 'utf8') },
+      });
     }
     const requestOf = (i: number): [string, unknown] => {
       const body = tsCall({ org: 'x', repo: 'x', sha: 'x' }, i % OPS).json as { op: string; path: string; line?: number; character?: number };
@@ -141,7 +160,19 @@ async function rawPhase(clients: number, seconds: number): Promise<Row> {
       }),
     );
     const elapsed = (performance.now() - t0) / 1000;
-    return { mode: 'raw TS 7 (stdio)', clients, seconds: Math.round(elapsed), requests: n, perSecond: Math.round(lat.length / elapsed), p50: percentile(lat, 50), p95: percentile(lat, 95), p99: percentile(lat, 99), refused: failed, lost: 0, rss: '-' };
+    return {
+      mode: 'raw TS 7 (stdio)',
+      clients,
+      seconds: Math.round(elapsed),
+      requests: n,
+      perSecond: Math.round(lat.length / elapsed),
+      p50: percentile(lat, 50),
+      p95: percentile(lat, 95),
+      p99: percentile(lat, 99),
+      refused: failed,
+      lost: 0,
+      rss: '-',
+    };
   } finally {
     conn.close();
     child.kill('SIGKILL');
@@ -164,7 +195,11 @@ const rows: Row[] = [];
 let soakLine = '';
 await withDaemon(0, {}, async (d) => {
   const roots = await tsRoots(d.url, 4, 'bench');
-  for (const r of roots) for (let q = 0; q < OPS; q++) await fetch(d.url + '/v1/code/lsp', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(tsCall(r, q).json) }).then((x) => x.arrayBuffer());
+  for (const r of roots)
+    for (let q = 0; q < OPS; q++)
+      await fetch(d.url + '/v1/code/lsp', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(tsCall(r, q).json) }).then(
+        (x) => x.arrayBuffer(),
+      );
   // Warm-up, not reported: the first seconds of a fresh server are slower than its steady state.
   await lspdPhase(d, 'warm-up', 8, Math.min(10, phaseSeconds), roots);
   for (const c of CLIENTS) rows.push(await lspdPhase(d, 'lspd uncached', c, phaseSeconds, roots));
@@ -198,6 +233,8 @@ for (const c of CLIENTS) rows.push(await rawPhase(c, phaseSeconds));
 const head = ['mode', 'clients', 's', 'requests', 'req/s', 'p50 ms', 'p95 ms', 'p99 ms', 'refused', 'lost', 'daemon RSS MiB'];
 const table = [head, ...rows.map((r) => [r.mode, r.clients, r.seconds, r.requests, r.perSecond, r.p50, r.p95, r.p99, r.refused, r.lost, r.rss].map(String))];
 const widths = head.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
-console.log(`lspd load bench: ${cpus().length} cores, node ${process.version}, TypeScript 7 (native), 4 warm roots of ts-basic, ops definition/hover/references/documentSymbols`);
+console.log(
+  `lspd load bench: ${cpus().length} cores, node ${process.version}, TypeScript 7 (native), 4 warm roots of ts-basic, ops definition/hover/references/documentSymbols`,
+);
 for (const row of table) console.log(row.map((c, i) => (i <= 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
 console.log(soakLine);

@@ -71,7 +71,10 @@ class RawClient {
     await this.request('initialize', { processId: null, rootUri: root, workspaceFolders: [{ uri: root, name: FX }], capabilities: {} });
     this.send({ method: 'initialized', params: {} });
     for (const p of ['src/app.ts', 'src/greet.ts']) {
-      this.send({ method: 'textDocument/didOpen', params: { textDocument: { uri: `${root}/${p}`, languageId: 'typescript', version: 1, text: readFileSync(join(TREE, p), 'utf8') } } });
+      this.send({
+        method: 'textDocument/didOpen',
+        params: { textDocument: { uri: `${root}/${p}`, languageId: 'typescript', version: 1, text: readFileSync(join(TREE, p), 'utf8') } },
+      });
     }
   }
   ask(op: keyof typeof OPS): Promise<unknown> {
@@ -103,11 +106,15 @@ function livez(url: string): Promise<void> {
 function post(url: string, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
   const data = JSON.stringify(body);
   return new Promise((resolve, reject) => {
-    const req = request(`${url}/v1/code/lsp`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString()) as Record<string, unknown> }));
-    });
+    const req = request(
+      `${url}/v1/code/lsp`,
+      { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString()) as Record<string, unknown> }));
+      },
+    );
     req.on('error', reject);
     req.end(data);
   });
@@ -154,10 +161,11 @@ async function main(): Promise<void> {
     });
 
     // warm-up, then interleaved measurement
-    for (let i = 0; i < 30; i++) for (const op of Object.keys(OPS) as (keyof typeof OPS)[]) {
-      await post(warm.url, { ...root, ...OPS[op] });
-      await raw.ask(op);
-    }
+    for (let i = 0; i < 30; i++)
+      for (const op of Object.keys(OPS) as (keyof typeof OPS)[]) {
+        await post(warm.url, { ...root, ...OPS[op] });
+        await raw.ask(op);
+      }
     console.log(`\nbench/overhead: native TypeScript 7 on test/fixtures/${FX}, ${N} warm iterations per op (interleaved)`);
     console.log('lspd = HTTP POST /v1/code/lsp (jail, pool, projection; cache off)   raw = same binary over stdio, bare client\n');
     console.log('op           lspd p50  lspd p95   raw p50   raw p95   diff p50  diff p95   ratio p50   http floor p50');
@@ -171,7 +179,9 @@ async function main(): Promise<void> {
         h.push(await time(() => livez(warm.url)));
       }
       const [a50, a95, b50, b95] = [pct(a, 50), pct(a, 95), pct(b, 50), pct(b, 95)];
-      console.log(`${op.padEnd(12)}${f(a50)}  ${f(a95)}  ${f(b50)}  ${f(b95)}  ${f(a50 - b50)}  ${f(a95 - b95)}   ${(a50 / b50).toFixed(1).padStart(6)}x   ${f(pct(h, 50))}`);
+      console.log(
+        `${op.padEnd(12)}${f(a50)}  ${f(a95)}  ${f(b50)}  ${f(b95)}  ${f(a50 - b50)}  ${f(a95 - b95)}   ${(a50 / b50).toFixed(1).padStart(6)}x   ${f(pct(h, 50))}`,
+      );
     }
 
     // cache hits on a daemon with the cache on
@@ -188,8 +198,12 @@ async function main(): Promise<void> {
     const hitCount = Number(/lspd_cache_requests_total\{result="hit"\} (\d+)/.exec(metrics)?.[1] ?? 0);
 
     console.log('(http floor: GET /livez on the same connection, interleaved: the cost of HTTP alone under the same load)');
-    console.log(`\ncold, time to first definition (ms): lspd ${coldLspd.toFixed(0)} (fresh root: jail spawn, initialize, didOpen, load)   raw ${coldRaw.toFixed(0)} (spawn, initialize, didOpen)`);
-    console.log(`cache hit, hover over HTTP (ms): p50 ${pct(hits, 50).toFixed(2)}  p95 ${pct(hits, 95).toFixed(2)}  (${hitCount} hits; http floor p50 ${pct(hitFloor, 50).toFixed(2)})`);
+    console.log(
+      `\ncold, time to first definition (ms): lspd ${coldLspd.toFixed(0)} (fresh root: jail spawn, initialize, didOpen, load)   raw ${coldRaw.toFixed(0)} (spawn, initialize, didOpen)`,
+    );
+    console.log(
+      `cache hit, hover over HTTP (ms): p50 ${pct(hits, 50).toFixed(2)}  p95 ${pct(hits, 95).toFixed(2)}  (${hitCount} hits; http floor p50 ${pct(hitFloor, 50).toFixed(2)})`,
+    );
     console.log(`(1-minute load average at the end of the run: ${loadavg()[0]!.toFixed(1)} on ${cpus().length} CPUs)\n`);
   } finally {
     raw.stop();

@@ -25,7 +25,13 @@ const sizesMb = opt('sizes', '50,500').split(',').map(Number);
 const runs = Number(opt('runs', '2'));
 const execFileP = promisify(execFile);
 
-const GIT_ENV = { ...process.env, GIT_AUTHOR_NAME: 'b', GIT_AUTHOR_EMAIL: 'b@example.invalid', GIT_COMMITTER_NAME: 'b', GIT_COMMITTER_EMAIL: 'b@example.invalid' };
+const GIT_ENV = {
+  ...process.env,
+  GIT_AUTHOR_NAME: 'b',
+  GIT_AUTHOR_EMAIL: 'b@example.invalid',
+  GIT_COMMITTER_NAME: 'b',
+  GIT_COMMITTER_EMAIL: 'b@example.invalid',
+};
 const git = (cwd: string, ...a: string[]) => execFileSync('git', a, { cwd, env: GIT_ENV, encoding: 'utf8', maxBuffer: 64 * MB }).trim();
 
 async function diskBytes(dir: string): Promise<number> {
@@ -45,7 +51,11 @@ async function main(): Promise<void> {
   const daemon = await spawnDaemon({ dataDir: join(work, 'data'), env: { LSPD_MAX_TREE_FILES: '1000000' }, timeoutMs: 120_000 });
   cleanUpOnSignal(daemon, work);
   const client = new LspdClient({ url: daemon.url });
-  console.log(`# lspd push bench — work dir ${work}, ${runs} runs per case, load average at start ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  console.log(
+    `# lspd push bench — work dir ${work}, ${runs} runs per case, load average at start ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
+  );
   const rows: string[][] = [];
   try {
     for (const sizeMb of sizesMb) {
@@ -126,7 +136,11 @@ async function main(): Promise<void> {
   const line = (r: string[]) => r.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   console.log(line(headRow));
   for (const r of rows) console.log(line(r));
-  console.log(`# load average at end ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  console.log(
+    `# load average at end ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
+  );
   console.log('# seconds: from the first git command to the daemon\'s answer (root durable and visible), in process; "x incr": best over best;');
   console.log('# daemon s/syncfs s: the PUT as the daemon logged it, per run, and the syncfs in it; disk added: du of the data dir (links counted once).');
 }

@@ -57,7 +57,10 @@ interface Replica {
   addr: string;
 }
 
-const load = () => loadavg().map((x) => x.toFixed(1)).join(' ');
+const load = () =>
+  loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' ');
 const routed = (root: Root, q: number, key = `${root.org}/${root.repo}`): Call => ({ ...tsCall(root, q), headers: { [ROUTE_KEY_HEADER]: key } });
 const rootOf = (repo: string): Root => ({ org: ORG, repo, sha: 'b'.repeat(40) });
 
@@ -107,20 +110,40 @@ interface Stats {
 function stats(f: Figures, latencies: number[], seconds: number): Stats {
   if (f.wrong > 0) throw new Error(`wrong answers: ${f.wrongWhy.join('; ')}`);
   if (f.lost > 0) console.error(`lost: ${f.lostWhy.join('; ')}`);
-  return { requests: f.sent, perSecond: Math.round(f.answered / seconds), p50: percentile(latencies, 50), p99: percentile(latencies, 99), refused: f.refused, lost: f.lost, codes: f.byCode };
+  return {
+    requests: f.sent,
+    perSecond: Math.round(f.answered / seconds),
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    refused: f.refused,
+    lost: f.lost,
+    codes: f.byCode,
+  };
 }
 
 const codesOf = (...ss: (Stats | undefined)[]) => {
   const all: Record<string, number> = {};
   for (const s of ss) for (const [c, n] of Object.entries(s?.codes ?? {})) all[c] = (all[c] ?? 0) + n;
-  return Object.entries(all).map(([c, n]) => `${c}×${n}`).join(', ') || '-';
+  return (
+    Object.entries(all)
+      .map(([c, n]) => `${c}×${n}`)
+      .join(', ') || '-'
+  );
 };
 
 /** `clients` workers over `roots` for phaseSeconds against `url`. */
 async function run(url: string, roots: Root[], clients: number): Promise<Stats> {
   const f = new Figures();
   const t0 = performance.now();
-  const l = new Load({ url, next: (i) => routed(roots[i % roots.length]!, Math.floor(i / roots.length) % QUESTIONS), concurrency: clients, maxRequests: 1e9, maxMs: phaseSeconds * 1000, timeoutMs: 80_000, figures: f }).start();
+  const l = new Load({
+    url,
+    next: (i) => routed(roots[i % roots.length]!, Math.floor(i / roots.length) % QUESTIONS),
+    concurrency: clients,
+    maxRequests: 1e9,
+    maxMs: phaseSeconds * 1000,
+    timeoutMs: 80_000,
+    figures: f,
+  }).start();
   await sleep(phaseSeconds * 1000);
   await l.stop();
   return stats(f, l.latencies, (performance.now() - t0) / 1000);
@@ -166,7 +189,18 @@ try {
         await ng.setReplicas(set.map((r) => r.addr));
         const from = (await ng.accessLog()).length;
         const s = await run(ng.url, roots, CLIENTS);
-        rows.push([round, `nginx → ${set.length} replica${set.length > 1 ? 's' : ''}`, s.requests, s.perSecond, s.p50, s.p99, codesOf(s), s.lost, await split(ng, from, set), load()]);
+        rows.push([
+          round,
+          `nginx → ${set.length} replica${set.length > 1 ? 's' : ''}`,
+          s.requests,
+          s.perSecond,
+          s.p50,
+          s.p99,
+          codesOf(s),
+          s.lost,
+          await split(ng, from, set),
+          load(),
+        ]);
       }
     }
     console.log(`\n1. ${CLIENTS} clients over ${roots.length} repos, ${phaseSeconds} s each${pin ? ', A on CPU 0, B and C on CPU 1' : ''}`);
@@ -181,7 +215,10 @@ try {
     const hot = rootOf(hotName);
     const quiet = Array.from({ length: 20 }, (_, i) => rootOf(`q${String(i).padStart(2, '0')}`));
     const shardKeys = (n: number) => Array.from({ length: n }, (_, k) => routeKey(hot, k));
-    const shardHomes = (n: number) => shardKeys(n).map((k) => home(k).name).join('');
+    const shardHomes = (n: number) =>
+      shardKeys(n)
+        .map((k) => home(k).name)
+        .join('');
     for (const r of replicas) await place([...quiet.filter((q) => home(`${ORG}/${q.repo}`) === r)], [r]);
     await place([hot], replicas);
     const nearHot = quiet.filter((q) => home(`${ORG}/${q.repo}`) === a);
@@ -192,11 +229,31 @@ try {
       const qf = new Map<Root, { f: Figures; l: Load }>();
       for (const q of quiet) {
         const f = new Figures();
-        qf.set(q, { f, l: new Load({ url: ng!.url, next: (i) => routed(q, i % QUESTIONS), concurrency: 1, maxRequests: 1e9, maxMs: phaseSeconds * 1000, timeoutMs: 80_000, figures: f, pauseMs: QUIET_PAUSE_MS }).start() });
+        qf.set(q, {
+          f,
+          l: new Load({
+            url: ng!.url,
+            next: (i) => routed(q, i % QUESTIONS),
+            concurrency: 1,
+            maxRequests: 1e9,
+            maxMs: phaseSeconds * 1000,
+            timeoutMs: 80_000,
+            figures: f,
+            pauseMs: QUIET_PAUSE_MS,
+          }).start(),
+        });
       }
       const hf = new Figures();
       const hl = hotKeys
-        ? new Load({ url: ng!.url, next: (i) => routed(hot, i % QUESTIONS, hotKeys[Math.floor(Math.random() * hotKeys.length)]), concurrency: clients, maxRequests: 1e9, maxMs: phaseSeconds * 1000, timeoutMs: 80_000, figures: hf }).start()
+        ? new Load({
+            url: ng!.url,
+            next: (i) => routed(hot, i % QUESTIONS, hotKeys[Math.floor(Math.random() * hotKeys.length)]),
+            concurrency: clients,
+            maxRequests: 1e9,
+            maxMs: phaseSeconds * 1000,
+            timeoutMs: 80_000,
+            figures: hf,
+          }).start()
         : undefined;
       await sleep(phaseSeconds * 1000);
       await Promise.all([...[...qf.values()].map((x) => x.l.stop()), hl?.stop()]);
@@ -242,7 +299,20 @@ try {
     );
     console.log(
       table(
-        ['scenario', 'hot req/s', 'hot p50/p99 ms', 'hot refused', 'quiet on A p50/p99', 'ok/refused', 'quiet on B, C p50/p99', 'ok/refused', 'refusals', 'lost', 'requests per replica', 'load average after'],
+        [
+          'scenario',
+          'hot req/s',
+          'hot p50/p99 ms',
+          'hot refused',
+          'quiet on A p50/p99',
+          'ok/refused',
+          'quiet on B, C p50/p99',
+          'ok/refused',
+          'refusals',
+          'lost',
+          'requests per replica',
+          'load average after',
+        ],
         rows2,
       ),
     );

@@ -81,11 +81,19 @@ async function politePhase(url: string, root: { org: string; repo: string; sha: 
     if (r.outcome === 'answered' && !r.wrong) {
       lat.push(r.ms);
       server.push(Number(r.body?.elapsed_ms));
-    }
-    else if (r.outcome === 'refused') refused++;
+    } else if (r.outcome === 'refused') refused++;
     else wrong++;
   }
-  return { n: lat.length, p50: percentile(lat, 50), p99: percentile(lat, 99), max: Math.max(...lat), serverP50: percentile(server, 50), serverP99: percentile(server, 99), wrong, refused };
+  return {
+    n: lat.length,
+    p50: percentile(lat, 50),
+    p99: percentile(lat, 99),
+    max: Math.max(...lat),
+    serverP50: percentile(server, 50),
+    serverP99: percentile(server, 99),
+    wrong,
+    refused,
+  };
 }
 
 type FloodFigures = Record<'answered' | 'refused' | 'lost' | 'wrong' | 'sent', number> & { byCode: Record<string, number>; samples: Record<string, string> };
@@ -119,7 +127,14 @@ async function floodWorker(url: string, roots: Root[], slow: Root): Promise<void
         }
       })();
     }
-    return { figures, load: { get count() { return i; } } };
+    return {
+      figures,
+      load: {
+        get count() {
+          return i;
+        },
+      },
+    };
   };
   // The slow root's clients first, until the daemon has counted each: they hold the
   // flooder's share of the wait queue (what the warm flood would fill only now and then).
@@ -129,7 +144,15 @@ async function floodWorker(url: string, roots: Root[], slow: Root): Promise<void
   const warm = load((i) => tsCall(roots[i % roots.length]!, Math.floor(i / roots.length) % OPS), floodClients);
   process.stdin.resume();
   await new Promise((resolve) => process.stdin.once('data', resolve));
-  const out = (x: typeof warm): FloodFigures => ({ answered: x.figures.answered, refused: x.figures.refused, lost: x.figures.lost, wrong: x.figures.wrong, byCode: x.figures.byCode, samples: x.figures.samples, sent: x.load.count });
+  const out = (x: typeof warm): FloodFigures => ({
+    answered: x.figures.answered,
+    refused: x.figures.refused,
+    lost: x.figures.lost,
+    wrong: x.figures.wrong,
+    byCode: x.figures.byCode,
+    samples: x.figures.samples,
+    sent: x.load.count,
+  });
   process.stdout.write(JSON.stringify({ warm: out(warm), slow: out(waiting) }) + '\n', () => process.exit(0));
 }
 
@@ -153,7 +176,20 @@ interface Flood {
 /** Start the flood worker; resolves once the daemon has counted every slow client's query and one per warm client. */
 async function startFlood(url: string, roots: Root[], slow: Root): Promise<Flood> {
   const before = await queriesOf(url, 'flood');
-  const argv = ['--import', 'tsx', import.meta.filename, '--flood-worker', url, JSON.stringify(roots), JSON.stringify(slow), '--flood-clients', String(floodClients), '--slow-clients', String(slowClients), ...(hostile ? ['--hostile'] : [])];
+  const argv = [
+    '--import',
+    'tsx',
+    import.meta.filename,
+    '--flood-worker',
+    url,
+    JSON.stringify(roots),
+    JSON.stringify(slow),
+    '--flood-clients',
+    String(floodClients),
+    '--slow-clients',
+    String(slowClients),
+    ...(hostile ? ['--hostile'] : []),
+  ];
   const child = spawn(process.execPath, argv, { stdio: ['pipe', 'pipe', 'inherit'] });
   let out = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
@@ -210,7 +246,10 @@ async function main(): Promise<void> {
     const refusedBefore = await counter(d.url, 'lspd_org_refusals_total', 'org="flood"');
     const floodQueriesBefore = await queriesOf(d.url, 'flood');
     const flooded = await politePhase(d.url, polite, seconds * 1000);
-    const floodDuring = { queries: (await queriesOf(d.url, 'flood')) - floodQueriesBefore, refused: (await counter(d.url, 'lspd_org_refusals_total', 'org="flood"')) - refusedBefore };
+    const floodDuring = {
+      queries: (await queriesOf(d.url, 'flood')) - floodQueriesBefore,
+      refused: (await counter(d.url, 'lspd_org_refusals_total', 'org="flood"')) - refusedBefore,
+    };
     const loadFlooded = loadavg()[0]!;
     const fl = await floodOn.stop();
     await sleep(2000); // the flood's last answers drain
@@ -239,7 +278,13 @@ async function main(): Promise<void> {
       }),
     ];
     const metrics = await (await request(`${d.url}/metrics`, { dispatcher: politeAgent })).body.text();
-    lines.push('daemon: ' + metrics.split('\n').filter((l) => l.startsWith('lspd_org_refusals_total')).join(', '));
+    lines.push(
+      'daemon: ' +
+        metrics
+          .split('\n')
+          .filter((l) => l.startsWith('lspd_org_refusals_total'))
+          .join(', '),
+    );
     process.stdout.write(lines.join('\n') + '\n');
   } finally {
     await d.daemon.stop();
@@ -250,10 +295,9 @@ async function main(): Promise<void> {
 }
 
 const worker = args.indexOf('--flood-worker');
-(worker >= 0
-  ? floodWorker(args[worker + 1]!, JSON.parse(args[worker + 2]!) as Root[], JSON.parse(args[worker + 3]!) as Root)
-  : main()
-).catch((err: unknown) => {
-  process.stderr.write(`bench/tenancy: ${(err as Error).stack ?? String(err)}\n`);
-  process.exit(1);
-});
+(worker >= 0 ? floodWorker(args[worker + 1]!, JSON.parse(args[worker + 2]!) as Root[], JSON.parse(args[worker + 3]!) as Root) : main()).catch(
+  (err: unknown) => {
+    process.stderr.write(`bench/tenancy: ${(err as Error).stack ?? String(err)}\n`);
+    process.exit(1);
+  },
+);

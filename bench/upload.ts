@@ -28,9 +28,36 @@ const runs = Number(opt('runs', '2'));
 
 /** Source-like text to slice files from, so gzip sees something realistic (bench/push.ts reuses it). */
 export function corpus(): Buffer {
-  const words = ['const', 'function', 'return', 'import', 'export', 'if', 'else', 'for', 'value', 'result', 'config', 'async', 'await', '{', '}', '(', ')', ';', '=', '=>', 'string', 'number', 'x', 'i', '0', '1'];
+  const words = [
+    'const',
+    'function',
+    'return',
+    'import',
+    'export',
+    'if',
+    'else',
+    'for',
+    'value',
+    'result',
+    'config',
+    'async',
+    'await',
+    '{',
+    '}',
+    '(',
+    ')',
+    ';',
+    '=',
+    '=>',
+    'string',
+    'number',
+    'x',
+    'i',
+    '0',
+    '1',
+  ];
   let seed = 42;
-  const rnd = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+  const rnd = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
   const parts: string[] = [];
   let len = 0;
   while (len < 4 * MB) {
@@ -131,7 +158,9 @@ async function main(): Promise<void> {
       const { files, bytes } = await writeTar(tarPath, sizeMb, text);
       await pipeline(createReadStream(tarPath), createGzip(), createWriteStream(gzPath));
       const tarBytes = statSync(tarPath).size;
-      console.log(`# ${sizeMb} MB tree: ${files} files, ${(bytes / MB).toFixed(0)} MB content, tar ${(tarBytes / MB).toFixed(0)} MB, tar.gz ${(statSync(gzPath).size / MB).toFixed(0)} MB`);
+      console.log(
+        `# ${sizeMb} MB tree: ${files} files, ${(bytes / MB).toFixed(0)} MB content, tar ${(tarBytes / MB).toFixed(0)} MB, tar.gz ${(statSync(gzPath).size / MB).toFixed(0)} MB`,
+      );
 
       for (const gz of [false, true]) {
         const archive = gz ? gzPath : tarPath;
@@ -203,7 +232,18 @@ async function main(): Promise<void> {
     await daemon.stop();
     rmSync(work, { recursive: true, force: true });
   }
-  const head = ['case', 'lspd MB/s', 'lspd s (syncfs s)', 'lspd peak RSS MB', 'tar -x MB/s', 'lspd/tar', 'tar -x+sync MB/s', 'lspd/(tar+sync)', 'per run: lspd/tar', 'lspd/(tar+sync)'];
+  const head = [
+    'case',
+    'lspd MB/s',
+    'lspd s (syncfs s)',
+    'lspd peak RSS MB',
+    'tar -x MB/s',
+    'lspd/tar',
+    'tar -x+sync MB/s',
+    'lspd/(tar+sync)',
+    'per run: lspd/tar',
+    'lspd/(tar+sync)',
+  ];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (r: string[]) => r.map((c, i) => c.padStart(widths[i]!)).join('  ');
   console.log(line(head));

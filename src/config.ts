@@ -18,7 +18,14 @@ const bool = (def: boolean) =>
 const list = (def: string[]) =>
   z
     .union([z.array(z.string()), z.string()])
-    .transform((v) => (Array.isArray(v) ? v : v.split(',').map((s) => s.trim()).filter(Boolean)))
+    .transform((v) =>
+      Array.isArray(v)
+        ? v
+        : v
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean),
+    )
     .default(def);
 
 /** host:port, IPv6 hosts in brackets. */
@@ -30,7 +37,13 @@ const listen = z
 export const configSchema = z.object({
   // --- service ---
   listen: listen.describe('Address the HTTP server listens on (host:port). Off loopback only with tokens.'),
-  dataDir: z.string().min(1).default('./data').describe('Directory for roots, dependency caches and server caches. Start-up refuses one a jail could see (under /usr, node_modules, jail/build, …); so for LSPD_TOKENS and LSPD_CONFIG.'),
+  dataDir: z
+    .string()
+    .min(1)
+    .default('./data')
+    .describe(
+      'Directory for roots, dependency caches and server caches. Start-up refuses one a jail could see (under /usr, node_modules, jail/build, …); so for LSPD_TOKENS and LSPD_CONFIG.',
+    ),
   tokensFile: z.string().optional().describe('Path to the tokens file; when unset, only loopback is served.'),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('pino log level.'),
   shutdownGraceMs: int(10_000).describe('How long SIGTERM waits for in-flight requests before closing sessions.'),
@@ -40,7 +53,9 @@ export const configSchema = z.object({
   maxTreeBytes: int(4 * GiB, 1).describe('Largest total size of the files of one uploaded tree (bytes, uncompressed).'),
   maxTreeFiles: int(200_000, 1).describe('Most entries one uploaded tree may hold.'),
   maxFileBytes: int(256 * MiB, 1).describe('Largest single file in an uploaded tree.'),
-  diskQuotaBytes: int(50 * GiB, 1).describe('Disk for roots and their dependency caches; past it, unheld roots of orgs above their share are evicted, least recently used first.'),
+  diskQuotaBytes: int(50 * GiB, 1).describe(
+    'Disk for roots and their dependency caches; past it, unheld roots of orgs above their share are evicted, least recently used first.',
+  ),
   orgDiskQuotaBytes: z.coerce
     .number()
     .int()
@@ -56,7 +71,9 @@ export const configSchema = z.object({
   maxMessagesPerRequest: int(64, 1).describe('Most server messages inspected while answering one request.'),
   maxInspectBytes: int(32 * MiB, 1024).describe('Most bytes of server JSON inspected while answering one request.'),
   maxLocations: int(200, 1).describe('Most locations rendered in one answer (the total is still reported).'),
-  maxCallNodes: int(200, 1).describe('Most nodes in one call or type hierarchy answer; only these are expanded, one server request each (the total found is still reported).'),
+  maxCallNodes: int(200, 1).describe(
+    'Most nodes in one call or type hierarchy answer; only these are expanded, one server request each (the total found is still reported).',
+  ),
   maxHoverBytes: int(64 * 1024, 256).describe('Longest hover text returned.'),
   maxAnswerBytes: int(1 * MiB, 1024).describe('Largest answer body.'),
   queryTimeoutMs: int(70_000, 100).describe('Deadline for one query in all, cleanup included.'),
@@ -65,7 +82,10 @@ export const configSchema = z.object({
   resultCacheEntries: int(10_000, 0).describe('Entries in the result cache (roots are immutable, so a hit is exact).'),
 
   // --- sessions ---
-  typescriptServer: z.enum(['native', 'tsserver']).default('native').describe('TS/JS server: the native TypeScript 7 server, or typescript-language-server with the pinned TypeScript 5.'),
+  typescriptServer: z
+    .enum(['native', 'tsserver'])
+    .default('native')
+    .describe('TS/JS server: the native TypeScript 7 server, or typescript-language-server with the pinned TypeScript 5.'),
   idleTimeoutMs: int(10 * 60_000, 1000).describe('Idle time after which a session nobody holds is shut down.'),
   reapIntervalMs: int(30_000, 100).describe('How often the reaper looks for idle sessions.'),
   initializeTimeoutMs: int(30_000, 100).describe('Deadline for the initialize handshake.'),
@@ -76,14 +96,24 @@ export const configSchema = z.object({
   maxSessions: int(64, 1).describe('Most live language-server sessions; past it the least recently used idle one is stopped.'),
   spawnBackoffMaxMs: int(60_000, 100).describe('Longest back-off after repeated spawn failures (never a permanent mark).'),
   stderrRingBytes: int(64 * 1024, 1024).describe('Bytes of each server stderr kept (a ring).'),
-  warmMaxSessions: int(4, 0).describe("Sessions warmed at once: started on upload (PUT without ?warm=false), once the root's fetch is done, and driven to readiness before any query; each org gets its fair share of them. A warm-up never evicts a session nor takes the pool's reserve of free places. 0 turns warm-up off."),
+  warmMaxSessions: int(4, 0).describe(
+    "Sessions warmed at once: started on upload (PUT without ?warm=false), once the root's fetch is done, and driven to readiness before any query; each org gets its fair share of them. A warm-up never evicts a session nor takes the pool's reserve of free places. 0 turns warm-up off.",
+  ),
   warmWorkspaces: int(2, 1).describe('Workspaces warmed per server of a root, those with the most source files first.'),
-  warmTimeoutMs: int(120_000, 1000).describe("How long a root's warm-up may take in all (its fetch, a free place and the server's indexing included); past it, what is not started is dropped."),
-  sessionRecycleRequests: int(5_000, 0).describe('Requests after which a session is replaced: a fresh one is started and made ready, new queries move to it, the old one finishes what it holds. 0: never for a count.'),
-  sessionRecycleMemoryBytes: int(3 * GiB, 0).describe("Memory of a session's jail (its cgroup's usage) past which it is replaced the same way, before it meets LSPD_JAIL_MEMORY_BYTES (at most ¾ of it is used, whatever this says). 0: never for memory."),
+  warmTimeoutMs: int(120_000, 1000).describe(
+    "How long a root's warm-up may take in all (its fetch, a free place and the server's indexing included); past it, what is not started is dropped.",
+  ),
+  sessionRecycleRequests: int(5_000, 0).describe(
+    'Requests after which a session is replaced: a fresh one is started and made ready, new queries move to it, the old one finishes what it holds. 0: never for a count.',
+  ),
+  sessionRecycleMemoryBytes: int(3 * GiB, 0).describe(
+    "Memory of a session's jail (its cgroup's usage) past which it is replaced the same way, before it meets LSPD_JAIL_MEMORY_BYTES (at most ¾ of it is used, whatever this says). 0: never for memory.",
+  ),
 
   // --- what a tree can make lspd do (bounded whatever the tree holds) ---
-  maxCompileDbBytes: int(64 * MiB, 1024).describe("Largest compile_commands.json generated for clangd; past it fewer sources are listed (answers say so), and a tree's own larger one is not copied."),
+  maxCompileDbBytes: int(64 * MiB, 1024).describe(
+    "Largest compile_commands.json generated for clangd; past it fewer sources are listed (answers say so), and a tree's own larger one is not copied.",
+  ),
   maxCompileFlagsBytes: int(64 * 1024, 256).describe('Largest compile_flags.txt used; a larger one is ignored for fallback flags (answers say so).'),
 
   // --- jail ---
@@ -93,7 +123,9 @@ export const configSchema = z.object({
   jailUidCount: int(256, 1).describe('Size of the uid pool.'),
   jailMemoryBytes: int(4 * GiB, 16 * MiB).describe('cgroup memory cap of one jail.'),
   jailPids: int(512, 8).describe('cgroup pids cap of one jail.'),
-  jailCpuMillis: int(1000, 0).describe('cgroup CPU cap of one jail, in thousandths of a CPU (1000: one CPU), so one spinning jail or fork bomb cannot take every core from the others; 0: no cap. Applied where the host delegates a CPU controller.'),
+  jailCpuMillis: int(1000, 0).describe(
+    'cgroup CPU cap of one jail, in thousandths of a CPU (1000: one CPU), so one spinning jail or fork bomb cannot take every core from the others; 0: no cap. Applied where the host delegates a CPU controller.',
+  ),
   jailTmpBytes: int(512 * MiB, MiB).describe('Size of each jail private tmpfs (/tmp and HOME).'),
   cgroupRoot: z.string().default('/sys/fs/cgroup').describe('Where cgroup v2 (or v1 controllers) are mounted.'),
 
@@ -121,17 +153,29 @@ export const configSchema = z.object({
     .string()
     .url()
     .default('https://repo.packagist.org')
-    .describe("Composer repository used in place of packagist.org; when it is not packagist, locked dists are tried first at <repo>/dists/<package>/<reference>.<type> (a mirror's layout)."),
+    .describe(
+      "Composer repository used in place of packagist.org; when it is not packagist, locked dists are tried first at <repo>/dists/<package>/<reference>.<type> (a mirror's layout).",
+    ),
 
   // --- fair shares per org (README "Tenancy"; src/fair-share.ts has the rule) ---
-  orgReservePercent: z.coerce.number().int().min(0).max(50).default(12).describe(
-    'Part of each shared pool (queued queries, sessions, jail uids, fetch slots, egress connections) an org past its fair share may not take: kept for another org, whose first request is then served at once. 0 turns fair shares off (first come, first served).',
-  ),
+  orgReservePercent: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(50)
+    .default(12)
+    .describe(
+      'Part of each shared pool (queued queries, sessions, jail uids, fetch slots, egress connections) an org past its fair share may not take: kept for another org, whose first request is then served at once. 0 turns fair shares off (first come, first served).',
+    ),
   orgMaxQueuedQueries: int(0).describe('Most queries of one org waiting for a server; 0: no fixed cap, its fair share of LSPD_MAX_QUEUED_QUERIES decides.'),
-  orgMaxSessions: int(0).describe('Most sessions one org keeps busy at once (idle ones are stopped for anyone who needs the place); 0: no fixed cap, its fair share of LSPD_MAX_SESSIONS decides.'),
+  orgMaxSessions: int(0).describe(
+    'Most sessions one org keeps busy at once (idle ones are stopped for anyone who needs the place); 0: no fixed cap, its fair share of LSPD_MAX_SESSIONS decides.',
+  ),
   orgJailUids: int(0).describe('Most jail uids (live jails) of one org, never below 2; 0: no fixed cap, its fair share of LSPD_JAIL_UID_COUNT decides.'),
   orgMaxFetches: int(0).describe('Most dependency fetches of one org running at once; 0: no fixed cap, its fair share of the fetch slots decides.'),
-  orgMaxEgressConnections: int(0).describe('Most FETCH egress proxy connections of one org, never below 16; 0: no fixed cap, its fair share of the 512 decides.'),
+  orgMaxEgressConnections: int(0).describe(
+    'Most FETCH egress proxy connections of one org, never below 16; 0: no fixed cap, its fair share of the 512 decides.',
+  ),
   metricsMaxOrgs: int(50).describe('Orgs that get their own label in per-org metrics; later ones are counted under org="_other".'),
 });
 
@@ -146,10 +190,7 @@ const envOverrides: Partial<Record<keyof z.infer<typeof configSchema>, string>> 
 };
 
 export function envName(key: string): string {
-  return (
-    envOverrides[key as keyof typeof envOverrides] ??
-    'LSPD_' + key.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()
-  );
+  return envOverrides[key as keyof typeof envOverrides] ?? 'LSPD_' + key.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase();
 }
 
 export class ConfigError extends Error {

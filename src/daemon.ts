@@ -56,7 +56,15 @@ export async function startDaemon(config: Config, log: Logger, o: DaemonOptions 
   // The FETCH phase: one background job per root, in the FETCH jail; jobs wait
   // (queued) until that phase is proved. Roots stored before this start whose fetch
   // was interrupted (or never queued) are resumed.
-  const fetcher = new FetchManager({ config, log: log.child({ mod: 'fetch' }), metrics, jail, store, tools: await detectToolchains(), ready: () => health.jail.fetch.ok });
+  const fetcher = new FetchManager({
+    config,
+    log: log.child({ mod: 'fetch' }),
+    metrics,
+    jail,
+    store,
+    tools: await detectToolchains(),
+    ready: () => health.jail.fetch.ok,
+  });
   fetcher.onDone((key) => void store.refreshUsage(key).catch((err: unknown) => log.warn({ err }, 'cannot measure a root after its fetch')));
   void fetcher.resume(allRootKeys(store)).catch((err: unknown) => log.error({ err }, 'fetch resume failed'));
 
@@ -64,7 +72,18 @@ export async function startDaemon(config: Config, log: Logger, o: DaemonOptions 
   // pool and the query service; sessions spawn lazily, only in the proved SERVE jail.
   const lsp = await createLsp({ config, log, metrics, health, jail, store, fetcher, ...(o.rows ? { rows: o.rows } : {}) });
 
-  const app = await buildServer({ config, log, metrics, health, store, lsp: lsp.service, pool: lsp.pool, table: lsp.table, fetcher, ...(o.tokens ? { tokens: o.tokens } : {}) });
+  const app = await buildServer({
+    config,
+    log,
+    metrics,
+    health,
+    store,
+    lsp: lsp.service,
+    pool: lsp.pool,
+    table: lsp.table,
+    fetcher,
+    ...(o.tokens ? { tokens: o.tokens } : {}),
+  });
   const [host, port] = splitListen(config.listen);
   const address = await app.listen({ host, port });
 

@@ -31,8 +31,7 @@ export const errors = {
   badName: def('bad_name', 400),
   badArchive: def('bad_archive', 400),
   /** The client hung up (or the daemon is stopping) before the upload was complete; usually nobody reads this answer. */
-  uploadAborted: (message = 'The upload was interrupted before the archive was complete.') =>
-    new AppError('upload_aborted', 400, message),
+  uploadAborted: (message = 'The upload was interrupted before the archive was complete.') => new AppError('upload_aborted', 400, message),
   unsupportedMediaType: def('unsupported_media_type', 415),
   unauthorized: def('unauthorized', 401),
   forbidden: def('forbidden', 403),
@@ -53,10 +52,8 @@ export const errors = {
   noServer: def('no_server', 422),
   notFoundSymbol: def('symbol_not_found', 404),
   notReady: def('not_ready', 503),
-  serverUnavailable: (message: string, retryAfterS: number) =>
-    new AppError('server_unavailable', 503, message, { retry_after: retryAfterS }),
-  fetchRunning: (message: string, retryAfterS: number) =>
-    new AppError('fetch_running', 503, message, { retry_after: retryAfterS }),
+  serverUnavailable: (message: string, retryAfterS: number) => new AppError('server_unavailable', 503, message, { retry_after: retryAfterS }),
+  fetchRunning: (message: string, retryAfterS: number) => new AppError('fetch_running', 503, message, { retry_after: retryAfterS }),
   busy: (message: string, retryAfterS: number) => new AppError('busy', 503, message, { retry_after: retryAfterS }),
   insufficientStorage: def('insufficient_storage', 507),
   timeout: def('timeout', 504),

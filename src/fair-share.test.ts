@@ -108,7 +108,10 @@ test('OrgQueue: round-robin between orgs, FIFO within one, skipping orgs that ma
   q.push('a', 'a2');
   q.push('b', 'b1');
   assert.equal(q.next((org) => org !== 'a')?.item, 'b1', 'a is at its share: b goes first');
-  assert.equal(q.next((org) => org !== 'a'), undefined);
+  assert.equal(
+    q.next((org) => org !== 'a'),
+    undefined,
+  );
   assert.equal(q.remove('a', 'a1'), true);
   assert.equal(q.remove('a', 'a1'), false);
   assert.equal(q.size, 1);

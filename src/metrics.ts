@@ -26,16 +26,31 @@ export function createMetrics(config?: Pick<Config, 'metricsMaxOrgs'>) {
     }),
     spawns: new Counter({ name: 'lspd_session_spawns_total', help: 'Language-server spawns.', labelNames: ['server'] as const, registers: r }),
     crashes: new Counter({ name: 'lspd_session_crashes_total', help: 'Language servers that exited unasked.', labelNames: ['server'] as const, registers: r }),
-    restarts: new Counter({ name: 'lspd_session_restarts_total', help: 'Sessions restarted (crash, wedge, fetch done).', labelNames: ['server', 'reason'] as const, registers: r }),
+    restarts: new Counter({
+      name: 'lspd_session_restarts_total',
+      help: 'Sessions restarted (crash, wedge, fetch done).',
+      labelNames: ['server', 'reason'] as const,
+      registers: r,
+    }),
     warmups: new Counter({
       name: 'lspd_session_warmups_total',
       help: 'Sessions warmed on upload, by server and result (ready, incomplete, failed, skipped: no room or already there, expired).',
       labelNames: ['server', 'result'] as const,
       registers: r,
     }),
-    recycles: new Counter({ name: 'lspd_session_recycles_total', help: 'Sessions replaced for their request count or memory, by server and reason.', labelNames: ['server', 'reason'] as const, registers: r }),
+    recycles: new Counter({
+      name: 'lspd_session_recycles_total',
+      help: 'Sessions replaced for their request count or memory, by server and reason.',
+      labelNames: ['server', 'reason'] as const,
+      registers: r,
+    }),
     cache: new Counter({ name: 'lspd_cache_requests_total', help: 'Result cache lookups.', labelNames: ['result'] as const, registers: r }),
-    diffs: new Counter({ name: 'lspd_diff_requests_total', help: 'POST /v1/diff answers, computed or from the diff cache.', labelNames: ['result'] as const, registers: r }),
+    diffs: new Counter({
+      name: 'lspd_diff_requests_total',
+      help: 'POST /v1/diff answers, computed or from the diff cache.',
+      labelNames: ['result'] as const,
+      registers: r,
+    }),
     uploadBytes: new Counter({ name: 'lspd_upload_bytes_total', help: 'Bytes of tree uploads received.', registers: r }),
     uploadSeconds: new Histogram({
       name: 'lspd_upload_seconds',
@@ -67,7 +82,12 @@ export function createMetrics(config?: Pick<Config, 'metricsMaxOrgs'>) {
       registers: r,
     }),
     orgSessions: new Gauge({ name: 'lspd_org_sessions', help: 'Live language-server sessions, by org.', labelNames: ['org'] as const, registers: r }),
-    orgDiskBytes: new Gauge({ name: 'lspd_org_disk_bytes', help: 'Disk used by an org\'s roots and their dependency caches.', labelNames: ['org'] as const, registers: r }),
+    orgDiskBytes: new Gauge({
+      name: 'lspd_org_disk_bytes',
+      help: "Disk used by an org's roots and their dependency caches.",
+      labelNames: ['org'] as const,
+      registers: r,
+    }),
   };
 }
 

@@ -25,9 +25,16 @@ const rootSize = {
     .number()
     .int()
     .optional()
-    .describe("File bytes this root added to the disk (what it is charged against the quota while its base is stored): all of `bytes`, or an incremental upload's layer (its other files are links to the base's)."),
+    .describe(
+      "File bytes this root added to the disk (what it is charged against the quota while its base is stored): all of `bytes`, or an incremental upload's layer (its other files are links to the base's).",
+    ),
   base: sha.optional().describe('The root an incremental upload was composed on.'),
-  git_tree: z.string().optional().describe("The stored tree's git tree id, as `git rev-parse <sha>^{tree}` gives it for the commit it came from (absent for roots stored by an older lspd)."),
+  git_tree: z
+    .string()
+    .optional()
+    .describe(
+      "The stored tree's git tree id, as `git rev-parse <sha>^{tree}` gives it for the commit it came from (absent for roots stored by an older lspd).",
+    ),
 };
 
 export const putRootAnswer = z.looseObject({
@@ -70,7 +77,11 @@ export const location = z.looseObject({
 export const graphNode = z
   .looseObject({
     id: z.number().int().describe('Its index in `nodes`.'),
-    parent: z.number().int().optional().describe('The node this one calls (incomingCalls), is called by (outgoingCalls), is a supertype or subtype of; absent at depth 0.'),
+    parent: z
+      .number()
+      .int()
+      .optional()
+      .describe('The node this one calls (incomingCalls), is called by (outgoingCalls), is a supertype or subtype of; absent at depth 0.'),
     depth: z.number().int().describe('0: the symbol at the position; 1: its direct callers, callees or types; and so on.'),
     name: z.string(),
     kind: z.string(),
@@ -82,7 +93,10 @@ export const graphNode = z
     range: range.describe('The whole declaration.'),
     selectionRange: range.describe('Its name.'),
     preview: z.string().optional(),
-    call_sites: z.array(location).optional().describe('The calls joining it to its parent: in its own file (incomingCalls) or in the parent\'s (outgoingCalls).'),
+    call_sites: z
+      .array(location)
+      .optional()
+      .describe("The calls joining it to its parent: in its own file (incomingCalls) or in the parent's (outgoingCalls)."),
     call_sites_total: z.number().int().optional().describe('Call sites in all, when more than shown.'),
     cycle: z.literal(true).optional().describe('It is one of its own ancestors (recursion): shown, not expanded again.'),
   })
@@ -96,15 +110,33 @@ export const lspAnswer = z.looseObject({
   contents: z.string().optional().describe('hover: markdown, host paths removed.'),
   range: range.optional(),
   symbols: z
-    .array(z.looseObject({ name: z.string(), kind: z.string().or(z.number()), path: z.string().optional(), range: range.optional().describe('Absent when a workspace symbol came without one.'), container: z.string().optional() }))
+    .array(
+      z.looseObject({
+        name: z.string(),
+        kind: z.string().or(z.number()),
+        path: z.string().optional(),
+        range: range.optional().describe('Absent when a workspace symbol came without one.'),
+        container: z.string().optional(),
+      }),
+    )
     .optional(),
   diagnostics: z
-    .array(z.looseObject({ range, severity: z.string().or(z.number()).optional(), code: z.string().or(z.number()).optional(), source: z.string().optional(), message: z.string() }))
+    .array(
+      z.looseObject({
+        range,
+        severity: z.string().or(z.number()).optional(),
+        code: z.string().or(z.number()).optional(),
+        source: z.string().optional(),
+        message: z.string(),
+      }),
+    )
     .optional(),
   nodes: z
     .array(graphNode)
     .optional()
-    .describe('incomingCalls, outgoingCalls, supertypes, subtypes: the hierarchy in breadth-first order (empty: no callable or type at the position); `truncated` when LSPD_MAX_CALL_NODES stopped the walk.'),
+    .describe(
+      'incomingCalls, outgoingCalls, supertypes, subtypes: the hierarchy in breadth-first order (empty: no callable or type at the position); `truncated` when LSPD_MAX_CALL_NODES stopped the walk.',
+    ),
   total: z.number().int().optional(),
   other: z.number().int().optional().describe('Locations outside the root and its dependencies (not rendered).'),
   truncated: z.boolean().optional(),
@@ -115,25 +147,38 @@ export const lspAnswer = z.looseObject({
     .looseObject({
       state: z.enum(['none', 'done', 'failed', 'refused']),
       error: z.string().optional(),
-      skipped: z.array(z.string()).optional().describe('Locked dependencies left out, each with why (a Python requirement with no wheel, a composer package with no dist).'),
+      skipped: z
+        .array(z.string())
+        .optional()
+        .describe('Locked dependencies left out, each with why (a Python requirement with no wheel, a composer package with no dist).'),
     })
     .optional()
-    .describe("What the answering server could see of the root's dependencies: fetched (done), none to fetch, or failed/refused and why (the tree is still served)."),
+    .describe(
+      "What the answering server could see of the root's dependencies: fetched (done), none to fetch, or failed/refused and why (the tree is still served).",
+    ),
   notes: z
     .array(z.string())
     .optional()
-    .describe("What lspd left out of or changed in what the server sees of this tree, and why: a bound reached (a compile database listing fewer files), flags a tree may not give a server (removed)."),
+    .describe(
+      'What lspd left out of or changed in what the server sees of this tree, and why: a bound reached (a compile database listing fewer files), flags a tree may not give a server (removed).',
+    ),
   matches: z.number().int().optional().describe('/ask: how many symbols the name matched.'),
   next_cursor: z.string().optional().describe('Pass back to get the next page of a truncated answer.'),
 });
 
-const symbolSide = z.looseObject({ range, selectionRange: range.optional(), signature: z.string().describe('The declaration up to its body, whitespace collapsed.') });
+const symbolSide = z.looseObject({
+  range,
+  selectionRange: range.optional(),
+  signature: z.string().describe('The declaration up to its body, whitespace collapsed.'),
+});
 
 export const diffAnswer = z.looseObject({
   base: sha,
   head: sha,
   elapsed_ms: z.number().optional(),
-  files: z.array(z.looseObject({ path: z.string(), change: z.enum(['added', 'modified', 'removed']) })).describe('Paths that differ between the two stored trees, sorted.'),
+  files: z
+    .array(z.looseObject({ path: z.string(), change: z.enum(['added', 'modified', 'removed']) }))
+    .describe('Paths that differ between the two stored trees, sorted.'),
   files_total: z.number().int(),
   symbols: z
     .array(
@@ -154,14 +199,23 @@ export const diffAnswer = z.looseObject({
     .array(location.extend({ symbol: z.string().describe('Qualified name of the removed or changed symbol referred to.'), symbol_path: z.string() }))
     .describe('References at base to removed or changed symbols, outside the lines the change rewrote: callers that may break. Paged.'),
   diagnostics: z
-    .array(z.looseObject({ path: z.string(), range, severity: z.string().or(z.number()).optional(), code: z.string().or(z.number()).optional(), source: z.string().optional(), message: z.string() }))
+    .array(
+      z.looseObject({
+        path: z.string(),
+        range,
+        severity: z.string().or(z.number()).optional(),
+        code: z.string().or(z.number()).optional(),
+        source: z.string().optional(),
+        message: z.string(),
+      }),
+    )
     .describe('Diagnostics at head in changed and impacted files that base did not have (matched by file, message and code).'),
   diagnostics_total: z.number().int(),
   new_errors: z.number().int().describe('How many of `diagnostics` are errors (what a CI gate fails on).'),
   total: z.number().int().describe('impact locations in all.'),
   truncated: z.boolean().describe('A bound cut a list (impact: see next_cursor; the others: see notes).'),
   next_cursor: z.string().optional().describe('Pass back as cursor for the next page of impact.'),
-  incomplete: z.boolean().describe('A server had not finished indexing, or said nothing about a file\'s diagnostics in time; such an answer is not cached.'),
+  incomplete: z.boolean().describe("A server had not finished indexing, or said nothing about a file's diagnostics in time; such an answer is not cached."),
   cached: z.boolean().optional().describe('Served from the diff cache (two immutable roots give one exact answer).'),
   untrusted: z.literal(true),
   notes: z.array(z.string()).optional(),
@@ -189,7 +243,10 @@ export const readyAnswer = z.looseObject({
         .array(z.enum(graphOps))
         .optional()
         .describe('Which of the call and type hierarchy ops it answers (others: 422 no_server); absent: not known until a session of it has started.'),
-      hierarchy_ops_from: z.enum(['row', 'session']).optional().describe("row: declared by its server row; session: a session's initialize capabilities said so."),
+      hierarchy_ops_from: z
+        .enum(['row', 'session'])
+        .optional()
+        .describe("row: declared by its server row; session: a session's initialize capabilities said so."),
     }),
   ),
 });

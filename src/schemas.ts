@@ -27,7 +27,9 @@ export const relPath = z
   .refine((p) => !/^[A-Za-z]:[\\/]/.test(p) && !p.includes('\\'), 'path must use / separators')
   .describe('File path relative to the root of the tree, with / separators.');
 
-export const encoding = z.enum(['utf-16', 'utf-8', 'codepoint']).default('utf-16')
+export const encoding = z
+  .enum(['utf-16', 'utf-8', 'codepoint'])
+  .default('utf-16')
   .describe('Unit of `character` in positions given and returned: utf-16 code units (LSP default), utf-8 bytes, or Unicode code points.');
 
 /** Call and type hierarchy ops: a graph of nodes walked from a position, `depth` levels deep. */
@@ -35,7 +37,17 @@ export const graphOps = ['incomingCalls', 'outgoingCalls', 'supertypes', 'subtyp
 export type GraphOp = (typeof graphOps)[number];
 export const isGraphOp = (op: string): op is GraphOp => (graphOps as readonly string[]).includes(op);
 
-export const lspOps = ['definition', 'typeDefinition', 'implementation', 'references', 'hover', 'documentSymbols', 'workspaceSymbols', 'diagnostics', ...graphOps] as const;
+export const lspOps = [
+  'definition',
+  'typeDefinition',
+  'implementation',
+  'references',
+  'hover',
+  'documentSymbols',
+  'workspaceSymbols',
+  'diagnostics',
+  ...graphOps,
+] as const;
 export type LspOp = (typeof lspOps)[number];
 
 export const graphDepth = z
@@ -44,7 +56,9 @@ export const graphDepth = z
   .min(1)
   .max(3)
   .optional()
-  .describe('incomingCalls, outgoingCalls, supertypes, subtypes: levels walked from the position (1-3, default 1: direct callers, callees, super- or subtypes).');
+  .describe(
+    'incomingCalls, outgoingCalls, supertypes, subtypes: levels walked from the position (1-3, default 1: direct callers, callees, super- or subtypes).',
+  );
 
 export const lspQuery = z
   .object({
@@ -98,9 +112,7 @@ export const askQuery = z
 export type AskQuery = z.infer<typeof askQuery>;
 
 export const askBatchItem = askQuery.omit({ org: true, repo: true, sha: true });
-export const askBatch = z
-  .object({ org: orgName, repo: repoName, sha, queries: z.array(z.unknown()).min(1).max(100) })
-  .strict();
+export const askBatch = z.object({ org: orgName, repo: repoName, sha, queries: z.array(z.unknown()).min(1).max(100) }).strict();
 
 export const GIT_TREE_HEADER = 'x-lspd-git-tree';
 
@@ -114,7 +126,9 @@ export const putRootQuery = z.object({
   warm: z
     .enum(['true', 'false', '1', '0'])
     .optional()
-    .describe("false: do not start the root's sessions on upload. By default they start in the background once its fetch settled, so the first query finds them ready (GET shows them warming, then ready)."),
+    .describe(
+      "false: do not start the root's sessions on upload. By default they start in the background once its fetch settled, so the first query finds them ready (GET shows them warming, then ready).",
+    ),
 });
 
 /** PUT /v1/roots/{org}/{repo}/{sha}'s headers (beside Content-Type). */
@@ -123,7 +137,9 @@ export const putRootHeaders = z.object({
     .string()
     .regex(/^[0-9a-f]{40}$/)
     .optional()
-    .describe("The commit's git tree id (`git rev-parse <sha>^{tree}`, SHA-1 repositories): the stored tree must have it, else 422 tree_mismatch and nothing is stored."),
+    .describe(
+      "The commit's git tree id (`git rev-parse <sha>^{tree}`, SHA-1 repositories): the stored tree must have it, else 422 tree_mismatch and nothing is stored.",
+    ),
 });
 
 export const listQuery = z.object({

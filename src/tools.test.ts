@@ -40,17 +40,18 @@ test('without the table: an unavailable server is named in every description; av
     assert.doesNotMatch(t.description, /not installed/, 'probe reasons are for operators');
     assert.doesNotMatch(t.description, /pyright/);
   }
-  assert.doesNotMatch(listTools(health(true)).map((t) => t.description).join(' '), /Unavailable/);
+  assert.doesNotMatch(
+    listTools(health(true))
+      .map((t) => t.description)
+      .join(' '),
+    /Unavailable/,
+  );
   // read_file reads any file: a language not served is no reason not to read it.
   assert.doesNotMatch(tools.find((t) => t.name === 'read_file')!.description, /Unavailable/);
 });
 
 test('with the table: languages are named, by why they are not served', () => {
-  const coverage = [
-    { language: 'typescript' as const, server: 'typescript' },
-    { language: 'python' as const, server: 'pyright' },
-    { language: 'go' as const },
-  ];
+  const coverage = [{ language: 'typescript' as const, server: 'typescript' }, { language: 'python' as const, server: 'pyright' }, { language: 'go' as const }];
   const h = health(true, { typescript: { available: true }, pyright: { available: false, reason: 'not installed (/opt/x missing)' } });
   for (const t of listTools(h, coverage).filter((x) => x.name !== 'read_file')) {
     assert.match(t.description, /Not served by this daemon: python \(pyright unavailable\), go \(no language server\);/);
@@ -103,12 +104,30 @@ test('every input schema compiles (ajv strict) and accepts/refuses what the rout
   // Position tools reach /v1/code/lsp's schema with their op; symbols picks its op by path.
   assert.deepEqual(
     calls.filter((c) => c.kind === 'lsp').map((c) => (c.body as { op: string }).op),
-    ['definition', 'typeDefinition', 'implementation', 'references', 'incomingCalls', 'outgoingCalls', 'supertypes', 'subtypes', 'hover', 'workspaceSymbols', 'diagnostics'],
+    [
+      'definition',
+      'typeDefinition',
+      'implementation',
+      'references',
+      'incomingCalls',
+      'outgoingCalls',
+      'supertypes',
+      'subtypes',
+      'hover',
+      'workspaceSymbols',
+      'diagnostics',
+    ],
   );
   // read_file reaches the files route's schema, a path that route refuses refused here too.
-  assert.deepEqual(calls.filter((c) => c.kind === 'readFile').map((c) => c.body), [good.read_file]);
+  assert.deepEqual(
+    calls.filter((c) => c.kind === 'readFile').map((c) => c.body),
+    [good.read_file],
+  );
   for (const path of ['/etc/passwd', 'a/../../b', 'a\u0000b']) {
-    await assert.rejects(callTool('read_file', { ...root, path }, runner, AbortSignal.timeout(1000)), (e: unknown) => e instanceof AppError && e.code === 'bad_request');
+    await assert.rejects(
+      callTool('read_file', { ...root, path }, runner, AbortSignal.timeout(1000)),
+      (e: unknown) => e instanceof AppError && e.code === 'bad_request',
+    );
   }
 });
 
@@ -116,7 +135,10 @@ test('calls: unknown tool 400, unproved jail 503 not_ready, other org refused be
   const sig = AbortSignal.timeout(1000);
   await assert.rejects(callTool('lsp_nope', {}, runner, sig), (e: unknown) => e instanceof AppError && e.code === 'bad_request');
   const before = calls.length;
-  await assert.rejects(callTool('lsp_locate', { ...root, org: 'other', symbol: 'x' }, runner, sig), (e: unknown) => e instanceof AppError && e.code === 'forbidden');
+  await assert.rejects(
+    callTool('lsp_locate', { ...root, org: 'other', symbol: 'x' }, runner, sig),
+    (e: unknown) => e instanceof AppError && e.code === 'forbidden',
+  );
   assert.equal(calls.length, before);
   await assert.rejects(callTool('lsp_symbols', root, runner, sig), (e: unknown) => e instanceof AppError && /query/.test(e.message));
 });

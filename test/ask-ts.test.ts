@@ -99,7 +99,10 @@ test('unknown name: 404 symbol_not_found with a clear message, not an empty succ
   assert.equal(a.error, 'symbol_not_found');
   assert.match(String(a.message), /noSuchThingAnywhere/);
   const near = await ask(t, { symbol: 'clos' }, 404);
-  assert.ok((near?.suggestions as string[]).some((x) => x.endsWith('close')), JSON.stringify(near));
+  assert.ok(
+    (near?.suggestions as string[]).some((x) => x.endsWith('close')),
+    JSON.stringify(near),
+  );
   const wrongClass = await ask(t, { symbol: 'Client.close' }, 404);
   assert.equal(wrongClass?.error, 'symbol_not_found');
 });
@@ -162,7 +165,7 @@ test('context and paging pass through: limit 1 pages the two locations of close'
 });
 
 test('encoding: positions come back in the unit asked for', async (t) => {
-  const line = '/* é𝒳 */ export function wide(): string { return \'wide\'; }';
+  const line = "/* é𝒳 */ export function wide(): string { return 'wide'; }";
   const col16 = line.indexOf('wide');
   const expect = { 'utf-16': col16, 'utf-8': Buffer.byteLength(line.slice(0, col16)), codepoint: [...line.slice(0, col16)].length };
   for (const [encoding, character] of Object.entries(expect)) {

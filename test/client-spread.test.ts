@@ -60,7 +60,7 @@ describe('route keys on the wire', () => {
     assert.equal(routeKey(KEY, 2), 'acme/mono#2');
   });
 
-  it('sends a spread repo\'s query, its 409 upload and its retry under one key, and uses every key', async () => {
+  it("sends a spread repo's query, its 409 upload and its retry under one key, and uses every key", async () => {
     const c = new LspdClient({ url, spread: { 'acme/mono': 3 } });
     seen.length = 0;
     holds.clear();
@@ -90,7 +90,10 @@ describe('route keys on the wire', () => {
       assert.deepEqual(new Set(seen.map((s) => s.key)), new Set(['acme/other']));
       seen.length = 0;
       await c.deleteRoot(KEY);
-      assert.deepEqual(seen.map((s) => `${s.method} ${s.key}`), ['DELETE acme/mono', 'DELETE acme/mono#1', 'DELETE acme/mono#2']);
+      assert.deepEqual(
+        seen.map((s) => `${s.method} ${s.key}`),
+        ['DELETE acme/mono', 'DELETE acme/mono#1', 'DELETE acme/mono#2'],
+      );
       await assert.rejects(c.deleteRoot(KEY), (err: Error & { code?: string }) => err.code === 'not_found');
     } finally {
       await c.close();
@@ -103,7 +106,10 @@ describe('route keys on the wire', () => {
     seen.length = 0;
     const r = await runCli(['push', '--org', 'acme', '--repo', 'mono', '--spread', '3', '--url', url], { cwd: repo });
     assert.equal(r.code, 0, r.stderr);
-    assert.deepEqual(seen.map((s) => `${s.method} ${s.key}`), ['PUT acme/mono', 'PUT acme/mono#1', 'PUT acme/mono#2']);
+    assert.deepEqual(
+      seen.map((s) => `${s.method} ${s.key}`),
+      ['PUT acme/mono', 'PUT acme/mono#1', 'PUT acme/mono#2'],
+    );
     assert.equal(r.stdout.trim().split('\n').length, 3);
     const bad = await runCli(['push', '--org', 'acme', '--spread', '0', '--url', url], { cwd: repo });
     assert.equal(bad.code, 2);

@@ -20,7 +20,11 @@ const repo = 'diffrepo';
 
 const BASE_FILES: Record<string, string> = {
   'package.json': '{"name": "diffrepo", "private": true, "type": "module"}\n',
-  'tsconfig.json': JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, types: [] }, include: ['src'] }) + '\n',
+  'tsconfig.json':
+    JSON.stringify({
+      compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, types: [] },
+      include: ['src'],
+    }) + '\n',
   'src/f.ts': 'export function f(a: number): number {\n  return a * 2;\n}\n',
   'src/one.ts': "import { f } from './f.js';\n\nexport const one = f(1);\n",
   'src/two.ts': "import { f } from './f.js';\n\nexport function two(): number {\n  const x = 1;\n  return f(2) + x;\n}\n",
@@ -41,7 +45,11 @@ describe('POST /v1/diff (TS 7 in the SERVE jail)', { skip }, () => {
   let removedFile: string;
 
   const put = async (sha: string) => {
-    const r = await fetch(`${d.url}/v1/roots/${org}/${repo}/${sha}`, { method: 'PUT', headers: { 'content-type': 'application/x-tar' }, body: archiveOf(dir, sha) });
+    const r = await fetch(`${d.url}/v1/roots/${org}/${repo}/${sha}`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/x-tar' },
+      body: archiveOf(dir, sha),
+    });
     assert.equal(r.status, 201, await r.text());
   };
   const diff = (body: Record<string, unknown>) => postJson(d.url, '/v1/diff', { org, repo, ...body });
@@ -85,7 +93,10 @@ describe('POST /v1/diff (TS 7 in the SERVE jail)', { skip }, () => {
     assert.equal(a.files_total, 1);
 
     const symbols = a.symbols as Sym[];
-    assert.deepEqual(symbols.map((s) => [s.qualified, s.path, s.change, s.signature_changed]), [['f', 'src/f.ts', 'changed', true]]);
+    assert.deepEqual(
+      symbols.map((s) => [s.qualified, s.path, s.change, s.signature_changed]),
+      [['f', 'src/f.ts', 'changed', true]],
+    );
     assert.match(symbols[0]!.base!.signature, /^export function f\(a: number\): number$/);
     assert.match(symbols[0]!.head!.signature, /^export function f\(a: number, b: number\): number$/);
 
@@ -113,11 +124,17 @@ describe('POST /v1/diff (TS 7 in the SERVE jail)', { skip }, () => {
     const a = r.body;
     assert.equal(a.incomplete, false, JSON.stringify(a.notes));
     assert.deepEqual(a.files, [{ path: 'src/f.ts', change: 'removed' }]);
-    assert.deepEqual((a.symbols as Sym[]).map((s) => [s.qualified, s.change]), [['f', 'removed']]);
+    assert.deepEqual(
+      (a.symbols as Sym[]).map((s) => [s.qualified, s.change]),
+      [['f', 'removed']],
+    );
     assert.deepEqual((a.impact as Loc[]).map((l) => `${l.path}:${l.range.start.line}`).sort(), ['src/one.ts:2', 'src/two.ts:4']);
     const diags = a.diagnostics as Diag[];
     assert.deepEqual([...new Set(diags.map((x) => x.path))].sort(), ['src/one.ts', 'src/two.ts']);
-    assert.ok(diags.every((x) => String(x.code) === '2307'), JSON.stringify(diags));
+    assert.ok(
+      diags.every((x) => String(x.code) === '2307'),
+      JSON.stringify(diags),
+    );
     assert.equal(a.new_errors, 2);
   });
 
@@ -145,7 +162,7 @@ describe('POST /v1/diff (TS 7 in the SERVE jail)', { skip }, () => {
     // A cursor of one diff is refused by another.
     const foreign = await diff({ base: head, head: base, cursor: p1.body.next_cursor });
     assert.equal(foreign.status, 400, JSON.stringify(foreign.body));
-    assert.equal(await orgQueries() >= queries, true);
+    assert.equal((await orgQueries()) >= queries, true);
   });
 
   test('a head that is not stored: 409 need_tree naming it', async () => {
@@ -211,7 +228,10 @@ describe('POST /v1/diff auth', () => {
     const tokens = join(tokensDir, 'tokens.json');
     writeTokens(tokens, [acme, upOnly]);
     // A uid range of this file's own (pid-based, apart from every other harness's).
-    d = await spawnDaemon({ env: { LSPD_TOKENS: tokens, LSPD_JAIL_UID_BASE: String(3_100_000 + (process.pid % 1000) * 64), LSPD_JAIL_UID_COUNT: '64' }, timeoutMs: 60_000 });
+    d = await spawnDaemon({
+      env: { LSPD_TOKENS: tokens, LSPD_JAIL_UID_BASE: String(3_100_000 + (process.pid % 1000) * 64), LSPD_JAIL_UID_COUNT: '64' },
+      timeoutMs: 60_000,
+    });
   });
   after(async () => {
     await d?.stop();

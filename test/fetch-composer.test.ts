@@ -34,7 +34,11 @@ describe('fetch: composer through the egress proxy', () => {
     assert.ok(env.tools.composer && env.tools.php, 'composer and php are installed (images/pins.env)');
     const lock = repo.lock(['acme/greeter', 'acme/hooks']);
     // A package composer could only clone: left out and named, never cloned.
-    (lock.packages as unknown[]).push({ name: 'acme/gitonly', version: 'dev-main', source: { type: 'git', url: 'https://github.com/acme/gitonly.git', reference: 'abc' } });
+    (lock.packages as unknown[]).push({
+      name: 'acme/gitonly',
+      version: 'dev-main',
+      source: { type: 'git', url: 'https://github.com/acme/gitonly.git', reference: 'abc' },
+    });
     const { m, key, queued, view } = await fetchTree(env, 'composer', composerTree(lock, { 'acme/gitonly': 'dev-main' }));
     assert.equal(queued.state, 'queued');
     assert.equal(view.state, 'done', view.log);
@@ -49,7 +53,10 @@ describe('fetch: composer through the egress proxy', () => {
     const installed = JSON.parse(readFileSync(join(vendor, 'composer', 'installed.json'), 'utf8')) as { packages: { name: string; version: string }[] };
     assert.deepEqual(installed.packages.map((p) => `${p.name}@${p.version}`).sort(), ['acme/greeter@1.0.0', 'acme/hooks@1.0.0']);
     // No root script, no dependency script, no plugin ran: none of their markers exists anywhere.
-    assert.deepEqual(filesUnder(env.store.depsDir(key)).filter((f) => f.endsWith('_RAN')), []);
+    assert.deepEqual(
+      filesUnder(env.store.depsDir(key)).filter((f) => f.endsWith('_RAN')),
+      [],
+    );
     // The tree's vendor-dir and repositories were not obeyed; its git source never reached.
     assert.equal(existsSync(join(top, 'lib')), false);
     // Downloads came through the mirror layout, through the proxy (the jail has no other way out).

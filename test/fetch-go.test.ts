@@ -135,14 +135,23 @@ describe('fetch: the byte bound', () => {
       {
         path: 'example.com/big',
         version: 'v1.0.0',
-        files: { 'go.mod': 'module example.com/big\n\ngo 1.19\n', 'big.go': 'package big\n\n// N is big.\nconst N = 1\n', 'blob.bin': randomBytes(3 * 1024 * 1024) },
+        files: {
+          'go.mod': 'module example.com/big\n\ngo 1.19\n',
+          'big.go': 'package big\n\n// N is big.\nconst N = 1\n',
+          'blob.bin': randomBytes(3 * 1024 * 1024),
+        },
       },
     ]);
     const tree = scratchDir('lspd-go-big-');
     writeFileSync(join(tree, 'go.mod'), 'module example.com/app\n\ngo 1.19\n\nrequire example.com/big v1.0.0\n');
     writeFileSync(join(tree, 'go.sum'), goSum);
     writeFileSync(join(tree, 'main.go'), 'package main\n\nimport "example.com/big"\n\nfunc main() { println(big.N) }\n');
-    const env = await fetchEnv({ LSPD_GO_PROXY: `file://${proxyDir}`, LSPD_FETCH_REGISTRIES: '127.0.0.1:9', LSPD_FETCH_MAX_BYTES: String(1024 * 1024), ...jailUidEnv() });
+    const env = await fetchEnv({
+      LSPD_GO_PROXY: `file://${proxyDir}`,
+      LSPD_FETCH_REGISTRIES: '127.0.0.1:9',
+      LSPD_FETCH_MAX_BYTES: String(1024 * 1024),
+      ...jailUidEnv(),
+    });
     try {
       if (env.skipReason) return t.skip(env.skipReason);
       if (!env.tools.go) return t.skip(skipOrFail('go is not installed under /usr'));

@@ -34,7 +34,8 @@ function lockedTree(dep: { name: string; version: string; resolved: string; inte
   return dir;
 }
 
-const fixtureIntegrity = JSON.parse(readFileSync(join(fixtures, 'npm-dep', 'package-lock.json'), 'utf8')).packages['node_modules/left-pad-lite'].integrity as string;
+const fixtureIntegrity = JSON.parse(readFileSync(join(fixtures, 'npm-dep', 'package-lock.json'), 'utf8')).packages['node_modules/left-pad-lite']
+  .integrity as string;
 
 describe('fetch: npm through the egress proxy', () => {
   let env: FetchEnv;
@@ -66,7 +67,10 @@ describe('fetch: npm through the egress proxy', () => {
     const pkg = JSON.parse(readFileSync(join(nm, 'left-pad-lite', 'package.json'), 'utf8')) as { version: string };
     assert.equal(pkg.version, '1.0.0');
     // preinstall/install/postinstall would each have written SCRIPT_RAN_<phase> into the package dir.
-    assert.deepEqual(readdirSync(join(nm, 'left-pad-lite')).filter((f) => f.startsWith('SCRIPT_RAN')), []);
+    assert.deepEqual(
+      readdirSync(join(nm, 'left-pad-lite')).filter((f) => f.startsWith('SCRIPT_RAN')),
+      [],
+    );
     // The lockfile names registry.npmjs.org; npm swaps in the configured registry (replace-registry-host).
     assert.ok(registry.hits.includes('/left-pad-lite/-/left-pad-lite-1.0.0.tgz'), registry.hits.join(','));
     // The tree was never written: npm installed beside copies of package.json and the lockfile.
@@ -115,7 +119,10 @@ describe('fetch: npm through the egress proxy', () => {
     const view = await m.enqueue(key);
     assert.equal(view.state, 'refused');
     assert.match(view.error!, /Python dependencies were not fetched: there is no lock file/);
-    assert.deepEqual(m.ecosystemStatus(key, 'python').map((s) => s.state), ['refused']);
+    assert.deepEqual(
+      m.ecosystemStatus(key, 'python').map((s) => s.state),
+      ['refused'],
+    );
     assert.equal((await m.wait(key)).state, 'refused');
   });
 
@@ -128,7 +135,6 @@ describe('fetch: npm through the egress proxy', () => {
     assert.deepEqual(m.state(key), { state: 'none' });
     assert.deepEqual(m.serveBinds(key, '/src'), []);
   });
-
 });
 
 /**
@@ -149,7 +155,10 @@ async function withHangingRegistry(
     if (env.skipReason) return t.skip(env.skipReason);
     if (!env.tools.npm || !env.tools.node) return t.skip(skipOrFail('npm/node are not installed under /usr'));
     const key = newKey(repo);
-    env.store.put(key, lockedTree({ name: 'left-pad-lite', version: '1.0.0', resolved: `${hang.url}left-pad-lite/-/left-pad-lite-1.0.0.tgz`, integrity: fixtureIntegrity }));
+    env.store.put(
+      key,
+      lockedTree({ name: 'left-pad-lite', version: '1.0.0', resolved: `${hang.url}left-pad-lite/-/left-pad-lite-1.0.0.tgz`, integrity: fixtureIntegrity }),
+    );
     await body(env, key);
   } finally {
     await env.close();

@@ -44,7 +44,7 @@ describe('fetch: Python wheels through the egress proxy', () => {
       key,
       tree({
         'requirements.txt': [
-          '# the index is lspd\'s, never the tree\'s',
+          "# the index is lspd's, never the tree's",
           '--index-url https://evil.example/simple',
           `greet-lib==1.0.0 \\`,
           `    --hash=sha256:${wheelSha}`,
@@ -65,8 +65,17 @@ describe('fetch: Python wheels through the egress proxy', () => {
     assert.equal(step.ecosystem, 'python');
     assert.equal(step.state, 'done');
     const skipped = step.skipped ?? [];
-    for (const want of [/^only-sdist==1\.0: no wheel/, /^win-only==2\.0: no wheel/, /^requests>=2\.0: not pinned/, /^\.: an editable requirement/, /^evil @ https:\/\/evil\.example\/evil-1\.0\.tar\.gz: a direct URL/]) {
-      assert.ok(skipped.some((s) => want.test(s)), `${want} in ${JSON.stringify(skipped)}`);
+    for (const want of [
+      /^only-sdist==1\.0: no wheel/,
+      /^win-only==2\.0: no wheel/,
+      /^requests>=2\.0: not pinned/,
+      /^\.: an editable requirement/,
+      /^evil @ https:\/\/evil\.example\/evil-1\.0\.tar\.gz: a direct URL/,
+    ]) {
+      assert.ok(
+        skipped.some((s) => want.test(s)),
+        `${want} in ${JSON.stringify(skipped)}`,
+      );
     }
     assert.equal(skipped.length, 5, JSON.stringify(skipped));
 
@@ -75,9 +84,12 @@ describe('fetch: Python wheels through the egress proxy', () => {
     assert.ok(existsSync(join(site, 'greet_lib-1.0.0.dist-info', 'METADATA')));
     // Never built: the sdist was never even downloaded, and no marker exists anywhere.
     assert.ok(!index.hits.some((h) => h.endsWith('.tar.gz')), index.hits.join(','));
-    assert.deepEqual(filesUnder(env.store.depsDir(key)).filter((f) => f.includes('SETUP_PY_RAN')), []);
+    assert.deepEqual(
+      filesUnder(env.store.depsDir(key)).filter((f) => f.includes('SETUP_PY_RAN')),
+      [],
+    );
     assert.ok(index.hits.includes(`/files/${index.wheelName(greetLib)}`));
-    assert.equal(existsSync(join(env.store.depsDir(key), 'python-tmp')), false, 'pip\'s temp dir is removed');
+    assert.equal(existsSync(join(env.store.depsDir(key), 'python-tmp')), false, "pip's temp dir is removed");
     assert.ok(!view.log!.includes(env.dataDir), 'no host path in the log tail');
     assert.match(view.log!, /skipped only-sdist==1\.0/);
 
@@ -161,7 +173,10 @@ describe('fetch: Python wheels through the egress proxy', () => {
       if (kind === 'poetry') assert.deepEqual(skipped, []);
       if (kind === 'pipenv') {
         assert.equal(skipped.length, 2, JSON.stringify(skipped));
-        assert.ok(skipped.some((s) => s.startsWith('only-sdist==1.0: no wheel')), JSON.stringify(skipped));
+        assert.ok(
+          skipped.some((s) => s.startsWith('only-sdist==1.0: no wheel')),
+          JSON.stringify(skipped),
+        );
       }
     }
     assert.ok(!index.hits.some((h) => h.endsWith('.tar.gz')), index.hits.join(','));

@@ -73,7 +73,7 @@ describe('fetch reuse for incremental roots', () => {
     await registry?.close();
   });
 
-  it('links the base\'s fetch when the layer touches no lockfile, fetches when it does, and survives the base', async (t) => {
+  it("links the base's fetch when the layer touches no lockfile, fetches when it does, and survives the base", async (t) => {
     if (skip) return t.skip(skip);
     const tree: PackEntry[] = ['package.json', 'package-lock.json', 'index.js'].map((name) => ({ name, data: fixture(name) }));
     await put(key(1), [...tree, { name: 'src/app.ts', data: 'export const v = 1;\n' }]);
@@ -92,7 +92,7 @@ describe('fetch reuse for incremental roots', () => {
     assert.deepEqual(head.ecosystems, [{ ecosystem: 'npm', dir: '', state: 'done' }]);
     assert.equal(downloads(), fetched, 'nothing was downloaded again');
     const pkg = 'left-pad-lite/package.json';
-    assert.equal(statSync(join(nodeModules(key(2)), pkg)).ino, statSync(join(nodeModules(key(1)), pkg)).ino, 'a link to the base\'s file');
+    assert.equal(statSync(join(nodeModules(key(2)), pkg)).ino, statSync(join(nodeModules(key(1)), pkg)).ino, "a link to the base's file");
     assert.deepEqual(fetcher.serveBinds(key(2), '/src'), [{ host: nodeModules(key(2)), at: '/src/node_modules' }], 'the head binds its own copy');
     assert.equal(await gauge(), before + r.info.storedBytes, 'the shared dependencies are charged nothing');
 
@@ -104,7 +104,7 @@ describe('fetch reuse for incremental roots', () => {
     assert.notEqual(statSync(join(nodeModules(key(3)), pkg)).ino, statSync(join(nodeModules(key(1)), pkg)).ino);
 
     assert.ok(await store.delete(key(1)));
-    assert.equal(JSON.parse(readFileSync(join(nodeModules(key(2)), pkg), 'utf8')).version, '1.0.0', 'the head\'s dependencies outlive the base');
+    assert.equal(JSON.parse(readFileSync(join(nodeModules(key(2)), pkg), 'utf8')).version, '1.0.0', "the head's dependencies outlive the base");
     assert.equal(statSync(join(nodeModules(key(2)), pkg)).nlink, 1);
     await fetcher.close();
     await store.close(); // waits for the re-measure the removal started

@@ -17,7 +17,7 @@ const first = { org: 'acme', repo: 'twin', sha: shaOf('twin-1') };
 const second = { org: 'acme', repo: 'twin', sha: shaOf('twin-2') };
 const otherOrg = { org: 'other', repo: 'twin', sha: shaOf('twin-2') };
 
-describe('a full upload with the same lockfile reuses a stored commit\'s fetch', { skip }, () => {
+describe("a full upload with the same lockfile reuses a stored commit's fetch", { skip }, () => {
   let d: Lspd;
   let registry: NpmRegistry;
   before(async () => {
@@ -37,7 +37,10 @@ describe('a full upload with the same lockfile reuses a stored commit\'s fetch',
     const one = await fetchSettled(d.url, first);
     assert.equal(one.state, 'done', JSON.stringify(one));
     const hits = registry.hits.length;
-    assert.ok(registry.hits.some((h) => h.endsWith('.tgz')), 'the first commit fetched from the registry');
+    assert.ok(
+      registry.hits.some((h) => h.endsWith('.tgz')),
+      'the first commit fetched from the registry',
+    );
 
     await uploadFixture(d.url, second, FX);
     const two = await fetchSettled(d.url, second);
@@ -50,7 +53,10 @@ describe('a full upload with the same lockfile reuses a stored commit\'s fetch',
     assert.equal(r.status, 200, JSON.stringify(r.body));
     assert.deepEqual(r.body.dependencies, { state: 'done' });
     const locs = r.body.locations as { external?: boolean; module?: string; version?: string; path: string }[];
-    assert.ok(locs.some((l) => l.external === true && l.module === 'left-pad-lite' && l.version === '1.0.0'), JSON.stringify(r.body));
+    assert.ok(
+      locs.some((l) => l.external === true && l.module === 'left-pad-lite' && l.version === '1.0.0'),
+      JSON.stringify(r.body),
+    );
 
     // The same tree and lockfile, another org: a fetch of its own.
     await uploadFixture(d.url, otherOrg, FX);

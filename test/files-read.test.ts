@@ -25,7 +25,17 @@ import { tempDir } from './helpers/daemon.js';
 import { startNpmRegistry, type NpmRegistry } from './helpers/npm-registry.js';
 import { cannotJail, fetchSettled, getJson, lspQuery, position, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
 
-type FileAnswer = { path: string; from?: string; start: number; end: number; total_lines: number; text: string; truncated: boolean; partial?: true; untrusted: true };
+type FileAnswer = {
+  path: string;
+  from?: string;
+  start: number;
+  end: number;
+  total_lines: number;
+  text: string;
+  truncated: boolean;
+  partial?: true;
+  untrusted: true;
+};
 
 const TEN = Array.from({ length: 10 }, (_, i) => `line ${i} of a.ts`).join('\n') + '\n';
 const BIG = Array.from({ length: 200 }, (_, i) => `${String(i).padStart(3, '0')} ${'x'.repeat(40)}`).join('\n') + '\n';
@@ -92,7 +102,10 @@ describe('files route on a stored tree', () => {
   });
 
   test('a whole file, and the ends of ranges: past the end clamps, end before start is 400', async () => {
-    assert.deepEqual(await get('src/a.ts'), { status: 200, body: { path: 'src/a.ts', start: 0, end: 11, total_lines: 11, text: TEN, truncated: false, untrusted: true } });
+    assert.deepEqual(await get('src/a.ts'), {
+      status: 200,
+      body: { path: 'src/a.ts', start: 0, end: 11, total_lines: 11, text: TEN, truncated: false, untrusted: true },
+    });
     const tail = await get('src/a.ts', '?start=9&end=100');
     assert.deepEqual([tail.body.start, tail.body.end, tail.body.text], [9, 11, 'line 9 of a.ts\n']);
     const past = await get('src/a.ts', '?start=50');
@@ -120,7 +133,14 @@ describe('files route on a stored tree', () => {
     assert.equal(a.truncated, true);
     assert.equal(a.total_lines, 201);
     assert.ok(a.end > 20 && a.end < 200, String(a.end));
-    assert.equal(a.text, BIG.split('\n').slice(0, a.end).map((l) => l + '\n').join(''), 'whole lines, the first `end` of them');
+    assert.equal(
+      a.text,
+      BIG.split('\n')
+        .slice(0, a.end)
+        .map((l) => l + '\n')
+        .join(''),
+      'whole lines, the first `end` of them',
+    );
     // Continuing from `end` gives the next lines.
     const next = (await get('big.txt', `?start=${a.end}`)).body as FileAnswer;
     assert.ok(next.text.startsWith(`${String(a.end).padStart(3, '0')} `), next.text.slice(0, 10));
@@ -143,7 +163,16 @@ describe('files route on a stored tree', () => {
   });
 
   test('400 for a path that is absolute, walks up, or holds a control character; bad_sha / bad_name for a bad key', async () => {
-    for (const rel of ['../../../../etc/passwd', 'src/../../x', '%2E%2E/%2E%2E/etc/passwd', '/etc/passwd', '%2Fetc%2Fpasswd', 'src/a%00.ts', 'src/a%0A.ts', 'src%5Ca.ts']) {
+    for (const rel of [
+      '../../../../etc/passwd',
+      'src/../../x',
+      '%2E%2E/%2E%2E/etc/passwd',
+      '/etc/passwd',
+      '%2Fetc%2Fpasswd',
+      'src/a%00.ts',
+      'src/a%0A.ts',
+      'src%5Ca.ts',
+    ]) {
       const r = await get(rel);
       assert.deepEqual([r.status, r.body.error], [400, 'bad_request'], `${rel}: ${JSON.stringify(r.body)}`);
       assert.doesNotMatch(JSON.stringify(r.body), /root:x:0/);
@@ -246,7 +275,11 @@ describe('reading a fetched npm dependency at the location a definition gave', {
   // Keyed by a real commit of the fixture's files, so the CLI can name the root from a checkout.
   const checkout = tempDir('lspd-files-npm-repo-');
   const fixture = join(import.meta.dirname, 'fixtures', 'npm-dep');
-  const root = { org: 'acme', repo: 'files-npm', sha: gitRepo(checkout, Object.fromEntries(readdirSync(fixture).map((f) => [f, readFileSync(join(fixture, f), 'utf8')]))) };
+  const root = {
+    org: 'acme',
+    repo: 'files-npm',
+    sha: gitRepo(checkout, Object.fromEntries(readdirSync(fixture).map((f) => [f, readFileSync(join(fixture, f), 'utf8')]))),
+  };
   const files = `/v1/roots/${root.org}/${root.repo}/${root.sha}/files`;
 
   before(async () => {
@@ -265,7 +298,15 @@ describe('reading a fetched npm dependency at the location a definition gave', {
   test('definition → external with read → the route and read_file answer the file, alike', { timeout: 180_000 }, async () => {
     const r = await lspQuery(d.url, { ...root, op: 'definition', path: 'index.js', ...position('npm-dep', 'index.js', "require('left-pad-lite')", 9) });
     assert.equal(r.status, 200, JSON.stringify(r.body));
-    type Loc = { external?: boolean; module?: string; version?: string; path: string; preview?: string; range: { start: { line: number } }; read?: { from: string; path: string } };
+    type Loc = {
+      external?: boolean;
+      module?: string;
+      version?: string;
+      path: string;
+      preview?: string;
+      range: { start: { line: number } };
+      read?: { from: string; path: string };
+    };
     const locs = (r.body.locations as Loc[]).filter((l) => l.external === true && l.module === 'left-pad-lite');
     assert.ok(locs.length > 0, JSON.stringify(r.body));
     const loc = locs[0]!;
@@ -327,7 +368,12 @@ describe('reading a fetched npm dependency at the location a definition gave', {
     symlinkSync(secret, join(pkg, 'escape.js'));
     symlinkSync('../../package-lock.json', join(pkg, 'lock.json'));
     try {
-      for (const rel of ['npm/top/node_modules/left-pad-lite/escape.js', 'npm/top/node_modules/left-pad-lite/lock.json', 'npm/top/package-lock.json', 'npm/top/package.json']) {
+      for (const rel of [
+        'npm/top/node_modules/left-pad-lite/escape.js',
+        'npm/top/node_modules/left-pad-lite/lock.json',
+        'npm/top/package-lock.json',
+        'npm/top/package.json',
+      ]) {
         const r = await getJson(d.url, `${files}/${rel}?from=deps`);
         assert.deepEqual([r.status, r.body.error], [404, 'no_such_file'], `${rel}: ${JSON.stringify(r.body)}`);
       }

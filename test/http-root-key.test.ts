@@ -50,7 +50,11 @@ test('the files route: GET .../files/{path}', async () => {
 
 test('body routes: /v1/code/lsp, /ask and an /ask batch', async () => {
   for (const { key, error } of [...bad, { key: { ...good, org: '..' }, error: 'bad_name' }]) {
-    assert.deepEqual(await send('POST', '/v1/code/lsp', { ...key, op: 'hover', path: 'a.ts', line: 0, character: 0 }), { status: 400, error }, JSON.stringify(key));
+    assert.deepEqual(
+      await send('POST', '/v1/code/lsp', { ...key, op: 'hover', path: 'a.ts', line: 0, character: 0 }),
+      { status: 400, error },
+      JSON.stringify(key),
+    );
     assert.deepEqual(await send('POST', '/ask', { ...key, symbol: 'greet' }), { status: 400, error }, JSON.stringify(key));
     assert.deepEqual(await send('POST', '/ask', { ...key, queries: [{ symbol: 'greet' }] }), { status: 400, error }, JSON.stringify(key));
   }

@@ -60,7 +60,12 @@ describe('jail binds', { skip }, () => {
     const tree = makeTree({ 'a.ts': 'x\n' });
     symlinkSync('/etc', join(tree, 'node_modules'));
     await assert.rejects(
-      t.jail.spawn({ phase: 'serve', argv: ['/usr/bin/true'], tree: { hostDir: tree, at: TREE_AT }, binds: [{ host: tempDir(), at: `${TREE_AT}/node_modules` }] }),
+      t.jail.spawn({
+        phase: 'serve',
+        argv: ['/usr/bin/true'],
+        tree: { hostDir: tree, at: TREE_AT },
+        binds: [{ host: tempDir(), at: `${TREE_AT}/node_modules` }],
+      }),
       { code: 'server_unavailable' },
     );
   });
@@ -82,8 +87,11 @@ describe('jail binds', { skip }, () => {
     const tree = makeTree({ 'a.ts': 'x\n' });
     const other = makeTree({ 'a.ts': 'y\n' });
     const st = statSync(other);
-    await assert.rejects(t.jail.spawn({ phase: 'serve', argv: ['/usr/bin/true'], tree: { hostDir: tree, at: TREE_AT, expect: { dev: st.dev, ino: st.ino } } }), {
-      code: 'server_unavailable',
-    });
+    await assert.rejects(
+      t.jail.spawn({ phase: 'serve', argv: ['/usr/bin/true'], tree: { hostDir: tree, at: TREE_AT, expect: { dev: st.dev, ino: st.ino } } }),
+      {
+        code: 'server_unavailable',
+      },
+    );
   });
 });

@@ -173,7 +173,9 @@ function cpuSecondsOf(pid: number): number {
 
 /** The v1 memory cgroup dir the jail code made for `pid` (undefined on v2). */
 function memoryCgroupOf(pid: number): string | undefined {
-  const line = readFileSync('/proc/self/cgroup', 'utf8').split('\n').find((l) => /^\d+:memory:/.test(l));
+  const line = readFileSync('/proc/self/cgroup', 'utf8')
+    .split('\n')
+    .find((l) => /^\d+:memory:/.test(l));
   if (!line) return undefined;
   const dir = join('/sys/fs/cgroup/memory', line.split(':')[2]!, `lspd-${pid}`);
   return existsSync(dir) ? dir : undefined;

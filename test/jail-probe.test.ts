@@ -62,7 +62,11 @@ describe('jail probe', { skip }, () => {
   });
 
   test('SERVE: socket() is refused for every family', async () => {
-    const r = await probe(t.jail, 'serve', FAMILIES.map((f) => `socket:${f}`));
+    const r = await probe(
+      t.jail,
+      'serve',
+      FAMILIES.map((f) => `socket:${f}`),
+    );
     for (const f of FAMILIES) assert.equal(r.get(`socket:${f}`)?.result, 'EPERM', f);
   });
 
@@ -155,7 +159,7 @@ describe('jail probe', { skip }, () => {
       j.stdout.on('data', (d: Buffer) => (out += d));
       await j.exited;
       const [environ, rest] = out.split('---\n');
-      assert.equal(environ, '', "bwrap was started with an empty environment");
+      assert.equal(environ, '', 'bwrap was started with an empty environment');
       for (const host of [t.dataDir, tree, projectDir]) assert.ok(!out.includes(host), `${host} visible in: ${rest}`);
       assert.match(rest!, /^\/usr\/bin\/bwrap --args 4 -- /);
       assert.match(rest!, /\nlspd\n$/, 'its own hostname');

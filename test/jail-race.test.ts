@@ -30,10 +30,13 @@ describe('tree path-swap race', { skip }, () => {
 
   before(async () => {
     // Count bwrap's "Race condition binding dirfd" retries from the jail's warn log.
-    t = await startJail({}, createLogger('warn', new Writable({ write: (chunk: Buffer, _e, cb) => ((retries += (chunk.toString().match(/retrying/g) ?? []).length), cb()) })));
+    t = await startJail(
+      {},
+      createLogger('warn', new Writable({ write: (chunk: Buffer, _e, cb) => ((retries += (chunk.toString().match(/retrying/g) ?? []).length), cb()) })),
+    );
     parent = tempDir('lspd-race-');
-    makeTree({ 'marker': 'ADMITTED\n' }, join(parent, 'tree'));
-    makeTree({ 'marker': 'SWAPPED-IN\n' }, join(parent, 'other'));
+    makeTree({ marker: 'ADMITTED\n' }, join(parent, 'tree'));
+    makeTree({ marker: 'SWAPPED-IN\n' }, join(parent, 'other'));
   });
   after(async () => {
     if (swapper?.exitCode === null) swapper.kill('SIGKILL');

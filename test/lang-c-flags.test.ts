@@ -114,7 +114,11 @@ describe('clangd never gets a flag that loads code from the tree', { skip }, () 
 
   test('one clangd per root, never restarted; no generated database holds a plugin argument', async () => {
     const spawns = (await d.metrics.spawns.get()).values.filter((v) => v.labels.server === 'clangd');
-    assert.deepEqual(spawns.map((v) => v.value), [2], 'two roots, two sessions, none died');
+    assert.deepEqual(
+      spawns.map((v) => v.value),
+      [2],
+      'two roots, two sessions, none died',
+    );
     const sessions = join(d.config.dataDir, 'sessions');
     const dbs = readdirSync(sessions).flatMap((s) => readdirSync(join(sessions, s)).map((f) => join(sessions, s, f)));
     assert.equal(dbs.length, 2, 'both sessions are alive with their databases');
@@ -123,7 +127,11 @@ describe('clangd never gets a flag that loads code from the tree', { skip }, () 
       assert.ok(db.length >= 2, f);
       for (const e of db) {
         assert.equal(e.command, undefined, 'given as arguments, never a command clangd would split itself');
-        assert.deepEqual(e.arguments.filter((a) => FORBIDDEN.test(a)), [], JSON.stringify(e));
+        assert.deepEqual(
+          e.arguments.filter((a) => FORBIDDEN.test(a)),
+          [],
+          JSON.stringify(e),
+        );
         assert.match(e.arguments[0]!, /^(clang|cc)$/, 'the driver is a bare compiler name');
       }
     }

@@ -19,7 +19,13 @@ const cRoot = acmeRoot(C);
 const cppRoot = acmeRoot(CPP);
 
 describe('C/C++ (clangd) in the SERVE jail', { skip }, () => {
-  const { daemon, ask } = langSuite({ server: 'clangd', uploads: [[cRoot, C], [cppRoot, CPP]] });
+  const { daemon, ask } = langSuite({
+    server: 'clangd',
+    uploads: [
+      [cRoot, C],
+      [cppRoot, CPP],
+    ],
+  });
 
   test('definition of a call lands on the .c definition (whole workspace indexed without a database)', async () => {
     const a = await ask(cRoot, { op: 'definition', path: 'src/main.c', ...position(C, 'src/main.c', 'greet(buf, sizeof buf, "world")') });
@@ -62,14 +68,19 @@ describe('C/C++ (clangd) in the SERVE jail', { skip }, () => {
   test('diagnostics: the type error with its line; a clean file is clean', async () => {
     const bad = await ask(cRoot, { op: 'diagnostics', path: 'src/broken.c' });
     const diags = completeDiagnostics(bad);
-    assert.ok(diags.some((x) => x.severity === 'error' && x.range.start.line === lineOf(C, 'src/broken.c', 'int n = p;')), JSON.stringify(diags));
+    assert.ok(
+      diags.some((x) => x.severity === 'error' && x.range.start.line === lineOf(C, 'src/broken.c', 'int n = p;')),
+      JSON.stringify(diags),
+    );
     const clean = await ask(cRoot, { op: 'diagnostics', path: 'src/main.c' });
     assert.deepEqual(clean.diagnostics, []);
   });
 
   test('workspaceSymbols finds a function defined in another file', async () => {
     const a = await ask(cRoot, { op: 'workspaceSymbols', query: 'person_hello' });
-    const paths = symbols(a).filter((s) => s.name === 'person_hello').map((s) => s.path);
+    const paths = symbols(a)
+      .filter((s) => s.name === 'person_hello')
+      .map((s) => s.path);
     assert.ok(paths.includes('src/greet.c') || paths.includes('include/greet.h'), JSON.stringify(a.symbols));
   });
 

@@ -118,6 +118,9 @@ describe('definitions into fetched PHP and Python dependencies', { skip }, () =>
     const dep = r.body.dependencies as { state: string; error?: string };
     assert.equal(dep.state, 'failed');
     assert.match(dep.error ?? '', /does not match the hashes/);
-    assert.ok((r.body.symbols as { name: string }[]).some((s) => s.name === 'main'), JSON.stringify(r.body));
+    assert.ok(
+      (r.body.symbols as { name: string }[]).some((s) => s.name === 'main'),
+      JSON.stringify(r.body),
+    );
   });
 });

@@ -44,10 +44,11 @@ async function gatedRegistry(upstream: NpmRegistry): Promise<{ authority: string
       open = true;
       for (const [req, res] of held.splice(0)) pass(req, res);
     },
-    close: () => new Promise<void>((r) => {
-      server.closeAllConnections();
-      server.close(() => r());
-    }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }
 
@@ -85,7 +86,10 @@ describe('FETCH as queries see it', { skip }, () => {
     const got = await getJson(d.url, `/v1/roots/${npmRoot.org}/${npmRoot.repo}/${npmRoot.sha}`);
     const f = got.body.fetch as { state: string; ecosystems?: { ecosystem: string; state: string }[] };
     assert.ok(['queued', 'running'].includes(f.state), JSON.stringify(f));
-    assert.deepEqual(f.ecosystems?.map((e) => e.ecosystem), ['npm']);
+    assert.deepEqual(
+      f.ecosystems?.map((e) => e.ecosystem),
+      ['npm'],
+    );
 
     const t0 = Date.now();
     const r = await lspQuery(d.url, { ...npmRoot, op: 'hover', path: 'index.js', ...position('npm-dep', 'index.js', 'leftPad(') });
@@ -117,8 +121,15 @@ describe('FETCH as queries see it', { skip }, () => {
     assert.equal(r.status, 200, JSON.stringify(r.body));
     assert.deepEqual(r.body.dependencies, { state: 'done' });
     const locs = r.body.locations as { external?: boolean; module?: string; version?: string; path: string }[];
-    assert.ok(locs.some((l) => l.external === true && l.module === 'left-pad-lite' && l.version === '1.0.0'), JSON.stringify(r.body));
-    assert.notEqual(d.lsp.pool.list().find((s) => s.key.rootId === id), before, 'a fresh session answered');
+    assert.ok(
+      locs.some((l) => l.external === true && l.module === 'left-pad-lite' && l.version === '1.0.0'),
+      JSON.stringify(r.body),
+    );
+    assert.notEqual(
+      d.lsp.pool.list().find((s) => s.key.rootId === id),
+      before,
+      'a fresh session answered',
+    );
   });
 
   test('a failed fetch still serves the tree, and every answer says why', async () => {

@@ -20,7 +20,10 @@ const withDep = acmeRoot('go-dep', 'go-dep-fetched');
 describe('Go (gopls) in the SERVE jail', { skip }, () => {
   const { daemon, ask } = langSuite({
     server: 'gopls',
-    uploads: [[basic, FX], [withDep, 'go-dep']],
+    uploads: [
+      [basic, FX],
+      [withDep, 'go-dep'],
+    ],
     // Nothing may leave: the file:// proxy needs no network and go.sum is complete.
     start: () => ({ env: { LSPD_GO_PROXY: buildGoProxy(scratchDir('lspd-lang-goproxy-')), LSPD_FETCH_REGISTRIES: '127.0.0.1:9' } }),
   });

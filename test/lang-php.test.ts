@@ -34,7 +34,8 @@ describe('PHP (intelephense) in the SERVE jail', { skip }, () => {
       `index.php:${lineOf(FX, 'index.php', "greet('world')")}`,
       `src/Person.php:${lineOf(FX, 'src/Person.php', '$g->greet(')}`,
       `src/Greeter.php:${lineOf(FX, 'src/Greeter.php', '->greet($name)')}`,
-    ]) assert.ok(got.includes(want), `${want} in ${JSON.stringify(got)}`);
+    ])
+      assert.ok(got.includes(want), `${want} in ${JSON.stringify(got)}`);
   });
 
   test('hover shows the signature and the doc comment', async () => {
@@ -63,7 +64,10 @@ describe('PHP (intelephense) in the SERVE jail', { skip }, () => {
   test('diagnostics: the syntax error with its line; a clean file is clean', async () => {
     const bad = await ask({ op: 'diagnostics', path: 'src/Broken.php' });
     const diags = completeDiagnostics(bad);
-    assert.ok(diags.some((x) => x.severity === 'error' && x.range.start.line === lineOf(FX, 'src/Broken.php', '$n = ;')), JSON.stringify(diags));
+    assert.ok(
+      diags.some((x) => x.severity === 'error' && x.range.start.line === lineOf(FX, 'src/Broken.php', '$n = ;')),
+      JSON.stringify(diags),
+    );
     const clean = await ask({ op: 'diagnostics', path: 'src/Person.php' });
     assertClean(clean);
   });

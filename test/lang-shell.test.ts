@@ -31,7 +31,8 @@ describe('Shell (bash-language-server + shellcheck) in the SERVE jail', { skip }
       `lib/greet.sh:${lineOf(FX, 'lib/greet.sh', '  greet "$1"')}`,
       `main.sh:${lineOf(FX, 'main.sh', 'greet world')}`,
       `main.sh:${lineOf(FX, 'main.sh', 'greet "$USER"')}`,
-    ]) assert.ok(got.includes(want), `${want} in ${JSON.stringify(got)}`);
+    ])
+      assert.ok(got.includes(want), `${want} in ${JSON.stringify(got)}`);
   });
 
   test('hover shows the function and its comment', async () => {

@@ -31,7 +31,12 @@ describe('the table on a real daemon', { skip }, () => {
     const r = await getJson(s.daemon().url, '/readyz');
     assert.equal(r.status, 200, JSON.stringify(r.body));
     const servers = r.body.servers as Record<string, { available: boolean; version?: string; reason?: string }>;
-    assert.deepEqual(Object.keys(servers).sort(), realRows().map((x) => x.name).sort());
+    assert.deepEqual(
+      Object.keys(servers).sort(),
+      realRows()
+        .map((x) => x.name)
+        .sort(),
+    );
     for (const name of ['typescript', 'typescript-language-server', 'pyright', 'intelephense', 'bash-language-server']) {
       assert.equal(servers[name]!.available, true, name);
       assert.match(servers[name]!.version ?? '', /^\d+\.\d+\.\d+/, name);
@@ -78,7 +83,12 @@ describe('the table on a real daemon', { skip }, () => {
     assert.deepEqual(tools, [`tools/pkg/greet.py:${lineOf(FX, 'tools/pkg/greet.py', 'def greet')}`]);
 
     // References of one module's Greet never reach into the other module.
-    const refs = await lspQuery(s.daemon().url, { ...root, op: 'references', path: 'services/api/greet/greet.go', ...position(FX, 'services/api/greet/greet.go', 'func Greet(', 5) });
+    const refs = await lspQuery(s.daemon().url, {
+      ...root,
+      op: 'references',
+      path: 'services/api/greet/greet.go',
+      ...position(FX, 'services/api/greet/greet.go', 'func Greet(', 5),
+    });
     const paths = (refs.body.locations as { path: string }[]).map((l) => l.path);
     assert.ok(paths.length >= 2 && paths.every((p) => p.startsWith('services/api/')), JSON.stringify(paths));
 
@@ -106,11 +116,18 @@ test('readiness with expected progress: quiet before the first progress is not r
   assert.equal(t.isReady(undefined), false);
   t.onProgress({ token: 1, value: { kind: 'end' } });
   assert.equal(t.isReady(undefined), true);
-  assert.equal(await new ReadinessTracker({ kind: 'progress', expectProgress: true }, 0, 0).waitReady(undefined, 50), false, 'bounded: incomplete, never a hang');
+  assert.equal(
+    await new ReadinessTracker({ kind: 'progress', expectProgress: true }, 0, 0).waitReady(undefined, 50),
+    false,
+    'bounded: incomplete, never a hang',
+  );
 });
 
 /** The generated database of a clangd session, parsed, and the notes (complete once it was read). */
-async function cdb(ws: { treeHostDir: string; workspace: string; workspaceAt: string }, limits?: CdbLimits): Promise<{ db: CdbEntry[]; text: string; notes: readonly string[] }> {
+async function cdb(
+  ws: { treeHostDir: string; workspace: string; workspaceAt: string },
+  limits?: CdbLimits,
+): Promise<{ db: CdbEntry[]; text: string; notes: readonly string[] }> {
   const g = await clangdSessionFiles(ws, limits);
   assert.deepEqual(Object.keys(g.files), [`${CLANGD_CDB_DIR}/compile_commands.json`]);
   const text = await bodyText(g.files[`${CLANGD_CDB_DIR}/compile_commands.json`]!);
@@ -129,7 +146,11 @@ test('clangd: a tree without a database gets one listing its sources; one with a
   writeFileSync(join(tree, 'lib', 'nested', 'n.c'), 'int n;\n');
   symlinkSync('/etc/passwd', join(tree, 'lib', 'src', 'evil.c'));
   const { db, notes } = await cdb({ treeHostDir: tree, workspace: 'lib', workspaceAt: '/src/lib' });
-  assert.deepEqual(db.map((e) => e.file), ['/src/lib/src/a.c', '/src/lib/src/b.cpp'], 'sources only; the nested workspace and the link left out');
+  assert.deepEqual(
+    db.map((e) => e.file),
+    ['/src/lib/src/a.c', '/src/lib/src/b.cpp'],
+    'sources only; the nested workspace and the link left out',
+  );
   assert.deepEqual(db[0]!.arguments, ['clang', '-I/src/lib', '-I/src/lib/include', '-I/src/lib/src', '-c', '/src/lib/src/a.c']);
   assert.equal(db[1]!.arguments[0], 'clang++');
   assert.deepEqual(notes, []);
@@ -203,7 +224,13 @@ test('dependency notes: per ecosystem, failures and refusals with their reason',
   assert.equal(fetchingFor(running, row('gopls')), true);
   assert.equal(fetchingFor(running, row('typescript')), false, 'a TypeScript query does not wait for Go modules');
   // Mounts are published when the job ends: Go's steps being done is not enough.
-  const goDoneNpmRunning: FetchView = { state: 'running', ecosystems: [{ ecosystem: 'go', dir: '', state: 'done' }, { ecosystem: 'npm', dir: 'web', state: 'running' }] };
+  const goDoneNpmRunning: FetchView = {
+    state: 'running',
+    ecosystems: [
+      { ecosystem: 'go', dir: '', state: 'done' },
+      { ecosystem: 'npm', dir: 'web', state: 'running' },
+    ],
+  };
   assert.equal(fetchingFor(goDoneNpmRunning, row('gopls')), true);
   assert.equal(fetchingFor({ ...goDoneNpmRunning, state: 'done' }, row('gopls')), false);
 });
@@ -225,7 +252,11 @@ test('pyright is given the fetched site-packages as extra paths, and only then',
 });
 
 test('paths under a fetched mount read from the mount; the deepest mount wins', () => {
-  const dirs = { treeHostDir: '/d/roots/x/tree', depsHostDir: '/d/roots/x/deps', mounts: [{ host: '/d/roots/x/deps/npm/ws/web/node_modules', at: '/src/web/node_modules' }] };
+  const dirs = {
+    treeHostDir: '/d/roots/x/tree',
+    depsHostDir: '/d/roots/x/deps',
+    mounts: [{ host: '/d/roots/x/deps/npm/ws/web/node_modules', at: '/src/web/node_modules' }],
+  };
   assert.equal(hostPathOf('/src/web/node_modules/left-pad/index.js', dirs), '/d/roots/x/deps/npm/ws/web/node_modules/left-pad/index.js');
   assert.equal(hostPathOf('/src/web/src/app.ts', dirs), '/d/roots/x/tree/web/src/app.ts');
   assert.equal(hostPathOf('/src/web/node_modules/../../../etc/passwd', dirs), undefined);
@@ -233,7 +264,10 @@ test('paths under a fetched mount read from the mount; the deepest mount wins', 
 
 test('Debian versions come from dpkg status, a paragraph per package', async () => {
   const f = join(scratchDir('lspd-dpkg-'), 'status');
-  writeFileSync(f, 'Package: gopls\nStatus: install ok installed\nVersion: 1:0.5.0+ds-1\n\nPackage: clangd\nStatus: deinstall ok config-files\nVersion: 1:14\n');
+  writeFileSync(
+    f,
+    'Package: gopls\nStatus: install ok installed\nVersion: 1:0.5.0+ds-1\n\nPackage: clangd\nStatus: deinstall ok config-files\nVersion: 1:14\n',
+  );
   assert.equal(await debianVersion('gopls', f), '1:0.5.0+ds-1');
   assert.equal(await debianVersion('clangd', f), undefined, 'removed packages are not installed');
   assert.equal(await debianVersion('nope', f), undefined);

@@ -13,7 +13,20 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gitRepo, runCli } from './helpers/ops.js';
-import { cannotJail, fixturesDir, getJson, lineOf, lspQuery, position, postJson, shaOf, startLspd, uploadDir, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
+import {
+  cannotJail,
+  fixturesDir,
+  getJson,
+  lineOf,
+  lspQuery,
+  position,
+  postJson,
+  shaOf,
+  startLspd,
+  uploadDir,
+  uploadFixture,
+  type Lspd,
+} from './helpers/lsp-harness.js';
 
 const skip = cannotJail();
 const rootOf = (fx: string) => ({ org: 'acme', repo: fx, sha: shaOf(`call-graph-${fx}`) });
@@ -168,7 +181,11 @@ describe('call graphs in the SERVE jail', { skip }, () => {
     test('incomingCalls at depth 1 and 2', async () => {
       const leafAt = at(PY, 'pkg/util.py', 'def leaf', 'def '.length);
       const one = await graph(PY, 'pyright', { op: 'incomingCalls', ...leafAt });
-      assert.deepEqual(one.nodes.map(fmt), [`0 - leaf ${L('pkg/util.py', 'def leaf')}`, `1 0 top ${L('pkg/main.py', 'def top')}`, `1 0 mid ${L('pkg/util.py', 'def mid')}`]);
+      assert.deepEqual(one.nodes.map(fmt), [
+        `0 - leaf ${L('pkg/util.py', 'def leaf')}`,
+        `1 0 top ${L('pkg/main.py', 'def top')}`,
+        `1 0 mid ${L('pkg/util.py', 'def mid')}`,
+      ]);
       assert.deepEqual(sites(one.nodes[1]!), [L('pkg/main.py', 'mid(1) + leaf(2)')]);
       assert.deepEqual(sites(one.nodes[2]!), [L('pkg/util.py', 'leaf(x) * 2')]);
       const two = await graph(PY, 'pyright', { op: 'incomingCalls', ...leafAt, depth: 2 });
@@ -179,7 +196,11 @@ describe('call graphs in the SERVE jail', { skip }, () => {
     test('outgoingCalls at depth 1 and 2', async () => {
       const topAt = at(PY, 'pkg/main.py', 'def top', 'def '.length);
       const one = await graph(PY, 'pyright', { op: 'outgoingCalls', ...topAt });
-      assert.deepEqual(one.nodes.map(fmt), [`0 - top ${L('pkg/main.py', 'def top')}`, `1 0 leaf ${L('pkg/util.py', 'def leaf')}`, `1 0 mid ${L('pkg/util.py', 'def mid')}`]);
+      assert.deepEqual(one.nodes.map(fmt), [
+        `0 - top ${L('pkg/main.py', 'def top')}`,
+        `1 0 leaf ${L('pkg/util.py', 'def leaf')}`,
+        `1 0 mid ${L('pkg/util.py', 'def mid')}`,
+      ]);
       assert.deepEqual(sites(one.nodes[2]!), [L('pkg/main.py', 'mid(1) + leaf(2)')]);
       const two = await graph(PY, 'pyright', { op: 'outgoingCalls', ...topAt, depth: 2 });
       assert.deepEqual(two.nodes.map(fmt).slice(3), [`2 2 leaf ${L('pkg/util.py', 'def leaf')}`]);
@@ -188,10 +209,10 @@ describe('call graphs in the SERVE jail', { skip }, () => {
 
     test('a recursive function: cycle marked', async () => {
       const { nodes } = await graph(PY, 'pyright', { op: 'incomingCalls', ...at(PY, 'pkg/util.py', 'def countdown', 'def '.length), depth: 2 });
-      assert.deepEqual(nodes.map((n) => `${fmt(n)}${n.cycle ? ' cycle' : ''}`), [
-        `0 - countdown ${L('pkg/util.py', 'def countdown')}`,
-        `1 0 countdown ${L('pkg/util.py', 'def countdown')} cycle`,
-      ]);
+      assert.deepEqual(
+        nodes.map((n) => `${fmt(n)}${n.cycle ? ' cycle' : ''}`),
+        [`0 - countdown ${L('pkg/util.py', 'def countdown')}`, `1 0 countdown ${L('pkg/util.py', 'def countdown')} cycle`],
+      );
     });
   });
 
@@ -213,7 +234,11 @@ describe('call graphs in the SERVE jail', { skip }, () => {
 
     test('outgoingCalls at depth 1', async () => {
       const { nodes } = await graph(GO, 'gopls', { op: 'outgoingCalls', ...at(GO, 'main.go', 'func Top', 'func '.length) });
-      assert.deepEqual(nodes.map(fmt), [`0 - Top ${L('main.go', 'func Top')}`, `1 0 Leaf ${L('calc/calc.go', 'func Leaf')}`, `1 0 Mid ${L('calc/calc.go', 'func Mid')}`]);
+      assert.deepEqual(nodes.map(fmt), [
+        `0 - Top ${L('main.go', 'func Top')}`,
+        `1 0 Leaf ${L('calc/calc.go', 'func Leaf')}`,
+        `1 0 Mid ${L('calc/calc.go', 'func Mid')}`,
+      ]);
       assert.deepEqual(sites(nodes[1]!), [L('main.go', 'calc.Mid(1) + calc.Leaf(2)')]);
     });
   });
@@ -263,7 +288,10 @@ describe('call graphs in the SERVE jail', { skip }, () => {
     assert.equal((r.body.resolved as { path: string }).path, 'src/util.ts');
     const c = await postJson(d.url, '/ask', { ...rootOf(TS), symbol: 'top', op: 'callees', depth: 2 });
     assert.equal(c.status, 200, JSON.stringify(c.body));
-    assert.deepEqual((c.body.nodes as Node[]).map((n) => `${n.depth} ${n.name}`), ['0 top', '1 leaf', '1 mid', '2 leaf']);
+    assert.deepEqual(
+      (c.body.nodes as Node[]).map((n) => `${n.depth} ${n.name}`),
+      ['0 top', '1 leaf', '1 mid', '2 leaf'],
+    );
   });
 
   test('lspd lsp incomingCalls --depth 2 prints the tree, 1-based, indented by depth', async () => {
@@ -275,7 +303,10 @@ describe('call graphs in the SERVE jail', { skip }, () => {
       const sha = gitRepo(dir, Object.fromEntries(files.map((f) => [f, readFileSync(join(fixturesDir, TS, f), 'utf8')])));
       await uploadDir(d.url, { org: 'acme', repo: 'cg-cli', sha }, dir);
       const p = position(TS, 'src/util.ts', 'function leaf', 'function '.length);
-      const r = await runCli(['lsp', 'incomingCalls', `src/util.ts:${p.line + 1}:${p.character + 1}`, '--depth', '2', '--org', 'acme', '--repo', 'cg-cli', '--url', d.url], { cwd: dir });
+      const r = await runCli(
+        ['lsp', 'incomingCalls', `src/util.ts:${p.line + 1}:${p.character + 1}`, '--depth', '2', '--org', 'acme', '--repo', 'cg-cli', '--url', d.url],
+        { cwd: dir },
+      );
       assert.equal(r.code, 0, r.stderr);
       out = r.stdout;
     } finally {
@@ -283,7 +314,10 @@ describe('call graphs in the SERVE jail', { skip }, () => {
     }
     const L = (path: string, needle: string) => `${path}:${lineOf(TS, path, needle) + 1}`;
     assert.deepEqual(
-      out.trimEnd().split('\n').map((l) => l.replace(/:\d+ {2}/, '  ')),
+      out
+        .trimEnd()
+        .split('\n')
+        .map((l) => l.replace(/:\d+ {2}/, '  ')),
       [
         `${L('src/util.ts', 'function leaf')}  function leaf`,
         `  ${L('src/main.ts', 'function top')}  function top`,

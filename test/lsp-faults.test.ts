@@ -135,7 +135,12 @@ describe('faulty servers end in clear errors, leak nothing, and do not hurt a he
     assert.ok(took <= QUERY_TIMEOUT_MS + 250, `answered in ${took} ms, past the ${QUERY_TIMEOUT_MS} ms deadline`);
     // No leaked process: everything the fake started is gone within the cleanup reserve (and a margin).
     const gone = await waitFor(() => jailedPids(d).every((p) => before.has(p) || !isFake(p)), killWithinMs);
-    assert.ok(gone, `processes left: ${jailedPids(d).filter((p) => !before.has(p)).join(', ')}`);
+    assert.ok(
+      gone,
+      `processes left: ${jailedPids(d)
+        .filter((p) => !before.has(p))
+        .join(', ')}`,
+    );
     await healthy();
     return r.body;
   }
@@ -164,7 +169,11 @@ describe('faulty servers end in clear errors, leak nothing, and do not hurt a he
 
   test('a client that disconnects cancels its query: the lease is released long before the deadline', async () => {
     const q = queryStopReading();
-    const held = () => d.lsp.pool.list().filter((s) => s.row.name === 'fake-stop-reading').reduce((n, s) => n + s.leases, 0);
+    const held = () =>
+      d.lsp.pool
+        .list()
+        .filter((s) => s.row.name === 'fake-stop-reading')
+        .reduce((n, s) => n + s.leases, 0);
     assert.ok(await waitFor(() => held() === 1, 3000), 'the query holds the session');
     const t0 = Date.now();
     await q.hangUp();

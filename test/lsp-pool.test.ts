@@ -53,14 +53,24 @@ describe('the session pool', { skip }, () => {
       roots.map(async (r) => ({ ...(await lspQuery(d.url, { ...r, ...queries[0] })), sessions: d.lsp.pool.sessionsOf(rootId(r)).length })),
     );
     for (const a of answers) assert.equal(a.status, 200, JSON.stringify(a.body));
-    assert.deepEqual(answers.map((a) => a.sessions), roots.map(() => 1), 'one session per root');
+    assert.deepEqual(
+      answers.map((a) => a.sessions),
+      roots.map(() => 1),
+      'one session per root',
+    );
     // root 0's session may have been reaped since the last test; every other root's is new
     assert.ok((await spawns(d)) - before >= 9);
   });
 
   test('idle sessions are reaped and their processes are gone', async () => {
     const reaped = await waitFor(() => d.lsp.pool.size === 0, IDLE_MS + 5000, 50);
-    assert.ok(reaped, `still live: ${d.lsp.pool.list().map((s) => s.key.rootId).join(', ')}`);
+    assert.ok(
+      reaped,
+      `still live: ${d.lsp.pool
+        .list()
+        .map((s) => s.key.rootId)
+        .join(', ')}`,
+    );
     assert.ok(await waitFor(() => jailedPids(d).length === 0, 5000), `left: ${jailedPids(d).join(', ')}`);
   });
 

@@ -69,7 +69,10 @@ describe('Python (pyright) in the SERVE jail', { skip }, () => {
     assert.equal(by('hello', 'Person')?.kind, 'method');
     assert.equal(by('hello', 'Person')?.range.start.line, lineOf(FX, 'pkg/greet.py', 'def hello'));
     const f = await ask({ op: 'documentSymbols', path: 'pkg/greet.py', query: 'hell' });
-    assert.deepEqual(symbols(f).map((s) => s.name), ['hello']);
+    assert.deepEqual(
+      symbols(f).map((s) => s.name),
+      ['hello'],
+    );
   });
 
   test('workspaceSymbols finds a class by name', async () => {

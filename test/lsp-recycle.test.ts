@@ -17,7 +17,10 @@ const queries: { body: Record<string, unknown>; check(a: Record<string, unknown>
     body: { op: 'definition', path: 'src/app.ts', ...position(FX, 'src/app.ts', "greet('world')") },
     check: (a) => {
       const locs = a.locations as { path: string; range: { start: { line: number } } }[];
-      assert.deepEqual(locs.map((l) => `${l.path}:${l.range.start.line}`), [`src/greet.ts:${lineOf(FX, 'src/greet.ts', 'export function greet')}`]);
+      assert.deepEqual(
+        locs.map((l) => `${l.path}:${l.range.start.line}`),
+        [`src/greet.ts:${lineOf(FX, 'src/greet.ts', 'export function greet')}`],
+      );
     },
   },
   {
@@ -26,7 +29,11 @@ const queries: { body: Record<string, unknown>; check(a: Record<string, unknown>
   },
   {
     body: { op: 'documentSymbols', path: 'src/greet.ts' },
-    check: (a) => assert.ok((a.symbols as { name: string }[]).some((s) => s.name === 'greet'), JSON.stringify(a.symbols)),
+    check: (a) =>
+      assert.ok(
+        (a.symbols as { name: string }[]).some((s) => s.name === 'greet'),
+        JSON.stringify(a.symbols),
+      ),
   },
 ];
 

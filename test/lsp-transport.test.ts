@@ -237,7 +237,13 @@ test('a server that stops reading its input: the connection closes past the writ
   const toServer = new PassThrough({ highWaterMark: 1024 }); // nobody reads it
   const fromServer = new PassThrough();
   let closedWith: Error | undefined;
-  const conn = new LspConnection({ input: fromServer, output: toServer, maxFrameBytes: 1 << 20, maxQueuedWriteBytes: 64 * 1024, onClose: (e) => (closedWith = e) });
+  const conn = new LspConnection({
+    input: fromServer,
+    output: toServer,
+    maxFrameBytes: 1 << 20,
+    maxQueuedWriteBytes: 64 * 1024,
+    onClose: (e) => (closedWith = e),
+  });
   const big = { text: 'x'.repeat(16 * 1024) };
   const ps = Array.from({ length: 8 }, () => conn.request('textDocument/didSomething', big));
   for (const p of ps) await assert.rejects(p, (e: unknown) => e instanceof ConnectionClosedError && /stopped reading its input/.test((e as Error).message));
@@ -263,7 +269,9 @@ test('a server repeating an id cannot stall the reader: the queue is drained by 
   const p = conn.request('x', {});
   await tick();
   // 600 server requests under one id (the library keeps one of them) and a flood past the bound
-  fromServer.write(Buffer.concat(Array.from({ length: 600 }, () => frame({ jsonrpc: '2.0', id: 'dup', method: 'window/workDoneProgress/create', params: { token: 1 } }))));
+  fromServer.write(
+    Buffer.concat(Array.from({ length: 600 }, () => frame({ jsonrpc: '2.0', id: 'dup', method: 'window/workDoneProgress/create', params: { token: 1 } }))),
+  );
   fromServer.write(Buffer.concat(Array.from({ length: 1000 }, (_, i) => frame({ jsonrpc: '2.0', method: 'telemetry/event', params: { i } }))));
   reply({ jsonrpc: '2.0', id: sent[0]!.id, result: 'answered' });
   assert.equal(await p, 'answered');

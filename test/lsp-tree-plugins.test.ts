@@ -21,7 +21,12 @@ function pluginTree(): string {
   const dir = mkdtempSync(join(tmpdir(), 'lspd-ts-plugin-'));
   cpSync(join(fixturesDir, FX), dir, { recursive: true });
   const tsconfig = JSON.parse(readFileSync(join(dir, 'tsconfig.json'), 'utf8')) as { compilerOptions: Record<string, unknown> };
-  tsconfig.compilerOptions.plugins = [{ name: 'evil-plugin' }, { name: '@evil/plugin' }, { name: './node_modules/evil-plugin' }, { name: `${dir}/node_modules/evil-plugin` }];
+  tsconfig.compilerOptions.plugins = [
+    { name: 'evil-plugin' },
+    { name: '@evil/plugin' },
+    { name: './node_modules/evil-plugin' },
+    { name: `${dir}/node_modules/evil-plugin` },
+  ];
   writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(tsconfig, null, 2));
   for (const pkg of ['evil-plugin', '@evil/plugin']) {
     mkdirSync(join(dir, 'node_modules', pkg), { recursive: true });
@@ -68,7 +73,11 @@ for (const [server, env] of [
       assert.match(String(hover.body.contents), /greet\(name: string\): string/);
       assert.doesNotMatch(JSON.stringify([def.body, hover.body]), new RegExp(MARKER));
       const spawns = (await d.metrics.spawns.get()).values.filter((v) => v.labels.server === server);
-      assert.deepEqual(spawns.map((v) => v.value), [1], 'one session, never restarted');
+      assert.deepEqual(
+        spawns.map((v) => v.value),
+        [1],
+        'one session, never restarted',
+      );
     });
   });
 }

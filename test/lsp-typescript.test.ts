@@ -26,13 +26,19 @@ describe('TypeScript (native TS 7) in the SERVE jail', { skip }, () => {
   test('definition crosses files', async () => {
     const a = await ask({ op: 'definition', path: 'src/app.ts', ...position(FX, 'src/app.ts', "greet('world')") });
     assert.equal(a.incomplete, false);
-    assert.deepEqual(locs(a).map((l) => [l.path, l.range.start.line]), [['src/greet.ts', lineOf(FX, 'src/greet.ts', 'export function greet')]]);
+    assert.deepEqual(
+      locs(a).map((l) => [l.path, l.range.start.line]),
+      [['src/greet.ts', lineOf(FX, 'src/greet.ts', 'export function greet')]],
+    );
     assert.match(locs(a)[0]!.preview!, /export function greet\(name: string\)/);
   });
 
   test('typeDefinition lands on the interface', async () => {
     const a = await ask({ op: 'typeDefinition', path: 'src/app.ts', ...position(FX, 'src/app.ts', "alice.greet('Bob')") });
-    assert.deepEqual(locs(a).map((l) => [l.path, l.range.start.line]), [['src/greet.ts', lineOf(FX, 'src/greet.ts', 'export interface Greeter')]]);
+    assert.deepEqual(
+      locs(a).map((l) => [l.path, l.range.start.line]),
+      [['src/greet.ts', lineOf(FX, 'src/greet.ts', 'export interface Greeter')]],
+    );
   });
 
   test('implementation of an interface finds the class', async () => {
@@ -50,7 +56,9 @@ describe('TypeScript (native TS 7) in the SERVE jail', { skip }, () => {
     assert.equal(all.total, 4, JSON.stringify(all.locations));
     assert.equal(all.truncated, false);
     assert.deepEqual(
-      locs(all).map((l) => `${l.path}:${l.range.start.line}`).sort(),
+      locs(all)
+        .map((l) => `${l.path}:${l.range.start.line}`)
+        .sort(),
       [
         `src/app.ts:${lineOf(FX, 'src/app.ts', 'import {')}`,
         `src/app.ts:${lineOf(FX, 'src/app.ts', "greet('world')")}`,
@@ -61,7 +69,9 @@ describe('TypeScript (native TS 7) in the SERVE jail', { skip }, () => {
     // Without declarations TS leaves out the import specifier too (it declares the alias): the two calls.
     const uses = await ask({ op: 'references', path: 'src/greet.ts', ...at, includeDeclaration: false });
     assert.deepEqual(
-      locs(uses).map((l) => `${l.path}:${l.range.start.line}`).sort(),
+      locs(uses)
+        .map((l) => `${l.path}:${l.range.start.line}`)
+        .sort(),
       [`src/app.ts:${lineOf(FX, 'src/app.ts', "greet('world')")}`, `src/app.ts:${lineOf(FX, 'src/app.ts', "greet('again')")}`].sort(),
     );
     const page = await ask({ op: 'references', path: 'src/greet.ts', ...at, limit: 2 });
@@ -87,7 +97,10 @@ describe('TypeScript (native TS 7) in the SERVE jail', { skip }, () => {
     assert.equal(by('greet', 'Person')?.kind, 'method');
     assert.ok(syms.every((s) => s.path === 'src/greet.ts'));
     const f = await ask({ op: 'documentSymbols', path: 'src/greet.ts', query: 'pers' });
-    assert.deepEqual(symbols(f).map((s) => s.name), ['Person']);
+    assert.deepEqual(
+      symbols(f).map((s) => s.name),
+      ['Person'],
+    );
   });
 
   test('workspaceSymbols finds a class by name', async () => {
@@ -110,9 +123,15 @@ describe('TypeScript (native TS 7) in the SERVE jail', { skip }, () => {
 
   test('.mjs and .cjs are opened as JavaScript', async () => {
     const m = await ask({ op: 'definition', path: 'src/tools.mjs', ...position(FX, 'src/tools.mjs', 'double(2)') });
-    assert.deepEqual(locs(m).map((l) => [l.path, l.range.start.line]), [['src/tools.mjs', lineOf(FX, 'src/tools.mjs', 'export function double')]]);
+    assert.deepEqual(
+      locs(m).map((l) => [l.path, l.range.start.line]),
+      [['src/tools.mjs', lineOf(FX, 'src/tools.mjs', 'export function double')]],
+    );
     const c = await ask({ op: 'definition', path: 'src/legacy.cjs', ...position(FX, 'src/legacy.cjs', "shout('quiet')") });
-    assert.deepEqual(locs(c).map((l) => [l.path, l.range.start.line]), [['src/legacy.cjs', lineOf(FX, 'src/legacy.cjs', 'function shout')]]);
+    assert.deepEqual(
+      locs(c).map((l) => [l.path, l.range.start.line]),
+      [['src/legacy.cjs', lineOf(FX, 'src/legacy.cjs', 'function shout')]],
+    );
     // As TypeScript under `strict`, `double(n)` would be an implicit-any error; as JavaScript it is clean.
     for (const path of ['src/tools.mjs', 'src/legacy.cjs']) {
       const dg = await ask({ op: 'diagnostics', path });
@@ -133,7 +152,11 @@ describe('TypeScript (native TS 7) in the SERVE jail', { skip }, () => {
       const a = await ask({ op: 'definition', path: 'src/emoji.ts', line: useLine, character, encoding });
       const decl = text[declLine]!;
       const want = units(decl.slice(0, decl.indexOf('smile')), encoding);
-      assert.deepEqual(locs(a).map((l) => [l.range.start.line, l.range.start.character]), [[declLine, want]], encoding);
+      assert.deepEqual(
+        locs(a).map((l) => [l.range.start.line, l.range.start.character]),
+        [[declLine, want]],
+        encoding,
+      );
     }
   });
 
@@ -162,7 +185,7 @@ describe('TypeScript (native TS 7) in the SERVE jail', { skip }, () => {
     assert.equal(unknownRoot.body.need, 'tree');
   });
 
-  test('GET /v1/roots/... lists the root\'s sessions', async () => {
+  test("GET /v1/roots/... lists the root's sessions", async () => {
     const r = await getJson(s.daemon().url, `/v1/roots/${root.org}/${root.repo}/${root.sha}`);
     assert.equal(r.status, 200);
     assert.deepEqual(r.body.sessions, [{ server: 'typescript', state: 'ready', workspace: '' }]);

@@ -144,7 +144,11 @@ test('target files: inside the root, regular, bounded, UTF-8', async () => {
   writeFileSync(join(tree, 'latin1.ts'), Buffer.from([0x63, 0x61, 0x66, 0xe9]));
   symlinkSync('../secret.ts', join(tree, 'escape.ts'));
   symlinkSync('ok.ts', join(tree, 'alias.ts'));
-  const code = async (p: string) => readTarget(tree, p, 1024).then(() => 'ok', (e: unknown) => (isAppError(e) ? e.code : String(e)));
+  const code = async (p: string) =>
+    readTarget(tree, p, 1024).then(
+      () => 'ok',
+      (e: unknown) => (isAppError(e) ? e.code : String(e)),
+    );
   assert.deepEqual((await readTarget(tree, 'ok.ts', 1024)).lines, ['const a = 1;', 'const b = 2;', '']);
   assert.equal(await code('alias.ts'), 'ok');
   assert.equal(await code('missing.ts'), 'no_such_file');

@@ -82,7 +82,11 @@ describe('warm-up on upload', { skip }, () => {
       if (seen.length === 2 && seen.every((x) => x.state === 'ready')) break;
       await new Promise((r) => setTimeout(r, 100));
     }
-    assert.deepEqual(seen.map((s) => s.state), ['ready', 'ready'], JSON.stringify(seen));
+    assert.deepEqual(
+      seen.map((s) => s.state),
+      ['ready', 'ready'],
+      JSON.stringify(seen),
+    );
     assert.deepEqual(
       (await sessionsOf(d, warmRoot)).map((s) => `${s.server}@${s.workspace}`),
       ['pyright@tools', 'typescript@web'],
@@ -118,6 +122,8 @@ describe('warm-up on upload', { skip }, () => {
       return ms.sort((a, b) => a - b)[2];
     };
     t.diagnostic(`warm query p50 elapsed_ms: TS ${await p50(tsDef)}, Python ${await p50(pyDef)}`);
-    t.diagnostic(`first definition elapsed_ms: warmed TS ${ts.body.elapsed_ms}, Python ${py.body.elapsed_ms}; cold TS ${tsCold.body.elapsed_ms}, Python ${pyCold.body.elapsed_ms}`);
+    t.diagnostic(
+      `first definition elapsed_ms: warmed TS ${ts.body.elapsed_ms}, Python ${py.body.elapsed_ms}; cold TS ${tsCold.body.elapsed_ms}, Python ${pyCold.body.elapsed_ms}`,
+    );
   });
 });

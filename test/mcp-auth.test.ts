@@ -47,7 +47,12 @@ async function connect(headers: Record<string, string>): Promise<Client> {
 
 test('no token: 401 on /mcp, /ask and /v1/tools', async (t) => {
   if (s?.notReady) return t.skip(`the jail could not be proved on this host: ${s.notReady}`);
-  const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } };
+  const init = {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+  };
   const r = await fetch(s!.url + '/mcp', {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
@@ -73,7 +78,7 @@ test('an org-limited token: tools on its org answer, on another org are forbidde
   try {
     const ok = await c.callTool({ name: 'lsp_locate', arguments: { ...acme, symbol: 'greet' } });
     assert.equal(ok.isError, undefined, JSON.stringify(ok.content));
-    assert.equal(((ok.structuredContent as { locations: { module: string }[] }).locations[0]!).module, 'greeter');
+    assert.equal((ok.structuredContent as { locations: { module: string }[] }).locations[0]!.module, 'greeter');
     for (const [name, args] of [
       ['lsp_locate', { ...other, symbol: 'greet' }],
       ['lsp_ask_batch', { ...other, queries: [{ symbol: 'greet' }] }],

@@ -21,7 +21,10 @@ async function connect(url: string, headers: Record<string, string> = {}): Promi
 }
 
 const daemon = askSuite({
-  uploads: [[root, 'ask-ts'], [cpp, 'callgraph-cpp']],
+  uploads: [
+    [root, 'ask-ts'],
+    [cpp, 'callgraph-cpp'],
+  ],
   ready: async (url) => {
     client = await connect(url);
   },
@@ -72,7 +75,12 @@ test('each tool over MCP answers like its HTTP route', { timeout: 180_000 }, asy
     { tool: 'lsp_symbols', args: { query: 'close' }, route: '/v1/code/lsp', body: { op: 'workspaceSymbols', query: 'close' } },
     { tool: 'lsp_diagnostics', args: { path: 'src/main.ts' }, route: '/v1/code/lsp', body: { op: 'diagnostics', path: 'src/main.ts' } },
     // A GET route: `body` is its query string.
-    { tool: 'read_file', args: { path: 'src/main.ts', start: 1, end: 3 }, route: `/v1/roots/${root.org}/${root.repo}/${root.sha}/files/src/main.ts`, body: { start: 1, end: 3 } },
+    {
+      tool: 'read_file',
+      args: { path: 'src/main.ts', start: 1, end: 3 },
+      route: `/v1/roots/${root.org}/${root.repo}/${root.sha}/files/src/main.ts`,
+      body: { start: 1, end: 3 },
+    },
     // A diff names its two roots itself (a root diffed with itself changes nothing).
     { tool: 'diff', args: { base: root.sha, head: root.sha }, route: '/v1/diff', body: { base: root.sha, head: root.sha } },
     { tool: 'lsp_incoming_calls', args: { ...pos, depth: 2 }, route: '/v1/code/lsp', body: { op: 'incomingCalls', ...pos, depth: 2 } },

@@ -130,7 +130,7 @@ describe('auth', () => {
     await sighupUntilLogged('tokens file rejected, keeping the previous tokens');
     assert.equal(await status(req('GET', `/v1/roots/globex/web/${SHA2}`, later.secret)), 200);
     assert.equal(await status(req('GET', `/v1/roots/acme/api/${SHA1}`, acmeRo.secret)), 200);
-    assert.ok(!JSON.stringify(d.logs).includes('plaintext'), 'the rejected file\'s content was logged');
+    assert.ok(!JSON.stringify(d.logs).includes('plaintext'), "the rejected file's content was logged");
   });
 });
 

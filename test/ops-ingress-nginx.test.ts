@@ -63,7 +63,11 @@ describe('ingress-nginx annotations and images/nginx/lspd.conf', () => {
   });
 
   it('set nothing about proxying that no annotation says', () => {
-    const rendered = new Set(Object.entries(ingress.metadata.annotations).filter(([k]) => k.startsWith(PREFIX)).map(([k, v]) => RENDERS[k.slice(PREFIX.length)]!(v).name));
+    const rendered = new Set(
+      Object.entries(ingress.metadata.annotations)
+        .filter(([k]) => k.startsWith(PREFIX))
+        .map(([k, v]) => RENDERS[k.slice(PREFIX.length)]!(v).name),
+    );
     for (const d of [...server, ...location]) {
       if (!/^(proxy_|client_)/.test(d.name)) continue;
       assert.ok(rendered.has(d.name) || ALWAYS.test(d.name), `${d.name} in lspd.conf has no annotation in ingress.yaml`);

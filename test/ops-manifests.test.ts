@@ -24,7 +24,9 @@ interface K8s {
 
 function load(): { file: string; doc: Document; obj: K8s }[] {
   const out: { file: string; doc: Document; obj: K8s }[] = [];
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort()) {
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith('.yaml'))
+    .sort()) {
     for (const doc of parseAllDocuments(readFileSync(join(dir, file), 'utf8'))) {
       assert.deepEqual(doc.errors, [], `${file} does not parse`);
       if (doc.contents === null) continue;
@@ -99,7 +101,10 @@ describe('Kubernetes manifests', () => {
     const cfg = loadConfig(cfgMap.data as NodeJS.ProcessEnv, '/');
     const ss = one('StatefulSet').obj;
     const c = ss.spec.template.spec.containers[0];
-    assert.ok(c.envFrom.some((e: { configMapRef?: { name: string } }) => e.configMapRef?.name === cfgMap.metadata.name), 'envFrom the ConfigMap');
+    assert.ok(
+      c.envFrom.some((e: { configMapRef?: { name: string } }) => e.configMapRef?.name === cfgMap.metadata.name),
+      'envFrom the ConfigMap',
+    );
     const mounts = new Map<string, string>(c.volumeMounts.map((m: { name: string; mountPath: string }) => [m.name, m.mountPath]));
     assert.equal(cfg.dataDir, mounts.get('data'), 'the data volume is LSPD_DATA');
     assert.ok(ss.spec.volumeClaimTemplates.some((v: { metadata: { name: string } }) => v.metadata.name === 'data'));
@@ -167,14 +172,59 @@ describe('Kubernetes manifests', () => {
     for (const s of p.syscalls) assert.equal(s.action, 'SCMP_ACT_ALLOW');
     const allowed = p.syscalls.flatMap((s) => s.names);
     assert.equal(new Set(allowed).size, allowed.length, 'no duplicates');
-    for (const need of ['clone', 'clone3', 'unshare', 'mount', 'umount2', 'pivot_root', 'sethostname', 'seccomp', 'prctl', 'capset', 'setuid', 'setgid', 'execve', 'wait4', 'socketpair']) {
+    for (const need of [
+      'clone',
+      'clone3',
+      'unshare',
+      'mount',
+      'umount2',
+      'pivot_root',
+      'sethostname',
+      'seccomp',
+      'prctl',
+      'capset',
+      'setuid',
+      'setgid',
+      'execve',
+      'wait4',
+      'socketpair',
+    ]) {
       assert.ok(allowed.includes(need), `bwrap/lspd need ${need}`);
     }
     for (const deny of [
-      'io_uring_setup', 'io_uring_enter', 'io_uring_register', 'bpf', 'ptrace', 'process_vm_readv', 'process_vm_writev',
-      'kexec_load', 'kexec_file_load', 'init_module', 'finit_module', 'delete_module', 'open_by_handle_at', 'name_to_handle_at',
-      'keyctl', 'add_key', 'request_key', 'perf_event_open', 'userfaultfd', 'reboot', 'swapon', 'swapoff', 'acct',
-      'mount_setattr', 'move_mount', 'open_tree', 'fsopen', 'fsmount', 'setns', 'mknod', 'mknodat', 'quotactl', 'lookup_dcookie',
+      'io_uring_setup',
+      'io_uring_enter',
+      'io_uring_register',
+      'bpf',
+      'ptrace',
+      'process_vm_readv',
+      'process_vm_writev',
+      'kexec_load',
+      'kexec_file_load',
+      'init_module',
+      'finit_module',
+      'delete_module',
+      'open_by_handle_at',
+      'name_to_handle_at',
+      'keyctl',
+      'add_key',
+      'request_key',
+      'perf_event_open',
+      'userfaultfd',
+      'reboot',
+      'swapon',
+      'swapoff',
+      'acct',
+      'mount_setattr',
+      'move_mount',
+      'open_tree',
+      'fsopen',
+      'fsmount',
+      'setns',
+      'mknod',
+      'mknodat',
+      'quotactl',
+      'lookup_dcookie',
     ]) {
       assert.ok(!allowed.includes(deny), `${deny} must not be allowed`);
     }

@@ -72,7 +72,21 @@ describe('metrics', () => {
       assert.match(m.name, /^lspd_[a-z]+_[a-z_]+$|^lspd_sessions$/, `${m.name}: lspd_<area>_<thing>`);
       assert.equal(types.get(m.name), String(m.type), `${m.name} exported as ${String(m.type)}`);
     }
-    for (const name of ['lspd_http_request_seconds', 'lspd_sessions', 'lspd_session_spawns_total', 'lspd_session_crashes_total', 'lspd_session_restarts_total', 'lspd_cache_requests_total', 'lspd_upload_bytes_total', 'lspd_upload_seconds', 'lspd_fetch_seconds', 'lspd_jail_canary', 'lspd_store_roots_bytes', 'lspd_store_roots', 'lspd_store_evictions_total']) {
+    for (const name of [
+      'lspd_http_request_seconds',
+      'lspd_sessions',
+      'lspd_session_spawns_total',
+      'lspd_session_crashes_total',
+      'lspd_session_restarts_total',
+      'lspd_cache_requests_total',
+      'lspd_upload_bytes_total',
+      'lspd_upload_seconds',
+      'lspd_fetch_seconds',
+      'lspd_jail_canary',
+      'lspd_store_roots_bytes',
+      'lspd_store_roots',
+      'lspd_store_evictions_total',
+    ]) {
       assert.ok(types.has(name), `${name} missing`);
     }
   });

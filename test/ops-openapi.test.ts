@@ -81,7 +81,8 @@ function routesInSource(): string[] {
   for (const f of readdirSync(dir).filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'))) {
     const text = readFileSync(join(dir, f), 'utf8');
     // A trailing wildcard is documented as the `{path}` parameter (the files route).
-    for (const m of text.matchAll(/\bapp\.(get|put|post|delete|patch)(?:<[^>]*>)?\(\s*'([^']+)'/g)) out.push(`${m[1]!.toUpperCase()} ${m[2]!.replace(/\/\*$/, '/:path')}`);
+    for (const m of text.matchAll(/\bapp\.(get|put|post|delete|patch)(?:<[^>]*>)?\(\s*'([^']+)'/g))
+      out.push(`${m[1]!.toUpperCase()} ${m[2]!.replace(/\/\*$/, '/:path')}`);
   }
   return out;
 }
@@ -136,7 +137,19 @@ describe('OpenAPI document', () => {
     const source = routesInSource();
     assert.ok(source.length >= 10, `found only ${source.length} routes in src/http/routes`);
     for (const r of source) assert.ok(documented.has(r), `${r} is registered but not in /docs/json`);
-    for (const r of ['GET /livez', 'GET /readyz', 'GET /metrics', 'PUT /v1/roots/:org/:repo/:sha', 'GET /v1/roots/:org/:repo/:sha', 'DELETE /v1/roots/:org/:repo/:sha', 'GET /v1/roots', 'POST /v1/code/lsp', 'POST /ask', 'GET /docs', 'GET /docs/json']) {
+    for (const r of [
+      'GET /livez',
+      'GET /readyz',
+      'GET /metrics',
+      'PUT /v1/roots/:org/:repo/:sha',
+      'GET /v1/roots/:org/:repo/:sha',
+      'DELETE /v1/roots/:org/:repo/:sha',
+      'GET /v1/roots',
+      'POST /v1/code/lsp',
+      'POST /ask',
+      'GET /docs',
+      'GET /docs/json',
+    ]) {
       assert.ok(documented.has(r), `${r} (API.md) is not in /docs/json`);
     }
     for (const r of documented) {
@@ -144,7 +157,11 @@ describe('OpenAPI document', () => {
       const url = path.replace(':org', 'acme').replace(':repo', 'api').replace(':sha', SHA1);
       // PUT is probed as GET: the same path, without storing anything.
       const post = method === 'POST';
-      const res = await fetch(d.url + url, { method: method === 'PUT' ? 'GET' : method, headers: post ? { 'content-type': 'application/json' } : {}, body: post ? '{}' : undefined });
+      const res = await fetch(d.url + url, {
+        method: method === 'PUT' ? 'GET' : method,
+        headers: post ? { 'content-type': 'application/json' } : {},
+        body: post ? '{}' : undefined,
+      });
       const text = await res.text();
       if (res.status === 404) assert.doesNotMatch(text, /"no_such_route"/, `${r} is documented but not served`);
     }

@@ -24,7 +24,11 @@ function pins(): Record<string, string> {
 }
 
 /** The Debian package name the Dockerfile derives from a pin variable: DEB_GOLANG_GO → golang-go (IMAGE_DEB_, BUILD_DEB_ alike). */
-const debName = (v: string) => v.replace(/^(IMAGE_|BUILD_)?DEB_/, '').toLowerCase().replace(/_/g, '-');
+const debName = (v: string) =>
+  v
+    .replace(/^(IMAGE_|BUILD_)?DEB_/, '')
+    .toLowerCase()
+    .replace(/_/g, '-');
 
 /** Stages that download an artefact a pin's sha256 then decides on, and the unpinned tools each may install to do so. */
 const artefactStages: Record<string, string[]> = {
@@ -43,7 +47,11 @@ function setupRows(): { name: string; pinVar: string }[] {
 /** The Dockerfile's instructions with line continuations joined and comment lines dropped (as docker does). */
 function instructions(): string[] {
   const lines = dockerfile.split('\n').filter((l) => !/^\s*#/.test(l));
-  return lines.join('\n').replace(/\\\n/g, ' ').split('\n').filter((l) => l.trim() !== '');
+  return lines
+    .join('\n')
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .filter((l) => l.trim() !== '');
 }
 
 describe('image pins', () => {
@@ -73,7 +81,10 @@ describe('image pins', () => {
     for (const r of rows) assert.equal(r.name, debName(r.pinVar), `setup.sh installs ${r.name} from ${r.pinVar}`);
     // The builder runs setup.sh itself; the runtime installs every DEB_ pin by that derivation.
     const run = instructions();
-    assert.ok(run.some((l) => /^RUN bash images\/setup\.sh\b/.test(l)), 'builder runs images/setup.sh');
+    assert.ok(
+      run.some((l) => /^RUN bash images\/setup\.sh\b/.test(l)),
+      'builder runs images/setup.sh',
+    );
     const runtimeLoop = run.find((l) => l.includes('/opt/lspd/images/pins.env') && l.includes('apt-get install'));
     assert.ok(runtimeLoop, 'runtime installs from pins.env');
     // DEB_* and IMAGE_DEB_* (never BUILD_DEB_*), named as debName names them.
@@ -81,18 +92,30 @@ describe('image pins', () => {
     assert.ok(runtimeLoop!.includes(`name=$(echo "\${var#IMAGE_}" | sed 's/^DEB_//' | tr 'A-Z_' 'a-z-')`), runtimeLoop);
     assert.match(runtimeLoop!, /pkgs="\$pkgs \$name=\$version"/);
     // The image-only Debian pins are the JDK and Ruby the jdtls and ruby-lsp rows run on.
-    assert.deepEqual(Object.keys(p).filter((k) => k.startsWith('IMAGE_DEB_')).map(debName).sort(), ['openjdk-17-jdk-headless', 'ruby']);
+    assert.deepEqual(
+      Object.keys(p)
+        .filter((k) => k.startsWith('IMAGE_DEB_'))
+        .map(debName)
+        .sort(),
+      ['openjdk-17-jdk-headless', 'ruby'],
+    );
     // Test-only pins: named in TEST_ONLY_DEB, each with a comment in pins.env saying
     // which test needs it; the runtime loop skips them, and so does the builder's
     // set-up (--runtime), as `npm start` does.
     assert.deepEqual(testOnly, ['DEB_NGINX'], 'nginx is the test-only package');
-    const comments = read('images/pins.env').split('\n').filter((l) => l.startsWith('#')).join('\n');
+    const comments = read('images/pins.env')
+      .split('\n')
+      .filter((l) => l.startsWith('#'))
+      .join('\n');
     for (const v of testOnly) {
       assert.ok(debVars.includes(v), `${v} is a DEB_ pin`);
       assert.match(comments, new RegExp(`#\\s+${debName(v)}: .*test/[\\w-]+\\.test\\.ts`), `pins.env says why ${v} is test-only`);
     }
     assert.match(runtimeLoop!, /case " \$TEST_ONLY_DEB " in \*" \$var "\*\) continue ;; esac;/);
-    assert.ok(run.some((l) => /^RUN bash images\/setup\.sh --runtime\b/.test(l)), 'the builder skips test-only packages');
+    assert.ok(
+      run.some((l) => /^RUN bash images\/setup\.sh --runtime\b/.test(l)),
+      'the builder skips test-only packages',
+    );
     assert.match(setup, /\[\[ " \$TEST_ONLY_DEB " == \*" \$var "\* \]\]; then\n\s+\[ \$runtime = 1 \] && continue/);
     const scripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
     assert.equal(scripts.prestart, 'bash images/setup.sh --runtime');
@@ -104,7 +127,11 @@ describe('image pins', () => {
     const stages = dockerfile.split(/^FROM /m).slice(1);
     for (const stage of stages) {
       const name = /^\S+ AS (\S+)/.exec(stage)?.[1] ?? '?';
-      const body = stage.split('\n').filter((l) => !/^\s*#/.test(l)).join('\n').replace(/\\\n/g, ' ');
+      const body = stage
+        .split('\n')
+        .filter((l) => !/^\s*#/.test(l))
+        .join('\n')
+        .replace(/\\\n/g, ' ');
       for (const m of body.matchAll(/apt-get install ([^;&\n]*)/g)) {
         const words = m[1]!.split(/\s+/).filter((w) => w && !w.startsWith('-'));
         for (const w of words) {
@@ -130,14 +157,23 @@ describe('image pins', () => {
       assert.match(body!, /^RUN set -eu; \. \/tmp\/pins\.env;/m, `${stage} sources pins.env`);
     }
     assert.deepEqual(
-      dockerfile.split('\n').filter((l) => /^ARG /.test(l)).map((l) => l.split('=')[0]),
+      dockerfile
+        .split('\n')
+        .filter((l) => /^ARG /.test(l))
+        .map((l) => l.split('=')[0]),
       ['ARG NODE_VERSION'],
       'no version lives in the Dockerfile but Node (FROM needs it before any file is read)',
     );
   });
 
   it('installs npm packages only from package-lock.json, at the exact versions package.json pins', () => {
-    assert.doesNotMatch(dockerfile.split('\n').filter((l) => !/^\s*#/.test(l)).join('\n'), /\bnpm (install|i|add)\b|\bnpx\b|\byarn\b|\bpnpm\b/);
+    assert.doesNotMatch(
+      dockerfile
+        .split('\n')
+        .filter((l) => !/^\s*#/.test(l))
+        .join('\n'),
+      /\bnpm (install|i|add)\b|\bnpx\b|\byarn\b|\bpnpm\b/,
+    );
     assert.match(setup, /npm ci --ignore-scripts/);
     const pkg = JSON.parse(read('package.json')) as Record<string, Record<string, string> | undefined>;
     const lock = JSON.parse(read('package-lock.json')) as { packages: Record<string, { version?: string }> };
@@ -166,7 +202,11 @@ describe('image pins', () => {
     assert.match(p.JDTLS_SHA256 ?? '', /^[0-9a-f]{64}$/);
     const all = instructions().join('\n');
     assert.match(all, /download\.eclipse\.org\/jdtls\/milestones\/\$\{JDTLS_VERSION\}\/jdt-language-server-\$\{JDTLS_VERSION\}-\$\{JDTLS_TIMESTAMP\}\.tar\.gz/);
-    assert.match(all, /echo "\$\{JDTLS_SHA256\}  \/tmp\/jdtls\.tar\.gz" \| sha256sum -c -; .*tar -xzf \/tmp\/jdtls\.tar\.gz -C \/usr\/local\/share\/jdtls/, 'checked before it is unpacked');
+    assert.match(
+      all,
+      /echo "\$\{JDTLS_SHA256\}  \/tmp\/jdtls\.tar\.gz" \| sha256sum -c -; .*tar -xzf \/tmp\/jdtls\.tar\.gz -C \/usr\/local\/share\/jdtls/,
+      'checked before it is unpacked',
+    );
     assert.match(all, /^COPY --from=jdtls \/usr\/local\/share\/jdtls\/ \/usr\/local\/share\/jdtls\/$/m);
     const row = realRows().find((r) => r.name === 'jdtls')!;
     assert.equal(row.argv[0], JAVA);
@@ -174,7 +214,9 @@ describe('image pins', () => {
     assert.ok(row.argv.includes(`${JDTLS_HOME}/launcher.jar`) && all.includes('ln -s "$1" launcher.jar'));
     // Its writable configuration area is in the jail's tmp; the shipped one is shared, read-only.
     assert.deepEqual(row.argv.slice(row.argv.indexOf('-configuration'), row.argv.indexOf('-configuration') + 2), ['-configuration', '/tmp/jdtls-config']);
-    assert.ok(row.argv.includes(`-Dosgi.sharedConfiguration.area=${JDTLS_HOME}/config_linux`) && row.argv.includes('-Dosgi.sharedConfiguration.area.readOnly=true'));
+    assert.ok(
+      row.argv.includes(`-Dosgi.sharedConfiguration.area=${JDTLS_HOME}/config_linux`) && row.argv.includes('-Dosgi.sharedConfiguration.area.readOnly=true'),
+    );
   });
 
   it('pins ruby-lsp and every gem it needs by version and sha256, installed with no resolution', () => {
@@ -183,7 +225,10 @@ describe('image pins', () => {
     assert.deepEqual(gems.map(([, v]) => v.split('@')[0]).sort(), ['language_server-protocol', 'logger', 'prism', 'rbs', 'ruby-lsp', 'sorbet-runtime']);
     for (const [k, v] of gems) assert.match(v, /^[a-z][a-z0-9_-]*@\d+(\.\d+)+@[0-9a-f]{64}$/, k);
     const all = instructions().join('\n');
-    assert.match(all, /curl -fsSL -o "\/tmp\/gems\/\$\{name\}-\$\{version\}\.gem" "https:\/\/rubygems\.org\/gems\/\$\{name\}-\$\{version\}\.gem"; +echo "\$\{sha\}  \/tmp\/gems\/\$\{name\}-\$\{version\}\.gem" \| sha256sum -c -;/);
+    assert.match(
+      all,
+      /curl -fsSL -o "\/tmp\/gems\/\$\{name\}-\$\{version\}\.gem" "https:\/\/rubygems\.org\/gems\/\$\{name\}-\$\{version\}\.gem"; +echo "\$\{sha\}  \/tmp\/gems\/\$\{name\}-\$\{version\}\.gem" \| sha256sum -c -;/,
+    );
     assert.match(all, /gem install --local --ignore-dependencies --no-document/);
     assert.doesNotMatch(all.replace(/gem install --local --ignore-dependencies/g, ''), /gem install|bundle install/);
     assert.match(all, /^COPY --from=ruby-lsp \/usr\/local\/lib\/ruby-lsp\/ \/usr\/local\/lib\/ruby-lsp\/$/m);

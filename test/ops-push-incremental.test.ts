@@ -25,7 +25,8 @@ interface Pushed {
 }
 
 /** Source-like text that gzip cannot shrink to nothing: each file differs. */
-const text = (seed: number, lines: number) => Array.from({ length: lines }, (_, i) => `export const v${seed}_${i} = ${(seed * 7919 + i * 104729) % 1000003};`).join('\n') + '\n';
+const text = (seed: number, lines: number) =>
+  Array.from({ length: lines }, (_, i) => `export const v${seed}_${i} = ${(seed * 7919 + i * 104729) % 1000003};`).join('\n') + '\n';
 
 describe('lspd push, incremental', () => {
   let d: Daemon;
@@ -80,7 +81,7 @@ describe('lspd push, incremental', () => {
     assert.equal(incr.created, true);
     assert.equal(incr.sent_as_layer_over, first, 'HEAD~1 was found on the daemon');
     assert.equal(incr.base, first);
-    assert.equal(incr.git_tree, treeOf(repo, second), 'the daemon checked the tree id and stored the commit\'s tree');
+    assert.equal(incr.git_tree, treeOf(repo, second), "the daemon checked the tree id and stored the commit's tree");
     assert.equal(received, incr.sent_bytes, 'the daemon received exactly what the CLI counted');
     assert.ok(incr.sent_bytes * 10 < full.sent_bytes, `the change (${incr.sent_bytes} B) is far smaller than the tree (${full.sent_bytes} B)`);
     assert.equal(incr.files, 120 + 1 + 1 - 1, 'one added, one deleted, the old dir gone');

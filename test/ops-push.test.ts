@@ -141,7 +141,7 @@ describe('lspd push', () => {
 });
 
 describe('lspd push retries', () => {
-  it('retries 5xx with back-off, sending a complete gzip\'d tar each time', async () => {
+  it("retries 5xx with back-off, sending a complete gzip'd tar each time", async () => {
     const repo = tempDir('lspd-push-retry-');
     const sha = gitRepo(repo, FILES);
     const seen: { headers: IncomingMessage['headers']; body: Buffer }[] = [];

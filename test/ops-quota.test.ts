@@ -41,9 +41,6 @@ describe('disk quota with held sessions', { skip: cannotJail() }, () => {
     }
     await uploadFixture(d.url, key(5), FX);
     assert.equal(d.store.get(key(1)), undefined, 'released, the oldest root is evicted');
-    assert.ok(
-      await waitFor(() => d.lsp.pool.sessionsOf(rootId(key(1))).length === 0, 10_000, 50),
-      'the evicted root has no session left',
-    );
+    assert.ok(await waitFor(() => d.lsp.pool.sessionsOf(rootId(key(1))).length === 0, 10_000, 50), 'the evicted root has no session left');
   });
 });

@@ -28,7 +28,19 @@ describe('README', () => {
   });
 
   it('has the operator sections', () => {
-    for (const h of ['## Run it', '### Other hosts', '## Configuration', '## Auth', '## The command line', '## Deploy', '### Kubernetes', '## Scale-out', '## Metrics', '## Security model', '## Failure behaviour']) {
+    for (const h of [
+      '## Run it',
+      '### Other hosts',
+      '## Configuration',
+      '## Auth',
+      '## The command line',
+      '## Deploy',
+      '### Kubernetes',
+      '## Scale-out',
+      '## Metrics',
+      '## Security model',
+      '## Failure behaviour',
+    ]) {
       assert.ok(readme.includes(`\n${h}`), `README lacks "${h}"`);
     }
   });

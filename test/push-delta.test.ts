@@ -52,7 +52,7 @@ describe('lspd push layers from git', () => {
     return { delta: delta as Delta, answer: await put(s.url, `acme/${repo}/${head}?base=${base}`, body, headers) };
   }
 
-  it('composes every kind of change into the head commit\'s exact tree', async () => {
+  it("composes every kind of change into the head commit's exact tree", async () => {
     const dir = repoDir();
     write(dir, {
       'a/b/c/deep.ts': 'deep\n',
@@ -87,7 +87,7 @@ describe('lspd push layers from git', () => {
     assert.ok(!delta.files.some((f) => f.path === 'same.ts'));
   });
 
-  it('with export-ignore: no tree id, and still the full archive\'s tree', async () => {
+  it("with export-ignore: no tree id, and still the full archive's tree", async () => {
     const dir = repoDir();
     write(dir, { '.gitattributes': 'secret/** export-ignore\n', 'secret/s.ts': 's\n', 'pub.ts': 'p\n' });
     const base = commitAll(dir, 'base');

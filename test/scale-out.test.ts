@@ -127,9 +127,11 @@ async function isReady(r: Replica): Promise<boolean> {
 /** n at a time, in order of `items`. */
 async function eachLimit<T>(items: readonly T[], n: number, fn: (t: T) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: n }, async () => {
-    while (next < items.length) await fn(items[next++]!);
-  }));
+  await Promise.all(
+    Array.from({ length: n }, async () => {
+      while (next < items.length) await fn(items[next++]!);
+    }),
+  );
 }
 
 /** The replica that finally answered a logged request (after any that refused the connection). */
@@ -230,10 +232,11 @@ describe('scale-out behind nginx (consistent hash on x-lspd-route-key)', { timeo
 
     // Each root is on exactly one replica, the one nginx's hash names for its key.
     const held = new Map<string, string>();
-    for (const r of replicas) for (const key of await listing(r)) {
-      assert.ok(!held.has(key), `${key} on two replicas`);
-      held.set(key, r.addr);
-    }
+    for (const r of replicas)
+      for (const key of await listing(r)) {
+        assert.ok(!held.has(key), `${key} on two replicas`);
+        held.set(key, r.addr);
+      }
     assert.equal(held.size, REPOS);
     for (const r of repos) assert.equal(held.get(r.key), chashPick(ng.replicas, r.key), `${r.key} is where the ring says`);
     for (const p of pushes) assert.equal(p.upstream, held.get(p.route_key), `${p.route_key} uploaded where it is held`);
@@ -269,7 +272,7 @@ describe('scale-out behind nginx (consistent hash on x-lspd-route-key)', { timeo
     const since = uploadsNow();
     const log = await queryAll(repos);
     const moved = uploadedSince(since);
-    assert.deepEqual([...moved.keys()].sort(), cRepos.map((r) => r.name).sort(), 'exactly C\'s repos uploaded');
+    assert.deepEqual([...moved.keys()].sort(), cRepos.map((r) => r.name).sort(), "exactly C's repos uploaded");
     for (const [name, n] of moved) assert.equal(n, 1, `${name}: one upload`);
     const others = ['A', 'B'].map((n) => replicas.find((r) => r.name === n)!.addr);
     for (const r of repos) {
@@ -287,7 +290,10 @@ describe('scale-out behind nginx (consistent hash on x-lspd-route-key)', { timeo
     }
 
     // The endpoints controller drops C (its /readyz is gone): the same placement, no upload.
-    assert.deepEqual((await gate(replicas.filter((r) => r !== c))).map((r) => r.name), ['A', 'B']);
+    assert.deepEqual(
+      (await gate(replicas.filter((r) => r !== c))).map((r) => r.name),
+      ['A', 'B'],
+    );
     const since2 = uploadsNow();
     const again = await queryAll(cRepos);
     assert.equal(uploadedSince(since2).size, 0, 'the gated list places them where the passive check did');
@@ -300,14 +306,20 @@ describe('scale-out behind nginx (consistent hash on x-lspd-route-key)', { timeo
     const c = await start('C', 2, { LSPD_LISTEN: old.addr }, old.daemon.dataDir);
     assert.equal(c.addr, old.addr);
     const abc = replicas.filter((r) => ['A', 'B', 'C'].includes(r.name));
-    assert.deepEqual((await gate(abc)).map((r) => r.name), ['A', 'B', 'C']);
+    assert.deepEqual(
+      (await gate(abc)).map((r) => r.name),
+      ['A', 'B', 'C'],
+    );
     const since = uploadsNow();
     await queryAll(repos);
     assert.equal(uploadedSince(since).size, 0, 'C still holds its roots: nothing to upload');
     const before = new Map(home);
 
     const d = await start('D', 3);
-    assert.deepEqual((await gate([...abc, d])).map((r) => r.name), ['A', 'B', 'C', 'D']);
+    assert.deepEqual(
+      (await gate([...abc, d])).map((r) => r.name),
+      ['A', 'B', 'C', 'D'],
+    );
     const since2 = uploadsNow();
     const log = await queryAll(repos);
     const moved = uploadedSince(since2);
@@ -315,10 +327,18 @@ describe('scale-out behind nginx (consistent hash on x-lspd-route-key)', { timeo
     for (const r of repos) {
       const mine = log.filter((x) => x.route_key === r.key);
       if (moved.has(r.name)) {
-        assert.deepEqual(mine.map((x) => `${x.method} ${x.status}`), ['POST 409', 'PUT 201', 'POST 200'], r.key);
+        assert.deepEqual(
+          mine.map((x) => `${x.method} ${x.status}`),
+          ['POST 409', 'PUT 201', 'POST 200'],
+          r.key,
+        );
         for (const x of mine) assert.equal(x.upstream, d.addr, `${r.key} moved to D, not between old replicas`);
       } else {
-        assert.deepEqual(mine.map((x) => `${x.method} ${x.status}`), ['POST 200'], `${r.key}: no 409, no upload`);
+        assert.deepEqual(
+          mine.map((x) => `${x.method} ${x.status}`),
+          ['POST 200'],
+          `${r.key}: no 409, no upload`,
+        );
         assert.equal(mine[0]!.upstream, before.get(r.key), `${r.key} stayed`);
       }
     }
@@ -328,7 +348,13 @@ describe('scale-out behind nginx (consistent hash on x-lspd-route-key)', { timeo
     // happens in about 0.07% of port draws: the bound below catches a reshuffle,
     // which would move about three quarters.)
     const ring = chashRing(ng.replicas);
-    assert.deepEqual([...moved.keys()].sort(), repos.filter((r) => ring.pick(r.key) === d.addr).map((r) => r.name).sort());
+    assert.deepEqual(
+      [...moved.keys()].sort(),
+      repos
+        .filter((r) => ring.pick(r.key) === d.addr)
+        .map((r) => r.name)
+        .sort(),
+    );
     const sample = 20_000;
     let toD = 0;
     for (let k = 0; k < sample; k++) if (ring.pick(`org${k % 97}/repo-${k}`) === d.addr) toD++;
@@ -341,7 +367,7 @@ describe('scale-out behind nginx (consistent hash on x-lspd-route-key)', { timeo
 
   it('4. a replica whose jail canary fails is never ready and, through the readiness gate, gets no traffic', async () => {
     const e = await start('E', 4, { LSPD_BWRAP_PATH: '/nonexistent/bwrap' });
-    const ready = await (await fetch(e.daemon.url + '/readyz')).json() as { ready: boolean; reason?: string };
+    const ready = (await (await fetch(e.daemon.url + '/readyz')).json()) as { ready: boolean; reason?: string };
     assert.equal(ready.ready, false);
     assert.match(ready.reason ?? '', /bwrap|bubblewrap/i);
     const four = replicas.filter((r) => r !== e);
@@ -363,11 +389,17 @@ describe('scale-out behind nginx (consistent hash on x-lspd-route-key)', { timeo
       await client.close();
     }
     const probe = (await ng.accessLog()).slice(from);
-    assert.deepEqual(probe.map((x) => `${x.method} ${x.status} ${byAddr(x.upstream)}`), ['POST 503 E']);
+    assert.deepEqual(
+      probe.map((x) => `${x.method} ${x.status} ${byAddr(x.upstream)}`),
+      ['POST 503 E'],
+    );
     const eBefore = await metrics(e);
 
     // The gate, as a readinessProbe on /readyz: E is left out.
-    assert.deepEqual((await gate(all)).map((r) => r.name), ['A', 'B', 'C', 'D']);
+    assert.deepEqual(
+      (await gate(all)).map((r) => r.name),
+      ['A', 'B', 'C', 'D'],
+    );
     const since = uploadsNow();
     const before = new Map(home);
     const log = await queryAll(repos);
@@ -418,9 +450,18 @@ describe('scale-out behind nginx (consistent hash on x-lspd-route-key)', { timeo
     const from = (await ng.accessLog()).length;
     const out = await runCli(['push', '--org', ORG, '--repo', 'hot', '--spread', '3', '--url', ng.url], { cwd: dir, timeoutMs: 120_000 });
     assert.equal(out.code, 0, out.stderr);
-    assert.deepEqual(out.stdout.trim().split('\n').map((l) => /\(route key (\S+)\)/.exec(l)?.[1]), keys);
+    assert.deepEqual(
+      out.stdout
+        .trim()
+        .split('\n')
+        .map((l) => /\(route key (\S+)\)/.exec(l)?.[1]),
+      keys,
+    );
     const puts = (await ng.accessLog()).slice(from);
-    assert.deepEqual(puts.map((x) => x.route_key), keys);
+    assert.deepEqual(
+      puts.map((x) => x.route_key),
+      keys,
+    );
     for (const x of puts) assert.equal(x.upstream, ring.pick(x.route_key));
     const homes = new Set(keys.map((k) => ring.pick(k)));
     for (const r of replicas) if (homes.has(r.addr)) assert.ok((await listing(r)).has(hot.key), `${r.name} holds the hot repo`);

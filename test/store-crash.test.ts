@@ -37,7 +37,11 @@ it('a daemon killed mid-upload restarts with no root and no staging', async () =
     assert.deepEqual(await r.json(), { error: 'not_found', message: 'No such root.', need: 'tree' });
 
     // The restarted daemon takes the same upload whole.
-    const again = await fetch(`${restarted.url}/v1/roots/acme/api/${SHA(1)}`, { method: 'PUT', body: tarBuf, headers: { 'content-type': 'application/x-tar' } });
+    const again = await fetch(`${restarted.url}/v1/roots/acme/api/${SHA(1)}`, {
+      method: 'PUT',
+      body: tarBuf,
+      headers: { 'content-type': 'application/x-tar' },
+    });
     assert.equal(again.status, 201);
     assert.equal(((await again.json()) as { files: number }).files, 3001);
   } finally {

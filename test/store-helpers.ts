@@ -126,7 +126,11 @@ export async function packTar(entries: PackEntry[]): Promise<Buffer> {
     const data = typeof e.data === 'string' ? Buffer.from(e.data) : e.data;
     const mode = e.mode ?? (type === 'directory' ? 0o755 : 0o644);
     await new Promise<void>((res, rej) =>
-      p.entry({ name: e.name, type, mode, linkname: e.linkname, size: type === 'file' ? (data?.length ?? 0) : 0 }, type === 'file' ? (data ?? Buffer.alloc(0)) : Buffer.alloc(0), (err) => (err ? rej(err) : res())),
+      p.entry(
+        { name: e.name, type, mode, linkname: e.linkname, size: type === 'file' ? (data?.length ?? 0) : 0 },
+        type === 'file' ? (data ?? Buffer.alloc(0)) : Buffer.alloc(0),
+        (err) => (err ? rej(err) : res()),
+      ),
     );
   }
   p.finalize();

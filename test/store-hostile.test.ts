@@ -23,7 +23,11 @@ function chain(n: number, depth: number, bump: boolean): PackEntry[] {
 }
 
 /** PUT while polling /livez; every poll must be answered (a generous ceiling: "answered", not "fast"). */
-async function putWatchingLivez(d: Daemon, path: string, body: Buffer): Promise<{ status: number; body: Record<string, unknown>; polls: number; unanswered: number }> {
+async function putWatchingLivez(
+  d: Daemon,
+  path: string,
+  body: Buffer,
+): Promise<{ status: number; body: Record<string, unknown>; polls: number; unanswered: number }> {
   let done = false;
   let polls = 0;
   let unanswered = 0;

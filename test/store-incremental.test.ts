@@ -11,7 +11,20 @@ import { dirname, join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { archiveOf, commitAll, git, snapshot, treeOf } from './helpers/git-trees.js';
-import { SHA, assertNothingStored, call, packTar, put, rawFile, rawHeader, startServer, tarOf, until, type PackEntry, type TestServer } from './store-helpers.js';
+import {
+  SHA,
+  assertNothingStored,
+  call,
+  packTar,
+  put,
+  rawFile,
+  rawHeader,
+  startServer,
+  tarOf,
+  until,
+  type PackEntry,
+  type TestServer,
+} from './store-helpers.js';
 
 const TAR = { 'content-type': 'application/x-tar' };
 const withTree = (tree: string) => ({ ...TAR, 'x-lspd-git-tree': tree });
@@ -110,7 +123,7 @@ describe('incremental roots', () => {
     assert.equal(r.status, 201, JSON.stringify(r.body));
     assert.equal(r.body.git_tree, treeOf(repo, b));
     assert.equal(r.body.base, a);
-    assert.equal(r.body.stored_bytes, layerBytes, 'only the layer\'s bytes were written');
+    assert.equal(r.body.stored_bytes, layerBytes, "only the layer's bytes were written");
     assert.equal(await gauge(), before + layerBytes, 'the quota is charged what the root added');
 
     const full = await put(s.url, `acme/full/${b}`, archiveOf(repo, b), withTree(treeOf(repo, b)));
@@ -122,9 +135,9 @@ describe('incremental roots', () => {
     assert.match(composed['tool.sh']!, /^file 755 /);
 
     const ino = (key: { org: string; repo: string; sha: string }, p: string) => statSync(join(s.store.treeDir(key), p)).ino;
-    assert.equal(ino(head(), 'src/sub/c.ts'), ino(base(), 'src/sub/c.ts'), 'an unchanged file is a link to the base\'s');
-    assert.notEqual(ino(head(), 'src/a.ts'), ino(base(), 'src/a.ts'), 'a changed file is the layer\'s own');
-    assert.notEqual(ino(head(), 'opq/keep.txt'), ino(base(), 'opq/keep.txt'), 'an opaque dir\'s files are the layer\'s');
+    assert.equal(ino(head(), 'src/sub/c.ts'), ino(base(), 'src/sub/c.ts'), "an unchanged file is a link to the base's");
+    assert.notEqual(ino(head(), 'src/a.ts'), ino(base(), 'src/a.ts'), "a changed file is the layer's own");
+    assert.notEqual(ino(head(), 'opq/keep.txt'), ino(base(), 'opq/keep.txt'), "an opaque dir's files are the layer's");
 
     const got = await call(s.url, 'GET', `/v1/roots/acme/api/${b}`);
     assert.equal(got.body.stored_bytes, layerBytes);
@@ -176,15 +189,50 @@ describe('incremental roots', () => {
       { title: 'a whiteout named ".."', tar: () => tarOf(whiteout('src/.wh...')), entry: 'src/.wh...', reason: /whiteout must name/ },
       { title: 'a whiteout named "."', tar: () => tarOf(whiteout('src/.wh..')), entry: 'src/.wh..', reason: /whiteout must name/ },
       { title: 'a reserved .wh..wh. name', tar: () => tarOf(whiteout('src/.wh..wh.plnk')), entry: 'src/.wh..wh.plnk', reason: /reserved/ },
-      { title: 'a whiteout that is a directory', tar: () => tarOf(rawHeader({ name: 'src/.wh.a.ts/', type: '5', mode: 0o755 })), entry: 'src/.wh.a.ts/', reason: /empty regular file/ },
+      {
+        title: 'a whiteout that is a directory',
+        tar: () => tarOf(rawHeader({ name: 'src/.wh.a.ts/', type: '5', mode: 0o755 })),
+        entry: 'src/.wh.a.ts/',
+        reason: /empty regular file/,
+      },
       { title: 'a whiteout with data', tar: () => tarOf(rawFile('src/.wh.a.ts', 'data')), entry: 'src/.wh.a.ts', reason: /empty regular file/ },
-      { title: 'a directory replaced by a file without its whiteout', tar: () => tarOf(rawFile('src', 'x')), entry: 'src', reason: /replaces a directory with a file/ },
-      { title: 'a file replaced by a directory without its whiteout', tar: () => tarOf(rawFile('tool.sh/x', 'x')), entry: 'tool.sh', reason: /replaces a file with a directory/ },
-      { title: 'a whiteout inside a directory the layer replaced by a file', tar: () => tarOf(whiteout('.wh.docs'), rawFile('docs', 'x'), whiteout('docs/.wh.readme.md')), entry: 'docs/.wh.readme.md', reason: /replaces a file with a directory/ },
-      { title: 'a whiteout inside a base file', tar: () => tarOf(whiteout('tool.sh/.wh.x')), entry: 'tool.sh/.wh.x', reason: /replaces a file with a directory/ },
+      {
+        title: 'a directory replaced by a file without its whiteout',
+        tar: () => tarOf(rawFile('src', 'x')),
+        entry: 'src',
+        reason: /replaces a directory with a file/,
+      },
+      {
+        title: 'a file replaced by a directory without its whiteout',
+        tar: () => tarOf(rawFile('tool.sh/x', 'x')),
+        entry: 'tool.sh',
+        reason: /replaces a file with a directory/,
+      },
+      {
+        title: 'a whiteout inside a directory the layer replaced by a file',
+        tar: () => tarOf(whiteout('.wh.docs'), rawFile('docs', 'x'), whiteout('docs/.wh.readme.md')),
+        entry: 'docs/.wh.readme.md',
+        reason: /replaces a file with a directory/,
+      },
+      {
+        title: 'a whiteout inside a base file',
+        tar: () => tarOf(whiteout('tool.sh/.wh.x')),
+        entry: 'tool.sh/.wh.x',
+        reason: /replaces a file with a directory/,
+      },
       { title: 'a whiteout through a base symlink', tar: () => tarOf(whiteout('link/.wh.x')), entry: 'link/.wh.x', reason: /through a symlink/ },
-      { title: "a hard link into the base's files", tar: () => tarOf(rawHeader({ name: 'stolen.ts', type: '1', linkname: 'src/sub/c.ts' })), entry: 'stolen.ts', reason: /hard link target/ },
-      { title: "a symlink into the base's directory", tar: () => tarOf(rawHeader({ name: 'peek', type: '2', linkname: `../../${SHA(1)}/tree/src` })), entry: 'peek', reason: /leaves the root/ },
+      {
+        title: "a hard link into the base's files",
+        tar: () => tarOf(rawHeader({ name: 'stolen.ts', type: '1', linkname: 'src/sub/c.ts' })),
+        entry: 'stolen.ts',
+        reason: /hard link target/,
+      },
+      {
+        title: "a symlink into the base's directory",
+        tar: () => tarOf(rawHeader({ name: 'peek', type: '2', linkname: `../../${SHA(1)}/tree/src` })),
+        entry: 'peek',
+        reason: /leaves the root/,
+      },
     ];
     for (const c of cases) {
       it(c.title, async () => {
@@ -200,7 +248,14 @@ describe('incremental roots', () => {
 
     it('a layer that makes an unchanged base symlink lead out of the root', async () => {
       // x/l -> ../b/.. stays inside while b is a directory; the layer makes b a link to ".".
-      const r0 = await put(s.url, `acme/links/${SHA(1)}`, await packTar([{ name: 'b/f', data: 'f' }, { name: 'x/l', type: 'symlink', linkname: '../b/..' }]));
+      const r0 = await put(
+        s.url,
+        `acme/links/${SHA(1)}`,
+        await packTar([
+          { name: 'b/f', data: 'f' },
+          { name: 'x/l', type: 'symlink', linkname: '../b/..' },
+        ]),
+      );
       assert.equal(r0.status, 201, JSON.stringify(r0.body));
       const r = await put(s.url, `acme/links/${SHA(2)}?base=${SHA(1)}`, tarOf(rawFile('.wh.b', ''), rawHeader({ name: 'b', type: '2', linkname: '.' })));
       assert.equal(r.status, 422, JSON.stringify(r.body));
@@ -218,7 +273,11 @@ describe('incremental roots', () => {
     const head = files.filter((f) => !f.name.startsWith('p3/') && f.name !== 'p4/f4.ts').map((f) => (f.name === 'p5/f5.ts' ? { ...f, data: 'changed\n' } : f));
     const full = await put(s.url, `acme/big/${SHA(2)}`, await packTar(head));
     assert.equal(full.status, 201);
-    const layer = await packTar([{ name: '.wh.p3', data: '' }, { name: 'p4/.wh.f4.ts', data: '' }, { name: 'p5/f5.ts', data: 'changed\n' }]);
+    const layer = await packTar([
+      { name: '.wh.p3', data: '' },
+      { name: 'p4/.wh.f4.ts', data: '' },
+      { name: 'p5/f5.ts', data: 'changed\n' },
+    ]);
     const r = await put(s.url, `acme/big/${SHA(3)}?base=${SHA(1)}`, layer, withTree(String(full.body.git_tree)));
     assert.equal(r.status, 201, JSON.stringify(r.body));
     assert.equal(r.body.files, full.body.files);
@@ -230,7 +289,19 @@ describe('incremental roots', () => {
   });
 
   it('answers 409 need_tree when the base is deleted while the layer streams in, storing nothing', async () => {
-    assert.equal((await put(s.url, `acme/gone/${SHA(1)}`, await packTar([{ name: 'a.ts', data: 'a' }, { name: 'b.ts', data: 'b' }]))).status, 201);
+    assert.equal(
+      (
+        await put(
+          s.url,
+          `acme/gone/${SHA(1)}`,
+          await packTar([
+            { name: 'a.ts', data: 'a' },
+            { name: 'b.ts', data: 'b' },
+          ]),
+        )
+      ).status,
+      201,
+    );
     const layer = await packTar([{ name: 'a.ts', data: 'changed' }]);
     const body = new PassThrough();
     const answer = put(s.url, `acme/gone/${SHA(2)}?base=${SHA(1)}`, body);
@@ -254,11 +325,11 @@ describe('incremental roots', () => {
     assert.equal((await call(s.url, 'DELETE', `/v1/roots/acme/api/${a}`)).status, 204);
     assert.equal(s.store.get(base()), undefined);
     assert.deepEqual(snapshot(s.store.treeDir(head())), want);
-    assert.equal(statSync(join(s.store.treeDir(head()), 'src/sub/c.ts')).nlink, 1, 'the linked file is the head\'s alone now');
+    assert.equal(statSync(join(s.store.treeDir(head()), 'src/sub/c.ts')).nlink, 1, "the linked file is the head's alone now");
     assert.equal(await gauge(), before - baseBytes - layerBytes + headBytes);
     // And the head can be a base in turn.
     const r = await put(s.url, `acme/api/${SHA(5)}?base=${b}`, await packTar([{ name: 'src/more.ts', data: 'export {};\n' }]));
     assert.equal(r.status, 201, JSON.stringify(r.body));
-    assert.equal(r.body.files, (s.store.get(head())!.files) + 1);
+    assert.equal(r.body.files, s.store.get(head())!.files + 1);
   });
 });

@@ -81,7 +81,12 @@ describe('GET, DELETE and list', () => {
   });
 
   it('lists roots in id order, a page at a time, with a cursor', async () => {
-    for (const [org, repo, i] of [['beta', 'x', 3], ['acme', 'web', 4], ['acme', 'api', 5], ['zeta', 'z', 6]] as const) {
+    for (const [org, repo, i] of [
+      ['beta', 'x', 3],
+      ['acme', 'web', 4],
+      ['acme', 'api', 5],
+      ['zeta', 'z', 6],
+    ] as const) {
       assert.equal((await put(s.url, `${org}/${repo}/${SHA(i)}`, await small())).status, 201);
     }
     const all: string[] = [];
@@ -121,7 +126,14 @@ describe('restart', () => {
   it('roots survive a restart; staging, trash and unreadable roots left behind are removed at open', async () => {
     const s1 = await startServer();
     const dataDir = s1.dataDir;
-    const r = await put(s1.url, `acme/api/${SHA(1)}`, await packTar([{ name: 'm.py', data: 'x = 1\n' }, { name: 'dir/n.go', data: 'package dir\n' }]));
+    const r = await put(
+      s1.url,
+      `acme/api/${SHA(1)}`,
+      await packTar([
+        { name: 'm.py', data: 'x = 1\n' },
+        { name: 'dir/n.go', data: 'package dir\n' },
+      ]),
+    );
     assert.equal(r.status, 201);
     const before = await call(s1.url, 'GET', `/v1/roots/acme/api/${SHA(1)}`);
     await s1.close();
@@ -175,7 +187,11 @@ describe('disk quota', () => {
     assert.equal(await evictions(), 1);
     assert.equal((await s.metrics.roots.get()).values[0]?.value, 2);
     assert.equal((await s.metrics.rootsBytes.get()).values[0]?.value, 2000);
-    await until(() => !existsSync(join(s.dataDir, 'roots/acme/q', SHA(2))) && readdirSync(join(s.dataDir, 'trash')).length === 0, 5000, 'evicted files removed');
+    await until(
+      () => !existsSync(join(s.dataDir, 'roots/acme/q', SHA(2))) && readdirSync(join(s.dataDir, 'trash')).length === 0,
+      5000,
+      'evicted files removed',
+    );
   });
 
   it('never evicts a held root', async () => {
@@ -229,8 +245,9 @@ describe('failures mid-upload', () => {
       await until(() => walk(s.dataDir).some((p) => p.startsWith('staging/') && p.endsWith('.ts')), 10_000, 'the upload to reach the disk');
       req.destroy();
       // The store records the outcome once the staging dir is gone.
-      const aborted = async () => /lspd_upload_seconds_count\{result="aborted"\} 1/.test(await s.metrics.registry.getSingleMetricAsString('lspd_upload_seconds'));
-      for (const t0 = Date.now(); !(await aborted()); ) {
+      const aborted = async () =>
+        /lspd_upload_seconds_count\{result="aborted"\} 1/.test(await s.metrics.registry.getSingleMetricAsString('lspd_upload_seconds'));
+      for (const t0 = Date.now(); !(await aborted());) {
         assert.ok(Date.now() - t0 < 10_000, 'the upload was never recorded as aborted');
         await new Promise((r) => setTimeout(r, 20));
       }

@@ -61,7 +61,11 @@ const unsafe: Case[] = [
   { title: 'a PAX path with ..', tar: () => tarOf(ok, paxHeader({ path: '../../evil' }), rawFile('innocent.txt')), entry: '../../evil' },
   { title: 'an absolute PAX path', tar: () => tarOf(paxHeader({ path: '/etc/cron.d/x' }), rawFile('innocent.txt')), entry: '/etc/cron.d/x' },
   { title: 'a PAX linkpath leaving the root', tar: () => tarOf(paxHeader({ linkpath: '/etc/passwd' }), symlink('l', 'innocent')), entry: 'l' },
-  { title: 'a PAX global path applied to a later entry', tar: () => tarOf(paxHeader({ path: '../g' }, 'g'), paxHeader({ mtime: '1' }), rawFile('x')), entry: '../g' },
+  {
+    title: 'a PAX global path applied to a later entry',
+    tar: () => tarOf(paxHeader({ path: '../g' }, 'g'), paxHeader({ mtime: '1' }), rawFile('x')),
+    entry: '../g',
+  },
   { title: 'a GNU long name with ..', tar: () => tarOf(gnuLong('../../evil', 'L'), rawFile('innocent')), entry: '../../evil' },
   { title: 'a GNU long name with a control character', tar: () => tarOf(gnuLong('a\u0007b', 'L'), rawFile('innocent')), entry: 'a\u0007b' },
   { title: 'a GNU long link name leaving the root', tar: () => tarOf(gnuLong('../../../etc', 'K'), symlink('l', 'ok')), entry: 'l' },
@@ -75,10 +79,12 @@ const unsafe: Case[] = [
     title: 'an unsafe entry after hundreds of files and a large one were written',
     tar: async () =>
       Buffer.concat([
-        (await packTar([
-          ...Array.from({ length: 300 }, (_, i) => ({ name: `src/m${i % 7}/f${i}.ts`, data: `export const x${i} = ${i};\n` })),
-          { name: 'big.bin', data: randomBytes(3 * 1024 * 1024) },
-        ])).subarray(0, -1024),
+        (
+          await packTar([
+            ...Array.from({ length: 300 }, (_, i) => ({ name: `src/m${i % 7}/f${i}.ts`, data: `export const x${i} = ${i};\n` })),
+            { name: 'big.bin', data: randomBytes(3 * 1024 * 1024) },
+          ])
+        ).subarray(0, -1024),
         rawFile('../late'),
         END,
       ]),

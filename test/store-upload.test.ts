@@ -77,10 +77,13 @@ describe('successful uploads', () => {
     assert.equal(readFileSync(join(t, 'ünï/名前.ts'), 'utf8'), 'export {};\n');
     assert.equal(statSync(join(t, 'empty.txt')).size, 0);
     assert.deepEqual(readdirSync(s.store.depsDir(key)), [], 'the dependency dir exists, empty');
-    assert.deepEqual(walk(s.dataDir).filter((p) => p.startsWith('staging') || p.startsWith('trash')), []);
+    assert.deepEqual(
+      walk(s.dataDir).filter((p) => p.startsWith('staging') || p.startsWith('trash')),
+      [],
+    );
   });
 
-  it('201 for a gzip\'d tar by Content-Type, and by Content-Encoding', async () => {
+  it("201 for a gzip'd tar by Content-Type, and by Content-Encoding", async () => {
     const variants: Record<string, string>[] = [
       { 'content-type': 'application/gzip' },
       { 'content-type': 'application/x-gzip' },
@@ -104,7 +107,7 @@ describe('successful uploads', () => {
     assert.equal(r.body.files, 11);
   });
 
-  it('takes `git archive` output as is (pax_global_header), plain and gzip\'d, under a 64-hex sha', async (t) => {
+  it("takes `git archive` output as is (pax_global_header), plain and gzip'd, under a 64-hex sha", async (t) => {
     const repo = mkdtempSync(join(tmpdir(), 'lspd-git-'));
     t.after(() => rmSync(repo, { recursive: true, force: true }));
     const git = (...args: string[]) => execFileSync('git', ['-C', repo, '-c', 'user.name=t', '-c', 'user.email=t@t', ...args]);
@@ -148,7 +151,10 @@ describe('successful uploads', () => {
     assert.equal(readFileSync(metaPath, 'utf8'), before.meta);
     assert.equal(statSync(metaPath).mtimeMs, before.mtime);
     assert.throws(() => statSync(join(s.store.treeDir({ org: 'acme', repo: 'api', sha }), 'other.rb')));
-    assertNothingStored(s.dataDir, walk(s.dataDir).filter((p) => p.startsWith('roots/')));
+    assertNothingStored(
+      s.dataDir,
+      walk(s.dataDir).filter((p) => p.startsWith('roots/')),
+    );
   });
 
   it('eight concurrent uploads of one root store it once', async () => {

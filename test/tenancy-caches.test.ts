@@ -13,7 +13,10 @@ import { jailUidEnv } from './helpers/uids.js';
 
 const root = { org: 'acme', repo: 'regen', sha: shaOf('tenancy-regen') };
 const MAIN = "import { greet } from './lib';\nexport const out = greet('x');\n";
-const TSCONFIG = JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, types: [] }, include: ['src'] });
+const TSCONFIG = JSON.stringify({
+  compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, types: [] },
+  include: ['src'],
+});
 const greeter = (version: string, dts: string) => ({
   'node_modules/greeter/package.json': JSON.stringify({ name: 'greeter', version, types: 'index.d.ts' }),
   'node_modules/greeter/index.d.ts': dts,
@@ -53,11 +56,21 @@ describe('a re-uploaded key answers with the new tree (reproduction 6)', { skip:
   after(() => stopDaemon(s));
 
   const put = async (files: Record<string, string>) => {
-    const r = await fetch(`${s.url}/v1/roots/${root.org}/${root.repo}/${root.sha}`, { method: 'PUT', headers: { 'content-type': 'application/x-tar' }, body: await makeTar(files) });
+    const r = await fetch(`${s.url}/v1/roots/${root.org}/${root.repo}/${root.sha}`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/x-tar' },
+      body: await makeTar(files),
+    });
     assert.equal(r.status, 201, await r.text());
   };
   const definition = async () => {
-    const r = await postJson(s.url, '/v1/code/lsp', { ...root, op: 'definition', path: 'src/main.ts', line: 1, character: MAIN.split('\n')[1]!.indexOf('greet') });
+    const r = await postJson(s.url, '/v1/code/lsp', {
+      ...root,
+      op: 'definition',
+      path: 'src/main.ts',
+      line: 1,
+      character: MAIN.split('\n')[1]!.indexOf('greet'),
+    });
     assert.equal(r.status, 200, JSON.stringify(r.body));
     assert.equal(r.body.incomplete, false, JSON.stringify(r.body));
     return r.body.locations as Loc[];
@@ -82,12 +95,21 @@ describe('a re-uploaded key answers with the new tree (reproduction 6)', { skip:
   it('definition previews and /ask answers after DELETE and a re-upload are the new tree', async () => {
     await put(tree1);
     const d1 = await definition();
-    assert.deepEqual(d1.map((l) => [l.path, l.range.start.line]), [['src/lib.ts', 0]]);
+    assert.deepEqual(
+      d1.map((l) => [l.path, l.range.start.line]),
+      [['src/lib.ts', 0]],
+    );
     assert.match(d1[0]!.preview!, /greet\(name: string\): string/);
     const g1 = await locate('greet');
-    assert.deepEqual(g1.map((l) => [l.path, l.range.start.line]), [['src/lib.ts', 0]]);
+    assert.deepEqual(
+      g1.map((l) => [l.path, l.range.start.line]),
+      [['src/lib.ts', 0]],
+    );
     const w1 = await locate('wave');
-    assert.deepEqual(w1.map((l) => [l.external, l.module, l.version, l.path, l.range.start.line]), [[true, 'greeter', '1.0.0', 'index.d.ts', 0]]);
+    assert.deepEqual(
+      w1.map((l) => [l.external, l.module, l.version, l.path, l.range.start.line]),
+      [[true, 'greeter', '1.0.0', 'index.d.ts', 0]],
+    );
     assert.match(w1[0]!.preview!, /wave\(name: string\): string/);
     const r1 = await references();
     assert.equal(r1.status, 200, JSON.stringify(r1.body));
@@ -98,13 +120,22 @@ describe('a re-uploaded key answers with the new tree (reproduction 6)', { skip:
     await put(tree2);
 
     const d2 = await definition();
-    assert.deepEqual(d2.map((l) => [l.path, l.range.start.line]), [['src/lib.ts', 1]]);
-    assert.match(d2[0]!.preview!, /greet\(name: string, loud = false\)/, 'the preview is the new tree\'s line');
+    assert.deepEqual(
+      d2.map((l) => [l.path, l.range.start.line]),
+      [['src/lib.ts', 1]],
+    );
+    assert.match(d2[0]!.preview!, /greet\(name: string, loud = false\)/, "the preview is the new tree's line");
     const g2 = await locate('greet');
-    assert.deepEqual(g2.map((l) => [l.path, l.range.start.line]), [['src/lib.ts', 1]]);
+    assert.deepEqual(
+      g2.map((l) => [l.path, l.range.start.line]),
+      [['src/lib.ts', 1]],
+    );
     assert.match(g2[0]!.preview!, /loud = false/);
     const w2 = await locate('wave');
-    assert.deepEqual(w2.map((l) => [l.external, l.module, l.version, l.path, l.range.start.line]), [[true, 'greeter', '2.0.0', 'index.d.ts', 1]]);
+    assert.deepEqual(
+      w2.map((l) => [l.external, l.module, l.version, l.path, l.range.start.line]),
+      [[true, 'greeter', '2.0.0', 'index.d.ts', 1]],
+    );
     assert.match(w2[0]!.preview!, /times\?: number/);
 
     // A cursor from the deleted tree's answer does not page the new tree's; the new one's own do.

@@ -103,11 +103,7 @@ describe('listing filters before paging (reproduction 5)', () => {
   const admin = 'lspd_admin-0123456789abcdefghijklmnop';
   const limited = 'lspd_ac-0123456789abcdefghijklmnopqrs';
   // Ids sort as alpha/*, bravo/*, charlie/*: the limited token's orgs are on both sides of one it may not see.
-  const roots = [
-    ...[1, 2, 3].map((i) => `alpha/app/${SHA(i)}`),
-    ...[1, 2, 3].map((i) => `bravo/app/${SHA(i)}`),
-    ...[1, 2].map((i) => `charlie/app/${SHA(i)}`),
-  ];
+  const roots = [...[1, 2, 3].map((i) => `alpha/app/${SHA(i)}`), ...[1, 2, 3].map((i) => `bravo/app/${SHA(i)}`), ...[1, 2].map((i) => `charlie/app/${SHA(i)}`)];
   before(async () => {
     const tokensFile = join(tempDir('lspd-tokens-'), 'tokens.json');
     const entry = (name: string, secret: string, orgs: '*' | string[]) => ({ name, sha256: hashToken(secret), orgs, permissions: ['upload', 'read'] });
@@ -141,10 +137,17 @@ describe('listing filters before paging (reproduction 5)', () => {
       const pages = await all(limited, limit);
       for (const p of pages) {
         assert.ok(p.ids.length > 0, `an empty page at limit ${limit}`);
-        assert.ok(p.ids.every((id) => !id.startsWith('bravo/')), `page holds another org's root: ${p.ids.join(', ')}`);
+        assert.ok(
+          p.ids.every((id) => !id.startsWith('bravo/')),
+          `page holds another org's root: ${p.ids.join(', ')}`,
+        );
         if (p.next !== undefined) assert.ok(!p.next.startsWith('bravo/'), `next names another org's root: ${p.next}`);
       }
-      assert.deepEqual(pages.flatMap((p) => p.ids), visible, `limit ${limit}`);
+      assert.deepEqual(
+        pages.flatMap((p) => p.ids),
+        visible,
+        `limit ${limit}`,
+      );
       assert.equal(pages.length, Math.ceil(visible.length / limit), 'no trailing empty page');
     }
     // Past the last root it may see, nothing: not the next org's.
@@ -153,7 +156,10 @@ describe('listing filters before paging (reproduction 5)', () => {
   });
 
   it('an unlimited token pages over every org', async () => {
-    assert.deepEqual((await all(admin, 3)).flatMap((p) => p.ids), roots);
+    assert.deepEqual(
+      (await all(admin, 3)).flatMap((p) => p.ids),
+      roots,
+    );
   });
 });
 

@@ -180,7 +180,10 @@ async function floodWhileOtherOrgAsks(url: string, slowQuery: Record<string, unk
     const answers = [first, ...(await Promise.all(Array.from({ length: 10 }, () => lspQuery(url, { ...polite, ...definitionOfGreet }))))];
     for (const a of answers) {
       assert.equal(a.status, 200, JSON.stringify(a.body));
-      assert.deepEqual((a.body.locations as Loc[]).map((l) => [l.path, l.range.start.line]), [['src/greet.ts', greetLine]]);
+      assert.deepEqual(
+        (a.body.locations as Loc[]).map((l) => [l.path, l.range.start.line]),
+        [['src/greet.ts', greetLine]],
+      );
     }
     // The flooder is still held at its share meanwhile, and its admitted queries still wait.
     const more = await lspQuery(url, slowQuery);
@@ -200,7 +203,7 @@ async function floodWhileOtherOrgAsks(url: string, slowQuery: Record<string, unk
   }
 }
 
-describe('the session pool: an org keeps at most its share of sessions busy; idle ones are anyone\'s', { skip }, () => {
+describe("the session pool: an org keeps at most its share of sessions busy; idle ones are anyone's", { skip }, () => {
   let d: Lspd;
   const alpha = Array.from({ length: 4 }, (_, i) => ({ org: 'alpha', repo: 'pool', sha: shaOf(`shares-alpha-${i}`) }));
   const beta = Array.from({ length: 2 }, (_, i) => ({ org: 'beta', repo: 'pool', sha: shaOf(`shares-beta-${i}`) }));
@@ -216,7 +219,10 @@ describe('the session pool: an org keeps at most its share of sessions busy; idl
     const pool = d.lsp.pool;
     const acquire = (r: { org: string; repo: string; sha: string }) => pool.acquire({ row, rootId: rootId(r), workspace: '', treeHostDir: d.store.treeDir(r) });
     const a = alpha.slice(0, 3).map(acquire);
-    assert.throws(() => acquire(alpha[3]!), (err: Error & { code?: string }) => err.code === 'busy' && /Org alpha keeps 3 language-server sessions busy, its share/.test(err.message));
+    assert.throws(
+      () => acquire(alpha[3]!),
+      (err: Error & { code?: string }) => err.code === 'busy' && /Org alpha keeps 3 language-server sessions busy, its share/.test(err.message),
+    );
     const b0 = acquire(beta[0]!);
     assert.equal(pool.size, 4);
 

@@ -12,7 +12,12 @@ const root = { org: 'acme', repo: 'tools-http', sha: shaOf('tools-http') };
 const pair = { org: root.org, repo: root.repo, base: root.sha, head: root.sha };
 // TS 7 has no type hierarchy (422 no_server): the type tools are sampled on clangd.
 const cpp = { org: 'acme', repo: 'tools-http-cpp', sha: shaOf('tools-http-cpp') };
-const daemon = askSuite({ uploads: [[root, 'ask-ts'], [cpp, 'callgraph-cpp']] });
+const daemon = askSuite({
+  uploads: [
+    [root, 'ask-ts'],
+    [cpp, 'callgraph-cpp'],
+  ],
+});
 
 type Tool = { name: string; description: string; inputSchema: Record<string, unknown> };
 
@@ -22,7 +27,18 @@ test('/v1/tools: schemas compile and agree with the routes on real arguments', {
   assert.equal(r.status, 200);
   const tools = r.body.tools as Tool[];
   const names = tools.map((x) => x.name);
-  for (const n of ['lsp_definition', 'lsp_references', 'lsp_hover', 'lsp_symbols', 'lsp_diagnostics', 'lsp_locate', 'lsp_incoming_calls', 'lsp_outgoing_calls', 'lsp_supertypes', 'lsp_subtypes'])
+  for (const n of [
+    'lsp_definition',
+    'lsp_references',
+    'lsp_hover',
+    'lsp_symbols',
+    'lsp_diagnostics',
+    'lsp_locate',
+    'lsp_incoming_calls',
+    'lsp_outgoing_calls',
+    'lsp_supertypes',
+    'lsp_subtypes',
+  ])
     assert.ok(names.includes(n), n);
 
   const ajv = new Ajv({ strict: true, allErrors: true });
@@ -33,9 +49,21 @@ test('/v1/tools: schemas compile and agree with the routes on real arguments', {
     lsp_locate: { args: { ...root, symbol: 'Server.close' }, route: '/ask', body: { symbol: 'Server.close' } },
     lsp_ask_batch: { args: { ...root, queries: [{ symbol: 'greet' }] }, route: '/ask', body: { queries: [{ symbol: 'greet' }] } },
     lsp_definition: { args: { ...root, path: 'src/main.ts', ...closeAt }, route: '/v1/code/lsp', body: { op: 'definition', path: 'src/main.ts', ...closeAt } },
-    lsp_type_definition: { args: { ...root, path: 'src/main.ts', ...closeAt }, route: '/v1/code/lsp', body: { op: 'typeDefinition', path: 'src/main.ts', ...closeAt } },
-    lsp_implementation: { args: { ...root, path: 'src/main.ts', ...closeAt }, route: '/v1/code/lsp', body: { op: 'implementation', path: 'src/main.ts', ...closeAt } },
-    lsp_references: { args: { ...root, path: 'src/main.ts', ...closeAt, limit: 5 }, route: '/v1/code/lsp', body: { op: 'references', path: 'src/main.ts', ...closeAt, limit: 5 } },
+    lsp_type_definition: {
+      args: { ...root, path: 'src/main.ts', ...closeAt },
+      route: '/v1/code/lsp',
+      body: { op: 'typeDefinition', path: 'src/main.ts', ...closeAt },
+    },
+    lsp_implementation: {
+      args: { ...root, path: 'src/main.ts', ...closeAt },
+      route: '/v1/code/lsp',
+      body: { op: 'implementation', path: 'src/main.ts', ...closeAt },
+    },
+    lsp_references: {
+      args: { ...root, path: 'src/main.ts', ...closeAt, limit: 5 },
+      route: '/v1/code/lsp',
+      body: { op: 'references', path: 'src/main.ts', ...closeAt, limit: 5 },
+    },
     lsp_hover: { args: { ...root, path: 'src/main.ts', ...closeAt }, route: '/v1/code/lsp', body: { op: 'hover', path: 'src/main.ts', ...closeAt } },
     lsp_symbols: { args: { ...root, path: 'src/server.ts' }, route: '/v1/code/lsp', body: { op: 'documentSymbols', path: 'src/server.ts' } },
     lsp_diagnostics: { args: { ...root, path: 'src/main.ts' }, route: '/v1/code/lsp', body: { op: 'diagnostics', path: 'src/main.ts' } },
@@ -43,15 +71,36 @@ test('/v1/tools: schemas compile and agree with the routes on real arguments', {
     read_file: { args: { ...root, path: 'src/main.ts', start: 0, end: 2 }, route: 'GET /files/src/main.ts', body: { start: 0, end: 2 } },
     // Two roots, not one: the body names them itself (a root diffed with itself changes nothing).
     diff: { args: pair, route: '/v1/diff', body: pair },
-    lsp_incoming_calls: { args: { ...root, path: 'src/main.ts', ...closeAt, depth: 2 }, route: '/v1/code/lsp', body: { op: 'incomingCalls', path: 'src/main.ts', ...closeAt, depth: 2 } },
-    lsp_outgoing_calls: { args: { ...root, path: 'src/main.ts', ...closeAt }, route: '/v1/code/lsp', body: { op: 'outgoingCalls', path: 'src/main.ts', ...closeAt } },
-    lsp_supertypes: { root: cpp, args: { ...cpp, path: 'src/shapes.cpp', ...squareAt }, route: '/v1/code/lsp', body: { op: 'supertypes', path: 'src/shapes.cpp', ...squareAt } },
-    lsp_subtypes: { root: cpp, args: { ...cpp, path: 'src/shapes.cpp', ...squareAt, depth: 3 }, route: '/v1/code/lsp', body: { op: 'subtypes', path: 'src/shapes.cpp', ...squareAt, depth: 3 } },
+    lsp_incoming_calls: {
+      args: { ...root, path: 'src/main.ts', ...closeAt, depth: 2 },
+      route: '/v1/code/lsp',
+      body: { op: 'incomingCalls', path: 'src/main.ts', ...closeAt, depth: 2 },
+    },
+    lsp_outgoing_calls: {
+      args: { ...root, path: 'src/main.ts', ...closeAt },
+      route: '/v1/code/lsp',
+      body: { op: 'outgoingCalls', path: 'src/main.ts', ...closeAt },
+    },
+    lsp_supertypes: {
+      root: cpp,
+      args: { ...cpp, path: 'src/shapes.cpp', ...squareAt },
+      route: '/v1/code/lsp',
+      body: { op: 'supertypes', path: 'src/shapes.cpp', ...squareAt },
+    },
+    lsp_subtypes: {
+      root: cpp,
+      args: { ...cpp, path: 'src/shapes.cpp', ...squareAt, depth: 3 },
+      route: '/v1/code/lsp',
+      body: { op: 'subtypes', path: 'src/shapes.cpp', ...squareAt, depth: 3 },
+    },
   };
   /** Call a sample's route with this root key. */
   const call = (route: string, body: Record<string, unknown>, key: typeof root) =>
     route.startsWith('GET ')
-      ? getJson(daemon.url(), `/v1/roots/${key.org}/${key.repo}/${key.sha}${route.slice(4)}?${new URLSearchParams(Object.entries(body).map(([k, v]): [string, string] => [k, String(v)]))}`)
+      ? getJson(
+          daemon.url(),
+          `/v1/roots/${key.org}/${key.repo}/${key.sha}${route.slice(4)}?${new URLSearchParams(Object.entries(body).map(([k, v]): [string, string] => [k, String(v)]))}`,
+        )
       : postJson(daemon.url(), route, 'base' in body ? body : { ...body, ...key });
   // The languages served here are not called unavailable; any that are not served are named with why.
   // TS 7 and pyright ship in package.json, so both are always served here.
@@ -77,7 +126,8 @@ test('/v1/tools: schemas compile and agree with the routes on real arguments', {
     const shaField = 'base' in sample.body ? 'base' : 'sha';
     const bad = { ...sample.args, [shaField]: 'main' };
     assert.equal(validate(bad), false, tool.name);
-    const refused = shaField === 'base' ? await call(sample.route, { ...sample.body, base: 'main' }, root) : await call(sample.route, sample.body, { ...root, sha: 'main' });
+    const refused =
+      shaField === 'base' ? await call(sample.route, { ...sample.body, base: 'main' }, root) : await call(sample.route, sample.body, { ...root, sha: 'main' });
     assert.equal(refused.status, 400, tool.name);
     assert.equal(refused.body.error, 'bad_sha', tool.name);
   }

@@ -82,7 +82,6 @@ class Memo {
     if (!p) this.#texts.set(path, (p = make()));
     return p;
   }
-
 }
 
 /** What one query's LSP answers said about themselves, folded into its answer. */
@@ -134,7 +133,10 @@ export class AskService {
     if (!p) {
       const { files } = this.#o;
       // Read for the scan only: the texts are not kept (a scan may read tens of MiB).
-      const src = { listFiles: (r: RootKey) => files.listFiles(r), readText: (r: RootKey, path: string) => files.readText(r, path, this.#limits.maxScanFileBytes) };
+      const src = {
+        listFiles: (r: RootKey) => files.listFiles(r),
+        readText: (r: RootKey, path: string) => files.readText(r, path, this.#limits.maxScanFileBytes),
+      };
       p = filesMentioning(src, root, leaf, qualifier, this.#limits);
       // A root no longer stored is not remembered: the next upload of its key is another tree.
       if (generation === undefined) return p;
@@ -244,7 +246,8 @@ export class AskService {
     const at = { org: q.org, repo: q.repo, sha: q.sha, path: c.probe.path, line: c.probe.line, character: c.probe.character, encoding: q.encoding };
     const refs = { ...at, op: 'references' as const, includeDeclaration: true, context: q.context };
     let body: Record<string, unknown>;
-    if (q.op === 'callers' || q.op === 'callees') body = await ctx.lsp({ ...graphAt(c, at), op: q.op === 'callers' ? 'incomingCalls' : 'outgoingCalls', depth: q.depth });
+    if (q.op === 'callers' || q.op === 'callees')
+      body = await ctx.lsp({ ...graphAt(c, at), op: q.op === 'callers' ? 'incomingCalls' : 'outgoingCalls', depth: q.depth });
     else if (q.op === 'hover') body = await ctx.lsp({ ...at, op: 'hover' });
     else if (!q.grouped) body = await ctx.lsp({ ...refs, limit: q.limit, cursor: q.cursor });
     else body = await this.#groupedReferences(ctx, q, refs);

@@ -18,7 +18,11 @@ test('parseSymbolName: plain, dotted, ::, #, ->, import paths, trailing ()', () 
 
 test('parseSymbolName refuses what is not a name with 400 bad_request', () => {
   for (const bad of ['', '   ', 'a..b', '.x', 'x.', 'two words', 'a.'.repeat(20) + 'b']) {
-    assert.throws(() => parseSymbolName(bad), (e: unknown) => e instanceof AppError && e.code === 'bad_request' && e.status === 400, bad);
+    assert.throws(
+      () => parseSymbolName(bad),
+      (e: unknown) => e instanceof AppError && e.code === 'bad_request' && e.status === 400,
+      bad,
+    );
   }
 });
 
@@ -67,7 +71,10 @@ test('select: Server.close is the method of Server, not a free close() in Server
   ];
   const s = select(parseSymbolName('Server.close'), symbols);
   assert.equal(s.tier, 'exact');
-  assert.deepEqual(s.chosen.map((r) => [r.symbol.path, r.symbol.container]), [['src/server.ts', 'Server']]);
+  assert.deepEqual(
+    s.chosen.map((r) => [r.symbol.path, r.symbol.container]),
+    [['src/server.ts', 'Server']],
+  );
 });
 
 test('select: plain name with two definitions is ambiguous (two candidates, no guess)', () => {
@@ -84,17 +91,29 @@ test('select: overloads in one file and container collapse to one candidate', ()
 test('select: exact before loose before nothing; fuzzy only suggested', () => {
   const both = select(parseSymbolName('close'), [sym('Close', 'a.go'), sym('close', 'b.ts')]);
   assert.equal(both.tier, 'exact');
-  assert.deepEqual(both.chosen.map((r) => r.symbol.path), ['b.ts']);
+  assert.deepEqual(
+    both.chosen.map((r) => r.symbol.path),
+    ['b.ts'],
+  );
   const loose = select(parseSymbolName('close'), [sym('Close', 'a.go')]);
   assert.equal(loose.tier, 'loose');
   const none = select(parseSymbolName('clos'), [sym('close', 'b.ts'), sym('closeAll', 'c.ts')]);
   assert.equal(none.tier, undefined);
-  assert.deepEqual(none.suggestions.map((s) => s.name), ['close', 'closeAll']);
+  assert.deepEqual(
+    none.suggestions.map((s) => s.name),
+    ['close', 'closeAll'],
+  );
 });
 
 test('select: pkg.mod.func by module path; mod.func too; other.func not', () => {
   const symbols = [sym('func', 'pkg/mod.py'), sym('func', 'pkg/other.py')];
-  assert.deepEqual(select(parseSymbolName('pkg.mod.func'), symbols).chosen.map((r) => r.symbol.path), ['pkg/mod.py']);
-  assert.deepEqual(select(parseSymbolName('mod.func'), symbols).chosen.map((r) => r.symbol.path), ['pkg/mod.py']);
+  assert.deepEqual(
+    select(parseSymbolName('pkg.mod.func'), symbols).chosen.map((r) => r.symbol.path),
+    ['pkg/mod.py'],
+  );
+  assert.deepEqual(
+    select(parseSymbolName('mod.func'), symbols).chosen.map((r) => r.symbol.path),
+    ['pkg/mod.py'],
+  );
   assert.deepEqual(select(parseSymbolName('nope.func'), symbols).chosen, []);
 });

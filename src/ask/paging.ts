@@ -20,12 +20,7 @@ const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 const fileKey = (l: Loc) => (l.external ? `x\u0000${String(l.module)}\u0000${String(l.version)}\u0000${l.path}` : `t\u0000${l.path}`);
 
 export function sortLocations(locs: Loc[]): Loc[] {
-  return [...locs].sort(
-    (a, b) =>
-      cmp(fileKey(a), fileKey(b)) ||
-      a.range.start.line - b.range.start.line ||
-      a.range.start.character - b.range.start.character,
-  );
+  return [...locs].sort((a, b) => cmp(fileKey(a), fileKey(b)) || a.range.start.line - b.range.start.line || a.range.start.character - b.range.start.character);
 }
 
 export function pageLocations(all: Loc[], o: PageOptions): Record<string, unknown> {

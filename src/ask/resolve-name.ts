@@ -86,7 +86,13 @@ export async function resolveName(ctx: AskContext, input: ResolveInput): Promise
   // Declarations past maxCandidates are not pinned (bounded work) but still counted as matches.
   const unpinned = Math.max(0, sel.chosen.filter((r) => r.symbol.external !== true).length - ctx.limits.maxCandidates);
   if (sel.tier === 'exact') {
-    const found = await pin(ctx, input, name, sel.chosen.map((r) => r.symbol), true);
+    const found = await pin(
+      ctx,
+      input,
+      name,
+      sel.chosen.map((r) => r.symbol),
+      true,
+    );
     if (found.length > 0) return { ...finish(ctx, name, found, 'symbols', unpinned), ...(ws.truncated ? { partial: true } : {}) };
   }
   // Not declared in the tree under that name: find a use of it and ask the server.
@@ -94,7 +100,13 @@ export async function resolveName(ctx: AskContext, input: ResolveInput): Promise
   const used = await fromUseSites(ctx, input, name, files);
   if (used.some((c) => c.exact)) return finish(ctx, name, used, 'use-site');
   if (sel.tier === 'loose') {
-    const found = await pin(ctx, input, name, sel.chosen.map((r) => r.symbol), false);
+    const found = await pin(
+      ctx,
+      input,
+      name,
+      sel.chosen.map((r) => r.symbol),
+      false,
+    );
     if (found.length > 0) return { ...finish(ctx, name, found, 'symbols', unpinned), ...(ws.truncated ? { partial: true } : {}) };
   }
   if (used.length > 0) return finish(ctx, name, used, 'use-site');
@@ -344,4 +356,3 @@ function finish(ctx: AskContext, name: ParsedName, found: Candidate[], via: Reso
   }
   return { name, matches: groups.length + unpinned, candidates: groups.slice(0, ctx.limits.maxCandidates), exact: anyExact, via };
 }
-

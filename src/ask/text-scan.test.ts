@@ -18,10 +18,22 @@ test('findOccurrences: qualified first, then imports, then calls, comments last'
     'dep.greet("b");', // 4
   ].join('\n');
   const occ = findOccurrences(text, 'greet', ['dep']);
-  assert.deepEqual(occ.map((o) => [o.line, o.rank]), [[4, 0], [1, 1], [3, 2], [2, 3], [0, 6]]);
+  assert.deepEqual(
+    occ.map((o) => [o.line, o.rank]),
+    [
+      [4, 0],
+      [1, 1],
+      [3, 2],
+      [2, 3],
+      [0, 6],
+    ],
+  );
   assert.equal(occ[0]!.qualified, true);
   assert.equal(findOccurrences(text, 'greet', [], 2).length, 2);
-  assert.deepEqual(findOccurrences('from pkg.mod import func\nfunc()\n', 'func', ['mod']).map((o) => o.line), [0, 1]);
+  assert.deepEqual(
+    findOccurrences('from pkg.mod import func\nfunc()\n', 'func', ['mod']).map((o) => o.line),
+    [0, 1],
+  );
   assert.equal(findOccurrences('Server::close();', 'close', ['Server'])[0]!.qualified, true);
 });
 
@@ -70,11 +82,37 @@ function oracleOccurrences(text: string, leaf: string, qualifiers: readonly stri
 
 test('findOccurrences: the same answers as the pattern it replaced (random lines)', () => {
   let seed = 7;
-  const rand = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x80000000);
-  const parts = ['greet', 'greet', 'dep', 'mydep', '.', '::', '->', '#', '\\', ' ', '  ', '\u00a0', '(', 'import ', '// ', 'x', '$', '𝒳', 'require(', ';', '\n'];
+  const rand = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x80000000;
+  const parts = [
+    'greet',
+    'greet',
+    'dep',
+    'mydep',
+    '.',
+    '::',
+    '->',
+    '#',
+    '\\',
+    ' ',
+    '  ',
+    '\u00a0',
+    '(',
+    'import ',
+    '// ',
+    'x',
+    '$',
+    '𝒳',
+    'require(',
+    ';',
+    '\n',
+  ];
   for (let n = 0; n < 5000; n++) {
     const text = Array.from({ length: 1 + Math.floor(rand() * 30) }, () => parts[Math.floor(rand() * parts.length)]).join('');
-    for (const [quals, max] of [[['dep'], 8], [[], 3], [['x', 'dep'], 2]] as const) {
+    for (const [quals, max] of [
+      [['dep'], 8],
+      [[], 3],
+      [['x', 'dep'], 2],
+    ] as const) {
       assert.deepEqual(findOccurrences(text, 'greet', quals, max), oracleOccurrences(text, 'greet', quals, max), JSON.stringify(text));
     }
   }
@@ -85,6 +123,14 @@ test('findOccurrences: a 2 MiB line holding the name a million times is one pass
   // steps here, and on the event loop. (Bounded by the test's timeout, not a clock assertion.)
   const line = 'a '.repeat(1024 * 1024);
   const occ = findOccurrences(`${line}\n// a\nq.a()\n`, 'a', ['q'], 4);
-  assert.deepEqual(occ.map((o) => [o.line, o.character, o.rank]), [[2, 2, 0], [0, 0, 3], [0, 2, 3], [0, 4, 3]]);
+  assert.deepEqual(
+    occ.map((o) => [o.line, o.character, o.rank]),
+    [
+      [2, 2, 0],
+      [0, 0, 3],
+      [0, 2, 3],
+      [0, 4, 3],
+    ],
+  );
   assert.equal(findOccurrences(`require(x) ${'a('.repeat(500_000)}`, 'a', [], 2)[0]!.rank, 1);
 });

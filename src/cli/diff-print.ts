@@ -9,7 +9,9 @@ const at = (path: string, r: Range | undefined) => (r ? `${path}:${r.start.line 
 export function formatDiff(a: DiffAnswer, label: string): string {
   const out: string[] = [];
   const count = (c: string) => a.files.filter((f) => f.change === c).length;
-  out.push(`${label}: ${a.files_total} files changed (${count('added')} added, ${count('modified')} modified, ${count('removed')} removed${a.files_total > a.files.length ? `; ${a.files.length} listed` : ''})`);
+  out.push(
+    `${label}: ${a.files_total} files changed (${count('added')} added, ${count('modified')} modified, ${count('removed')} removed${a.files_total > a.files.length ? `; ${a.files.length} listed` : ''})`,
+  );
   for (const f of a.files) out.push(`  ${f.change.padEnd(8)} ${f.path}`);
   if (a.symbols.length) {
     out.push(`symbols (${a.symbols_total}):`);

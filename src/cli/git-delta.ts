@@ -142,10 +142,7 @@ export function scanAttributes(texts: string[]): AttributeScan {
  * merge-base with the default branch, then the first-parent ancestors HEAD~1..~10.
  */
 export async function baseCandidates(top: string, sha: string): Promise<string[]> {
-  const [def, ancestry] = await Promise.all([
-    defaultBranch(top),
-    gitRaw(['rev-list', '--first-parent', '--max-count=11', sha], top),
-  ]);
+  const [def, ancestry] = await Promise.all([defaultBranch(top), gitRaw(['rev-list', '--first-parent', '--max-count=11', sha], top)]);
   const out: string[] = [];
   if (def) {
     const mb = (await gitRaw(['merge-base', def, sha], top).catch(() => '')).trim();
@@ -194,7 +191,8 @@ export async function deltaOf(top: string, base: string, head: string): Promise<
         break;
       }
     }
-    if (Buffer.byteLength(WHITEOUT + gone.slice(gone.lastIndexOf('/') + 1)) > MAX_SEGMENT_BYTES) return { fullBecause: `the whiteout for ${gone} would be too long a name` };
+    if (Buffer.byteLength(WHITEOUT + gone.slice(gone.lastIndexOf('/') + 1)) > MAX_SEGMENT_BYTES)
+      return { fullBecause: `the whiteout for ${gone} would be too long a name` };
     whiteouts.add(gone);
   }
   return { whiteouts: [...whiteouts], files };
@@ -225,7 +223,14 @@ export function deltaArchive(top: string, head: string, delta: Delta, gzip: bool
   void (async () => {
     for (const w of delta.whiteouts) await entry(pack, { name: whiteoutName(w), size: 0, mode: 0o644 }, Buffer.alloc(0));
     if (delta.files.length > 0 && rawBlobs) await copyBlobs(top, delta.files, pack, gone.signal);
-    else if (delta.files.length > 0) await copyArchive(top, head, delta.files.map((f) => f.path), pack, gone.signal);
+    else if (delta.files.length > 0)
+      await copyArchive(
+        top,
+        head,
+        delta.files.map((f) => f.path),
+        pack,
+        gone.signal,
+      );
     pack.finalize();
   })().catch((err: unknown) => fail(err instanceof Error ? err : new Error(String(err))));
   const source: Readable = gzip ? pack.pipe(createGzip({ level: 6 })) : (pack as unknown as Readable);
@@ -245,14 +250,20 @@ function entry(pack: tar.Pack, header: Partial<tar.Header> & { name: string }, d
 function copyArchive(top: string, head: string, paths: string[], pack: tar.Pack, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     // --literal-pathspecs: a path holding *, ? or a leading : is a name, not a pattern.
-    const child = spawn('git', ['--literal-pathspecs', 'archive', '--format=tar', head, '--', ...paths], { cwd: top, stdio: ['ignore', 'pipe', 'pipe'], signal });
+    const child = spawn('git', ['--literal-pathspecs', 'archive', '--format=tar', head, '--', ...paths], {
+      cwd: top,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      signal,
+    });
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => {
       if (stderr.length < 4096) stderr += d.toString();
     });
     const ex = tar.extract();
     ex.on('entry', (h, stream, next) => {
-      const sink = pack.entry({ name: h.name, type: h.type, mode: h.mode, size: h.size, linkname: h.linkname, mtime: h.mtime }, (err) => (err ? ex.destroy(err) : next()));
+      const sink = pack.entry({ name: h.name, type: h.type, mode: h.mode, size: h.size, linkname: h.linkname, mtime: h.mtime }, (err) =>
+        err ? ex.destroy(err) : next(),
+      );
       stream.pipe(sink);
     });
     let parsed = false;
@@ -290,7 +301,12 @@ async function copyBlobs(top: string, files: DeltaFile[], pack: tar.Pack, signal
   });
   exited.catch(() => {});
   child.stderr.resume();
-  child.stdin.end(files.filter((f) => f.mode !== '160000').map((f) => `${f.id}\n`).join(''));
+  child.stdin.end(
+    files
+      .filter((f) => f.mode !== '160000')
+      .map((f) => `${f.id}\n`)
+      .join(''),
+  );
   const reader = new ByteReader(child.stdout);
   for (const f of files) {
     if (f.mode === '160000') {
@@ -304,7 +320,9 @@ async function copyBlobs(top: string, files: DeltaFile[], pack: tar.Pack, signal
       await entry(pack, { name: f.path, type: 'symlink', linkname: (await reader.bytes(n)).toString('utf8'), mode: 0o777 }, Buffer.alloc(0));
     } else {
       await new Promise<void>((resolve, reject) => {
-        const sink = pack.entry({ name: f.path, size: n, mode: f.mode === '100755' ? 0o755 : 0o644 }, (err) => (err ? reject(err) : resolve())) as unknown as EntrySink;
+        const sink = pack.entry({ name: f.path, size: n, mode: f.mode === '100755' ? 0o755 : 0o644 }, (err) =>
+          err ? reject(err) : resolve(),
+        ) as unknown as EntrySink;
         reader.pipe(sink, n).then(() => sink.end(), reject);
       });
     }

@@ -33,7 +33,10 @@ export async function git(args: string[], cwd: string, maxBuffer = 1024 * 1024):
 export function parseRemote(url: string): { org: string; repo: string } | undefined {
   const path = /^[^/:]+@[^/:]+:(.+)$/.exec(url)?.[1] ?? (URL.canParse(url) ? new URL(url).pathname : undefined);
   if (!path) return undefined;
-  const segs = path.replace(/\.git\/?$/, '').split('/').filter(Boolean);
+  const segs = path
+    .replace(/\.git\/?$/, '')
+    .split('/')
+    .filter(Boolean);
   if (segs.length < 2) return undefined;
   return { org: segs[segs.length - 2]!, repo: segs[segs.length - 1]! };
 }
@@ -63,8 +66,12 @@ export async function rootKeyOf(dir: string, flags: KeyFlags, defaultOrg?: strin
   const org = flags.org ?? remote?.org ?? defaultOrg;
   const repo = flags.repo ?? remote?.repo ?? basename(top);
   if (!org) throw new UsageError('No org: pass --org (or set LSPD_ORG); the checkout has no origin remote to derive it from.');
-  for (const [what, v] of [['org', org], ['repo', repo]] as const) {
-    if (!NAME_RE.test(v) || v === '.' || v === '..') throw new UsageError(`${what} ${JSON.stringify(v)} is not a valid name (letters, digits, . _ -): pass --${what}.`);
+  for (const [what, v] of [
+    ['org', org],
+    ['repo', repo],
+  ] as const) {
+    if (!NAME_RE.test(v) || v === '.' || v === '..')
+      throw new UsageError(`${what} ${JSON.stringify(v)} is not a valid name (letters, digits, . _ -): pass --${what}.`);
   }
   return { top, key: { org, repo, sha } };
 }

@@ -89,7 +89,12 @@ async function push(argv: string[]): Promise<number> {
     for (let shard = 0; shard < spread; shard++) {
       const r = await pushCommit(c, top, key, { gzip: !v['no-gzip'], retries, note: err, base: v.base, full: v.full, warm: !v['no-warm'], shard });
       const a = r.answer;
-      const shown = { ...a, sent_bytes: r.sentBytes, ...(r.base ? { sent_as_layer_over: r.base } : {}), ...(spread > 1 ? { routeKey: routeKey(key, shard) } : {}) };
+      const shown = {
+        ...a,
+        sent_bytes: r.sentBytes,
+        ...(r.base ? { sent_as_layer_over: r.base } : {}),
+        ...(spread > 1 ? { routeKey: routeKey(key, shard) } : {}),
+      };
       answers.push(shown);
       if (!v.json)
         out(
@@ -136,7 +141,9 @@ async function status(argv: string[]): Promise<number> {
 
 const askOpts = { op: { type: 'string' }, path: { type: 'string' }, depth: { type: 'string' }, upload: { type: 'boolean', default: false } } as const;
 
-async function queryTarget(v: Common & { org?: string | undefined; repo?: string | undefined; sha?: string | undefined; dir?: string | undefined; upload?: boolean | undefined }) {
+async function queryTarget(
+  v: Common & { org?: string | undefined; repo?: string | undefined; sha?: string | undefined; dir?: string | undefined; upload?: boolean | undefined },
+) {
   const { top, key } = await rootKeyOf(v.dir ?? process.cwd(), v, readCliEnv().LSPD_ORG);
   const opts = v.upload ? { tree: () => archive(top, key.sha, true), gzip: true } : {};
   return { key, opts };
@@ -215,7 +222,8 @@ async function show(argv: string[]): Promise<number> {
     if (v.json) out(JSON.stringify(a, null, 2));
     else {
       process.stdout.write(a.text);
-      if (a.truncated) err(`lspd: cut to fit the answer bound after line ${a.end} of ${a.total_lines}; continue with ${q.path}:${a.end + 1}-${q.end ?? a.total_lines}`);
+      if (a.truncated)
+        err(`lspd: cut to fit the answer bound after line ${a.end} of ${a.total_lines}; continue with ${q.path}:${a.end + 1}-${q.end ?? a.total_lines}`);
     }
     return 0;
   } finally {

@@ -13,7 +13,8 @@ export function formatAnswer(a: LspAnswer): string {
     const where = l.external ? `${l.module ?? 'dependency'}${l.version ? '@' + l.version : ''}/${l.path}` : l.path;
     lines.push(`${at(where, l.range)}  ${(l.preview ?? '').trim()}`.trimEnd());
     // What to paste to read it: `lspd show` takes 1-based lines, as printed.
-    if (l.external && l.read) lines.push(`  read: lspd show${l.read.from === 'deps' ? ' --from deps' : ''} ${l.read.path}:${l.range.start.line + 1}-${l.range.start.line + 21}`);
+    if (l.external && l.read)
+      lines.push(`  read: lspd show${l.read.from === 'deps' ? ' --from deps' : ''} ${l.read.path}:${l.range.start.line + 1}-${l.range.start.line + 21}`);
   }
   if (typeof a.contents === 'string' && a.contents.trim() !== '') lines.push(a.contents.trimEnd());
   for (const s of a.symbols ?? []) {
@@ -58,7 +59,9 @@ export function formatReady(r: ReadyAnswer): string {
     out.push('servers:');
     const w = Math.max(...servers.map(([n]) => n.length));
     for (const [name, s] of servers) {
-      out.push(`  ${name.padEnd(w)}  ${s.available ? 'available' : 'unavailable'}${s.version ? ' ' + s.version : ''}${!s.available && s.reason ? ` (${s.reason})` : ''}`);
+      out.push(
+        `  ${name.padEnd(w)}  ${s.available ? 'available' : 'unavailable'}${s.version ? ' ' + s.version : ''}${!s.available && s.reason ? ` (${s.reason})` : ''}`,
+      );
     }
   }
   return out.join('\n');

@@ -114,7 +114,10 @@ async function upload(client: LspdClient, key: RootKey, body: () => Readable, o:
       return src.pipe(out);
     };
     try {
-      return { answer: await client.putRoot(key, counted, { ...o, ...(opts.shard ? { shard: opts.shard } : {}), ...(opts.warm === false ? { warm: false } : {}) }), sentBytes };
+      return {
+        answer: await client.putRoot(key, counted, { ...o, ...(opts.shard ? { shard: opts.shard } : {}), ...(opts.warm === false ? { warm: false } : {}) }),
+        sentBytes,
+      };
     } catch (err) {
       const retryable = err instanceof LspdError && err.retryable;
       if (!retryable || attempt >= opts.retries) throw err;

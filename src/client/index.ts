@@ -299,8 +299,7 @@ export class LspdClient {
     if (res.statusCode < 400 || c.accept?.includes(res.statusCode)) return parsed as T;
     const b = (parsed && typeof parsed === 'object' ? parsed : {}) as Record<string, unknown>;
     const header = res.headers['retry-after'];
-    const retryAfter =
-      typeof b.retry_after === 'number' ? b.retry_after : typeof header === 'string' && /^\d+$/.test(header) ? Number(header) : undefined;
+    const retryAfter = typeof b.retry_after === 'number' ? b.retry_after : typeof header === 'string' && /^\d+$/.test(header) ? Number(header) : undefined;
     throw new LspdError(
       res.statusCode,
       typeof b.error === 'string' ? b.error : `http_${res.statusCode}`,

@@ -228,7 +228,8 @@ export class DiffService {
     notes.push(...tree.notes);
     const removed = new Set(tree.files.filter((f) => f.change === 'removed').map((f) => f.path));
     const symbolFiles = tree.files.filter((f) => f.change !== 'added' && sourceFile(f.path));
-    if (symbolFiles.length > L.maxSymbolFiles) notes.push(`Symbols were compared in the first ${L.maxSymbolFiles} of ${symbolFiles.length} modified or removed source files.`);
+    if (symbolFiles.length > L.maxSymbolFiles)
+      notes.push(`Symbols were compared in the first ${L.maxSymbolFiles} of ${symbolFiles.length} modified or removed source files.`);
 
     // Symbols, and the base lines each modified file's change rewrote.
     const changedLines = new Map<string, Set<number>>();
@@ -236,7 +237,9 @@ export class DiffService {
       const side = async (root: RootKey) => {
         const text = await this.#o.readText(root, f.path, this.#o.maxFileBytes);
         if (text === undefined) {
-          notes.push(`${f.path} at ${root.sha.slice(0, 12)}: not read (over ${this.#o.maxFileBytes} bytes, not UTF-8, or not a regular file in the tree); its symbols were not compared.`);
+          notes.push(
+            `${f.path} at ${root.sha.slice(0, 12)}: not read (over ${this.#o.maxFileBytes} bytes, not UTF-8, or not a regular file in the tree); its symbols were not compared.`,
+          );
           return undefined;
         }
         const a = await ask({ ...root, op: 'documentSymbols', path: f.path });
@@ -253,7 +256,8 @@ export class DiffService {
 
     // Impact: references at base to what was removed or changed.
     const targets = symbols.filter((s) => s.change !== 'added' && s.base);
-    if (targets.length > L.maxImpactSymbols) notes.push(`References were looked up for the first ${L.maxImpactSymbols} of ${targets.length} removed or changed symbols.`);
+    if (targets.length > L.maxImpactSymbols)
+      notes.push(`References were looked up for the first ${L.maxImpactSymbols} of ${targets.length} removed or changed symbols.`);
     let impactTruncated = targets.length > L.maxImpactSymbols;
     const refLists = await mapLimit(targets.slice(0, L.maxImpactSymbols), L.concurrency, async (s) => {
       const at = s.base!.selectionRange?.start ?? s.base!.range.start;
@@ -289,7 +293,8 @@ export class DiffService {
     const changed = new Set(tree.files.map((f) => f.path));
     for (const l of impact) if (sourceFile(l.path)) headFiles.add(l.path);
     const diagFiles = [...headFiles];
-    if (diagFiles.length > L.maxDiagnosticFiles) notes.push(`Diagnostics were compared in the first ${L.maxDiagnosticFiles} of ${diagFiles.length} changed or impacted files.`);
+    if (diagFiles.length > L.maxDiagnosticFiles)
+      notes.push(`Diagnostics were compared in the first ${L.maxDiagnosticFiles} of ${diagFiles.length} changed or impacted files.`);
     const diagsOf = async (root: RootKey, path: string): Promise<Diag[]> => {
       const a = await ask({ ...root, op: 'diagnostics', path });
       if (a?.truncated === true) notes.push(`${path} at ${root.sha.slice(0, 12)}: more diagnostics than one answer holds.`);

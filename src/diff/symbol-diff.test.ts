@@ -90,7 +90,10 @@ test('references outside the change: dependency, removed-file and rewritten-line
     { path: 'node_modules/x/index.d.ts', range: r(0, 0, 0, 1), external: true },
   ];
   const kept = outsideChange(locs, new Map([['a.ts', new Set([1, 2])]]), new Set(['gone.ts']));
-  assert.deepEqual(kept.map((l) => `${l.path}:${l.range.start.line}`), ['a.ts:5', 'b.ts:1']);
+  assert.deepEqual(
+    kept.map((l) => `${l.path}:${l.range.start.line}`),
+    ['a.ts:5', 'b.ts:1'],
+  );
 });
 
 test('new diagnostics: matched by file, message and code, not line, and counted', () => {

@@ -11,7 +11,6 @@
 
 import type { Position, Range } from '../lsp/wire/lsp-types.js';
 
-
 /** A document symbol as /v1/code/lsp documentSymbols renders it (ranges in UTF-16 units). */
 export interface DocSymbol {
   name: string;
@@ -176,7 +175,8 @@ export function diffSymbols(
   for (const [key, was] of a) {
     const now = b.get(key);
     if (!now) out.push({ ...row(was, 'removed'), base: where(was) });
-    else if (now.text !== was.text) out.push({ ...row(was, 'changed'), signature_changed: now.signature !== was.signature, base: where(was), head: where(now) });
+    else if (now.text !== was.text)
+      out.push({ ...row(was, 'changed'), signature_changed: now.signature !== was.signature, base: where(was), head: where(now) });
   }
   for (const [key, now] of b) if (!a.has(key)) out.push({ ...row(now, 'added'), head: where(now) });
   return out;

@@ -42,8 +42,8 @@ test('with tree indexes: blob ids decide, no file is read (the trees on disk may
 test('without indexes (roots of an older lspd): sizes, then contents, and link targets', async () => {
   const top = mkdtempSync(join(tmpdir(), 'tree-diff-'));
   try {
-    const a = root(top, 'a', { 'same.ts': 'x', 'samesize.ts': 'abc', 'grown.ts': 'a', 'gone.ts': 'g', 'link': '->same.ts', 'd/deep.ts': 'q' });
-    const b = root(top, 'b', { 'same.ts': 'x', 'samesize.ts': 'abd', 'grown.ts': 'ab', 'new.ts': 'n', 'link': '->grown.ts', 'd/deep.ts': 'q' });
+    const a = root(top, 'a', { 'same.ts': 'x', 'samesize.ts': 'abc', 'grown.ts': 'a', 'gone.ts': 'g', link: '->same.ts', 'd/deep.ts': 'q' });
+    const b = root(top, 'b', { 'same.ts': 'x', 'samesize.ts': 'abd', 'grown.ts': 'ab', 'new.ts': 'n', link: '->grown.ts', 'd/deep.ts': 'q' });
     const d = await diffTrees(a, b);
     assert.deepEqual(d.files, [
       { path: 'gone.ts', change: 'removed' },

@@ -48,7 +48,10 @@ export async function diffTrees(baseTreeDir: string, headTreeDir: string): Promi
     }
   }
   for (const path of b.ids.keys()) if (!a.ids.has(path)) files.push({ path, change: 'added' });
-  if (unsure > 0) notes.push(`A root has no tree index (stored by an older lspd) and hashing stopped at ${MAX_HASHED_BYTES} bytes: ${unsure} same-sized files were counted as modified unread.`);
+  if (unsure > 0)
+    notes.push(
+      `A root has no tree index (stored by an older lspd) and hashing stopped at ${MAX_HASHED_BYTES} bytes: ${unsure} same-sized files were counted as modified unread.`,
+    );
   files.sort((x, y) => (x.path < y.path ? -1 : x.path > y.path ? 1 : 0));
   return { files, notes };
 }

@@ -16,16 +16,29 @@ const zip = (name: string) => ({
 describe('composer inputs', () => {
   it('the lock keeps dists only; what has none is skipped and named; a mirror is preferred only off packagist', () => {
     const lock = {
-      packages: [zip('a/one'), { name: 'b/git-only', version: 'dev-main', source: { type: 'git', url: 'x', reference: 'y' } }, { ...zip('c/path'), dist: { type: 'path', url: '../c' } }],
+      packages: [
+        zip('a/one'),
+        { name: 'b/git-only', version: 'dev-main', source: { type: 'git', url: 'x', reference: 'y' } },
+        { ...zip('c/path'), dist: { type: 'path', url: '../c' } },
+      ],
       'packages-dev': [zip('d/dev')],
     };
     const onPackagist = sanitizeLock(lock, 'https://repo.packagist.org');
     const one = (onPackagist.lock.packages as Record<string, unknown>[])[0]!;
     assert.deepEqual(one.dist, { type: 'zip', url: 'https://api.github.com/repos/a/one/zipball/abc', reference: 'abc', shasum: '' });
     for (const k of ['source', 'notification-url', 'scripts']) assert.equal(k in one, false, k);
-    assert.deepEqual((onPackagist.lock.packages as { name: string }[]).map((p) => p.name), ['a/one']);
-    assert.deepEqual((onPackagist.lock['packages-dev'] as { name: string }[]).map((p) => p.name), ['d/dev']);
-    assert.deepEqual(onPackagist.skipped.map((s) => s.name), ['b/git-only', 'c/path']);
+    assert.deepEqual(
+      (onPackagist.lock.packages as { name: string }[]).map((p) => p.name),
+      ['a/one'],
+    );
+    assert.deepEqual(
+      (onPackagist.lock['packages-dev'] as { name: string }[]).map((p) => p.name),
+      ['d/dev'],
+    );
+    assert.deepEqual(
+      onPackagist.skipped.map((s) => s.name),
+      ['b/git-only', 'c/path'],
+    );
     assert.match(onPackagist.skipped[0]!.reason, /never clones sources/);
 
     const mirrored = sanitizeLock(lock, 'https://mirror.example/composer/');
@@ -34,7 +47,7 @@ describe('composer inputs', () => {
     ]);
   });
 
-  it('composer.json keeps what an install reads; scripts, repositories and config are lspd\'s', () => {
+  it("composer.json keeps what an install reads; scripts, repositories and config are lspd's", () => {
     const out = sanitizeJson(
       {
         name: 'acme/app',
@@ -55,7 +68,7 @@ describe('composer inputs', () => {
     assert.equal(config['allow-plugins'], false);
     assert.equal(config['secure-http'], false, 'a plain-http repository the operator chose');
     assert.equal('disable-tls' in config || 'cafile' in config, false);
-    assert.equal(sanitizeJson({}, 'https://repo.packagist.org').repositories, undefined, 'packagist is composer\'s default');
+    assert.equal(sanitizeJson({}, 'https://repo.packagist.org').repositories, undefined, "packagist is composer's default");
     assert.equal((sanitizeJson({}, 'https://repo.packagist.org').config as Record<string, unknown>)['secure-http'], true);
   });
 });

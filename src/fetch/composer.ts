@@ -52,7 +52,18 @@ export async function prepareComposer(ctx: StepContext, ws: string): Promise<Ste
   const json = (await isRegularFile(join(src, 'composer.json'))) ? await readJson(join(src, 'composer.json'), 'composer.json') : {};
   const { lock: safeLock, skipped } = sanitizeLock(lock, ctx.composerRepo);
   await writeFile(join(dst, 'composer.lock'), JSON.stringify(safeLock, null, 2));
-  await writeFile(join(dst, 'composer.json'), JSON.stringify(sanitizeJson(json, ctx.composerRepo, skipped.map((s) => s.name)), null, 2));
+  await writeFile(
+    join(dst, 'composer.json'),
+    JSON.stringify(
+      sanitizeJson(
+        json,
+        ctx.composerRepo,
+        skipped.map((s) => s.name),
+      ),
+      null,
+      2,
+    ),
+  );
   const cache = await writableDepsDir(ctx, COMPOSER_CACHE_REL);
   return {
     argv: [
@@ -162,7 +173,7 @@ export function sanitizeJson(json: Json, composerRepo: string, without: string[]
     'notify-on-install': false,
     'preferred-install': 'dist',
     'discard-changes': true,
-    'lock': true,
+    lock: true,
     'platform-check': false,
   };
   return out;

@@ -37,7 +37,10 @@ describe('detect', () => {
       'tools/package.json': '{}',
     });
     const plan = await detect(d, all);
-    assert.deepEqual(plan.map((p) => `${p.ecosystem}:${p.dir}:${p.action}`), ['go::fetch', 'npm:tools:fetch', 'npm:web:fetch', 'go:svc/b:fetch']);
+    assert.deepEqual(
+      plan.map((p) => `${p.ecosystem}:${p.dir}:${p.action}`),
+      ['go::fetch', 'npm:tools:fetch', 'npm:web:fetch', 'go:svc/b:fetch'],
+    );
   });
 
   it('never looks into node_modules, vendor, testdata or .git, nor through symlinks', async () => {
@@ -50,7 +53,10 @@ describe('detect', () => {
     });
     symlinkSync(join(d, 'real'), join(d, 'link'));
     const plan = await detect(d, all);
-    assert.deepEqual(plan.map((p) => `${p.ecosystem}:${p.dir}`), ['go:real']);
+    assert.deepEqual(
+      plan.map((p) => `${p.ecosystem}:${p.dir}`),
+      ['go:real'],
+    );
   });
 
   it('refuses, with a reason, what FETCH must not or cannot run', async () => {
@@ -74,7 +80,13 @@ describe('detect', () => {
   });
 
   it('fetches composer and Python workspaces from their locks when the toolchains are there', async () => {
-    const withAll = { ...all, composer: '/usr/bin/composer', php: '/usr/bin/php8.2', python: '/usr/bin/python3', pip: '/usr/lib/python3/dist-packages/pip/__main__.py' };
+    const withAll = {
+      ...all,
+      composer: '/usr/bin/composer',
+      php: '/usr/bin/php8.2',
+      python: '/usr/bin/python3',
+      pip: '/usr/lib/python3/dist-packages/pip/__main__.py',
+    };
     const d = tree({
       'composer.json': '{}',
       'composer.lock': '{}',
@@ -86,7 +98,10 @@ describe('detect', () => {
       'f/composer.json': '{"require":{"acme/x":"1.0.0"}}',
     });
     const plan = await detect(d, withAll);
-    assert.deepEqual(plan.map((p) => `${p.ecosystem}:${p.dir}:${p.action}`), ['composer::fetch', 'python:a:fetch', 'python:b:fetch', 'python:c:fetch', 'python:d:fetch']);
+    assert.deepEqual(
+      plan.map((p) => `${p.ecosystem}:${p.dir}:${p.action}`),
+      ['composer::fetch', 'python:a:fetch', 'python:b:fetch', 'python:c:fetch', 'python:d:fetch'],
+    );
   });
 
   it('a package.json without dependencies needs nothing; a missing toolchain refuses', async () => {
@@ -100,12 +115,21 @@ describe('detect', () => {
   it('caps the workspaces fetched per ecosystem', async () => {
     const d = tree({ 'a/go.mod': '', 'b/go.mod': '', 'c/go.mod': '' });
     const plan = await detect(d, all, { maxEntries: 1000, maxDepth: 8, maxWorkspaces: 2 });
-    assert.deepEqual(plan.map((p) => p.action), ['fetch', 'fetch', 'refuse']);
+    assert.deepEqual(
+      plan.map((p) => p.action),
+      ['fetch', 'fetch', 'refuse'],
+    );
   });
 
   it('a lockfile or manifest over the bound refuses its fetch, unparsed, saying which file and how large', async () => {
     const big = '{"lockfileVersion":3,"packages":{' + '"node_modules/x":{},'.repeat(2000) + '"":{}}}';
-    const d = tree({ 'web/package.json': '{}', 'web/package-lock.json': big, 'svc/go.mod': 'module s', 'svc/go.sum': 'x'.repeat(50_000), 'ok/go.mod': 'module ok' });
+    const d = tree({
+      'web/package.json': '{}',
+      'web/package-lock.json': big,
+      'svc/go.mod': 'module s',
+      'svc/go.sum': 'x'.repeat(50_000),
+      'ok/go.mod': 'module ok',
+    });
     const got = verdicts(await detect(d, all, { maxEntries: 1000, maxDepth: 8, maxWorkspaces: 8, maxLockfileBytes: 32 * 1024 }));
     assert.equal(got['go:ok'], 'fetch');
     assert.match(got['npm:web']!, /^package-lock\.json is 40 KiB, over the 32 KiB bound for a lockfile or manifest: not parsed/);

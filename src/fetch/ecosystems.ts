@@ -55,8 +55,10 @@ const PY_MISSING = 'Python dependencies were not fetched: no pinned python3 with
 const CARGO_REASON =
   'Rust dependencies were not fetched: no pinned cargo toolchain is installed under /usr (a per-user rustup cargo is not pinned), and no pinned rust-analyzer would read them.';
 const COMPOSER_MISSING = 'PHP dependencies were not fetched: no pinned composer (and php) is installed.';
-const COMPOSER_NO_LOCK = 'PHP dependencies were not fetched: composer.json has no composer.lock, and without a lock file an install would resolve versions at fetch time.';
-const NPM_NO_LOCK = 'npm dependencies were not fetched: package.json has no package-lock.json or npm-shrinkwrap.json, and without a lockfile an install would resolve versions at fetch time.';
+const COMPOSER_NO_LOCK =
+  'PHP dependencies were not fetched: composer.json has no composer.lock, and without a lock file an install would resolve versions at fetch time.';
+const NPM_NO_LOCK =
+  'npm dependencies were not fetched: package.json has no package-lock.json or npm-shrinkwrap.json, and without a lockfile an install would resolve versions at fetch time.';
 const YARN_PNPM = 'npm dependencies were not fetched: only a yarn or pnpm lockfile is present and neither tool is pinned.';
 const GO_MISSING = 'Go dependencies were not fetched: the go toolchain is not installed.';
 const NPM_MISSING = 'npm dependencies were not fetched: npm is not installed.';
@@ -83,7 +85,8 @@ export async function detect(treeDir: string, tools: Toolchains, limits: DetectL
       const hasModules = entries.some((e) => e.name === 'node_modules' && e.isDirectory());
       const bareNpm = rel === '' && !hasModules && files.has('package.json') && (await declaresDependencies(join(treeDir, 'package.json')));
       const hasVendor = entries.some((e) => e.name === 'vendor' && e.isDirectory());
-      const bareComposer = rel === '' && !hasVendor && files.has('composer.json') && !files.has('composer.lock') && (await requiresPackages(join(treeDir, 'composer.json')));
+      const bareComposer =
+        rel === '' && !hasVendor && files.has('composer.json') && !files.has('composer.lock') && (await requiresPackages(join(treeDir, 'composer.json')));
       found.push(...(await bounded(treeDir, rel, planDir(rel, files, tools, bareNpm, bareComposer), limits.maxLockfileBytes ?? MAX_LOCKFILE_BYTES)));
       for (const e of entries) {
         // Dirent.isDirectory() is false for a symlink, so links are never followed.

@@ -88,7 +88,15 @@ export class FetchJob {
       case 'done':
         return { state: 'done', ecosystems: copy(s.steps), log: s.log, startedAt: s.startedAt, finishedAt: s.finishedAt, bytes: s.bytes };
       case 'failed':
-        return { state: 'failed', error: s.error, ecosystems: copy(s.steps), log: s.log, ...(s.startedAt ? { startedAt: s.startedAt } : {}), finishedAt: s.finishedAt, ...(s.bytes !== undefined ? { bytes: s.bytes } : {}) };
+        return {
+          state: 'failed',
+          error: s.error,
+          ecosystems: copy(s.steps),
+          log: s.log,
+          ...(s.startedAt ? { startedAt: s.startedAt } : {}),
+          finishedAt: s.finishedAt,
+          ...(s.bytes !== undefined ? { bytes: s.bytes } : {}),
+        };
       case 'refused':
         return { state: 'refused', error: s.error, ecosystems: copy(s.steps) };
     }
@@ -244,7 +252,12 @@ async function runStep(deps: RunDeps, ctx: StepContext, step: StepStatus, o: Run
     return { state: 'failed', reason: `could not prepare the dependency dir (${(err as NodeJS.ErrnoException).code ?? 'error'})` };
   }
   // Programs and files by their base name (no host or jail layout in the log); URLs and flags as they are.
-  tail.line(`$ ${spawn.argv.slice(spawn.argv[0]?.endsWith('/node') ? 1 : 0).map((a) => (a.startsWith('/') ? a.slice(a.lastIndexOf('/') + 1) : a)).join(' ')}`);
+  tail.line(
+    `$ ${spawn.argv
+      .slice(spawn.argv[0]?.endsWith('/node') ? 1 : 0)
+      .map((a) => (a.startsWith('/') ? a.slice(a.lastIndexOf('/') + 1) : a))
+      .join(' ')}`,
+  );
   let output = '';
   const keep = (d: Buffer) => {
     const s = d.toString('utf8');

@@ -32,7 +32,19 @@ import type { Ecosystem, FetchStore, FetchView, StepStatus, Toolchains } from '.
 import { GOPATH_AT } from '../jail/layout.js';
 
 export interface FetchManagerOptions {
-  config: Pick<Config, 'fetchTimeoutMs' | 'fetchMaxBytes' | 'goProxy' | 'npmRegistry' | 'pipIndexUrl' | 'composerRepo' | 'dataDir' | 'stderrRingBytes' | 'orgMaxFetches' | 'orgReservePercent'>;
+  config: Pick<
+    Config,
+    | 'fetchTimeoutMs'
+    | 'fetchMaxBytes'
+    | 'goProxy'
+    | 'npmRegistry'
+    | 'pipIndexUrl'
+    | 'composerRepo'
+    | 'dataDir'
+    | 'stderrRingBytes'
+    | 'orgMaxFetches'
+    | 'orgReservePercent'
+  >;
   log: Logger;
   metrics: Pick<Metrics, 'fetchSeconds'>;
   jail: Jail;
@@ -185,8 +197,21 @@ export class FetchManager {
       const { view, attempt } = saved;
       if (view.state === 'queued' || view.state === 'running') {
         if (attempt >= MAX_ATTEMPTS) {
-          const steps = (view.ecosystems ?? []).map((s) => (s.state === 'queued' || s.state === 'running' ? { ...s, state: 'failed' as const, reason: 'interrupted by daemon restarts' } : s));
-          this.settle(key, new FetchJob({ name: 'failed', error: `the fetch was interrupted by a daemon restart ${attempt} times`, finishedAt: new Date().toISOString(), log: '', mounts: await this.mountsOf(key, steps), steps, attempt }));
+          const steps = (view.ecosystems ?? []).map((s) =>
+            s.state === 'queued' || s.state === 'running' ? { ...s, state: 'failed' as const, reason: 'interrupted by daemon restarts' } : s,
+          );
+          this.settle(
+            key,
+            new FetchJob({
+              name: 'failed',
+              error: `the fetch was interrupted by a daemon restart ${attempt} times`,
+              finishedAt: new Date().toISOString(),
+              log: '',
+              mounts: await this.mountsOf(key, steps),
+              steps,
+              attempt,
+            }),
+          );
         } else {
           const steps = (view.ecosystems ?? []).map((s) => (s.state === 'running' ? { ...s, state: 'queued' as const } : s));
           this.add(key, new FetchJob({ name: 'queued', steps, attempt: attempt + 1 }));
@@ -240,7 +265,15 @@ export class FetchManager {
     let job: FetchJob;
     if (plan.length === 0) job = new FetchJob({ name: 'none' });
     else if (plan.every((p) => p.action === 'refuse')) {
-      job = new FetchJob({ name: 'refused', error: steps.map((s) => s.reason).filter((r, i, a) => a.indexOf(r) === i).join(' '), steps, attempt: 0 });
+      job = new FetchJob({
+        name: 'refused',
+        error: steps
+          .map((s) => s.reason)
+          .filter((r, i, a) => a.indexOf(r) === i)
+          .join(' '),
+        steps,
+        attempt: 0,
+      });
     } else job = new FetchJob({ name: 'queued', steps, attempt });
     if (this.closed) return job.view();
     if (job.state.name === 'queued') this.add(key, job);
@@ -294,27 +327,41 @@ export class FetchManager {
     try {
       await mkdir(depsDir, { recursive: true });
       await this.persist(key, job);
-      const result = (await this.shareBase(key, q.steps, abort.signal)) ?? await runJob(
-        { jail: this.o.jail, log: this.log, metrics: this.o.metrics },
-        {
-          org: key.org,
-          ctx: { treeDir, depsDir, goProxy: this.o.config.goProxy, npmRegistry: this.o.config.npmRegistry, pipIndexUrl: this.o.config.pipIndexUrl, composerRepo: this.o.config.composerRepo, tools: this.o.tools },
-          steps: q.steps,
-          signal: abort.signal,
-          maxBytes: this.o.config.fetchMaxBytes,
-          byteCheckIntervalMs: this.o.byteCheckIntervalMs ?? 1000,
-          logTailBytes: this.o.logTailBytes ?? 16 * 1024,
-          stderrRingBytes: this.o.config.stderrRingBytes,
-          scrub: { [depsDir]: '<deps>', [treeDir]: '<tree>', [this.o.config.dataDir]: '<data>', ...goProxyLabels(this.o.config.goProxy) },
-          onStep: () => void this.persist(key, job),
-        },
-      );
+      const result =
+        (await this.shareBase(key, q.steps, abort.signal)) ??
+        (await runJob(
+          { jail: this.o.jail, log: this.log, metrics: this.o.metrics },
+          {
+            org: key.org,
+            ctx: {
+              treeDir,
+              depsDir,
+              goProxy: this.o.config.goProxy,
+              npmRegistry: this.o.config.npmRegistry,
+              pipIndexUrl: this.o.config.pipIndexUrl,
+              composerRepo: this.o.config.composerRepo,
+              tools: this.o.tools,
+            },
+            steps: q.steps,
+            signal: abort.signal,
+            maxBytes: this.o.config.fetchMaxBytes,
+            byteCheckIntervalMs: this.o.byteCheckIntervalMs ?? 1000,
+            logTailBytes: this.o.logTailBytes ?? 16 * 1024,
+            stderrRingBytes: this.o.config.stderrRingBytes,
+            scrub: { [depsDir]: '<deps>', [treeDir]: '<tree>', [this.o.config.dataDir]: '<data>', ...goProxyLabels(this.o.config.goProxy) },
+            onStep: () => void this.persist(key, job),
+          },
+        ));
       if (job.state.name !== 'running') return;
       const cause = result.aborted;
       if (cause === 'shutdown') {
         // Not a crash: written back as queued with the attempt not counted, so the
         // next start resumes it without moving it towards "failed".
-        const steps = result.steps.map((st) => (st.state === 'running' || st.state === 'skipped' || result.stopped.includes(st) ? { ecosystem: st.ecosystem, dir: st.dir, state: 'queued' as const } : st));
+        const steps = result.steps.map((st) =>
+          st.state === 'running' || st.state === 'skipped' || result.stopped.includes(st)
+            ? { ecosystem: st.ecosystem, dir: st.dir, state: 'queued' as const }
+            : st,
+        );
         await this.persist(key, job, { v: 1, view: { state: 'queued', ecosystems: steps }, attempt: q.attempt - 1 });
         return;
       }
@@ -339,7 +386,16 @@ export class FetchManager {
     } catch (err) {
       // An internal error (not a fetcher's failure, which runJob reports): fail the job, say so.
       if (job.state.name === 'running' && abortCause(abort.signal) !== 'shutdown') {
-        job.to({ name: 'failed', error: 'internal error while fetching', steps: q.steps, attempt: q.attempt, startedAt, finishedAt: new Date().toISOString(), log: '', mounts: [] });
+        job.to({
+          name: 'failed',
+          error: 'internal error while fetching',
+          steps: q.steps,
+          attempt: q.attempt,
+          startedAt,
+          finishedAt: new Date().toISOString(),
+          log: '',
+          mounts: [],
+        });
         await this.persist(key, job).catch(() => undefined);
       }
       throw err;
@@ -454,9 +510,28 @@ export class FetchManager {
     const now = new Date().toISOString();
     switch (v.state) {
       case 'done':
-        return { name: 'done', steps, attempt, startedAt: v.startedAt ?? now, finishedAt: v.finishedAt ?? now, bytes: v.bytes ?? 0, log: v.log ?? '', mounts: await this.mountsOf(key, steps) };
+        return {
+          name: 'done',
+          steps,
+          attempt,
+          startedAt: v.startedAt ?? now,
+          finishedAt: v.finishedAt ?? now,
+          bytes: v.bytes ?? 0,
+          log: v.log ?? '',
+          mounts: await this.mountsOf(key, steps),
+        };
       case 'failed':
-        return { name: 'failed', error: v.error ?? 'failed', steps, attempt, finishedAt: v.finishedAt ?? now, log: v.log ?? '', mounts: await this.mountsOf(key, steps), ...(v.startedAt ? { startedAt: v.startedAt } : {}), ...(v.bytes !== undefined ? { bytes: v.bytes } : {}) };
+        return {
+          name: 'failed',
+          error: v.error ?? 'failed',
+          steps,
+          attempt,
+          finishedAt: v.finishedAt ?? now,
+          log: v.log ?? '',
+          mounts: await this.mountsOf(key, steps),
+          ...(v.startedAt ? { startedAt: v.startedAt } : {}),
+          ...(v.bytes !== undefined ? { bytes: v.bytes } : {}),
+        };
       case 'refused':
         return { name: 'refused', error: v.error ?? 'refused', steps, attempt };
       default:

@@ -4,7 +4,16 @@ import { coveredSteps, touchesFetchInputs } from './fetch-reuse.js';
 
 describe('fetch reuse', () => {
   it('a layer touches the fetch when it changes a lockfile, a manifest or a committed node_modules, anywhere', () => {
-    for (const p of ['package-lock.json', 'web/package.json', 'svc/go.sum', 'go.mod', 'a/b/Cargo.lock', 'pyproject.toml', 'node_modules/x/index.js', 'app/.npmrc']) {
+    for (const p of [
+      'package-lock.json',
+      'web/package.json',
+      'svc/go.sum',
+      'go.mod',
+      'a/b/Cargo.lock',
+      'pyproject.toml',
+      'node_modules/x/index.js',
+      'app/.npmrc',
+    ]) {
       assert.equal(touchesFetchInputs(['src/a.ts', p]), true, p);
     }
     for (const p of ['src/package.ts', 'docs/go.mod.md', 'README.md', 'node_modules_notes.txt']) assert.equal(touchesFetchInputs([p]), false, p);

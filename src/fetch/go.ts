@@ -74,7 +74,7 @@ export function goHint(output: string): string | undefined {
   if (/updating go\.sum|missing go\.sum entry|verifying [^\n]*\/lookup\//.test(output)) {
     return 'go.sum lacks entries that `go mod download all` needs; the tree is read-only, so commit a complete go.sum (go mod tidy).';
   }
-  if (/SECURITY ERROR|checksum mismatch/.test(output)) return 'a downloaded module does not match the hash in the tree\'s go.sum.';
+  if (/SECURITY ERROR|checksum mismatch/.test(output)) return "a downloaded module does not match the hash in the tree's go.sum.";
   if (/GOVCS|disabled by GOVCS/.test(output)) return 'a module is only reachable by version control (direct), which FETCH never runs.';
   if (/Forbidden|403/.test(output)) return 'a module host is not among the allowed registries.';
   return undefined;

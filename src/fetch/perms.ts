@@ -33,7 +33,7 @@ async function walk(dir: string, visit: (p: string, isDir: boolean, mode: number
 export async function openForJail(dir: string): Promise<void> {
   if (!isRoot()) return;
   await walk(dir, async (p, isDir, mode) => {
-    const want = isDir ? 0o777 : (mode & 0o111 ? 0o777 : 0o666);
+    const want = isDir ? 0o777 : mode & 0o111 ? 0o777 : 0o666;
     if ((mode & 0o7777) !== want) await chmod(p, want);
   });
 }

@@ -62,11 +62,7 @@ export async function preparePython(ctx: StepContext, ws: string): Promise<StepS
       // Downloads and pip's staging dir: wheels can outgrow the jail's tmpfs.
       TMPDIR: tmp.at,
     },
-    binds: [
-      out,
-      tmp,
-      { host: DRIVER_HOST, at: DRIVER_AT },
-    ],
+    binds: [out, tmp, { host: DRIVER_HOST, at: DRIVER_AT }],
     tree: { hostDir: ctx.treeDir, at: TREE_AT },
     cwd: at,
   };

@@ -50,7 +50,6 @@ export function wsRel(ecosystem: 'npm' | 'composer' | 'python', ws: string): str
   return ws === '' ? `${ecosystem}/top` : `${ecosystem}/ws/${ws}`;
 }
 
-
 export interface StepContext {
   treeDir: string;
   depsDir: string;

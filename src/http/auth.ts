@@ -19,9 +19,7 @@ import { mayTouchOrg, type Permission, type Principal, type TokenSet } from '../
  * - `filter`: the answer lists several orgs' things; items of other orgs are dropped;
  * - `none`: the route touches no org's data (tool definitions, docs).
  */
-export type Access =
-  | { public: true }
-  | { public?: false; permission: Permission | 'any'; org: 'param' | 'body' | 'filter' | 'none' };
+export type Access = { public: true } | { public?: false; permission: Permission | 'any'; org: 'param' | 'body' | 'filter' | 'none' };
 
 const PUBLIC: Access = { public: true };
 
@@ -109,9 +107,7 @@ export function installAuth(app: FastifyInstance, tokens: TokenSet | undefined, 
     const rules = methods.map((m) => accessTable[`${m === 'HEAD' ? 'GET' : m} ${route.url}`]);
     const missing = methods.filter((_m, i) => rules[i] === undefined);
     if (missing.length > 0) {
-      throw new Error(
-        `route ${missing.join(',')} ${route.url} declares no access rule: give it a row in src/http/auth.ts accessTable`,
-      );
+      throw new Error(`route ${missing.join(',')} ${route.url} declares no access rule: give it a row in src/http/auth.ts accessTable`);
     }
     if (new Set(rules.map((r) => JSON.stringify(r))).size > 1) {
       throw new Error(`route ${methods.join(',')} ${route.url} has methods with different access rules: register them apart`);

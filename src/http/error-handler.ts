@@ -54,7 +54,5 @@ export function installErrorHandler(app: FastifyInstance): void {
     if ((err as FastifyError)?.code === 'FST_ERR_CTP_BODY_TOO_LARGE') await dropRest(req.raw, DRAIN_MAX_BYTES, DRAIN_MAX_MS);
     return sendError(reply, appErr);
   });
-  app.setNotFoundHandler((req, reply) =>
-    sendError(reply, errors.routeNotFound(`No route ${req.method} ${req.url.split('?')[0]}.`)),
-  );
+  app.setNotFoundHandler((req, reply) => sendError(reply, errors.routeNotFound(`No route ${req.method} ${req.url.split('?')[0]}.`)));
 }

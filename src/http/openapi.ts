@@ -69,12 +69,16 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
     answers: { '200': { description: 'Metrics.', contentType: 'text/plain' } },
   },
   'GET /docs': { tag: 'operations', summary: 'This document, rendered as HTML.', answers: { '200': { description: 'HTML.', contentType: 'text/html' } } },
-  'GET /docs/json': { tag: 'operations', summary: 'This document (OpenAPI 3.1, JSON).', answers: { '200': { description: 'OpenAPI document.', contentType: 'application/json' } } },
+  'GET /docs/json': {
+    tag: 'operations',
+    summary: 'This document (OpenAPI 3.1, JSON).',
+    answers: { '200': { description: 'OpenAPI document.', contentType: 'application/json' } },
+  },
   'PUT /v1/roots/:org/:repo/:sha': {
     tag: 'trees',
-    summary: 'Upload the tree of a root as a tar (or gzip\'d tar) stream.',
+    summary: "Upload the tree of a root as a tar (or gzip'd tar) stream.",
     description:
-      'All or nothing: the root becomes visible only once the whole tar is stored. Immutable: uploading an existing root answers 200 with created=false and changes nothing. `git archive --format=tar <sha>` output works as is. With `?base=`, the tar is a layer over that stored root (files added or modified; deletions as OCI whiteouts): the new root is composed from the base\'s files (hard links) and the layer, checked whole like a full upload. With `x-lspd-git-tree`, the stored tree must be that git tree.',
+      "All or nothing: the root becomes visible only once the whole tar is stored. Immutable: uploading an existing root answers 200 with created=false and changes nothing. `git archive --format=tar <sha>` output works as is. With `?base=`, the tar is a layer over that stored root (files added or modified; deletions as OCI whiteouts): the new root is composed from the base's files (hard links) and the layer, checked whole like a full upload. With `x-lspd-git-tree`, the stored tree must be that git tree.",
     params: rootParams,
     query: putRootQuery,
     headers: putRootHeaders,
@@ -86,7 +90,9 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
       '409': err('need_tree: the `base` root is not stored here (`root` names it); upload the whole tree.'),
       '413': err('too_large: past the bytes, files or single-file limit.'),
       '415': err('unsupported_media_type.'),
-      '422': err('unsafe_entry: the tar holds an entry that could escape the root (or a layer that conflicts with its base); tree_mismatch: the tree is not the git tree x-lspd-git-tree names (`expected`, `computed`); nothing stored.'),
+      '422': err(
+        'unsafe_entry: the tar holds an entry that could escape the root (or a layer that conflicts with its base); tree_mismatch: the tree is not the git tree x-lspd-git-tree names (`expected`, `computed`); nothing stored.',
+      ),
       '507': err('insufficient_storage.'),
     },
   },
@@ -113,7 +119,7 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
   },
   'DELETE /v1/roots/:org/:repo/:sha': {
     tag: 'trees',
-    summary: "Delete a root: stop its sessions, remove its files and dependency cache.",
+    summary: 'Delete a root: stop its sessions, remove its files and dependency cache.',
     params: rootParams,
     answers: { '204': { description: 'Deleted.' }, '400': err('bad_sha or bad_name.'), '404': err('not_found.') },
   },
@@ -158,7 +164,7 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
     tag: 'queries',
     summary: 'What a change between two stored roots of a repo does: files, symbols, the references it may break, the diagnostics it brings.',
     description:
-      'files from the two trees\' indexes; symbols (added, removed, changed) of modified and removed source files by qualified name; impact: references at base to removed or changed symbols outside the lines the change rewrote, paged (limit, cursor); diagnostics at head in changed and impacted files less those base had (file, message and code). Complete answers are cached; everything a server produced is labelled untrusted.',
+      "files from the two trees' indexes; symbols (added, removed, changed) of modified and removed source files by qualified name; impact: references at base to removed or changed symbols outside the lines the change rewrote, paged (limit, cursor); diagnostics at head in changed and impacted files less those base had (file, message and code). Complete answers are cached; everything a server produced is labelled untrusted.",
     body: 'DiffQuery',
     answers: {
       '200': { description: 'The diff.', schema: 'DiffAnswer' },

@@ -15,7 +15,6 @@ import { toolRoutes } from './routes/tools.js';
 import { mcpRoutes } from './routes/mcp.js';
 import { UPLOAD_MEDIA } from './media-types.js';
 
-
 export async function buildServer(deps: Deps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.log.child({ mod: 'http' }) as FastifyBaseLogger,

@@ -47,8 +47,15 @@ test('every jail gets the confinement flags that held in the issue', () => {
     assert.deepEqual(tmpfs, ['/tmp', '/home/lspd']);
     for (const p of tmpfs) assert.deepEqual(a.slice(a.indexOf(p!) - 5, a.indexOf(p!)), ['--size', '1024', '--perms', '0700', '--tmpfs']);
     assert.deepEqual(after(a, '--ro-bind', 2)[0], ['/usr', '/usr']);
-    assert.deepEqual(after(a, '--symlink', 2), [['usr/bin', '/bin'], ['usr/lib', '/lib'], ['usr/lib64', '/lib64']]);
-    assert.deepEqual(after(a, '--ro-bind-try', 2).find(([h]) => h === '/lib32'), ['/lib32', '/lib32']);
+    assert.deepEqual(after(a, '--symlink', 2), [
+      ['usr/bin', '/bin'],
+      ['usr/lib', '/lib'],
+      ['usr/lib64', '/lib64'],
+    ]);
+    assert.deepEqual(
+      after(a, '--ro-bind-try', 2).find(([h]) => h === '/lib32'),
+      ['/lib32', '/lib32'],
+    );
   }
 });
 
@@ -64,7 +71,12 @@ test('SERVE sees the project node_modules and no proxy; FETCH sees the proxy soc
   // As little of /etc as works: nothing of the host's accounts.
   const etc = (a: string[]) => [...after(a, '--ro-bind', 2), ...after(a, '--ro-bind-try', 2)].filter(([, at]) => at!.startsWith('/etc/'));
   for (const [h, at] of etc(serve)) if (at === '/etc/passwd' || at === '/etc/group') assert.ok(h!.startsWith('/data/jail/etc/'), at);
-  assert.deepEqual(etc(serve).map(([, at]) => at).sort(), ['/etc/group', '/etc/hosts', '/etc/ld.so.cache', '/etc/passwd']);
+  assert.deepEqual(
+    etc(serve)
+      .map(([, at]) => at)
+      .sort(),
+    ['/etc/group', '/etc/hosts', '/etc/ld.so.cache', '/etc/passwd'],
+  );
   const env = (a: string[]) => Object.fromEntries(after(a, '--setenv', 2));
   assert.equal(env(serve).HTTPS_PROXY, undefined);
   assert.equal(env(fetch).HTTPS_PROXY, `http://127.0.0.1:${FETCH_PROXY_PORT}`);

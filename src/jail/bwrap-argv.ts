@@ -46,12 +46,18 @@ export function bwrapOptions(plan: BwrapPlan): string[] {
     '--die-with-parent',
     // setsid(): no TIOCSTI into a terminal the daemon might have.
     '--new-session',
-    '--cap-drop', 'ALL',
-    '--uid', String(JAIL_INNER_UID),
-    '--gid', String(JAIL_INNER_UID),
-    '--hostname', policy.hostname,
-    '--json-status-fd', String(plan.fds.jsonStatus),
-    '--seccomp', String(plan.fds.seccomp),
+    '--cap-drop',
+    'ALL',
+    '--uid',
+    String(JAIL_INNER_UID),
+    '--gid',
+    String(JAIL_INNER_UID),
+    '--hostname',
+    policy.hostname,
+    '--json-status-fd',
+    String(plan.fds.jsonStatus),
+    '--seccomp',
+    String(plan.fds.seccomp),
   ];
   for (const b of policy.roBinds) {
     assert.ok(isJailPath(b.at), `policy bind target ${b.at}`);

@@ -87,11 +87,7 @@ function dirOf(mount: Mount, cgPath: string): string {
   return join(mount.point, rel);
 }
 
-const readPids = (file: string): number[] =>
-  readFileSync(file, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map(Number);
+const readPids = (file: string): number[] => readFileSync(file, 'utf8').split('\n').filter(Boolean).map(Number);
 
 function killPids(pids: number[]): void {
   for (const pid of pids) {

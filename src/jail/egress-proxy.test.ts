@@ -37,7 +37,9 @@ test('CONNECT names its destination', () => {
 });
 
 test('plain HTTP is forwarded in origin form, proxy headers dropped, one request per connection', () => {
-  const r = parseProxyHead('GET http://proxy.golang.org/x/@v/list?q=1 HTTP/1.1\r\nHost: evil.example\r\nProxy-Authorization: secret\r\nProxy-Connection: keep-alive\r\nAccept: */*');
+  const r = parseProxyHead(
+    'GET http://proxy.golang.org/x/@v/list?q=1 HTTP/1.1\r\nHost: evil.example\r\nProxy-Authorization: secret\r\nProxy-Connection: keep-alive\r\nAccept: */*',
+  );
   assert.ok(typeof r !== 'string');
   assert.equal(r.authority, 'proxy.golang.org:80', 'the destination is the target URL, never the Host header');
   assert.equal(r.upstreamHead, 'GET /x/@v/list?q=1 HTTP/1.1\r\nHost: evil.example\r\nAccept: */*\r\nConnection: close\r\n\r\n');

@@ -71,9 +71,7 @@ export function parseProxyHead(head: string): ParsedHead | string {
   if (url.protocol !== 'http:' || url.username || url.password) return 'only http:// targets are forwarded (https goes through CONNECT)';
   const authority = canonicalAuthority(url.hostname, url.port || '80');
   if (!authority) return 'malformed target host';
-  const headers = lines
-    .slice(1)
-    .filter((l) => !/^(proxy-connection|proxy-authorization|connection|keep-alive)\s*:/i.test(l));
+  const headers = lines.slice(1).filter((l) => !/^(proxy-connection|proxy-authorization|connection|keep-alive)\s*:/i.test(l));
   const upstreamHead = [`${method} ${url.pathname}${url.search} HTTP/1.1`, ...headers, 'Connection: close', '', ''].join('\r\n');
   return { method, authority, connect: false, upstreamHead };
 }

@@ -121,7 +121,13 @@ export async function createJail({ config, log, metrics }: JailDeps): Promise<Ja
         onRefused: (org) => metrics?.orgRefusals.inc({ org: metrics.orgLabels.of(org), reason: 'uids' }),
       }),
       cgroups,
-      limits: { memoryBytes: config.jailMemoryBytes, pids: config.jailPids, cpuMillis: config.jailCpuMillis, tmpBytes: config.jailTmpBytes, stderrRingBytes: config.stderrRingBytes },
+      limits: {
+        memoryBytes: config.jailMemoryBytes,
+        pids: config.jailPids,
+        cpuMillis: config.jailCpuMillis,
+        tmpBytes: config.jailTmpBytes,
+        stderrRingBytes: config.stderrRingBytes,
+      },
       scrub: [
         [config.dataDir, '<data>'],
         [PROJECT_DIR, '/opt/lspd'],
@@ -230,7 +236,11 @@ function prepareJailDir(dataDir: string, etcDir: string, egressDir: string): voi
   chmodSync(dirname(etcDir), 0o755);
   chmodSync(etcDir, 0o755);
   const id = JAIL_INNER_UID;
-  writeFileSync(join(etcDir, 'passwd'), `root:x:0:0:root:/root:/usr/sbin/nologin\nlspd:x:${id}:${id}:lspd:/home/lspd:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`, { mode: 0o644 });
+  writeFileSync(
+    join(etcDir, 'passwd'),
+    `root:x:0:0:root:/root:/usr/sbin/nologin\nlspd:x:${id}:${id}:lspd:/home/lspd:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
+    { mode: 0o644 },
+  );
   writeFileSync(join(etcDir, 'group'), `root:x:0:\nlspd:x:${id}:\nnogroup:x:65534:\n`, { mode: 0o644 });
   writeFileSync(join(etcDir, 'hosts'), '127.0.0.1\tlocalhost lspd\n::1\tlocalhost ip6-localhost ip6-loopback\n', { mode: 0o644 });
 }

@@ -9,7 +9,13 @@ import { jailVisiblePath } from './private-paths.js';
 const dataDir = mkdtempSync(join(tmpdir(), 'lspd-private-'));
 
 test('paths outside what the jails bind pass', () => {
-  assert.equal(jailVisiblePath(dataDir, [{ name: 'LSPD_DATA', path: dataDir }, { name: 'LSPD_TOKENS', path: join(dataDir, 'tokens.json') }]), undefined);
+  assert.equal(
+    jailVisiblePath(dataDir, [
+      { name: 'LSPD_DATA', path: dataDir },
+      { name: 'LSPD_TOKENS', path: join(dataDir, 'tokens.json') },
+    ]),
+    undefined,
+  );
   // The project itself is not bound, only its node_modules and jail/build: ./data is fine.
   assert.equal(jailVisiblePath(join(PROJECT_DIR, 'data'), [{ name: 'LSPD_DATA', path: join(PROJECT_DIR, 'data') }]), undefined);
 });
@@ -19,7 +25,10 @@ test('a path under any bind of either phase is refused, naming it, the bind and 
   assert.match(nm ?? '', /^LSPD_DATA \(.*node_modules\/lspd-data\) lies under .*node_modules, which the SERVE jail binds at \/opt\/lspd\/node_modules/);
   const tools = jailVisiblePath(dataDir, [{ name: 'LSPD_CONFIG', path: join(JAIL_BUILD_DIR, 'lspd.json') }]);
   assert.match(tools ?? '', /^LSPD_CONFIG .* which the SERVE and FETCH jails bind at \/opt\/lspd\/jail/);
-  assert.match(jailVisiblePath(dataDir, [{ name: 'LSPD_TOKENS', path: '/etc/ssl/private/lspd-tokens.json' }]) ?? '', /which the FETCH jail binds at \/etc\/ssl/);
+  assert.match(
+    jailVisiblePath(dataDir, [{ name: 'LSPD_TOKENS', path: '/etc/ssl/private/lspd-tokens.json' }]) ?? '',
+    /which the FETCH jail binds at \/etc\/ssl/,
+  );
   assert.match(jailVisiblePath(dataDir, [{ name: 'LSPD_DATA', path: '/usr/local/lib/lspd' }]) ?? '', /lies under \/usr,/);
   // The bound path itself, not only what is below it.
   assert.match(jailVisiblePath(dataDir, [{ name: 'LSPD_DATA', path: '/usr' }]) ?? '', /lies under \/usr,/);

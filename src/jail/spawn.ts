@@ -101,7 +101,13 @@ interface Launched extends JailedProcess {
 
 const setupFailed = (why: string): Setup => ({ ok: false, why, treeMoved: why.includes(RACE) });
 
-function launch(ctx: SpawnContext, policy: PhasePolicy, opts: JailSpawnOptions, treeFd: number | undefined, bindFds: readonly (number | undefined)[]): Launched {
+function launch(
+  ctx: SpawnContext,
+  policy: PhasePolicy,
+  opts: JailSpawnOptions,
+  treeFd: number | undefined,
+  bindFds: readonly (number | undefined)[],
+): Launched {
   const uid = ctx.uids.acquire(opts.org);
   let cg: JailCgroup;
   try {
@@ -245,9 +251,7 @@ function launch(ctx: SpawnContext, policy: PhasePolicy, opts: JailSpawnOptions, 
       return setupFailed(`cannot place the jail in its cgroup (${(err as Error).message})`);
     }
     fds[FD.gate]!.end('G');
-    return confirmSetup(child, fds[FD.jsonStatus]!, sandbox, exited, opts.signal).then(
-      (r) => (r.ok ? r : setupFailed(scrub(firstLine(ring.text()) || r.why))),
-    );
+    return confirmSetup(child, fds[FD.jsonStatus]!, sandbox, exited, opts.signal).then((r) => (r.ok ? r : setupFailed(scrub(firstLine(ring.text()) || r.why))));
   })();
 
   const jailed: Launched = {

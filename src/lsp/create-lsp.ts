@@ -48,7 +48,8 @@ export async function createLsp(deps: LspDeps): Promise<Lsp> {
   const table = new ServerTable(deps.rows ?? defaultServerRows(defaultServerPaths()), config);
   health.servers = await table.probeAll();
   // What each row's server answers of the hierarchy ops, for /readyz before any session (sessions then say).
-  for (const r of table.rows) if (r.hierarchyOps && health.servers[r.name]) Object.assign(health.servers[r.name]!, { hierarchy_ops: [...r.hierarchyOps], hierarchy_ops_from: 'row' });
+  for (const r of table.rows)
+    if (r.hierarchyOps && health.servers[r.name]) Object.assign(health.servers[r.name]!, { hierarchy_ops: [...r.hierarchyOps], hierarchy_ops_from: 'row' });
   for (const [name, av] of Object.entries(health.servers)) {
     if (av.available) log.info({ server: name, version: av.version }, 'language server available');
     else log.warn({ server: name, reason: av.reason }, 'language server unavailable');
@@ -58,7 +59,16 @@ export async function createLsp(deps: LspDeps): Promise<Lsp> {
   rmSync(sessionFilesDir, { recursive: true, force: true });
   const pool = new SessionPool({ config, log, metrics, jail, sessionFilesDir });
   const { fetcher } = deps;
-  const service = new QueryService({ config, log: log.child({ mod: 'query' }), metrics, health, store, pool, table, ...(fetcher ? { dependencies: fetcher } : {}) });
+  const service = new QueryService({
+    config,
+    log: log.child({ mod: 'query' }),
+    metrics,
+    health,
+    store,
+    pool,
+    table,
+    ...(fetcher ? { dependencies: fetcher } : {}),
+  });
   store.setHoldCheck?.((k) => pool.holds(rootId(k)) || (fetcher?.busy?.(k) ?? false));
   // A finished fetch: sessions of the servers that read what it fetched (or failed
   // to) were started without it; they are replaced on their next query.

@@ -123,8 +123,7 @@ export async function runOp(c: OpContext): Promise<OpResult> {
     case 'implementation':
     case 'references': {
       const position = serverPosition(q, c.target, session.encoding);
-      const params =
-        q.op === 'references' ? { textDocument, position, context: { includeDeclaration: q.includeDeclaration } } : { textDocument, position };
+      const params = q.op === 'references' ? { textDocument, position, context: { includeDeclaration: q.includeDeclaration } } : { textDocument, position };
       const raw = await session.request(METHOD[q.op]!, params, deadline);
       const { answer, page } = await projectLocations(raw, {
         ...c.projection,

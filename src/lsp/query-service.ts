@@ -61,7 +61,6 @@ export interface QueryServiceDeps {
   dependencies?: DependencySource;
 }
 
-
 /** Every answer says this: a dependency location is what the server saw, not an attested fact. */
 const DEPENDENCY_FRESHNESS = 'server_observed_not_attested';
 
@@ -321,7 +320,12 @@ export class QueryService {
       scrub: this.scrubberFor(w),
       deadline: w.deadline,
       deadlineAt: w.deadlineAt,
-      limits: { maxLocations: config.maxLocations, maxHoverBytes: config.maxHoverBytes, diagnosticsWindowMs: config.diagnosticsWindowMs, maxCallNodes: config.maxCallNodes },
+      limits: {
+        maxLocations: config.maxLocations,
+        maxHoverBytes: config.maxHoverBytes,
+        diagnosticsWindowMs: config.diagnosticsWindowMs,
+        maxCallNodes: config.maxCallNodes,
+      },
     };
   }
 

@@ -106,7 +106,14 @@ export class WorkspaceFinder {
     // Off the event loop (fs.promises), level by level, markers of a level at once.
     for (let level = 0; level < MAX_WORKSPACE_LEVELS; level++) {
       const d = dir === '.' ? '' : dir;
-      const present = await Promise.all(markers.map((m) => stat(join(treeDir, d, m)).then(() => true, () => false)));
+      const present = await Promise.all(
+        markers.map((m) =>
+          stat(join(treeDir, d, m)).then(
+            () => true,
+            () => false,
+          ),
+        ),
+      );
       if (present.includes(true)) {
         found = d;
         break;

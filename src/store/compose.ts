@@ -64,7 +64,8 @@ export function compose(base: readonly TreeEntry[], layer: Layer, limits: EntryL
   const claimDir = (dir: string, entry: string) => {
     for (let d = dir; d !== ''; d = parentOf(d)) {
       const e = live(d);
-      if (e && e.kind !== 'dir') throw errors.unsafeEntry(entry, e.kind === 'symlink' ? 'path passes through a symlink' : 'entry replaces a file with a directory');
+      if (e && e.kind !== 'dir')
+        throw errors.unsafeEntry(entry, e.kind === 'symlink' ? 'path passes through a symlink' : 'entry replaces a file with a directory');
     }
   };
   for (const w of layer.whiteouts) claimDir(parentOf(w), whiteoutName(w));

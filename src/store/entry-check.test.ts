@@ -31,7 +31,11 @@ describe('normalizeName', () => {
   });
   it('refuses absolute names, .. anywhere, control characters, over-long names', () => {
     for (const bad of ['/etc/passwd', '../x', 'a/../b', 'a/..', 'a\u0000b', 'a\nb', 'a\u007fb', 'x'.repeat(256), 'a/'.repeat(2000)]) {
-      assert.throws(() => normalizeName(bad), (e: unknown) => isAppError(e) && e.code === 'unsafe_entry', bad);
+      assert.throws(
+        () => normalizeName(bad),
+        (e: unknown) => isAppError(e) && e.code === 'unsafe_entry',
+        bad,
+      );
     }
   });
   it('keeps names that only look odd', () => {
@@ -44,7 +48,8 @@ describe('normalizeName', () => {
 describe('EntryChecker', () => {
   it('admits an ordinary tree and counts files, bytes and languages', () => {
     const c = new EntryChecker(limits);
-    for (const h of [dir('./'), dir('src/'), file('src/a.ts', 10), file('src/b.py', 5, 0o755), sym('l', 'src/a.ts'), hard('h', 'src/a.ts'), file('README', 3)]) c.admit(h);
+    for (const h of [dir('./'), dir('src/'), file('src/a.ts', 10), file('src/b.py', 5, 0o755), sym('l', 'src/a.ts'), hard('h', 'src/a.ts'), file('README', 3)])
+      c.admit(h);
     c.verifySymlinks();
     assert.equal(c.files, 5);
     assert.equal(c.bytes, 18);
@@ -58,7 +63,10 @@ describe('EntryChecker', () => {
 
   it('refuses device, fifo and unknown entry types', () => {
     for (const type of ['character-device', 'block-device', 'fifo', null]) {
-      assert.deepEqual(run([{ name: 'dev', type, size: 0 }]), { ...unsafe('dev'), reason: type === null ? 'unsupported entry type' : type === 'fifo' ? 'fifo entries are not allowed' : 'device entries are not allowed' });
+      assert.deepEqual(run([{ name: 'dev', type, size: 0 }]), {
+        ...unsafe('dev'),
+        reason: type === null ? 'unsupported entry type' : type === 'fifo' ? 'fifo entries are not allowed' : 'device entries are not allowed',
+      });
     }
   });
 
@@ -143,11 +151,15 @@ describe('EntryChecker', () => {
     c.admit(hard('h', 'a')); // shares a's data: no bytes
     assert.throws(
       () => c.admit(file('d', 1)),
-      (e: unknown) => isAppError(e) && e.status === 507 && e.code === 'insufficient_storage' && e.message === 'No room for org "x".' && e.extra.limit === 'org_disk_quota',
+      (e: unknown) =>
+        isAppError(e) && e.status === 507 && e.code === 'insufficient_storage' && e.message === 'No room for org "x".' && e.extra.limit === 'org_disk_quota',
     );
     // A file past the per-file limit is the tree's fault (413), whatever the room.
     const tight = new EntryChecker({ ...limits, room: { bytes: 10, why: 'x' } });
-    assert.throws(() => tight.admit(file('big', 101)), (e: unknown) => isAppError(e) && e.code === 'too_large');
+    assert.throws(
+      () => tight.admit(file('big', 101)),
+      (e: unknown) => isAppError(e) && e.code === 'too_large',
+    );
   });
 
   it('refuses a directory entry that carries data', () => {
@@ -268,7 +280,15 @@ describe('symlink resolution (linear, budgeted)', () => {
       }
       if (rand() < 0.5) headers.reverse();
       const want = oracle(headers);
-      assert.deepEqual(run(headers.map((h) => sym(h.name, h.linkname)), true, big), want, JSON.stringify(headers));
+      assert.deepEqual(
+        run(
+          headers.map((h) => sym(h.name, h.linkname)),
+          true,
+          big,
+        ),
+        want,
+        JSON.stringify(headers),
+      );
       if (typeof want === 'string') oks++;
       else if (want.reason === 'symlink loop') loops++;
     }
@@ -282,7 +302,15 @@ describe('symlink resolution (linear, budgeted)', () => {
     assert.deepEqual(check([...chain(41), sym('m', 'l40')]).answer, { ...unsafe('m'), reason: 'symlink loop' });
     // The same through memos: the final check meets l40 after l0 … l39 were walked.
     assert.deepEqual(check([sym('m', 'l40'), ...chain(41)]).answer, { ...unsafe('m'), reason: 'symlink loop' });
-    assert.deepEqual(oracle([{ name: 'm', linkname: 'l40' }, ...chain(41).slice(1).map((h) => ({ name: h.name, linkname: h.linkname! }))]), { ...unsafe('m'), reason: 'symlink loop' });
+    assert.deepEqual(
+      oracle([
+        { name: 'm', linkname: 'l40' },
+        ...chain(41)
+          .slice(1)
+          .map((h) => ({ name: h.name, linkname: h.linkname! })),
+      ]),
+      { ...unsafe('m'), reason: 'symlink loop' },
+    );
   });
 
   it('reproduction 1: 40 chained links with targets hundreds of segments long cost steps linear in the tar', () => {
@@ -330,7 +358,11 @@ describe('symlink resolution (linear, budgeted)', () => {
   });
 
   it('the yielding final check answers what the synchronous one does', async () => {
-    for (const headers of [[sym('b', 'q/..'), sym('q', '.')], [sym('a', 'b'), sym('b', 'a')], [file('f'), sym('l', 'f')]]) {
+    for (const headers of [
+      [sym('b', 'q/..'), sym('q', '.')],
+      [sym('a', 'b'), sym('b', 'a')],
+      [file('f'), sym('l', 'f')],
+    ]) {
       const c = new EntryChecker(big);
       for (const h of headers) c.admit(h);
       const sync = run(headers);

@@ -19,8 +19,14 @@ describe('pickVictims, one org', () => {
     assert.deepEqual(pickVictims(roots, only(100), none), ['b', 'c']);
   });
   it('never picks a spared root, even if the quota stays exceeded', () => {
-    assert.deepEqual(pickVictims(roots, only(100), (id) => id === 'b'), ['c', 'a']);
-    assert.deepEqual(pickVictims(roots, only(0), () => true), []);
+    assert.deepEqual(
+      pickVictims(roots, only(100), (id) => id === 'b'),
+      ['c', 'a'],
+    );
+    assert.deepEqual(
+      pickVictims(roots, only(0), () => true),
+      [],
+    );
   });
   it('alone, an org may use the whole global quota', () => {
     assert.equal(orgShareBytes(only(1000), 1), 1000);
@@ -52,7 +58,10 @@ describe('pickVictims, several orgs', () => {
     // B grows to 80; A holds 300 of a 300-byte quota shared by two: A is above its 150, B is not.
     const grown = [...flood.filter((r) => r.id !== 'A/4'), { id: 'B/2', org: 'B', bytes: 30, lastUsedMs: 5 }];
     const rule = { globalBytes: 300, orgBytes: 1000, grower: 'B' };
-    assert.deepEqual(pickVictims(grown, rule, (id) => id === 'B/2'), ['A/1']);
+    assert.deepEqual(
+      pickVictims(grown, rule, (id) => id === 'B/2'),
+      ['A/1'],
+    );
     // Every root of A is held: B's upload evicts B's own, never A's, and the quota may stay exceeded.
     const heldA = (id: string) => id.startsWith('A/') || id === 'B/2';
     assert.deepEqual(pickVictims(grown, rule, heldA), ['B/1']);

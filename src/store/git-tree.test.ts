@@ -15,7 +15,7 @@ const git = (cwd: string, ...args: string[]) =>
   }).trim();
 
 describe('git object ids', () => {
-  it('a blob id is git hash-object\'s', () => {
+  it("a blob id is git hash-object's", () => {
     const dir = mkdtempSync(join(tmpdir(), 'git-blob-'));
     try {
       for (const content of ['', 'hello\n', 'ünïcode\u0000binary']) {
@@ -72,10 +72,15 @@ describe('tree index', () => {
     ];
     assert.deepEqual(decodeTreeIndex(encodeTreeIndex(entries)), entries);
     assert.deepEqual(
-      withParents(entries).map((e) => e.path).sort(),
+      withParents(entries)
+        .map((e) => e.path)
+        .sort(),
       ['bin', 'bin/run', 'empty', 'src', 'src/a.ts', 'ünï', 'ünï/l'],
     );
-    assert.deepEqual([...gitBlobs(entries)].map((b) => b.mode), ['100644', '100755', '120000']);
+    assert.deepEqual(
+      [...gitBlobs(entries)].map((b) => b.mode),
+      ['100644', '100755', '120000'],
+    );
     assert.throws(() => decodeTreeIndex(encodeTreeIndex(entries).subarray(0, 30)), /truncated/);
     assert.throws(() => decodeTreeIndex(Buffer.from('not an index')), /not a tree index/);
   });

@@ -166,7 +166,10 @@ export class RootStore {
    */
   list(opts: ListOptions): ListPage {
     const visible = opts.orgs;
-    const ids = [...this.index.entries()].filter(([, e]) => !visible || visible(e.key.org)).map(([id]) => id).sort();
+    const ids = [...this.index.entries()]
+      .filter(([, e]) => !visible || visible(e.key.org))
+      .map(([id]) => id)
+      .sort();
     let start = 0;
     if (opts.after !== undefined) {
       const after = opts.after;
@@ -319,7 +322,20 @@ export class RootStore {
     this.observe('created', started);
     const orgBytes = this.orgUsage().get(key.org) ?? 0;
     log.info(
-      { root: id, files: info.files, bytes: info.bytes, storedBytes: info.storedBytes, base: info.base, languages: info.languages, ms, ingestMs, syncMs, resolveSteps, orgBytes, orgQuotaBytes: this.orgQuotaBytes },
+      {
+        root: id,
+        files: info.files,
+        bytes: info.bytes,
+        storedBytes: info.storedBytes,
+        base: info.base,
+        languages: info.languages,
+        ms,
+        ingestMs,
+        syncMs,
+        resolveSteps,
+        orgBytes,
+        orgQuotaBytes: this.orgQuotaBytes,
+      },
       'root stored',
     );
     return { created: true, info, ...(changed ? { changed } : {}) };
@@ -339,9 +355,7 @@ export class RootStore {
     }
     const trash = join(this.trashDir, randomBytes(12).toString('hex'));
     await rename(e.dir, trash);
-    const gone = rm(trash, { recursive: true, force: true }).catch((err: unknown) =>
-      this.deps.log.error({ err, root: id }, 'could not delete removed root'),
-    );
+    const gone = rm(trash, { recursive: true, force: true }).catch((err: unknown) => this.deps.log.error({ err, root: id }, 'could not delete removed root'));
     this.deps.log.info({ root: id, reason, bytes: e.treeBytes + e.depsBytes }, 'root removed');
     if (wait) await gone;
     else this.track(gone);

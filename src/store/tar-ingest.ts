@@ -56,7 +56,6 @@ export interface IngestResult {
   changed?: string[];
 }
 
-
 /** tar-stream's header also says where the entry's data starts in the tar. */
 type Header = EntryHeader & { byteOffset?: number };
 /** One entry's data (a streamx Readable). */
@@ -199,7 +198,10 @@ class Ingest {
       // already handled through fail().
       stream.on('error', () => {});
       // streamx types chunks as unknown; tar-stream yields Buffers.
-      this.entry(header as Header, stream as unknown as EntryStream).then(() => next(), (err: unknown) => this.fail(err));
+      this.entry(header as Header, stream as unknown as EntryStream).then(
+        () => next(),
+        (err: unknown) => this.fail(err),
+      );
     });
     const done = new Promise<void>((resolve, reject) => {
       ex.on('finish', resolve);
@@ -233,9 +235,12 @@ class Ingest {
 
     // Nothing else bounds an upload in time (uploads are long, so the server has no
     // request timeout): a client that stops sending must not hold the lock forever.
-    const stallTimer = setInterval(() => {
-      if (Date.now() - this.lastProgressMs > UPLOAD_STALL_MS) this.fail(errors.uploadAborted('The upload stalled: no data arrived for too long.'));
-    }, Math.min(UPLOAD_STALL_MS, 10_000));
+    const stallTimer = setInterval(
+      () => {
+        if (Date.now() - this.lastProgressMs > UPLOAD_STALL_MS) this.fail(errors.uploadAborted('The upload stalled: no data arrived for too long.'));
+      },
+      Math.min(UPLOAD_STALL_MS, 10_000),
+    );
     stallTimer.unref();
     this.detachers.push(() => clearInterval(stallTimer));
 

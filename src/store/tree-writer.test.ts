@@ -46,7 +46,7 @@ describe('TreeWriter (through the writer thread)', () => {
     assert.equal(w.digests().toString('hex'), [blobId('export const a = 1;\n'), blobId('#!/bin/sh\n'), blobId(big), blobId('a.ts')].join(''));
   });
 
-  it('links a base tree\'s files beside its own (an incremental upload), never writing through them', async () => {
+  it("links a base tree's files beside its own (an incremental upload), never writing through them", async () => {
     const base = emptyDir();
     mkdirSync(join(base, 'src'));
     writeFileSync(join(base, 'src/kept.ts'), 'kept\n');

@@ -100,7 +100,17 @@ export function daemonSuite(o: DaemonSuiteOptions): void {
     });
 
     const loadOn = (rs: Root[], f: Figures, extra: Partial<ConstructorParameters<typeof Load>[0]> = {}) =>
-      new Load({ url: c.url, next: tsLoad(rs), concurrency: 6, maxRequests: 100_000, maxMs: 10 * 60_000, timeoutMs: QUERY_TIMEOUT_MS + 10_000, figures: f, pauseMs: 5, ...extra }).start();
+      new Load({
+        url: c.url,
+        next: tsLoad(rs),
+        concurrency: 6,
+        maxRequests: 100_000,
+        maxMs: 10 * 60_000,
+        timeoutMs: QUERY_TIMEOUT_MS + 10_000,
+        figures: f,
+        pauseMs: 5,
+        ...extra,
+      }).start();
 
     test('SIGKILL of the language servers’ process groups mid-request: clear 503s, then every root answers again', async (t) => {
       const f = new Figures();
@@ -124,7 +134,11 @@ export function daemonSuite(o: DaemonSuiteOptions): void {
         assert.equal(a.status, 200, JSON.stringify(a.body));
       }
       const unavailable = f.byCode['503 server_unavailable'] ?? 0;
-      f.fault('SIGKILL of TypeScript server process groups under load', f.lost === 0 && f.wrong === 0, `${groups} groups killed, ${unavailable} in-flight queries answered 503 server_unavailable`);
+      f.fault(
+        'SIGKILL of TypeScript server process groups under load',
+        f.lost === 0 && f.wrong === 0,
+        `${groups} groups killed, ${unavailable} in-flight queries answered 503 server_unavailable`,
+      );
       report(t, `daemon ${o.label}: server kills`, f);
       figures.merge(f);
       assert.equal(f.lost, 0, f.lostWhy.join('\n'));
@@ -197,12 +211,20 @@ export function daemonSuite(o: DaemonSuiteOptions): void {
           results.forEach((res, i) => f.add(res, `race ${round} op ${i}`));
           for (const res of results) assert.ok([200, 201, 204, 404, 409, 503].includes(res.status), `race answer ${res.status} ${JSON.stringify(res.body)}`);
           seen[await consistent(c, key, files)]++;
-          assert.deepEqual(walk(c.daemon.dataDir).filter((p) => p.startsWith('staging/')), [], 'nothing left in staging');
+          assert.deepEqual(
+            walk(c.daemon.dataDir).filter((p) => p.startsWith('staging/')),
+            [],
+            'nothing left in staging',
+          );
         }
       } finally {
         await load.stop();
       }
-      f.fault('uploads racing deletes of one root', f.lost === 0, `${o.raceRounds} rounds: ${seen.present} ended present (whole), ${seen.absent} absent; GET agreed with disk every time`);
+      f.fault(
+        'uploads racing deletes of one root',
+        f.lost === 0,
+        `${o.raceRounds} rounds: ${seen.present} ended present (whole), ${seen.absent} absent; GET agreed with disk every time`,
+      );
       report(t, `daemon ${o.label}: upload/delete races`, f);
       figures.merge(f);
       assert.equal(f.lost, 0, f.lostWhy.join('\n'));
@@ -211,38 +233,45 @@ export function daemonSuite(o: DaemonSuiteOptions): void {
 
     // The soak belongs to the long form only: the short form does not register it
     // (rather than listing it as skipped in npm test).
-    if (o.soakSeconds) test('sustained load with a server kill every 15 s: nothing lost, RSS levels off', async (t) => {
-      const f = new Figures();
-      const seconds = o.soakSeconds ?? 0;
-      const load = loadOn(roots, f, { concurrency: 8, pauseMs: 2, maxMs: seconds * 1000 });
-      const rss: number[] = [];
-      let kills = 0;
-      try {
-        for (let s = 1; s <= seconds; s++) {
-          await sleep(1000);
-          rss.push(rssBytes(c.daemon.child.pid!));
-          if (s % 15 === 0) kills += killServerGroups(c.uids, TS_SERVER).length;
+    if (o.soakSeconds)
+      test('sustained load with a server kill every 15 s: nothing lost, RSS levels off', async (t) => {
+        const f = new Figures();
+        const seconds = o.soakSeconds ?? 0;
+        const load = loadOn(roots, f, { concurrency: 8, pauseMs: 2, maxMs: seconds * 1000 });
+        const rss: number[] = [];
+        let kills = 0;
+        try {
+          for (let s = 1; s <= seconds; s++) {
+            await sleep(1000);
+            rss.push(rssBytes(c.daemon.child.pid!));
+            if (s % 15 === 0) kills += killServerGroups(c.uids, TS_SERVER).length;
+          }
+        } finally {
+          await load.stop();
         }
-      } finally {
-        await load.stop();
-      }
-      // RSS is a sawtooth (V8 collects now and then): compare the peaks of the two halves.
-      const h = Math.floor(rss.length / 2);
-      const first = Math.max(...rss.slice(0, h));
-      const second = Math.max(...rss.slice(h));
-      const mib = (n: number) => Math.round(n / MiB);
-      f.fault('sustained load with periodic server kills', f.lost === 0, `${seconds} s, ${kills} server groups killed, ${f.answered} answered; RSS peak ${mib(first)} MiB in the first half, ${mib(second)} MiB in the second`);
-      report(t, `daemon ${o.label}: soak`, f);
-      figures.merge(f);
-      assert.equal(f.lost, 0, f.lostWhy.join('\n'));
-      assert.equal(f.wrong, 0, f.wrongWhy.join('\n'));
-      assert.ok(second - first < Math.max(32 * MiB, first * 0.15), `RSS keeps growing: peaks ${mib(first)} → ${mib(second)} MiB`);
-    });
+        // RSS is a sawtooth (V8 collects now and then): compare the peaks of the two halves.
+        const h = Math.floor(rss.length / 2);
+        const first = Math.max(...rss.slice(0, h));
+        const second = Math.max(...rss.slice(h));
+        const mib = (n: number) => Math.round(n / MiB);
+        f.fault(
+          'sustained load with periodic server kills',
+          f.lost === 0,
+          `${seconds} s, ${kills} server groups killed, ${f.answered} answered; RSS peak ${mib(first)} MiB in the first half, ${mib(second)} MiB in the second`,
+        );
+        report(t, `daemon ${o.label}: soak`, f);
+        figures.merge(f);
+        assert.equal(f.lost, 0, f.lostWhy.join('\n'));
+        assert.equal(f.wrong, 0, f.wrongWhy.join('\n'));
+        assert.ok(second - first < Math.max(32 * MiB, first * 0.15), `RSS keeps growing: peaks ${mib(first)} → ${mib(second)} MiB`);
+      });
 
     test('the daemon SIGKILLed during an upload, a fetch and queries; restarted: roots intact, no staging, no orphans, sessions respawn', async (t) => {
       const f = new Figures();
       // An upload held open at 80 %.
-      const big = await packTar(Array.from({ length: 1500 }, (_, i) => ({ name: `src/m${i % 20}/f${i}.ts`, data: `export const v${i} = "${'x'.repeat(2000)}";\n` })));
+      const big = await packTar(
+        Array.from({ length: 1500 }, (_, i) => ({ name: `src/m${i % 20}/f${i}.ts`, data: `export const v${i} = "${'x'.repeat(2000)}";\n` })),
+      );
       const crashKey = { org: 'chaos', repo: 'crash', sha: shaOf(`crash-${o.label}`) };
       const { hostname, port } = new URL(c.url);
       const up = (held = http.request({ hostname, port, method: 'PUT', path: rootPath(crashKey), headers: { 'content-type': 'application/x-tar' } }));
@@ -277,7 +306,11 @@ export function daemonSuite(o: DaemonSuiteOptions): void {
 
       restarted = await startChaosDaemon(o.slot, env(), c.daemon.dataDir);
       c = { ...c, url: restarted.url };
-      assert.deepEqual(walk(restarted.daemon.dataDir).filter((p) => p.startsWith('staging/') || p.startsWith('trash/')), [], 'staging and trash were emptied');
+      assert.deepEqual(
+        walk(restarted.daemon.dataDir).filter((p) => p.startsWith('staging/') || p.startsWith('trash/')),
+        [],
+        'staging and trash were emptied',
+      );
       const crash = await fetch(restarted.url + rootPath(crashKey));
       await crash.arrayBuffer();
       assert.equal(crash.status, 404, 'the interrupted upload left no root');
@@ -291,7 +324,10 @@ export function daemonSuite(o: DaemonSuiteOptions): void {
         f.add(a, 'after restart');
         assert.equal(a.status, 200, `sessions respawn on demand: ${JSON.stringify(a.body)}`);
       }
-      assert.ok(restarted.daemon.logs.some((l) => l.msg === 'session ready'), 'a new session started');
+      assert.ok(
+        restarted.daemon.logs.some((l) => l.msg === 'session ready'),
+        'a new session started',
+      );
       if (fetchState === 'queued') {
         // The fetch the crash interrupted is taken up again (once) by the new daemon.
         const resumed = await waitFor(async () => {

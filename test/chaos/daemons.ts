@@ -123,7 +123,8 @@ export function tsCall(root: Root, i: number): Call {
         method: 'POST',
         path: '/v1/code/lsp',
         json: { ...base, op: 'documentSymbols', path: 'src/greet.ts' },
-        check: (b) => (b.symbols as { name: string; range: { start: { line: number } } }[]).some((s) => s.name === 'Person' && s.range.start.line === personLine),
+        check: (b) =>
+          (b.symbols as { name: string; range: { start: { line: number } } }[]).some((s) => s.name === 'Person' && s.range.start.line === personLine),
       };
     default:
       return {

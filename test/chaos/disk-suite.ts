@@ -89,9 +89,18 @@ export function diskSuite(o: { label: string; slot: number; rounds: number }): v
     test('507 insufficient_storage, nothing left behind, queries go on, uploads work once space frees', async (t) => {
       const d = c!;
       const f = new Figures();
-      const load = new Load({ url: d.url, next: tsLoad(ts), concurrency: 2, maxRequests: 50_000, maxMs: 5 * 60_000, timeoutMs: 30_000, figures: f, pauseMs: 20 }).start();
+      const load = new Load({
+        url: d.url,
+        next: tsLoad(ts),
+        concurrency: 2,
+        maxRequests: 50_000,
+        maxMs: 5 * 60_000,
+        timeoutMs: 30_000,
+        figures: f,
+        pauseMs: 20,
+      }).start();
       const dataDir = d.daemon.dataDir;
-      const leftovers = () => walk(dataDir).filter((p) => p.startsWith('staging/') || p.startsWith('trash/') || (/^roots\/chaos\/disk\//.test(p)));
+      const leftovers = () => walk(dataDir).filter((p) => p.startsWith('staging/') || p.startsWith('trash/') || /^roots\/chaos\/disk\//.test(p));
       const put = async (key: Root, tar: Buffer, label: string) => {
         const r = await send(d.url, { method: 'PUT', path: rootPath(key), raw: tar, headers: { 'content-type': 'application/x-tar' } }, { timeoutMs: 60_000 });
         f.add(r, label);
@@ -128,8 +137,11 @@ export function diskSuite(o: { label: string; slot: number; rounds: number }): v
           assert.equal(ok1.status, 201, JSON.stringify(ok1.body));
           const ok2 = await put(key('medium'), medium, 'medium upload');
           assert.equal(ok2.status, 201, JSON.stringify(ok2.body));
-          for (const k of ['small', 'medium']) assert.equal((await send(d.url, { method: 'DELETE', path: rootPath(key(k)) }, { timeoutMs: 10_000 })).status, 204);
-          notes.push(`round ${round}: 507 for ${Math.round(huge.length / MiB)} MiB with ${Math.round(before / MiB)} MiB free and for ${Math.round(small.length / 1024)} KiB on a full disk; 201 after`);
+          for (const k of ['small', 'medium'])
+            assert.equal((await send(d.url, { method: 'DELETE', path: rootPath(key(k)) }, { timeoutMs: 10_000 })).status, 204);
+          notes.push(
+            `round ${round}: 507 for ${Math.round(huge.length / MiB)} MiB with ${Math.round(before / MiB)} MiB free and for ${Math.round(small.length / 1024)} KiB on a full disk; 201 after`,
+          );
         }
       } finally {
         await load.stop();

@@ -62,10 +62,7 @@ export async function startFaultLspd(slot: number, env: Record<string, string>):
 /** A tree for one fake: `a.<ext>` with three lines (line 0 benign, line 1 the fault), plus `extra` files. */
 export async function fakeTree(name: FakeName, extra: Record<string, string> = {}): Promise<Buffer> {
   const f = FAKES[name];
-  return packTar([
-    { name: `a.${f.ext}`, data: 'line0\nline1\nline2\n' },
-    ...Object.entries(extra).map(([n, data]) => ({ name: n, data })),
-  ]);
+  return packTar([{ name: `a.${f.ext}`, data: 'line0\nline1\nline2\n' }, ...Object.entries(extra).map(([n, data]) => ({ name: n, data }))]);
 }
 
 /** The path of the fake's file in its tree. */

@@ -45,7 +45,16 @@ export function faultSuite(o: { rounds: number; label: string; slot: number }): 
       });
       ts = await tsRoots(d.url, 2, `faults-${o.label}`);
       for (const r of ts) assert.equal((await send(d.url, tsCall(r, 0), { timeoutMs: 30_000 })).status, 200, 'warm');
-      load = new Load({ url: d.url, next: tsLoad(ts), concurrency: 3, maxRequests: 200_000, maxMs: 30 * 60_000, timeoutMs: QUERY_TIMEOUT_MS + 10_000, figures: background, pauseMs: 20 }).start();
+      load = new Load({
+        url: d.url,
+        next: tsLoad(ts),
+        concurrency: 3,
+        maxRequests: 200_000,
+        maxMs: 30 * 60_000,
+        timeoutMs: QUERY_TIMEOUT_MS + 10_000,
+        figures: background,
+        pauseMs: 20,
+      }).start();
     });
 
     after(async () => {
@@ -109,7 +118,12 @@ export function faultSuite(o: { rounds: number; label: string; slot: number }): 
         assert.ok(bombUid !== undefined, 'found the bombed jail');
         // Two walks of /proc, and the pids in both: those were alive at once (one walk
         // alone counts the churn's exits and births both, as the fake's own count says).
-        const bombPids = () => new Set(jailProcs(d.uids).filter((p) => p.uid === bombUid).map((p) => p.pid));
+        const bombPids = () =>
+          new Set(
+            jailProcs(d.uids)
+              .filter((p) => p.uid === bombUid)
+              .map((p) => p.pid),
+          );
         const population = () => {
           const a = bombPids();
           const b = bombPids();
@@ -133,7 +147,11 @@ export function faultSuite(o: { rounds: number; label: string; slot: number }): 
         assert.equal(del.status, 204);
         assert.ok(await waitFor(() => jailProcs(d.uids).every((p) => p.uid !== bombUid), 10_000), 'the bomb is gone with its jail');
         await send(d.url, { method: 'DELETE', path: rootPath(fresh) }, { timeoutMs: 20_000 });
-        faults.fault('pids cap (fork bomb)', true, `${seen.procs} processes at the cap (${PIDS} tasks), ${seen.refused}/${seen.samples} forks refused (sampled in ${r.ms} ms); other jails answered meanwhile (${ms}; the churn is held to its jail's CPU cap)`);
+        faults.fault(
+          'pids cap (fork bomb)',
+          true,
+          `${seen.procs} processes at the cap (${PIDS} tasks), ${seen.refused}/${seen.samples} forks refused (sampled in ${r.ms} ms); other jails answered meanwhile (${ms}; the churn is held to its jail's CPU cap)`,
+        );
       }
     });
 
@@ -185,7 +203,11 @@ export function faultSuite(o: { rounds: number; label: string; slot: number }): 
             const r = await ask({ ...fakeHover(root, 'hostile', 0), op }, `hostile ${op}`);
             assert.equal(r.status, 200, JSON.stringify(r.body));
             const locs = r.body!.locations as { path: string; preview?: string }[];
-            assert.deepEqual(locs.map((l) => [l.path, l.preview]), [['legit.php', 'function legit() {}']], JSON.stringify(r.body));
+            assert.deepEqual(
+              locs.map((l) => [l.path, l.preview]),
+              [['legit.php', 'function legit() {}']],
+              JSON.stringify(r.body),
+            );
             assert.equal(r.body!.other, uris.length);
             assert.equal(r.body!.total, 1);
             const text = JSON.stringify(r.body);
@@ -198,7 +220,11 @@ export function faultSuite(o: { rounds: number; label: string; slot: number }): 
         assert.equal(atime, atime0, 'the canary file was never read for a preview');
         readFileSync(canary); // control: a read does move the atime on this file system
         const detects = statSync(canary).atimeMs !== atime;
-        faults.fault('hostile locations (/etc/passwd, outside the root)', true, detects ? 'canary never read (atime unchanged; control read moved it)' : 'atime not updated by this fs: read check inconclusive');
+        faults.fault(
+          'hostile locations (/etc/passwd, outside the root)',
+          true,
+          detects ? 'canary never read (atime unchanged; control read moved it)' : 'atime not updated by this fs: read check inconclusive',
+        );
       } finally {
         rmSync(canaryDir, { recursive: true, force: true });
       }
@@ -207,16 +233,35 @@ export function faultSuite(o: { rounds: number; label: string; slot: number }): 
     test('hover text smuggling host paths and file URIs is scrubbed; documentation URLs stay', async () => {
       const dataDir = d.config.dataDir;
       const otherTree = d.store.treeDir(ts[0]!);
-      const smuggle = (treeDir: string) => [
-        `Defined in ${dataDir}/roots/chaos/x/tree/a.sh and ${treeDir}/src/greet.ts:3, not ${otherTree}/src/app.ts.`,
-        `See file:///etc/shadow and file://${dataDir}/roots and file:///root/.ssh/id_rsa#L1.`,
-        'Keys: /root/.ssh/id_rsa, /home/alice/.aws/credentials, ~/.netrc, ~bob/.profile, /proc/self/environ.',
-        'Windows: C:\\Users\\bob\\secrets.txt and C:/Users/bob/x.txt, UNC \\\\corp-fs\\share\\x.txt.',
-        'Encoded: %2Fetc%2Fpasswd and JSON \\/home\\/carol\\/key.pem.',
-        `Quoted: "/var/lib/with space/x.txt" and '${projectDir}/node_modules/typescript/lib/x.d.ts'.`,
-        'Docs: https://docs.example.com/guide/api.html#usage stays.',
-      ].join('\n');
-      const leaks = [dataDir, otherTree, projectDir, '/etc/shadow', 'id_rsa', '/home/alice', '.aws', '.netrc', '~bob', 'environ', 'C:\\Users', 'C:/Users', '\\\\corp-fs', '%2Fetc', '\\/home', 'with space', '/var/lib'];
+      const smuggle = (treeDir: string) =>
+        [
+          `Defined in ${dataDir}/roots/chaos/x/tree/a.sh and ${treeDir}/src/greet.ts:3, not ${otherTree}/src/app.ts.`,
+          `See file:///etc/shadow and file://${dataDir}/roots and file:///root/.ssh/id_rsa#L1.`,
+          'Keys: /root/.ssh/id_rsa, /home/alice/.aws/credentials, ~/.netrc, ~bob/.profile, /proc/self/environ.',
+          'Windows: C:\\Users\\bob\\secrets.txt and C:/Users/bob/x.txt, UNC \\\\corp-fs\\share\\x.txt.',
+          'Encoded: %2Fetc%2Fpasswd and JSON \\/home\\/carol\\/key.pem.',
+          `Quoted: "/var/lib/with space/x.txt" and '${projectDir}/node_modules/typescript/lib/x.d.ts'.`,
+          'Docs: https://docs.example.com/guide/api.html#usage stays.',
+        ].join('\n');
+      const leaks = [
+        dataDir,
+        otherTree,
+        projectDir,
+        '/etc/shadow',
+        'id_rsa',
+        '/home/alice',
+        '.aws',
+        '.netrc',
+        '~bob',
+        'environ',
+        'C:\\Users',
+        'C:/Users',
+        '\\\\corp-fs',
+        '%2Fetc',
+        '\\/home',
+        'with space',
+        '/var/lib',
+      ];
       for (let round = 0; round < o.rounds; round++) {
         const key = { org: 'chaos', repo: 'fake-smuggle', sha: shaOf(`${o.label}-smuggle-${round}`) };
         const text = smuggle(d.store.treeDir(key)); // the root's own tree, named before it exists

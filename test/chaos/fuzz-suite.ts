@@ -94,7 +94,11 @@ export function fuzzSuite(o: FuzzSuiteOptions): void {
       report(t, `fuzz ${o.label}: tar ingest`, f);
       assert.equal(f.lost, 0, f.lostWhy.join('\n'));
       // (The empty org/repo directories stay; no sha directory may.)
-      assert.deepEqual(walk(c.daemon.dataDir).filter((p) => /^roots\/fuzz\/[^/]+\/[^/]+/.test(p)), [], 'no fuzz root left behind');
+      assert.deepEqual(
+        walk(c.daemon.dataDir).filter((p) => /^roots\/fuzz\/[^/]+\/[^/]+/.test(p)),
+        [],
+        'no fuzz root left behind',
+      );
     });
 
     test('JSON routes: random, wrong-typed, huge, deep and unicode bodies never get a 500', async (t) => {
@@ -110,7 +114,11 @@ export function fuzzSuite(o: FuzzSuiteOptions): void {
         const label = res.code ?? String(res.status);
         kinds.set(label, (kinds.get(label) ?? 0) + 1);
         byKind.set(call.kind, kinds);
-        assert.notEqual(res.status, 500, `json case ${i} (${call.kind}): ${JSON.stringify(res.body)} for ${JSON.stringify(call.json ?? call.raw?.toString('utf8').slice(0, 200))}`);
+        assert.notEqual(
+          res.status,
+          500,
+          `json case ${i} (${call.kind}): ${JSON.stringify(res.body)} for ${JSON.stringify(call.json ?? call.raw?.toString('utf8').slice(0, 200))}`,
+        );
       }
       for (const [kind, m] of [...byKind].sort()) t.diagnostic(`  ${kind}: ${[...m].map(([k, n]) => `${k}×${n}`).join(', ')}`);
       f.fault('JSON body fuzz', f.lost === 0, `${f.fuzzCases} cases`);
@@ -132,7 +140,13 @@ export function fuzzSuite(o: FuzzSuiteOptions): void {
 /** Send part of an upload and hang up; the answer is nobody's to read. */
 async function clientAbort(url: string, key: Root, body: Buffer): Promise<void> {
   const { hostname, port } = new URL(url);
-  const req = http.request({ hostname, port, method: 'PUT', path: rootPath(key), headers: { 'content-type': 'application/x-tar', 'content-length': String(body.length + 100_000) } });
+  const req = http.request({
+    hostname,
+    port,
+    method: 'PUT',
+    path: rootPath(key),
+    headers: { 'content-type': 'application/x-tar', 'content-length': String(body.length + 100_000) },
+  });
   req.on('error', () => {});
   req.write(body);
   await new Promise((res) => setTimeout(res, 100));

@@ -90,7 +90,8 @@ export class Figures {
       .join(', ');
     return (
       `sent=${this.sent} answered=${this.answered} refused=${this.refused} cut=${this.cut} lost=${this.lost} wrong=${this.wrong} ` +
-      `faults=${survived}/${this.faults.length} fuzz=${this.fuzzCases}` + (codes ? ` refusals: ${codes}` : '')
+      `faults=${survived}/${this.faults.length} fuzz=${this.fuzzCases}` +
+      (codes ? ` refusals: ${codes}` : '')
     );
   }
 }
@@ -222,7 +223,11 @@ export class Load {
           while (!this.stopped && this.i < this.o.maxRequests && Date.now() < until) {
             const i = this.i++;
             const call = this.o.next(i);
-            const r = await send(this.o.url, call, { timeoutMs: this.o.timeoutMs, dispatcher: this.agent, ...(this.o.cutting ? { cutting: this.o.cutting } : {}) });
+            const r = await send(this.o.url, call, {
+              timeoutMs: this.o.timeoutMs,
+              dispatcher: this.agent,
+              ...(this.o.cutting ? { cutting: this.o.cutting } : {}),
+            });
             this.o.figures.add(r, `load#${i}`);
             if (r.outcome === 'answered') this.latencies.push(r.ms);
             if (this.o.pauseMs) await new Promise((res) => setTimeout(res, this.o.pauseMs));

@@ -45,7 +45,11 @@ function cBasic(): PackEntry[] {
 function symlinkChain(n: number, depth: number, bump: boolean): PackEntry[] {
   const out: PackEntry[] = [{ name: 'f', data: 'x' }];
   for (let i = 0; i < n; i++) {
-    out.push({ name: `d${i}/l`, type: 'symlink', linkname: `${bump ? `../d${i + 1}/../` : '../'}${'x/'.repeat(depth)}${'../'.repeat(depth)}${i % 40 === 0 ? 'f' : `d${i - 1}/l`}` });
+    out.push({
+      name: `d${i}/l`,
+      type: 'symlink',
+      linkname: `${bump ? `../d${i + 1}/../` : '../'}${'x/'.repeat(depth)}${'../'.repeat(depth)}${i % 40 === 0 ? 'f' : `d${i - 1}/l`}`,
+    });
   }
   return out;
 }
@@ -68,7 +72,11 @@ export function hostileSuite(o: HostileSuiteOptions): void {
     let rssStart = 0;
 
     const put = async (key: Root, tar: Buffer, label: string): Promise<Result> => {
-      const r = await send(d.url, { method: 'PUT', path: rootPath(key), raw: gzipSync(tar), headers: { 'content-type': 'application/gzip' } }, { timeoutMs: 300_000 });
+      const r = await send(
+        d.url,
+        { method: 'PUT', path: rootPath(key), raw: gzipSync(tar), headers: { 'content-type': 'application/gzip' } },
+        { timeoutMs: 300_000 },
+      );
       f.add(r, label);
       return r;
     };
@@ -137,30 +145,39 @@ export function hostileSuite(o: HostileSuiteOptions): void {
       assert.match(String(bump.body?.reason), /too many steps/);
     });
 
-    test('giant flag files: a compile_flags.txt over its bound is not used, a database is cut at its bound; both said, answers right', { skip: clangd }, async () => {
-      const callAt = position('c-basic', 'src/main.c', 'greet(buf, sizeof buf, "world")');
-      const want = `src/greet.c:${lineOf('c-basic', 'src/greet.c', 'int greet(')}`;
-      const def = (key: Root): Call => ({ method: 'POST', path: '/v1/code/lsp', json: { ...key, op: 'definition', path: 'src/main.c', ...callAt } });
-      const at = (b?: Record<string, unknown>) => ((b?.locations ?? []) as { path: string; range: { start: { line: number } } }[]).map((l) => `${l.path}:${l.range.start.line}`);
+    test(
+      'giant flag files: a compile_flags.txt over its bound is not used, a database is cut at its bound; both said, answers right',
+      { skip: clangd },
+      async () => {
+        const callAt = position('c-basic', 'src/main.c', 'greet(buf, sizeof buf, "world")');
+        const want = `src/greet.c:${lineOf('c-basic', 'src/greet.c', 'int greet(')}`;
+        const def = (key: Root): Call => ({ method: 'POST', path: '/v1/code/lsp', json: { ...key, op: 'definition', path: 'src/main.c', ...callAt } });
+        const at = (b?: Record<string, unknown>) =>
+          ((b?.locations ?? []) as { path: string; range: { start: { line: number } } }[]).map((l) => `${l.path}:${l.range.start.line}`);
 
-      // 1 MiB of flags: refused for the fallback flags (the workspace's include/ among them).
-      const huge = [...cBasic(), { name: 'compile_flags.txt', data: Array.from({ length: 120_000 }, (_, i) => `-DF${i}`).join('\n') }];
-      assert.equal((await put(evil('flags'), await packTar(huge), 'giant compile_flags.txt')).status, 201);
-      const a = await ask(def(evil('flags')), 'definition, giant flags');
-      assert.equal(a.status, 200, JSON.stringify(a.body));
-      assert.deepEqual(at(a.body), [want]);
-      assert.match(String(a.body?.notes), /compile_flags\.txt \(\d+ [KM]iB\) is over the 64 KiB bound: not used/);
+        // 1 MiB of flags: refused for the fallback flags (the workspace's include/ among them).
+        const huge = [...cBasic(), { name: 'compile_flags.txt', data: Array.from({ length: 120_000 }, (_, i) => `-DF${i}`).join('\n') }];
+        assert.equal((await put(evil('flags'), await packTar(huge), 'giant compile_flags.txt')).status, 201);
+        const a = await ask(def(evil('flags')), 'definition, giant flags');
+        assert.equal(a.status, 200, JSON.stringify(a.body));
+        assert.deepEqual(at(a.body), [want]);
+        assert.match(String(a.body?.notes), /compile_flags\.txt \(\d+ [KM]iB\) is over the 64 KiB bound: not used/);
 
-      // 60 KiB of flags and hundreds of sources: the database stops at its bound (the
-      // workspace's own sources come first, breadth first), and says after how many.
-      const flags = ['-Iinclude', ...Array.from({ length: 2400 }, (_, i) => `-DFLAG_${i}=1`)].join('\n');
-      const many = [...cBasic(), { name: 'compile_flags.txt', data: flags }, ...Array.from({ length: 300 }, (_, i) => ({ name: `zz/f${i}.c`, data: `int f${i};\n` }))];
-      assert.equal((await put(evil('cdb'), await packTar(many), 'many sources x large flags')).status, 201);
-      const b = await ask(def(evil('cdb')), 'definition, cut database');
-      assert.equal(b.status, 200, JSON.stringify(b.body));
-      assert.deepEqual(at(b.body), [want]);
-      assert.match(String(b.body?.notes), /generated compile database stopped at the 1 MiB bound after \d+ sources/);
-    });
+        // 60 KiB of flags and hundreds of sources: the database stops at its bound (the
+        // workspace's own sources come first, breadth first), and says after how many.
+        const flags = ['-Iinclude', ...Array.from({ length: 2400 }, (_, i) => `-DFLAG_${i}=1`)].join('\n');
+        const many = [
+          ...cBasic(),
+          { name: 'compile_flags.txt', data: flags },
+          ...Array.from({ length: 300 }, (_, i) => ({ name: `zz/f${i}.c`, data: `int f${i};\n` })),
+        ];
+        assert.equal((await put(evil('cdb'), await packTar(many), 'many sources x large flags')).status, 201);
+        const b = await ask(def(evil('cdb')), 'definition, cut database');
+        assert.equal(b.status, 200, JSON.stringify(b.body));
+        assert.deepEqual(at(b.body), [want]);
+        assert.match(String(b.body?.notes), /generated compile database stopped at the 1 MiB bound after \d+ sources/);
+      },
+    );
 
     test('many tiny files: stored whole; a name scan over them is bounded and answers 404 symbol_not_found', async () => {
       const key = evil('tiny');
@@ -182,7 +199,10 @@ export function hostileSuite(o: HostileSuiteOptions): void {
       assert.equal(r.status, 201, JSON.stringify(r.body));
       const syms = await ask({ method: 'POST', path: '/v1/code/lsp', json: { ...key, op: 'documentSymbols', path: `${dir}/deep.ts` } }, 'symbols at depth');
       assert.equal(syms.status, 200, JSON.stringify(syms.body));
-      assert.ok((syms.body?.symbols as { name: string }[]).some((s) => s.name === 'deepest'), JSON.stringify(syms.body));
+      assert.ok(
+        (syms.body?.symbols as { name: string }[]).some((s) => s.name === 'deepest'),
+        JSON.stringify(syms.body),
+      );
       const tooDeep = Array.from({ length: 1600 }, () => 'd').join('/');
       const refused = await put(evil('too-deep'), await packTar([{ name: `${tooDeep}/x.ts`, data: 'x' }]), 'path past the bound');
       assert.equal(refused.status, 422, JSON.stringify(refused.body));
@@ -193,11 +213,23 @@ export function hostileSuite(o: HostileSuiteOptions): void {
     test('huge lockfiles: stored, and the fetch refused unparsed, saying which file and how large', async () => {
       const tools = existsSync('/usr/bin/npm') && existsSync('/usr/bin/node');
       const lock = '{"lockfileVersion":3,"packages":{"":{},' + '"node_modules/pad":{"version":"1.0.0"},'.repeat(900_000) + '"node_modules/z":{}}}';
-      const r = await put(evil('lock'), await packTar([{ name: 'package.json', data: '{"dependencies":{"pad":"1.0.0"}}' }, { name: 'package-lock.json', data: lock }, { name: 'index.ts', data: 'export {};\n' }]), 'huge lockfile');
+      const r = await put(
+        evil('lock'),
+        await packTar([
+          { name: 'package.json', data: '{"dependencies":{"pad":"1.0.0"}}' },
+          { name: 'package-lock.json', data: lock },
+          { name: 'index.ts', data: 'export {};\n' },
+        ]),
+        'huge lockfile',
+      );
       assert.equal(r.status, 201, JSON.stringify(r.body));
       const fetchView = r.body?.fetch as { state: string; error?: string };
       assert.equal(fetchView.state, 'refused', JSON.stringify(fetchView));
-      if (tools) assert.match(String(fetchView.error), /package-lock\.json is \d+ MiB, over the 32 MiB bound for a lockfile or manifest: not parsed, dependencies not fetched/);
+      if (tools)
+        assert.match(
+          String(fetchView.error),
+          /package-lock\.json is \d+ MiB, over the 32 MiB bound for a lockfile or manifest: not parsed, dependencies not fetched/,
+        );
     });
 
     test('the daemon stayed responsive and another org is still answered right', async (t) => {
@@ -209,7 +241,11 @@ export function hostileSuite(o: HostileSuiteOptions): void {
       polling = false;
       await watcher;
       const rssEnd = rssBytes(d.child.pid!);
-      f.fault('hostile trees', unanswered === 0, `/livez ${polls - unanswered}/${polls} answered, slowest ${Math.round(slowestMs)} ms; daemon RSS ${Math.round(rssStart / MiB)} -> ${Math.round(rssEnd / MiB)} MiB`);
+      f.fault(
+        'hostile trees',
+        unanswered === 0,
+        `/livez ${polls - unanswered}/${polls} answered, slowest ${Math.round(slowestMs)} ms; daemon RSS ${Math.round(rssStart / MiB)} -> ${Math.round(rssEnd / MiB)} MiB`,
+      );
       report(t, `hostile ${o.label}`, f);
       t.diagnostic(`slowest /livez per case (ms): ${JSON.stringify(slowestByCase)}`);
       assert.equal(unanswered, 0, `${unanswered} of ${polls} /livez polls unanswered`);

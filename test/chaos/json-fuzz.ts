@@ -8,10 +8,50 @@ import { int, pick } from './harness.js';
 import type { Root } from './daemons.js';
 
 const STRINGS = [
-  '', ' ', 'a'.repeat(10_000), 'src/app.ts', 'src/greet.ts', 'src/../src/app.ts', 'src//app.ts', './src/app.ts', 'src/app.ts/', 'src', '.', '..',
-  '/etc/passwd', '../../etc/passwd', 'C:\\x.ts', 'src\\app.ts', '%2e%2e/x.ts', 'file:///etc/passwd', 'x\u0000.ts', '\u0007', 'é', '𝒳.ts', '\u202e',
-  '\ud800', '\udfff', 'src/app.ts\ud800', '<script>alert(1)</script>', 'definition', 'hover', 'references', 'workspaceSymbols', 'utf-8', 'codepoint',
-  'Person', 'greet', 'Person.greet', '__proto__', 'constructor', 'a/'.repeat(2500), '0'.repeat(40), 'f'.repeat(64), 'F'.repeat(40), 'main', 'HEAD',
+  '',
+  ' ',
+  'a'.repeat(10_000),
+  'src/app.ts',
+  'src/greet.ts',
+  'src/../src/app.ts',
+  'src//app.ts',
+  './src/app.ts',
+  'src/app.ts/',
+  'src',
+  '.',
+  '..',
+  '/etc/passwd',
+  '../../etc/passwd',
+  'C:\\x.ts',
+  'src\\app.ts',
+  '%2e%2e/x.ts',
+  'file:///etc/passwd',
+  'x\u0000.ts',
+  '\u0007',
+  'é',
+  '𝒳.ts',
+  '\u202e',
+  '\ud800',
+  '\udfff',
+  'src/app.ts\ud800',
+  '<script>alert(1)</script>',
+  'definition',
+  'hover',
+  'references',
+  'workspaceSymbols',
+  'utf-8',
+  'codepoint',
+  'Person',
+  'greet',
+  'Person.greet',
+  '__proto__',
+  'constructor',
+  'a/'.repeat(2500),
+  '0'.repeat(40),
+  'f'.repeat(64),
+  'F'.repeat(40),
+  'main',
+  'HEAD',
 ];
 const NUMBERS = [0, -1, 1, 2, 3, 7, 1.5, -0, 1e308, -1e308, 2 ** 31, 2 ** 53 + 1, 10_000_001, Number.MIN_VALUE, 65_535];
 
@@ -30,7 +70,8 @@ function value(r: () => number, depth = 0): unknown {
       return Array.from({ length: int(r, 0, 4) }, () => value(r, depth + 1));
     case 6: {
       const o: Record<string, unknown> = {};
-      for (let k = int(r, 0, 4); k > 0; k--) o[pick(r, ['org', 'repo', 'sha', 'op', 'path', 'line', 'x', 'queries', 'symbol', 'name', 'arguments', '0'])] = value(r, depth + 1);
+      for (let k = int(r, 0, 4); k > 0; k--)
+        o[pick(r, ['org', 'repo', 'sha', 'op', 'path', 'line', 'x', 'queries', 'symbol', 'name', 'arguments', '0'])] = value(r, depth + 1);
       return o;
     }
     default:
@@ -56,8 +97,21 @@ function templates(root: Root): { path: string; jsonRpc?: boolean; body: Body }[
     { path: '/v1/code/lsp', body: { ...base, op: 'workspaceSymbols', query: 'Person' } },
     { path: '/ask', body: { ...base, symbol: 'Person' } },
     { path: '/ask', body: { ...base, queries: [{ symbol: 'greet' }, { symbol: 'Person', op: 'hover' }] } },
-    { path: '/mcp', jsonRpc: true, body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'lsp_locate', arguments: { ...base, symbol: 'Person' } } } },
-    { path: '/mcp', jsonRpc: true, body: { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'lsp_definition', arguments: { ...base, path: 'src/app.ts', line: 2, character: 10 } } } },
+    {
+      path: '/mcp',
+      jsonRpc: true,
+      body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'lsp_locate', arguments: { ...base, symbol: 'Person' } } },
+    },
+    {
+      path: '/mcp',
+      jsonRpc: true,
+      body: {
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/call',
+        params: { name: 'lsp_definition', arguments: { ...base, path: 'src/app.ts', line: 2, character: 10 } },
+      },
+    },
     { path: '/mcp', jsonRpc: true, body: { jsonrpc: '2.0', id: 3, method: 'tools/list' } },
   ];
 }
@@ -98,7 +152,7 @@ function rawBody(r: () => number, body: Body): { raw: Buffer; type: string } {
   const text = JSON.stringify(body);
   const variants = [
     () => text.slice(0, int(r, 0, text.length - 1)),
-    () => '[' .repeat(100_000) + ']'.repeat(100_000),
+    () => '['.repeat(100_000) + ']'.repeat(100_000),
     () => '{"a":'.repeat(50_000) + '1' + '}'.repeat(50_000),
     () => text.replace('{', '{"__proto__":{"polluted":1},'),
     () => text.replace('{', '{"constructor":{"prototype":{"polluted":1}},'),
@@ -115,7 +169,15 @@ function rawBody(r: () => number, body: Body): { raw: Buffer; type: string } {
     () => 'x'.repeat(1_100_000),
   ];
   const raw = Buffer.from(pick(r, variants)(), 'utf8');
-  const type = pick(r, ['application/json', 'application/json', 'application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=utf-16']);
+  const type = pick(r, [
+    'application/json',
+    'application/json',
+    'application/json',
+    'application/json; charset=utf-8',
+    'text/plain',
+    'application/x-www-form-urlencoded',
+    'application/json; charset=utf-16',
+  ]);
   return { raw, type };
 }
 
@@ -132,7 +194,18 @@ function uriPart(s: string): string {
 export function jsonCase(r: () => number, root: Root): Call & { kind: string } {
   const roll = r();
   if (roll < 0.08) {
-    const q = pick(r, ['limit=0', 'limit=-1', 'limit=1e400', 'limit=abc', 'limit=1001', 'limit=5&after=' + uriPart(pick(r, STRINGS)), 'after=%ff', 'limit[]=1', 'limit=1&limit=2', '']);
+    const q = pick(r, [
+      'limit=0',
+      'limit=-1',
+      'limit=1e400',
+      'limit=abc',
+      'limit=1001',
+      'limit=5&after=' + uriPart(pick(r, STRINGS)),
+      'after=%ff',
+      'limit[]=1',
+      'limit=1&limit=2',
+      '',
+    ]);
     return { kind: 'GET /v1/roots query', method: 'GET', path: `/v1/roots?${q}` };
   }
   const t = pick(r, templates(root));

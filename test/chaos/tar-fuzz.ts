@@ -16,9 +16,39 @@ const TAR = { 'content-type': 'application/x-tar' };
 const GZ = { 'content-type': 'application/gzip' };
 
 const NAMES = [
-  'a.ts', 'src/app.ts', 'dir/', '.', './', '', '/', '..', '../x', 'a/../../x', '/etc/passwd', '//x', 'a//b.ts', './a.ts', 'a/./b.ts',
-  'x\u0000y', 'x\ny', 'C:\\evil.ts', 'a\\..\\..\\b', '~/.bashrc', '%2e%2e/x', 'é/ü.ts', '😀.ts', '\u202egnp.ts', 'a'.repeat(99), 'deep/'.repeat(19) + 'x',
-  'tree/../../x', 'meta.json', '../meta.json', 'sub/..', 'sub/...', '.git/config', 'x '.repeat(30),
+  'a.ts',
+  'src/app.ts',
+  'dir/',
+  '.',
+  './',
+  '',
+  '/',
+  '..',
+  '../x',
+  'a/../../x',
+  '/etc/passwd',
+  '//x',
+  'a//b.ts',
+  './a.ts',
+  'a/./b.ts',
+  'x\u0000y',
+  'x\ny',
+  'C:\\evil.ts',
+  'a\\..\\..\\b',
+  '~/.bashrc',
+  '%2e%2e/x',
+  'é/ü.ts',
+  '😀.ts',
+  '\u202egnp.ts',
+  'a'.repeat(99),
+  'deep/'.repeat(19) + 'x',
+  'tree/../../x',
+  'meta.json',
+  '../meta.json',
+  'sub/..',
+  'sub/...',
+  '.git/config',
+  'x '.repeat(30),
 ];
 const LINKS = ['', 'a.ts', '../x', '/etc/passwd', '/', '.', '..', 'a/../../b', 'sub', 'x\u0000y', 'self', 'l1', 'deep/../../..'];
 const TYPES = ['0', '\u0000', '1', '2', '3', '4', '5', '6', '7', 'g', 'x', 'L', 'K', 'S', 'V', 'M', 'N', 'D', 'Z', '\u00ff'];
@@ -92,7 +122,11 @@ export async function tarCase(r: () => number, opts: { maxFiles: number }): Prom
       return { kind: 'flipped header bytes', body: t, headers: TAR };
     }
     case 3:
-      return { kind: 'crafted headers', body: Buffer.concat([...Array.from({ length: int(r, 1, 4) }, () => craftedEntry(r)), r() < 0.8 ? END : Buffer.alloc(0)]), headers: TAR };
+      return {
+        kind: 'crafted headers',
+        body: Buffer.concat([...Array.from({ length: int(r, 1, 4) }, () => craftedEntry(r)), r() < 0.8 ? END : Buffer.alloc(0)]),
+        headers: TAR,
+      };
     case 4: {
       const recs: Record<string, string> = {};
       for (let k = int(r, 1, 3); k > 0; k--) {
@@ -140,7 +174,11 @@ export async function tarCase(r: () => number, opts: { maxFiles: number }): Prom
     case 9:
       return { kind: 'gzip bomb', body: await gzipBomb(), headers: GZ };
     case 10:
-      return { kind: 'odd media type', body: await smallTar(r), headers: { 'content-type': pick(r, ['application/json', 'text/plain', 'multipart/form-data', 'application/x-tar; charset=utf-8', '']) } };
+      return {
+        kind: 'odd media type',
+        body: await smallTar(r),
+        headers: { 'content-type': pick(r, ['application/json', 'text/plain', 'multipart/form-data', 'application/x-tar; charset=utf-8', '']) },
+      };
     default:
       return { kind: 'valid', body: await smallTar(r), headers: TAR };
   }

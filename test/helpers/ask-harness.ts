@@ -56,7 +56,12 @@ export async function upload(url: string, root: Root, fixture: string, headers: 
   } as RequestInit);
 }
 
-export async function postJson(url: string, path: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, unknown> }> {
+export async function postJson(
+  url: string,
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const r = await fetch(url + path, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
   return { status: r.status, body: (await r.json()) as Record<string, unknown> };
 }
@@ -86,7 +91,6 @@ export interface Started {
   /** Why the daemon cannot serve queries on this host, or undefined when it can. */
   notReady?: string;
 }
-
 
 /**
  * Start lspd and learn from /readyz whether the jail was proved. On a host that

@@ -47,7 +47,8 @@ export async function startComposerRepo(packages: ComposerPackage[]): Promise<Co
   const server: Server = createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     hits.push(path);
-    const body = path === '/packages.json' ? Buffer.from(JSON.stringify({ packages: [], 'metadata-url': '/p2/%package%.json' })) : p2(path) ?? byPath.get(path);
+    const body =
+      path === '/packages.json' ? Buffer.from(JSON.stringify({ packages: [], 'metadata-url': '/p2/%package%.json' })) : (p2(path) ?? byPath.get(path));
     if (!body) {
       res.writeHead(404).end();
       return;
@@ -80,7 +81,11 @@ export async function startComposerRepo(packages: ComposerPackage[]): Promise<Co
     };
     const files = { 'composer.json': JSON.stringify({ name: pkg.name, ...meta, version: undefined, version_normalized: undefined }, null, 2), ...pkg.files };
     const top = `${pkg.name.replace('/', '-')}-${pkg.version}`;
-    const zip = zipStored(Object.entries(files).sort(([a], [b]) => (a < b ? -1 : 1)).map(([name, data]) => ({ name: `${top}/${name}`, data: Buffer.from(data) })));
+    const zip = zipStored(
+      Object.entries(files)
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+        .map(([name, data]) => ({ name: `${top}/${name}`, data: Buffer.from(data) })),
+    );
     const reference = createHash('sha1').update(`${pkg.name}@${pkg.version}`).digest('hex');
     built.set(pkg.name, { pkg, zip, reference, meta });
     byPath.set(`/files/${pkg.name.replace('/', '-')}-${pkg.version}.zip`, zip);

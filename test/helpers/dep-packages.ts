@@ -114,4 +114,3 @@ export const onlySdist: PyProject = {
     'PKG-INFO': 'Metadata-Version: 2.1\nName: only-sdist\nVersion: 1.0\n',
   },
 };
-

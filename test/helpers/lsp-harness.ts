@@ -27,7 +27,6 @@ export { getJson, postJson, pidsOfUids, shaOf, tarOf, upload, waitFor };
 export const projectDir = resolve(import.meta.dirname, '..', '..');
 export const fixturesDir = join(projectDir, 'test', 'fixtures');
 
-
 export interface Lspd {
   url: string;
   config: Config;
@@ -138,7 +137,11 @@ export function jailedPids(d: Lspd): number[] {
 }
 
 /** GET the root until its fetch has settled (done/failed/refused/none); its `fetch` view. */
-export async function fetchSettled(url: string, root: { org: string; repo: string; sha: string }, timeoutMs = 90_000): Promise<{ state: string; error?: string; log?: string }> {
+export async function fetchSettled(
+  url: string,
+  root: { org: string; repo: string; sha: string },
+  timeoutMs = 90_000,
+): Promise<{ state: string; error?: string; log?: string }> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const r = await getJson(url, `/v1/roots/${root.org}/${root.repo}/${root.sha}`);

@@ -193,8 +193,7 @@ export async function startNginx(replicas: readonly string[], opts: { timeoutMs?
   const conf = join(prefix, 'nginx.conf');
   copyFileSync(NGINX_CONF, conf);
   const params = serverParams();
-  const writeUpstreams = (list: readonly string[]) =>
-    writeFileSync(join(prefix, 'lspd-upstreams.conf'), list.map((r) => `server ${r} ${params};\n`).join(''));
+  const writeUpstreams = (list: readonly string[]) => writeFileSync(join(prefix, 'lspd-upstreams.conf'), list.map((r) => `server ${r} ${params};\n`).join(''));
   const base = ['-p', prefix + '/', '-c', conf, '-e', join(prefix, 'logs', 'error.log')];
   const errorLog = () => (existsSync(join(prefix, 'logs', 'error.log')) ? readFileSync(join(prefix, 'logs', 'error.log'), 'utf8') : '');
 
@@ -209,7 +208,12 @@ export async function startNginx(replicas: readonly string[], opts: { timeoutMs?
     c.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
     let exited = false;
     c.once('exit', () => (exited = true));
-    await waitFor(async () => exited || (await canConnect(port)), 'its port', timeoutMs, () => stderr + errorLog());
+    await waitFor(
+      async () => exited || (await canConnect(port)),
+      'its port',
+      timeoutMs,
+      () => stderr + errorLog(),
+    );
     if (!exited) {
       child = c;
       break;

@@ -89,9 +89,19 @@ export async function startNpmRegistry(dir = npmRegistryFixtures): Promise<NpmRe
 /** package/package.json out of a gzip'd tarball (ustar, file names up to 100 bytes: fixtures only). */
 function readManifest(tgz: Buffer): Record<string, unknown> {
   const tar = gunzipSync(tgz);
-  for (let off = 0; off + 512 <= tar.length; ) {
-    const name = tar.subarray(off, off + 100).toString('utf8').replace(/\0.*$/s, '');
-    const size = parseInt(tar.subarray(off + 124, off + 136).toString('utf8').replace(/\0.*$/s, '').trim() || '0', 8);
+  for (let off = 0; off + 512 <= tar.length;) {
+    const name = tar
+      .subarray(off, off + 100)
+      .toString('utf8')
+      .replace(/\0.*$/s, '');
+    const size = parseInt(
+      tar
+        .subarray(off + 124, off + 136)
+        .toString('utf8')
+        .replace(/\0.*$/s, '')
+        .trim() || '0',
+      8,
+    );
     if (name === '') break;
     if (name === 'package/package.json') return JSON.parse(tar.subarray(off + 512, off + 512 + size).toString('utf8')) as Record<string, unknown>;
     off += 512 + Math.ceil(size / 512) * 512;

@@ -28,16 +28,17 @@ export function installDocs(app: FastifyInstance): void {
 
   app.get('/docs', async (_req, reply) => {
     html ??= renderHtml(document());
-    return reply
-      .type('text/html; charset=utf-8')
-      // Nothing on the page loads or runs anything: say so to the browser too.
-      .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'")
-      .send(html);
+    return (
+      reply
+        .type('text/html; charset=utf-8')
+        // Nothing on the page loads or runs anything: say so to the browser too.
+        .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'")
+        .send(html)
+    );
   });
 }
 
-const esc = (s: unknown): string =>
-  String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+const esc = (s: unknown): string => String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 interface Op {
   summary?: string;
@@ -88,7 +89,9 @@ export function renderHtml(doc: Record<string, unknown>): string {
   const paths = doc.paths as Record<string, Record<string, Op>>;
   const schemas = (doc.components as { schemas: Record<string, unknown> }).schemas;
   const index = Object.entries(paths)
-    .flatMap(([path, ops]) => Object.keys(ops).map((m) => `<li><a href="#${esc(m + path)}"><span class="m ${esc(m)}">${esc(m.toUpperCase())}</span> ${esc(path)}</a></li>`))
+    .flatMap(([path, ops]) =>
+      Object.keys(ops).map((m) => `<li><a href="#${esc(m + path)}"><span class="m ${esc(m)}">${esc(m.toUpperCase())}</span> ${esc(path)}</a></li>`),
+    )
     .join('');
   const ops = Object.entries(paths)
     .flatMap(([path, o]) => Object.entries(o).map(([m, op]) => renderOp(path, m, op)))

@@ -42,6 +42,12 @@ export async function fileRoutes(app: FastifyInstance, deps: Deps): Promise<void
     const key = checkRootKey(req.params);
     const path = parse(relPath, req.params['*'] ?? '');
     const q = parse(readFileQuery, req.query ?? {});
-    return answerReadFile(deps, { ...key, path, from: q.from, ...(q.start !== undefined ? { start: q.start } : {}), ...(q.end !== undefined ? { end: q.end } : {}) });
+    return answerReadFile(deps, {
+      ...key,
+      path,
+      from: q.from,
+      ...(q.start !== undefined ? { start: q.start } : {}),
+      ...(q.end !== undefined ? { end: q.end } : {}),
+    });
   });
 }

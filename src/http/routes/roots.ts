@@ -131,11 +131,10 @@ export function uploadIsGzip(contentType: string | undefined, contentEncoding: s
   const media = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
   const encoding = (contentEncoding ?? 'identity').trim().toLowerCase();
   if (!TAR_MEDIA.has(media) && !GZIP_MEDIA.has(media)) {
-    throw errors.unsupportedMediaType('Upload a tar as application/x-tar, or a gzip\'d tar as application/gzip.');
+    throw errors.unsupportedMediaType("Upload a tar as application/x-tar, or a gzip'd tar as application/gzip.");
   }
   if (encoding !== 'identity' && encoding !== 'gzip' && encoding !== 'x-gzip') {
     throw errors.unsupportedMediaType('Content-Encoding must be gzip or absent.');
   }
   return GZIP_MEDIA.has(media) || encoding !== 'identity';
 }
-

@@ -18,7 +18,14 @@ const FILES: Record<string, string> = {
 };
 
 const r = (l: number, c = 9, len = 1): Range => ({ start: { line: l, character: c }, end: { line: l, character: c + len } });
-const item = (name: string, line: number, uri = 'file:///src/a.ts') => ({ name, kind: 12, uri, range: { start: { line, character: 0 }, end: { line: line + 2, character: 1 } }, selectionRange: r(line), data: { id: name } });
+const item = (name: string, line: number, uri = 'file:///src/a.ts') => ({
+  name,
+  kind: 12,
+  uri,
+  range: { start: { line, character: 0 }, end: { line: line + 2, character: 1 } },
+  selectionRange: r(line),
+  data: { id: name },
+});
 const A = item('a', 0);
 const B = item('b', 3);
 const C = item('c', 6);
@@ -89,7 +96,10 @@ test('outgoing calls, depth 3: breadth first, a diamond asked once, the cycle cu
   assert.equal(g.nodes[0]!.call_sites, undefined);
   assert.equal(g.nodes[0]!.preview, 'function a() {');
   assert.equal(g.nodes[0]!.kind, 'function');
-  assert.deepEqual(g.nodes[6]!.call_sites!.map((s) => s.path), ['a.ts']);
+  assert.deepEqual(
+    g.nodes[6]!.call_sites!.map((s) => s.path),
+    ['a.ts'],
+  );
   assert.equal(g.nodes[6]!.path, 'index.d.ts');
 });
 
@@ -118,7 +128,10 @@ test('incoming calls: call sites are in the caller; type hierarchies have none',
   const incoming = harness({ shape: 'incoming', depth: 1, expand: async () => [{ from: D, fromRanges: [r(10, 2)] }] });
   const g = await projectGraph([A], incoming.ctx);
   assert.deepEqual(g.nodes.map(fmt), ['0 - a', '1 0 d']);
-  assert.deepEqual(g.nodes[1]!.call_sites!.map((s) => [s.path, s.range.start.line, s.preview]), [['a.ts', 10, '  a();']]);
+  assert.deepEqual(
+    g.nodes[1]!.call_sites!.map((s) => [s.path, s.range.start.line, s.preview]),
+    [['a.ts', 10, '  a();']],
+  );
   const types = harness({ shape: 'types', depth: 1, expand: async () => [B] });
   const t = await projectGraph([A], types.ctx);
   assert.deepEqual(t.nodes.map(fmt), ['0 - a', '1 0 b']);

@@ -114,7 +114,14 @@ interface Node {
 function parseItem(x: unknown): Item | undefined {
   if (!isObject(x) || typeof x.name !== 'string' || typeof x.uri !== 'string' || !isRange(x.range)) return undefined;
   const range = cleanRange(x.range);
-  const item: Item = { raw: x, name: x.name, kind: symbolKindName(x.kind), uri: x.uri, range, selectionRange: isRange(x.selectionRange) ? cleanRange(x.selectionRange) : range };
+  const item: Item = {
+    raw: x,
+    name: x.name,
+    kind: symbolKindName(x.kind),
+    uri: x.uri,
+    range,
+    selectionRange: isRange(x.selectionRange) ? cleanRange(x.selectionRange) : range,
+  };
   if (typeof x.detail === 'string' && x.detail !== '') item.detail = x.detail;
   return item;
 }

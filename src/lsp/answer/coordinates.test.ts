@@ -34,7 +34,10 @@ test('Go module cache paths become module@version coordinates, with !-escapes de
     path: 'greet.go',
     jailPath: '/deps/go/pkg/mod/example.com/dep@v1.0.0/greet.go',
   });
-  assert.equal(ext(await resolveCoordinate('file:///deps/go/pkg/mod/github.com/!burnt!sushi/toml@v1.3.2-!r!c1/internal/x.go')), 'go github.com/BurntSushi/toml@v1.3.2-RC1 internal/x.go');
+  assert.equal(
+    ext(await resolveCoordinate('file:///deps/go/pkg/mod/github.com/!burnt!sushi/toml@v1.3.2-!r!c1/internal/x.go')),
+    'go github.com/BurntSushi/toml@v1.3.2-RC1 internal/x.go',
+  );
   // %40 is how vscode-uri writes @
   assert.equal(ext(await resolveCoordinate('file:///deps/go/pkg/mod/example.com/dep%40v1.0.0/greet.go')), 'go example.com/dep@v1.0.0 greet.go');
   // a module that ships a node_modules directory is still the Go module
@@ -147,14 +150,14 @@ test('decodeGoEscaped', () => {
 
 test('coordinate keys separate tree and external files', () => {
   assert.equal(coordinateKey({ kind: 'tree', path: 'a.ts', jailPath: '/src/a.ts' }), 't:a.ts');
-  assert.equal(
-    coordinateKey({ kind: 'external', ecosystem: 'npm', module: 'a', version: '1', path: 'b.js', jailPath: '/x' }),
-    'e:npm:a@1/b.js',
-  );
+  assert.equal(coordinateKey({ kind: 'external', ecosystem: 'npm', module: 'a', version: '1', path: 'b.js', jailPath: '/x' }), 'e:npm:a@1/b.js');
 });
 
 test('composer vendor packages are external only when installed.json names them', async () => {
-  const installed: Record<string, Record<string, string>> = { '/src/vendor': { 'acme/greeter': '1.0.0', 'acme/odd': 'x"; rm' }, '/src/app/vendor': { 'sym/fony': 'v6.4.1' } };
+  const installed: Record<string, Record<string, string>> = {
+    '/src/vendor': { 'acme/greeter': '1.0.0', 'acme/odd': 'x"; rm' },
+    '/src/app/vendor': { 'sym/fony': 'v6.4.1' },
+  };
   const reads: string[] = [];
   const r = createResolver({
     readComposerVersion: (dir, name) => (reads.push(`${dir}:${name}`), installed[dir]?.[name]),
@@ -171,7 +174,11 @@ test('composer vendor packages are external only when installed.json names them'
   // A version that is not one is "unknown", never passed on.
   assert.equal(ext(await r('/src/vendor/acme/odd/a.php')), 'composer acme/odd@unknown a.php');
   // A Go vendor dir (no installed.json names it) stays a tree path.
-  assert.deepEqual(await r('/src/vendor/github.com/x/y/z.go'), { kind: 'tree', path: 'vendor/github.com/x/y/z.go', jailPath: '/src/vendor/github.com/x/y/z.go' });
+  assert.deepEqual(await r('/src/vendor/github.com/x/y/z.go'), {
+    kind: 'tree',
+    path: 'vendor/github.com/x/y/z.go',
+    jailPath: '/src/vendor/github.com/x/y/z.go',
+  });
   // Names composer could not have written are never looked up.
   assert.equal((await r('/src/vendor/Acme/Greeter/a.php')).kind, 'tree');
   assert.ok(!reads.some((x) => x.includes('Acme')));
@@ -180,7 +187,10 @@ test('composer vendor packages are external only when installed.json names them'
 });
 
 test('files in a fetched site-packages belong to the distribution whose RECORD lists them', async () => {
-  const dists: Record<string, { name: string; version: string }> = { greet_lib: { name: 'greet-lib', version: '1.0.0' }, 'six.py': { name: 'six', version: '1.16.0' } };
+  const dists: Record<string, { name: string; version: string }> = {
+    greet_lib: { name: 'greet-lib', version: '1.0.0' },
+    'six.py': { name: 'six', version: '1.16.0' },
+  };
   const r = createResolver({ readPythonDist: (site, top) => (site === '/deps/python/top/site-packages' ? dists[top] : undefined) });
   assert.deepEqual(await r('file:///deps/python/top/site-packages/greet_lib/core.py'), {
     kind: 'external',

@@ -236,7 +236,14 @@ async function resolveComposer(c: PendingComposer, opts: CoordinateOptions): Pro
       v = undefined;
     }
     if (v === undefined) continue;
-    return { kind: 'external', ecosystem: 'composer', module: cand.module, version: typeof v === 'string' && COMPOSER_VERSION.test(v) ? v : 'unknown', path: cand.path, jailPath: c.jailPath };
+    return {
+      kind: 'external',
+      ecosystem: 'composer',
+      module: cand.module,
+      version: typeof v === 'string' && COMPOSER_VERSION.test(v) ? v : 'unknown',
+      path: cand.path,
+      jailPath: c.jailPath,
+    };
   }
   return c.fallback;
 }

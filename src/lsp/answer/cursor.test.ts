@@ -16,7 +16,10 @@ test('cursors round-trip and stay short', () => {
 
 test('a cursor at the end is an empty page; past it is refused', () => {
   assert.equal(decodeCursor(encodeCursor(5), 5), 5);
-  assert.throws(() => decodeCursor(encodeCursor(6), 5), (e: unknown) => e instanceof AppError && e.code === 'bad_request');
+  assert.throws(
+    () => decodeCursor(encodeCursor(6), 5),
+    (e: unknown) => e instanceof AppError && e.code === 'bad_request',
+  );
 });
 
 test('foreign, malformed and tampered cursors are refused', () => {
@@ -34,6 +37,10 @@ test('foreign, malformed and tampered cursors are refused', () => {
     'a b',
     'x'.repeat(201),
   ]) {
-    assert.throws(() => decodeCursor(bad, 100), (e: unknown) => e instanceof AppError && e.status === 400, bad);
+    assert.throws(
+      () => decodeCursor(bad, 100),
+      (e: unknown) => e instanceof AppError && e.status === 400,
+      bad,
+    );
   }
 });

@@ -53,6 +53,9 @@ test('readRefOf: a dependency bind maps to its place in the deps dir; the tree t
   assert.deepEqual(readRefOf('/src/vendor/a/b/c.php', dirs), { from: 'tree', path: 'vendor/a/b/c.php' });
   for (const p of ['/etc/passwd', '/src/../etc/passwd', '/deps', '/src', 'relative/x']) assert.equal(readRefOf(p, dirs), undefined, p);
   // Only the binds inside the deps dir may be read from it.
-  assert.deepEqual(readableTops('deps', { ...dirs, mounts: [...dirs.mounts, { host: '/etc', at: '/src/etc' }] }), dirs.mounts.map((m) => m.host));
+  assert.deepEqual(
+    readableTops('deps', { ...dirs, mounts: [...dirs.mounts, { host: '/etc', at: '/src/etc' }] }),
+    dirs.mounts.map((m) => m.host),
+  );
   assert.deepEqual(readableTops('deps', { treeHostDir: '/t' }), []);
 });

@@ -119,7 +119,8 @@ export async function readFileRange(dirs: HostDirs, o: ReadOptions): Promise<Fil
   try {
     const st = await fh.stat();
     if (!st.isFile()) throw errors.noSuchFile(`${JSON.stringify(o.path)} is not a regular file.`);
-    if (st.size > o.maxFileBytes) throw errors.fileTooLarge(`${JSON.stringify(o.path)} is ${st.size} bytes; files of at most ${o.maxFileBytes} bytes are read.`);
+    if (st.size > o.maxFileBytes)
+      throw errors.fileTooLarge(`${JSON.stringify(o.path)} is ${st.size} bytes; files of at most ${o.maxFileBytes} bytes are read.`);
     const lines = new LineCollector(o.start, o.end, budgetOf(o));
     const decoder = new TextDecoder('utf-8', { fatal: true });
     const decode = (bytes?: Buffer) => {
@@ -145,7 +146,17 @@ export async function readFileRange(dirs: HostDirs, o: ReadOptions): Promise<Fil
 /** What `text` may take: the answer bound less the rest of the answer at its largest. */
 function budgetOf(o: ReadOptions): number {
   const big = 10_000_000_000;
-  const envelope = JSON.stringify({ path: o.path, from: 'deps', start: big, end: big, total_lines: big, text: '', truncated: false, partial: true, untrusted: true });
+  const envelope = JSON.stringify({
+    path: o.path,
+    from: 'deps',
+    start: big,
+    end: big,
+    total_lines: big,
+    text: '',
+    truncated: false,
+    partial: true,
+    untrusted: true,
+  });
   return Math.max(0, o.maxAnswerBytes - Buffer.byteLength(envelope));
 }
 

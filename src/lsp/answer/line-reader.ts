@@ -63,7 +63,7 @@ export class LineReader {
     let cache = this.#files.get(key);
     if (!cache) this.#files.set(key, (cache = new Map()));
     const todo = [...lines].filter((l) => !cache.has(l)).sort((a, b) => a - b);
-    for (let i = 0; i < todo.length; ) {
+    for (let i = 0; i < todo.length;) {
       let j = i;
       while (j + 1 < todo.length && todo[j + 1]! - todo[j]! <= SPAN_GAP) j++;
       const start = todo[i]!;

@@ -126,8 +126,14 @@ test('document symbols are flattened in document order with their container chai
 });
 
 test('symbol query: case-insensitive substring, and qualified names by container', async () => {
-  assert.deepEqual((await projectSymbols(tree, symCtx({ query: 'CLOSE' }))).symbols.map((s) => s.kind), ['method', 'function']);
-  assert.deepEqual((await projectSymbols(tree, symCtx({ query: 'server.close' }))).symbols.map((s) => s.kind), ['method']);
+  assert.deepEqual(
+    (await projectSymbols(tree, symCtx({ query: 'CLOSE' }))).symbols.map((s) => s.kind),
+    ['method', 'function'],
+  );
+  assert.deepEqual(
+    (await projectSymbols(tree, symCtx({ query: 'server.close' }))).symbols.map((s) => s.kind),
+    ['method'],
+  );
   assert.equal((await projectSymbols(tree, symCtx({ query: 'nothing' }))).total, 0);
 });
 
@@ -180,13 +186,24 @@ test('symbols: hostile trees (deep, wide, malformed) are bounded and survive', a
 
 test('symbol names and containers are scrubbed', async () => {
   const a = await projectSymbols(
-    [{ name: '"/home/alice/x.ts"', kind: 2, range: r(0, 0), selectionRange: r(0, 0), children: [{ name: 'y', kind: 13, range: r(0, 0), selectionRange: r(0, 0) }] }],
+    [
+      {
+        name: '"/home/alice/x.ts"',
+        kind: 2,
+        range: r(0, 0),
+        selectionRange: r(0, 0),
+        children: [{ name: 'y', kind: 13, range: r(0, 0), selectionRange: r(0, 0) }],
+      },
+    ],
     symCtx(),
   );
-  assert.deepEqual(a.symbols.map((s) => [s.name, s.container ?? null]), [
-    ['"<path>"', null],
-    ['y', '"<path>"'],
-  ]);
+  assert.deepEqual(
+    a.symbols.map((s) => [s.name, s.container ?? null]),
+    [
+      ['"<path>"', null],
+      ['y', '"<path>"'],
+    ],
+  );
 });
 
 const diagCtx = () => ({ ...base().ctx, document: doc, maxLocations: 3 });
@@ -207,8 +224,14 @@ test('diagnostics: severity names, code, source, scrubbed message, sorted', asyn
     total: 3,
     truncated: false,
   });
-  const sevs = await projectDiagnostics([1, 2, 3, 4, 0, 9].map((severity) => ({ range: r(0, 0), severity, message: 'm' })), { ...diagCtx(), maxLocations: 10 });
-  assert.deepEqual(sevs.diagnostics.map((d) => d.severity), ['error', 'warning', 'information', 'hint', 'error', 'error']);
+  const sevs = await projectDiagnostics(
+    [1, 2, 3, 4, 0, 9].map((severity) => ({ range: r(0, 0), severity, message: 'm' })),
+    { ...diagCtx(), maxLocations: 10 },
+  );
+  assert.deepEqual(
+    sevs.diagnostics.map((d) => d.severity),
+    ['error', 'warning', 'information', 'hint', 'error', 'error'],
+  );
 });
 
 test('diagnostics: pull reports, garbage, caps', async () => {
@@ -218,7 +241,10 @@ test('diagnostics: pull reports, garbage, caps', async () => {
   assert.deepEqual(await projectDiagnostics(null, diagCtx()), { diagnostics: [], total: 0, truncated: false });
   const junk = await projectDiagnostics([null, { message: 'no range' }, { range: r(0, 0) }, { range: r(0, 0), message: 'ok', code: { x: 1 } }], diagCtx());
   assert.deepEqual(junk.diagnostics, [{ range: r(0, 0), severity: 'error', message: 'ok' }]);
-  const many = await projectDiagnostics(Array.from({ length: 10 }, (_, i) => ({ range: r(i, 0), message: 'm'.repeat(20_000) })), diagCtx());
+  const many = await projectDiagnostics(
+    Array.from({ length: 10 }, (_, i) => ({ range: r(i, 0), message: 'm'.repeat(20_000) })),
+    diagCtx(),
+  );
   assert.equal(many.diagnostics.length, 3);
   assert.equal(many.total, 10);
   assert.equal(many.truncated, true);

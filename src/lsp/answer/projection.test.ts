@@ -89,7 +89,10 @@ test('dependencies are external with their coordinate; everything else is counte
     { external: true, module: 'dep', version: '1.2.3', path: 'index.d.ts', range: r(0, 22, 0, 23), preview: 'export declare const x: number;' },
     { external: true, module: 'example.com/dep', version: 'v1.0.0', path: 'greet.go', range: r(2, 5, 2, 10), preview: 'func Greet() {}' },
   ]);
-  assert.ok(reads.every((x) => x.startsWith('/src/src/') || x.startsWith('/src/node_modules/') || x.startsWith('/deps/')), reads.join());
+  assert.ok(
+    reads.every((x) => x.startsWith('/src/src/') || x.startsWith('/src/node_modules/') || x.startsWith('/deps/')),
+    reads.join(),
+  );
   assert.ok(!reads.some((x) => x.includes('passwd') || x.includes('/proc') || x.includes('/usr')));
 });
 
@@ -133,7 +136,10 @@ test('ranges are converted to the caller encoding using the line text', async ()
 test('hostile numbers in ranges are cleaned', async () => {
   const { ctx } = harness();
   const a = (await projectLocations(
-    [{ uri: 'file:///src/src/app.ts', range: { start: { line: -3, character: 1.5 }, end: { line: 1e12, character: 1e300 } } }, { uri: 'file:///src/x.ts', range: r(0, Infinity) }],
+    [
+      { uri: 'file:///src/src/app.ts', range: { start: { line: -3, character: 1.5 }, end: { line: 1e12, character: 1e300 } } },
+      { uri: 'file:///src/x.ts', range: r(0, Infinity) },
+    ],
     ctx,
   )) as LocationsPage;
   assert.equal(a.other, 1); // Infinity is not a number JSON can carry: malformed
@@ -199,7 +205,10 @@ test('limit and cursor page through every location exactly once', async () => {
   assert.equal(pages, 5);
   assert.equal(new Set(seen).size, 23);
   const all = (await projectLocations(raw, harness().ctx)) as LocationsPage;
-  assert.deepEqual(seen, all.locations.map((l) => `${l.path}:${l.range.start.line}`));
+  assert.deepEqual(
+    seen,
+    all.locations.map((l) => `${l.path}:${l.range.start.line}`),
+  );
 });
 
 test('limit never exceeds maxLocations', async () => {
@@ -258,7 +267,10 @@ test('grouped: one group per file with its count over all pages', async () => {
   assert.equal(a.total, 5);
   assert.equal((a as unknown as { locations?: unknown }).locations, undefined);
   const paged = (await projectLocations(raw, harness({ grouped: true, limit: 2 }).ctx)) as GroupedLocationsPage;
-  assert.deepEqual(paged.groups.map((g) => [g.path, g.count, g.locations.length]), [['src/app.ts', 3, 2]]);
+  assert.deepEqual(
+    paged.groups.map((g) => [g.path, g.count, g.locations.length]),
+    [['src/app.ts', 3, 2]],
+  );
 });
 
 test('capAnswer drops locations from the end, keeps total, and moves the cursor back', async () => {

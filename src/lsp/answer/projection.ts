@@ -27,7 +27,16 @@ import { LineReader, previewLine, type ReadLines } from './line-reader.js';
 import { cleanRange, isLocation, isLocationLink, type Range } from '../wire/lsp-types.js';
 
 export { projectDiagnostics, projectHover, projectSymbols } from './projection-text.js';
-export type { DiagnosticsAnswer, HoverAnswer, HoverContext, SymbolsAnswer, SymbolsContext, DiagnosticsContext, RenderedSymbol, RenderedDiagnostic } from './projection-text.js';
+export type {
+  DiagnosticsAnswer,
+  HoverAnswer,
+  HoverContext,
+  SymbolsAnswer,
+  SymbolsContext,
+  DiagnosticsContext,
+  RenderedSymbol,
+  RenderedDiagnostic,
+} from './projection-text.js';
 export type { ReadLines } from './line-reader.js';
 
 /** What every projection needs from its caller. */
@@ -47,7 +56,6 @@ export interface ProjectionContext {
   /** Where the files route reads an external file (file-read.ts readRefOf); absent: no `read`. */
   readRef?: (coord: ExternalCoordinate) => ReadRef | undefined;
 }
-
 
 export interface LocationsContext extends ProjectionContext {
   /** Most locations rendered in one answer (config maxLocations). */

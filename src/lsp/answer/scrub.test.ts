@@ -155,16 +155,19 @@ test('paths inside code fences are scrubbed too', () => {
 });
 
 test('scrub without options, and odd input', () => {
-  scrubs([
-    ['/home/x/y', '<path>'],
-    ['', ''],
-    [undefined as unknown as string, ''],
-    ['plain text, nothing to do.', 'plain text, nothing to do.'],
-    ['unicode ünïcödé /home/ü/x 😀', 'unicode ünïcödé <path> 😀'],
-    ['/', '/'],
-    ['~', '~'],
-    ['\\\\', '\\\\'],
-  ], scrub);
+  scrubs(
+    [
+      ['/home/x/y', '<path>'],
+      ['', ''],
+      [undefined as unknown as string, ''],
+      ['plain text, nothing to do.', 'plain text, nothing to do.'],
+      ['unicode ünïcödé /home/ü/x 😀', 'unicode ünïcödé <path> 😀'],
+      ['/', '/'],
+      ['~', '~'],
+      ['\\\\', '\\\\'],
+    ],
+    scrub,
+  );
 });
 
 test('adversarial 64 KiB inputs complete (linear scanning)', () => {
@@ -172,8 +175,25 @@ test('adversarial 64 KiB inputs complete (linear scanning)', () => {
   /** `unit` repeated to fill 64 KiB. */
   const fill = (unit: string) => unit.repeat(K / unit.length);
   const units = [
-    '/', '"/', "'/home/a", '`~/', 'file:', 'file:///', 'https://', 'a:', '%2F', '%2Fhome', '\\\\', '\\/', '\\/home', '~a', 'C:\\',
-    '[x](file:///src/a#L1', '/var/lib/lspd', '%2fvar%2flib%2flspd', '"/home/x' + ' '.repeat(100),
+    '/',
+    '"/',
+    "'/home/a",
+    '`~/',
+    'file:',
+    'file:///',
+    'https://',
+    'a:',
+    '%2F',
+    '%2Fhome',
+    '\\\\',
+    '\\/',
+    '\\/home',
+    '~a',
+    'C:\\',
+    '[x](file:///src/a#L1',
+    '/var/lib/lspd',
+    '%2fvar%2flib%2flspd',
+    '"/home/x' + ' '.repeat(100),
   ];
   const inputs = [
     ...units.map(fill),

@@ -45,10 +45,48 @@ export interface ScrubOptions {
 
 /** First segments of absolute paths that are always host (or jail) paths. */
 const SENSITIVE_ROOTS = new Set([
-  'home', 'root', 'Users', 'tmp', 'var', 'etc', 'proc', 'sys', 'dev', 'usr', 'opt', 'nix', 'private',
-  'mnt', 'srv', 'run', 'snap', 'lib', 'lib32', 'lib64', 'libx32', 'bin', 'sbin', 'boot', 'media', 'data',
-  'app', 'work', 'workspace', 'workspaces', 'build', 'builds', 'runner', 'cache', 'Library', 'Volumes',
-  'System', 'Applications', 'gnu', 'lost+found', 'src', 'deps',
+  'home',
+  'root',
+  'Users',
+  'tmp',
+  'var',
+  'etc',
+  'proc',
+  'sys',
+  'dev',
+  'usr',
+  'opt',
+  'nix',
+  'private',
+  'mnt',
+  'srv',
+  'run',
+  'snap',
+  'lib',
+  'lib32',
+  'lib64',
+  'libx32',
+  'bin',
+  'sbin',
+  'boot',
+  'media',
+  'data',
+  'app',
+  'work',
+  'workspace',
+  'workspaces',
+  'build',
+  'builds',
+  'runner',
+  'cache',
+  'Library',
+  'Volumes',
+  'System',
+  'Applications',
+  'gnu',
+  'lost+found',
+  'src',
+  'deps',
 ]);
 
 const QUOTE_SCAN_MAX = 4096;
@@ -66,8 +104,7 @@ mark(' \t\n\r\f\v"\'`<>|\\^{}' + CONTROLS, 4);
 
 /** Unicode white space outside ASCII (what \s matches there). */
 const isSpace = (c: number) =>
-  c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 ||
-  c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
+  c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
 const endsPath = (c: number) => (c < 128 ? (T[c]! & 1) !== 0 : isSpace(c));
 const inWord = (c: number) => (c < 128 ? (T[c]! & 2) !== 0 : !isSpace(c));
 const endsUrl = (c: number) => (c < 128 ? (T[c]! & 4) !== 0 : isSpace(c));
@@ -123,8 +160,7 @@ export type Scrubber = (text: string) => string;
 
 /** Build a scrubber once per root (the known-path patterns are compiled here). */
 export function createScrubber(opts: ScrubOptions = {}): Scrubber {
-  const clean = (ps: readonly string[] | undefined) =>
-    (ps ?? []).map((p) => normalizeJailPath(p)).filter((p): p is string => p !== undefined && p !== '/');
+  const clean = (ps: readonly string[] | undefined) => (ps ?? []).map((p) => normalizeJailPath(p)).filter((p): p is string => p !== undefined && p !== '/');
   const trees = clean(opts.treeHostDirs).sort((a, b) => b.length - a.length);
   const known = clean(opts.knownPaths).sort((a, b) => b.length - a.length);
   const encoded = (p: string) => [encodeURIComponent(p), p.split('/').map(encodeURIComponent).join('/')];
@@ -268,8 +304,7 @@ export function createScrubber(opts: ScrubOptions = {}): Scrubber {
 
   function quoted(s: string, i: number, q: number, scanned: Map<number, number>): Hit | undefined {
     const c = s.charCodeAt(i + 1);
-    const startsPath =
-      c === 47 || c === 126 || c === 92 || c === 37 || (isLetter(c) && (s.charCodeAt(i + 2) === 58 || /^file:/i.test(s.slice(i + 1, i + 6))));
+    const startsPath = c === 47 || c === 126 || c === 92 || c === 37 || (isLetter(c) && (s.charCodeAt(i + 2) === 58 || /^file:/i.test(s.slice(i + 1, i + 6))));
     if (!startsPath) return undefined;
     // find the closing quote on this line; every character is looked at once per quote kind
     const limit = Math.min(s.length, i + 1 + QUOTE_SCAN_MAX);

@@ -35,7 +35,11 @@ export class TreeLines {
   private readonly files = new RootCache<string[]>({
     max: 512,
     maxSize: 64 * 1024 * 1024,
-    sizeCalculation: (lines) => Math.max(1, lines.reduce((n, l) => n + l.length * 2 + LINE_OVERHEAD_BYTES, 0)),
+    sizeCalculation: (lines) =>
+      Math.max(
+        1,
+        lines.reduce((n, l) => n + l.length * 2 + LINE_OVERHEAD_BYTES, 0),
+      ),
   });
   private readonly decoder = new TextDecoder('utf-8', { fatal: true });
   /** installed.json by root and host path: package name → version. */

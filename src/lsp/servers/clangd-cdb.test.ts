@@ -80,7 +80,10 @@ describe('clangd compile database: bounded in bytes', () => {
     const big = JSON.stringify(Array.from({ length: 2000 }, (_, i) => ({ directory: '/src', file: `f${i}.c`, arguments: ['cc', '-c', `f${i}.c`] })));
     const dir = tree({ 'compile_commands.json': big, 'a.c': 'int a;\n' });
     const g = await generate(dir, { maxDatabaseBytes: 16 * 1024 });
-    assert.deepEqual(g.db.map((e) => e.file), ['/src/a.c']);
+    assert.deepEqual(
+      g.db.map((e) => e.file),
+      ['/src/a.c'],
+    );
     assert.match(g.notes.join('\n'), /compile_commands\.json \(\d+ KiB\) is over the 16 KiB bound: not used/);
   });
 
@@ -132,7 +135,11 @@ describe('clangd compile database: flags a tree may not give', () => {
     for (const text of ['{"not":"an array"}', '[{"directory":"/src","file":"a.c","arguments":["cc","-fplugin=p.so"]}', '[1,2] trailing']) {
       const dir = tree({ 'compile_commands.json': text, 'a.c': '' });
       const g = await generate(dir);
-      assert.deepEqual(g.db.map((e) => e.file), ['/src/a.c'], text);
+      assert.deepEqual(
+        g.db.map((e) => e.file),
+        ['/src/a.c'],
+        text,
+      );
       assert.equal(g.db[0]!.arguments.includes('-fplugin=p.so'), false);
       assert.match(g.notes.join('\n'), /is not a JSON array: not used/);
     }
@@ -142,7 +149,10 @@ describe('clangd compile database: flags a tree may not give', () => {
 describe('arrayElements', () => {
   it('splits a top-level array without parsing it whole, strings and nesting respected', () => {
     const els = [{ a: '],[,{"' }, [1, [2, { b: '\\"}' }]], 'x,y', 3, null];
-    assert.deepEqual([...arrayElements(JSON.stringify(els, null, 2))].map((e) => JSON.parse(e) as unknown), els);
+    assert.deepEqual(
+      [...arrayElements(JSON.stringify(els, null, 2))].map((e) => JSON.parse(e) as unknown),
+      els,
+    );
     assert.deepEqual([...arrayElements(' [ ] ')], []);
     for (const bad of ['', '{}', '[1,2', '[1] x', '["a]']) assert.throws(() => [...arrayElements(bad)], SyntaxError, bad);
   });

@@ -48,7 +48,13 @@ export interface CdbLimits {
   maxFlags: number;
 }
 
-export const defaultCdbLimits: CdbLimits = { maxFiles: 20_000, maxEntries: 200_000, maxDatabaseBytes: 64 * 1024 * 1024, maxFlagsBytes: 64 * 1024, maxFlags: 4096 };
+export const defaultCdbLimits: CdbLimits = {
+  maxFiles: 20_000,
+  maxEntries: 200_000,
+  maxDatabaseBytes: 64 * 1024 * 1024,
+  maxFlagsBytes: 64 * 1024,
+  maxFlags: 4096,
+};
 
 const C_SOURCES = new Set(['.c']);
 const CXX_SOURCES = new Set(['.cc', '.cpp', '.cxx', '.c++', '.cp']);
@@ -124,7 +130,10 @@ export async function clangdSessionFiles(
   if (flagsFile && 'tooLarge' in flagsFile) {
     notes.push(`compile_flags.txt (${bytes(flagsFile.tooLarge)}) is over the ${bytes(limits.maxFlagsBytes)} bound: not used; fallback flags instead`);
   } else if (flagsFile) {
-    const lines = flagsFile.text.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+    const lines = flagsFile.text
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '');
     if (lines.length > limits.maxFlags) {
       notes.push(`compile_flags.txt has ${lines.length} flags, over the bound of ${limits.maxFlags}: not used; fallback flags instead`);
     } else {
@@ -190,7 +199,9 @@ async function* listedSources(hostWs: string, workspaceAt: string, flags: readon
   }
   yield ']';
   if (full) {
-    notes.push(`the generated compile database stopped at the ${bytes(limits.maxDatabaseBytes)} bound after ${listed} sources: clangd infers the flags of the others`);
+    notes.push(
+      `the generated compile database stopped at the ${bytes(limits.maxDatabaseBytes)} bound after ${listed} sources: clangd infers the flags of the others`,
+    );
   }
 }
 
@@ -200,7 +211,14 @@ async function* listedSources(hostWs: string, workspaceAt: string, flags: readon
  * `arguments`), entries that are not compile commands dropped; undefined (with a
  * note) when it is not a JSON array of objects. Memory: the text and one entry.
  */
-async function copiedDatabase(text: string, hostWs: string, workspaceAt: string, maxBytes: number, notes: string[], rel: string): Promise<AsyncIterable<string> | undefined> {
+async function copiedDatabase(
+  text: string,
+  hostWs: string,
+  workspaceAt: string,
+  maxBytes: number,
+  notes: string[],
+  rel: string,
+): Promise<AsyncIterable<string> | undefined> {
   let sample: unknown[];
   try {
     sample = [];

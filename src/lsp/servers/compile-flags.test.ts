@@ -8,26 +8,65 @@ describe('filterFlags: arguments a tree may not give clangd', () => {
       [['-fplugin=./p.so'], ['-fplugin=./p.so']],
       [['-fplugin-arg-p-x=1'], ['-fplugin-arg-p-x=1']],
       [['-fpass-plugin=./p.so'], ['-fpass-plugin=./p.so']],
-      [['-Xclang', '-load', '-Xclang', './p.so'], ['-Xclang', '-load', '-Xclang', './p.so']],
+      [
+        ['-Xclang', '-load', '-Xclang', './p.so'],
+        ['-Xclang', '-load', '-Xclang', './p.so'],
+      ],
       [['-Xclang=-load'], ['-Xclang=-load']],
-      [['-Xpreprocessor', '-load'], ['-Xpreprocessor', '-load']],
-      [['-Xarch_x86_64', '-fplugin=./p.so'], ['-Xarch_x86_64', '-fplugin=./p.so']],
-      [['-Xopenmp-target=x86_64', '-fplugin=p'], ['-Xopenmp-target=x86_64', '-fplugin=p']],
-      [['-load', './p.so'], ['-load', './p.so']],
-      [['-plugin', 'p'], ['-plugin', 'p']],
-      [['-add-plugin', 'p'], ['-add-plugin', 'p']],
-      [['-plugin-arg-p', 'x'], ['-plugin-arg-p', 'x']],
-      [['-mllvm', '-load=./p.so'], ['-mllvm', '-load=./p.so']],
+      [
+        ['-Xpreprocessor', '-load'],
+        ['-Xpreprocessor', '-load'],
+      ],
+      [
+        ['-Xarch_x86_64', '-fplugin=./p.so'],
+        ['-Xarch_x86_64', '-fplugin=./p.so'],
+      ],
+      [
+        ['-Xopenmp-target=x86_64', '-fplugin=p'],
+        ['-Xopenmp-target=x86_64', '-fplugin=p'],
+      ],
+      [
+        ['-load', './p.so'],
+        ['-load', './p.so'],
+      ],
+      [
+        ['-plugin', 'p'],
+        ['-plugin', 'p'],
+      ],
+      [
+        ['-add-plugin', 'p'],
+        ['-add-plugin', 'p'],
+      ],
+      [
+        ['-plugin-arg-p', 'x'],
+        ['-plugin-arg-p', 'x'],
+      ],
+      [
+        ['-mllvm', '-load=./p.so'],
+        ['-mllvm', '-load=./p.so'],
+      ],
       [['@flags.rsp'], ['@flags.rsp']],
-      [['--config', 'evil.cfg'], ['--config', 'evil.cfg']],
+      [
+        ['--config', 'evil.cfg'],
+        ['--config', 'evil.cfg'],
+      ],
       [['--config=evil.cfg'], ['--config=evil.cfg']],
       [['--config-user-dir=/src'], ['--config-user-dir=/src']],
-      [['-B', '/src/bin'], ['-B', '/src/bin']],
+      [
+        ['-B', '/src/bin'],
+        ['-B', '/src/bin'],
+      ],
       [['-B/src/bin'], ['-B/src/bin']],
       [['--prefix=/src/bin'], ['--prefix=/src/bin']],
       [['--gcc-toolchain=/src/gcc'], ['--gcc-toolchain=/src/gcc']],
-      [['--gcc-toolchain', '/src/gcc'], ['--gcc-toolchain', '/src/gcc']],
-      [['-ccc-install-dir', '/src'], ['-ccc-install-dir', '/src']],
+      [
+        ['--gcc-toolchain', '/src/gcc'],
+        ['--gcc-toolchain', '/src/gcc'],
+      ],
+      [
+        ['-ccc-install-dir', '/src'],
+        ['-ccc-install-dir', '/src'],
+      ],
       [['-specs=/src/x.specs'], ['-specs=/src/x.specs']],
       [['--driver-mode=cl'], ['--driver-mode=cl']],
       [['-Wp,-load,./p.so'], ['-Wp,-load,./p.so']],
@@ -42,7 +81,26 @@ describe('filterFlags: arguments a tree may not give clangd', () => {
   });
 
   it('keeps what only chooses headers, macros, language and warnings', () => {
-    const good = ['-I/src/include', '-isystem', '/src/third_party', '-DX=1', '-UY', '-std=c11', '-include', 'config.h', '--sysroot=/src/sysroot', '-Wall', '-Wno-unused', '-O2', '-x', 'c++', '--target=arm-none-eabi', '-fno-exceptions', '-c', 'a.c'];
+    const good = [
+      '-I/src/include',
+      '-isystem',
+      '/src/third_party',
+      '-DX=1',
+      '-UY',
+      '-std=c11',
+      '-include',
+      'config.h',
+      '--sysroot=/src/sysroot',
+      '-Wall',
+      '-Wno-unused',
+      '-O2',
+      '-x',
+      'c++',
+      '--target=arm-none-eabi',
+      '-fno-exceptions',
+      '-c',
+      'a.c',
+    ];
     assert.deepEqual(filterFlags(good), { args: good, removed: [] });
   });
 

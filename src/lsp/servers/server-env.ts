@@ -48,7 +48,8 @@ let dpkgStatus: Promise<string> | undefined;
 
 /** The installed version of Debian package `pkg`, read from dpkg's status file (cached per process). */
 export async function debianVersion(pkg: string, statusFile = DPKG_STATUS): Promise<string | undefined> {
-  const text = statusFile === DPKG_STATUS ? await (dpkgStatus ??= readFile(statusFile, 'utf8').catch(() => '')) : await readFile(statusFile, 'utf8').catch(() => '');
+  const text =
+    statusFile === DPKG_STATUS ? await (dpkgStatus ??= readFile(statusFile, 'utf8').catch(() => '')) : await readFile(statusFile, 'utf8').catch(() => '');
   for (const para of text.split(/\n\n+/)) {
     if (!para.startsWith(`Package: ${pkg}\n`)) continue;
     if (!/^Status: install ok installed$/m.test(para)) continue;

@@ -53,7 +53,13 @@ export function fetchingFor(view: FetchView, row: ServerRow): boolean {
  * what is left of the query's budget, so an answer still has the other half; then
  * 503 fetch_running (the caller retries) rather than an answer without them.
  */
-export async function awaitDependencies(src: DependencySource | undefined, key: RootKey, row: ServerRow, deadlineAt: number, signal: AbortSignal): Promise<void> {
+export async function awaitDependencies(
+  src: DependencySource | undefined,
+  key: RootKey,
+  row: ServerRow,
+  deadlineAt: number,
+  signal: AbortSignal,
+): Promise<void> {
   if (!src) return;
   let view = src.state(key);
   if (!fetchingFor(view, row)) return;

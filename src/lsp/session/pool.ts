@@ -402,7 +402,12 @@ export class SessionPool {
     const out: { server: string; workspace: string; state: string }[] = [];
     for (const s of [...this.sessions.values(), ...this.successors.values()]) {
       // A warm-up's session (and a recycled session's successor) says 'warming' until the warm-up drove it to readiness.
-      if (s.key.rootId === rootId) out.push({ server: s.key.server, workspace: s.key.workspace, state: (s.warm === 'warming' || this.isSuccessor(s)) && (s.state.kind === 'starting' || s.state.kind === 'ready') ? 'warming' : s.state.kind });
+      if (s.key.rootId === rootId)
+        out.push({
+          server: s.key.server,
+          workspace: s.key.workspace,
+          state: (s.warm === 'warming' || this.isSuccessor(s)) && (s.state.kind === 'starting' || s.state.kind === 'ready') ? 'warming' : s.state.kind,
+        });
     }
     return out;
   }

@@ -25,12 +25,7 @@ test('the workspaces with the most files first, one file each, the largest', () 
 });
 
 test('dependency and dot directories are not looked in; files past the size bound are not opened', () => {
-  const entries: TreeEntry[] = [
-    file('node_modules/x/big.py', 900),
-    file('.venv/lib/y.py', 900),
-    file('src/huge.py', 5000),
-    file('src/small.py', 10),
-  ];
+  const entries: TreeEntry[] = [file('node_modules/x/big.py', 900), file('.venv/lib/y.py', 900), file('src/huge.py', 5000), file('src/small.py', 10)];
   assert.deepEqual(warmTargets(entries, py, [], 1000, 5), ['src/small.py']);
 });
 

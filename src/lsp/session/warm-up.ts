@@ -72,7 +72,8 @@ export class WarmUp {
     this.deps = deps;
     this.log = deps.log.child({ mod: 'warm' });
     const c = deps.config;
-    this.running = c.warmMaxSessions > 0 ? new FairShare(shareLimits(c.warmMaxSessions, { orgCap: 0, reservePercent: c.orgReservePercent, floor: 1 })) : undefined;
+    this.running =
+      c.warmMaxSessions > 0 ? new FairShare(shareLimits(c.warmMaxSessions, { orgCap: 0, reservePercent: c.orgReservePercent, floor: 1 })) : undefined;
   }
 
   /** Warm the root's sessions in the background; never throws, never delays the caller. */
@@ -107,10 +108,16 @@ export class WarmUp {
     const entries = (await readTreeIndex(dirname(treeDir))) ?? [];
     const seen = new Set<string>();
     for (const row of this.rowsFor(info.languages)) {
-      const files = warmTargets(entries, (p) => {
-        const l = languageOf(p);
-        return l !== undefined && row.languages.includes(l.language);
-      }, row.rootMarkers, config.maxTargetFileBytes, config.warmWorkspaces);
+      const files = warmTargets(
+        entries,
+        (p) => {
+          const l = languageOf(p);
+          return l !== undefined && row.languages.includes(l.language);
+        },
+        row.rootMarkers,
+        config.maxTargetFileBytes,
+        config.warmWorkspaces,
+      );
       for (const rel of files) {
         const workspace = await this.deps.workspaceOf(root, treeDir, rel, row.rootMarkers);
         const id = `${row.name}\u0000${workspace}`;
@@ -195,13 +202,16 @@ async function drive(session: Session, t: Task, readyMs: number, signal: AbortSi
     const uri = session.open(target.path, lang.languageId, target.text);
     const complete = await session.waitReady(uri, readyMs, signal);
     if (signal.aborted) throw signal.reason as Error;
-    const symbols = session.supports('documentSymbolProvider') ? await session.request('textDocument/documentSymbol', { textDocument: { uri } }, signal) : undefined;
+    const symbols = session.supports('documentSymbolProvider')
+      ? await session.request('textDocument/documentSymbol', { textDocument: { uri } }, signal)
+      : undefined;
     // documentSymbol is syntax only: a hover on the file's first symbol makes the server
     // build what every semantic query needs (TS: the type checker, which binds every
     // file of the program: 19.7 ms of the first definition after warm-up vs 7.1 ms warm).
     // A nudge: its answer is not used, and a server that cannot answer it is still warm.
     const at = firstSymbolAt(symbols);
-    if (at && session.supports('hoverProvider')) await session.request('textDocument/hover', { textDocument: { uri }, position: at }, signal).catch(() => undefined);
+    if (at && session.supports('hoverProvider'))
+      await session.request('textDocument/hover', { textDocument: { uri }, position: at }, signal).catch(() => undefined);
     // A server that indexes lazily (pyright) parses and binds the workspace for
     // this; a name nothing is called keeps the answer (and its frame) small.
     if (session.supports('workspaceSymbolProvider')) await session.request('workspace/symbol', { query: WARM_QUERY }, signal);
@@ -232,7 +242,13 @@ export function firstSymbolAt(raw: unknown): Position | undefined {
  * `__init__.py` is often empty). Dependency and
  * dot directories are not looked in. Pure, over the root's tree index.
  */
-export function warmTargets(entries: Iterable<TreeEntry>, accept: (rel: string) => boolean, markers: readonly string[], maxBytes: number, limit: number): string[] {
+export function warmTargets(
+  entries: Iterable<TreeEntry>,
+  accept: (rel: string) => boolean,
+  markers: readonly string[],
+  maxBytes: number,
+  limit: number,
+): string[] {
   const list = [...entries];
   const markerDirs = new Set<string>();
   for (const e of list) {

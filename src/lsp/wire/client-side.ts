@@ -18,7 +18,8 @@ export function initializeParams(row: ServerRow, wsUri: string, wsPath: string):
     rootUri: wsUri,
     rootPath: wsPath,
     workspaceFolders: [{ uri: wsUri, name: basename(wsPath) || 'src' }],
-    initializationOptions: typeof row.initializationOptions === 'function' ? (row.initializationOptions as (at: string) => unknown)(wsPath) : row.initializationOptions,
+    initializationOptions:
+      typeof row.initializationOptions === 'function' ? (row.initializationOptions as (at: string) => unknown)(wsPath) : row.initializationOptions,
     trace: 'off',
     capabilities: {
       general: { positionEncodings: row.encodings.map(encodingToLsp) },

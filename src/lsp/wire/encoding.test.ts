@@ -19,9 +19,10 @@ const MIXED = 'aé中😀b';
 const ENCODINGS: Encoding[] = ['utf-16', 'utf-8', 'codepoint'];
 
 test('ASCII lines are the identity in every encoding', () => {
-  for (const from of ENCODINGS) for (const to of ENCODINGS) {
-    for (let c = 0; c <= 5; c++) assert.equal(convertCharacter('hello', c, from, to), c);
-  }
+  for (const from of ENCODINGS)
+    for (const to of ENCODINGS) {
+      for (let c = 0; c <= 5; c++) assert.equal(convertCharacter('hello', c, from, to), c);
+    }
 });
 
 test('boundaries of a mixed line in each encoding', () => {
@@ -35,9 +36,10 @@ test('boundaries of a mixed line in each encoding', () => {
     [6, 11, 5], // end
   ];
   for (const b of bounds) {
-    for (const [i, from] of ENCODINGS.entries()) for (const [j, to] of ENCODINGS.entries()) {
-      assert.equal(convertCharacter(MIXED, b[i]!, from, to), b[j], `${from} ${b[i]} -> ${to}`);
-    }
+    for (const [i, from] of ENCODINGS.entries())
+      for (const [j, to] of ENCODINGS.entries()) {
+        assert.equal(convertCharacter(MIXED, b[i]!, from, to), b[j], `${from} ${b[i]} -> ${to}`);
+      }
   }
 });
 

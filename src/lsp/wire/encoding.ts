@@ -64,7 +64,7 @@ export function toUtf16Index(line: string, character: number, from: Encoding, sn
   if (from !== 'utf-8' && want >= line.length) return line.length;
   if (ASCII.test(line)) return Math.min(want, line.length);
   let units = 0; // position in `from` units of index i
-  for (let i = 0; i < line.length; ) {
+  for (let i = 0; i < line.length;) {
     if (units === want) return i;
     const [u16, u8] = widthAt(line, i);
     const step = from === 'utf-16' ? u16 : from === 'utf-8' ? u8 : 1;
@@ -81,7 +81,7 @@ export function fromUtf16Index(line: string, index: number, to: Encoding): numbe
   if (end > 0 && end < line.length && isLow(line.charCodeAt(end)) && isHigh(line.charCodeAt(end - 1))) end--;
   if (to === 'utf-16' || ASCII.test(line)) return end;
   let n = 0;
-  for (let i = 0; i < end; ) {
+  for (let i = 0; i < end;) {
     const [u16, u8] = widthAt(line, i);
     n += to === 'utf-8' ? u8 : 1;
     i += u16;

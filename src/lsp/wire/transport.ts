@@ -17,7 +17,15 @@
 // which TypeScript 7 rejects
 // (https://microsoft.github.io/language-server-protocol/specifications/lsp/3.17/specification/#shutdown).
 import type { Readable, Writable } from 'node:stream';
-import { CancellationTokenSource, createMessageConnection, ErrorCodes as RpcErrorCodes, Message, ResponseError, type Logger, type MessageConnection } from 'vscode-jsonrpc/node';
+import {
+  CancellationTokenSource,
+  createMessageConnection,
+  ErrorCodes as RpcErrorCodes,
+  Message,
+  ResponseError,
+  type Logger,
+  type MessageConnection,
+} from 'vscode-jsonrpc/node';
 import { BoundedMessageReader } from './bounded-reader.js';
 import { BoundedMessageWriter } from './bounded-writer.js';
 import { FrameError } from './frame-reader.js';

@@ -33,11 +33,19 @@ export function cRow(): ServerRow {
     // are read: they choose among checks and styles built into clangd, load nothing.
     name: 'clangd',
     languages: ['c', 'cpp'],
-    argv: [CLANGD, `--compile-commands-dir=${CLANGD_CDB_DIR}`, '--enable-config=false', '--background-index', '--log=error', '--pch-storage=memory', '--header-insertion=never', '-j=2'],
+    argv: [
+      CLANGD,
+      `--compile-commands-dir=${CLANGD_CDB_DIR}`,
+      '--enable-config=false',
+      '--background-index',
+      '--log=error',
+      '--pch-storage=memory',
+      '--header-insertion=never',
+      '-j=2',
+    ],
     env: { ...JAIL_ENV },
     rootMarkers: ['compile_commands.json', 'compile_flags.txt'],
-    sessionFiles: (ws, c) =>
-      clangdSessionFiles(ws, { ...defaultCdbLimits, maxDatabaseBytes: c.maxCompileDbBytes, maxFlagsBytes: c.maxCompileFlagsBytes }),
+    sessionFiles: (ws, c) => clangdSessionFiles(ws, { ...defaultCdbLimits, maxDatabaseBytes: c.maxCompileDbBytes, maxFlagsBytes: c.maxCompileFlagsBytes }),
     initializationOptions: (workspaceAt: string) => ({ fallbackFlags: fallbackFlags(workspaceAt) }),
     readiness: { kind: 'documentDiagnostics' },
     // clangd 16 advertises callHierarchyProvider but answers callHierarchy/outgoingCalls
@@ -45,6 +53,7 @@ export function cRow(): ServerRow {
     hierarchyOps: ['incomingCalls', 'supertypes', 'subtypes'],
     encodings: ['utf-16'],
     maxInFlight: 16,
-    probe: () => probeBinary({ path: CLANGD, debianPackage: 'clangd-16', absent: 'not installed (clangd-16 missing; images/pins.env pins the Debian package)' }),
+    probe: () =>
+      probeBinary({ path: CLANGD, debianPackage: 'clangd-16', absent: 'not installed (clangd-16 missing; images/pins.env pins the Debian package)' }),
   };
 }

@@ -31,7 +31,9 @@ async function probeJdtls(): Promise<ServerAvailability> {
   const absent = { available: false, reason: `not installed (jdtls ${IMAGE_ONLY})` };
   const jdk = await probeBinary({ path: JAVA, debianPackage: 'openjdk-17-jdk-headless', absent: '' });
   if (!jdk.available || !(await probeFiles([`${JDTLS_HOME}/launcher.jar`, `${JDTLS_HOME}/config_linux/config.ini`])).available) return absent;
-  const core = (await readdir(`${JDTLS_HOME}/plugins`).catch(() => [] as string[])).map((f) => /^org\.eclipse\.jdt\.ls\.core_(\d+\.\d+\.\d+)/.exec(f)?.[1]).find(Boolean);
+  const core = (await readdir(`${JDTLS_HOME}/plugins`).catch(() => [] as string[]))
+    .map((f) => /^org\.eclipse\.jdt\.ls\.core_(\d+\.\d+\.\d+)/.exec(f)?.[1])
+    .find(Boolean);
   return { available: true, ...(core ? { version: `${core} (JDK ${jdk.version ?? '17'})` } : {}) };
 }
 
@@ -40,7 +42,9 @@ async function probeRubyLsp(): Promise<ServerAvailability> {
   const absent = { available: false, reason: `not installed (ruby-lsp ${IMAGE_ONLY})` };
   if (!(await probeBinary({ path: `${RUBY_LSP_HOME}/bin/ruby-lsp`, absent: '' })).available) return absent;
   if (!(await probeBinary({ path: '/usr/bin/ruby', absent: '' })).available) return absent;
-  const spec = (await readdir(`${RUBY_LSP_HOME}/specifications`).catch(() => [] as string[])).map((f) => /^ruby-lsp-(\d[\w.]*)\.gemspec$/.exec(f)?.[1]).find(Boolean);
+  const spec = (await readdir(`${RUBY_LSP_HOME}/specifications`).catch(() => [] as string[]))
+    .map((f) => /^ruby-lsp-(\d[\w.]*)\.gemspec$/.exec(f)?.[1])
+    .find(Boolean);
   return { available: true, ...(spec ? { version: spec } : {}) };
 }
 
@@ -73,8 +77,7 @@ export function imageOnlyRows(): ServerRow[] {
       readiness: { kind: 'progress' },
       encodings: ['utf-16', 'utf-8'],
       maxInFlight: 16,
-      probe: () =>
-        probeBinary({ path: '/usr/local/bin/rust-analyzer', absent: `not installed (rust-analyzer ${IMAGE_ONLY})` }),
+      probe: () => probeBinary({ path: '/usr/local/bin/rust-analyzer', absent: `not installed (rust-analyzer ${IMAGE_ONLY})` }),
     },
     {
       // Eclipse JDT LS 1.39.0 on Debian's JDK 17, installed by the image only
