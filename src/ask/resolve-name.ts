@@ -85,29 +85,28 @@ export async function resolveName(ctx: AskContext, input: ResolveInput): Promise
 
   // Declarations past maxCandidates are not pinned (bounded work) but still counted as matches.
   const unpinned = Math.max(0, sel.chosen.filter((r) => r.symbol.external !== true).length - ctx.limits.maxCandidates);
-  if (sel.tier === 'exact') {
+  // The chosen declarations pinned to their definitions; undefined when none pinned.
+  const fromSymbols = async (exact: boolean) => {
     const found = await pin(
       ctx,
       input,
       name,
       sel.chosen.map((r) => r.symbol),
-      true,
+      exact,
     );
-    if (found.length > 0) return { ...finish(ctx, name, found, 'symbols', unpinned), ...(ws.truncated ? { partial: true } : {}) };
+    return found.length > 0 ? { ...finish(ctx, name, found, 'symbols', unpinned), ...(ws.truncated ? { partial: true } : {}) } : undefined;
+  };
+  if (sel.tier === 'exact') {
+    const answer = await fromSymbols(true);
+    if (answer) return answer;
   }
   // Not declared in the tree under that name: find a use of it and ask the server.
   const files = await ctx.filesMentioning(input.root, name.leaf, name.qualifiers[0]);
   const used = await fromUseSites(ctx, input, name, files);
   if (used.some((c) => c.exact)) return finish(ctx, name, used, 'use-site');
   if (sel.tier === 'loose') {
-    const found = await pin(
-      ctx,
-      input,
-      name,
-      sel.chosen.map((r) => r.symbol),
-      false,
-    );
-    if (found.length > 0) return { ...finish(ctx, name, found, 'symbols', unpinned), ...(ws.truncated ? { partial: true } : {}) };
+    const answer = await fromSymbols(false);
+    if (answer) return answer;
   }
   if (used.length > 0) return finish(ctx, name, used, 'use-site');
 
