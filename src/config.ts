@@ -79,6 +79,9 @@ export const configSchema = z.object({
   queryTimeoutMs: int(70_000, 100).describe('Deadline for one query in all, cleanup included.'),
   cleanupReserveMs: int(3_000, 0).describe('Part of the query deadline kept for cancelling and cleanup.'),
   maxQueuedQueries: int(256, 1).describe('Queries waiting for a server past which new ones get 503 with Retry-After.'),
+  maxFileReads: int(16, 1).describe(
+    'File reads (GET …/files, the read_file tool) running at once, shared between orgs by the fair-share rule; past its share an org gets 503 busy.',
+  ),
   resultCacheEntries: int(10_000, 0).describe('Entries in the result cache (roots are immutable, so a hit is exact).'),
 
   // --- sessions ---
@@ -165,7 +168,7 @@ export const configSchema = z.object({
     .max(50)
     .default(12)
     .describe(
-      'Part of each shared pool (queued queries, sessions, jail uids, fetch slots, egress connections) an org past its fair share may not take: kept for another org, whose first request is then served at once. 0 turns fair shares off (first come, first served).',
+      'Part of each shared pool (queued queries, sessions, jail uids, fetch slots, egress connections, file reads) an org past its fair share may not take: kept for another org, whose first request is then served at once. 0 turns fair shares off (first come, first served).',
     ),
   orgMaxQueuedQueries: int(0).describe('Most queries of one org waiting for a server; 0: no fixed cap, its fair share of LSPD_MAX_QUEUED_QUERIES decides.'),
   orgMaxSessions: int(0).describe(

@@ -268,6 +268,53 @@ describe('files route access: the rule of GET on a root', () => {
   });
 });
 
+describe('file reads are fair-shared per org (LSPD_MAX_FILE_READS)', () => {
+  let s: TestServer;
+  // A file whose every read scans all of it (to count its lines): each read stays in
+  // flight long enough for the other org's to arrive while the flood holds its share.
+  const HUGE = ('z'.repeat(127) + '\n').repeat(256 * 1024); // 32 MiB
+  const path = (org: string) => `/v1/roots/${org}/reads/${SHA(7)}/files/huge.txt?start=3&end=4`;
+
+  before(async () => {
+    s = await startServer({ env: { LSPD_MAX_FILE_READS: '2' } });
+    for (const org of ['acme', 'globex']) {
+      const r = await fetch(`${s.url}/v1/roots/${org}/reads/${SHA(7)}`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/x-tar' },
+        body: await packTar([{ name: 'huge.txt', data: HUGE }]),
+      });
+      assert.equal(r.status, 201, await r.text());
+    }
+  });
+  after(() => s?.destroy());
+
+  test("one org's flood is refused past its share (503 busy); another org's read is answered meanwhile", async () => {
+    const read = async (org: string) => {
+      const r = await fetch(s.url + path(org));
+      return { status: r.status, retryAfter: r.headers.get('retry-after'), body: (await r.json()) as Record<string, unknown> };
+    };
+    const flood = Array.from({ length: 6 }, () => read('acme'));
+    const other = await read('globex');
+    const floods = await Promise.all(flood);
+    assert.equal(other.status, 200, JSON.stringify(other.body));
+    assert.equal(other.body.text, 'z'.repeat(127) + '\n');
+    assert.equal(other.body.total_lines, 256 * 1024 + 1); // the empty line after the last \n, as LSP counts
+    const ok = floods.filter((r) => r.status === 200);
+    const busy = floods.filter((r) => r.status === 503);
+    assert.equal(ok.length + busy.length, 6, JSON.stringify(floods.map((r) => r.status)));
+    assert.ok(ok.length >= 1 && busy.length >= 1, `acme: ${ok.length} answered, ${busy.length} refused`);
+    for (const r of busy) {
+      assert.equal(r.body.error, 'busy');
+      assert.equal(r.retryAfter, '1');
+      // Past its share, or (had globex's read come first) with every slot taken.
+      assert.match(String(r.body.message), /org acme already has 1 file reads running|2 file reads are running/);
+    }
+    // The shares are given back: the flooding org reads again once its reads are done.
+    assert.equal((await read('acme')).status, 200);
+    assert.match(await (await fetch(`${s.url}/metrics`)).text(), /lspd_org_refusals_total\{org="acme",reason="file_reads"\} [1-9]/);
+  });
+});
+
 describe('reading a fetched npm dependency at the location a definition gave', { skip: cannotJail() }, () => {
   let d: Lspd;
   let registry: NpmRegistry;

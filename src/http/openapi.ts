@@ -115,6 +115,7 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
       '404': err('not_found (need: tree): no such root; no_such_file: no such file (or it leads outside the root).'),
       '413': err('file_too_large: past LSPD_MAX_FILE_BYTES.'),
       '415': err('not_utf8.'),
+      '503': err('busy (with retry_after): LSPD_MAX_FILE_READS reads are running, or this org already holds its fair share of them.'),
     },
   },
   'DELETE /v1/roots/:org/:repo/:sha': {

@@ -9,16 +9,48 @@ import { readFileArgs, readFileQuery, relPath, type ReadFileArgs } from '../../s
 import { checkRootKey } from '../../store/root-key.js';
 import { readFileRange, type FileAnswer } from '../../lsp/answer/file-read.js';
 import { TREE_AT } from '../../jail/layout.js';
+import { FairShare, shareLimits } from '../../fair-share.js';
 import type { Deps } from '../deps.js';
 import { parse } from '../error-handler.js';
 
 type Params = { Params: { org: string; repo: string; sha: string; '*': string } };
+
+const slots = new WeakMap<Deps, FairShare>();
+
+/**
+ * The reads running at once (LSPD_MAX_FILE_READS), fair-shared per org: a read may
+ * scan a whole 256 MiB file (to count its lines), so one org's flood of them must
+ * not take the disk and the event loop's turns from every other org.
+ */
+function readSlots(deps: Deps): FairShare {
+  let s = slots.get(deps);
+  if (!s) {
+    const c = deps.config;
+    slots.set(deps, (s = new FairShare(shareLimits(c.maxFileReads, { orgCap: 0, reservePercent: c.orgReservePercent, floor: 1 }))));
+  }
+  return s;
+}
 
 /** The route's answer for checked arguments: 404 for a root not stored here, as GET on the root answers. */
 export async function answerReadFile(deps: Deps, input: unknown): Promise<FileAnswer> {
   const a: ReadFileArgs = parse(readFileArgs, input);
   if (!deps.store.get(a)) throw errors.notFound();
   if (a.end !== undefined && a.start !== undefined && a.end < a.start) throw errors.badRequest('end must not be less than start.');
+  const share = readSlots(deps);
+  const refused = share.take(a.org);
+  if (refused) {
+    deps.metrics.orgRefusals.inc({ org: deps.metrics.orgLabels.of(a.org), reason: 'file_reads' });
+    const why = refused === 'full' ? `${deps.config.maxFileReads} file reads are running` : `org ${a.org} already has ${share.held(a.org)} file reads running`;
+    throw errors.busy(`${why}; retry shortly.`, 1);
+  }
+  try {
+    return await readRange(deps, a);
+  } finally {
+    share.give(a.org);
+  }
+}
+
+async function readRange(deps: Deps, a: ReadFileArgs): Promise<FileAnswer> {
   deps.store.touch(a);
   const dirs = {
     treeHostDir: deps.store.treeDir(a),
