@@ -103,6 +103,9 @@ export const configSchema = z.object({
     "Sessions warmed at once: started on upload (PUT without ?warm=false), once the root's fetch is done, and driven to readiness before any query; each org gets its fair share of them. A warm-up never evicts a session nor takes the pool's reserve of free places. 0 turns warm-up off.",
   ),
   warmWorkspaces: int(2, 1).describe('Workspaces warmed per server of a root, those with the most source files first.'),
+  warmOnStartRoots: int(8, 0).describe(
+    'Stored roots warmed again when the daemon starts, the most recently used first, as if just uploaded (within the same warm-up budget); 0: none.',
+  ),
   warmTimeoutMs: int(120_000, 1000).describe(
     "How long a root's warm-up may take in all (its fetch, a free place and the server's indexing included); past it, what is not started is dropped.",
   ),

@@ -71,6 +71,9 @@ export async function startDaemon(config: Config, log: Logger, o: DaemonOptions 
   // Language servers: the closed table (availability into /readyz), the session
   // pool and the query service; sessions spawn lazily, only in the proved SERVE jail.
   const lsp = await createLsp({ config, log, metrics, health, jail, store, fetcher, ...(o.rows ? { rows: o.rows } : {}) });
+  // A restart (a rollout, an evicted pod) should not leave the commits agents are
+  // asking about cold: the most recently used roots are warmed as on upload.
+  for (const key of store.recentlyUsed(config.warmOnStartRoots)) lsp.service.warm(key);
 
   const app = await buildServer({
     config,

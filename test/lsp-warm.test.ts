@@ -3,9 +3,11 @@
 // driven to readiness (GET shows them `ready`), and the first definitions then
 // answer right without a spawn. The same tree uploaded with ?warm=false starts
 // nothing, and its first query pays the cold start (the figures are printed).
+// After a restart on the same data dir, the most recently used roots are warmed
+// again (LSPD_WARM_ON_START_ROOTS) and the others are not.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -125,5 +127,49 @@ describe('warm-up on upload', { skip }, () => {
     t.diagnostic(
       `first definition elapsed_ms: warmed TS ${ts.body.elapsed_ms}, Python ${py.body.elapsed_ms}; cold TS ${tsCold.body.elapsed_ms}, Python ${pyCold.body.elapsed_ms}`,
     );
+  });
+});
+
+describe('warm-up after a restart', { skip }, () => {
+  const recent = { org: 'acme', repo: 'restart', sha: shaOf('restart-recent') };
+  const older = { org: 'acme', repo: 'restart', sha: shaOf('restart-older') };
+  let dataDir: string;
+  let d: Lspd | undefined;
+  before(() => {
+    dataDir = mkdtempSync(join(tmpdir(), 'lspd-warm-restart-'));
+  });
+  after(async () => {
+    await d?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  test('the most recently used root is warmed on start, with no query; an older one is not', async () => {
+    const env = { LSPD_WARM_MAX_SESSIONS: '4', LSPD_WARM_ON_START_ROOTS: '1' };
+    d = await startLspd({ env, dataDir });
+    await put(d, older, join(fixturesDir, 'ts-basic'), '?warm=false');
+    await put(d, recent, join(fixturesDir, 'ts-basic'), '?warm=false');
+    // Used order survives the restart through meta.json's mtime (whole seconds on some file systems).
+    const past = new Date(Date.now() - 3_600_000);
+    utimesSync(join(dataDir, 'roots', older.org, older.repo, older.sha, 'meta.json'), past, past);
+    assert.deepEqual(await sessionsOf(d, recent), [], 'not warmed on upload (?warm=false)');
+    await d.close();
+
+    d = await startLspd({ env, dataDir });
+    const until = Date.now() + 180_000;
+    let seen: Session[] = [];
+    while (Date.now() < until) {
+      seen = await sessionsOf(d, recent);
+      if (seen.length === 1 && seen[0]!.state === 'ready') break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.deepEqual(
+      seen.map((s) => `${s.server}@${s.workspace}:${s.state}`),
+      ['typescript@:ready'],
+    );
+    assert.deepEqual(await sessionsOf(d, older), [], 'past LSPD_WARM_ON_START_ROOTS');
+    const before = await spawns(d);
+    const ts = await lspQuery(d.url, { ...recent, op: 'definition', path: 'src/app.ts', ...position('ts-basic', 'src/app.ts', "greet('world')") });
+    assert.equal(ts.status, 200, JSON.stringify(ts.body));
+    assert.equal(await spawns(d), before, 'the first definition after the restart ran on the warmed session');
   });
 });

@@ -134,6 +134,14 @@ export class RootStore {
     utimes(join(e.dir, META), t, t).catch(() => {}); // best effort: only the order after a restart depends on it
   }
 
+  /** The `limit` most recently used roots, most recent first (after a restart: by meta.json's mtime). */
+  recentlyUsed(limit: number): RootKey[] {
+    return [...this.index.values()]
+      .sort((a, b) => b.lastUsedMs - a.lastUsedMs)
+      .slice(0, limit)
+      .map((e) => ({ ...e.key }));
+  }
+
   setHoldCheck(check: HoldCheck): void {
     this.holdCheck = check;
   }

@@ -44,10 +44,12 @@ export interface Lspd {
 
 /**
  * Start it. `env` overrides config (LSPD_<NAME> variables, as an operator would);
- * `rows` replaces the server table (default: the real one).
+ * `rows` replaces the server table (default: the real one); `dataDir` reuses a
+ * data dir (kept on close), else a fresh one is made and removed.
  */
-export async function startLspd(opts: { env?: Record<string, string>; rows?: ServerRow[] } = {}): Promise<Lspd> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'lspd-lsp-'));
+export async function startLspd(opts: { env?: Record<string, string>; rows?: ServerRow[]; dataDir?: string } = {}): Promise<Lspd> {
+  // A given data dir is the caller's (a restart test starts a second daemon on it): close() keeps it.
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'lspd-lsp-'));
   chmodSync(dataDir, 0o755);
   const uids = jailUids(64);
   const config = loadConfig({
@@ -62,7 +64,7 @@ export async function startLspd(opts: { env?: Record<string, string>; rows?: Ser
   const d = await startDaemon(config, createLogger(process.env.LSPD_TEST_LOG ?? 'silent'), opts.rows ? { rows: opts.rows } : {});
   if (!d.health.jailReady) {
     await d.close();
-    rmSync(dataDir, { recursive: true, force: true });
+    if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
     throw new Error(`jail canary failed: ${d.health.reason}`);
   }
   const uidBase = config.jailUidBase;
@@ -78,7 +80,7 @@ export async function startLspd(opts: { env?: Record<string, string>; rows?: Ser
     uidBase,
     close: async () => {
       await d.close();
-      rmSync(dataDir, { recursive: true, force: true });
+      if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }
