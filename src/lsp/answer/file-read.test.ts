@@ -1,10 +1,11 @@
 // file-read.ts on real files: line counting across the 64 KiB read chunks (a \r\n
 // split between two reads is one terminator; a character split between two reads
-// is one character), the reference an external location gets from its in-jail path,
-// and the directories a deps read may land in.
+// is one character), a file read whole once then read only as far as a page (its
+// line count known, by file version), the reference an external location gets from
+// its in-jail path, and the directories a deps read may land in.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readFileRange, readRefOf, readableTops } from './file-read.js';
@@ -35,6 +36,29 @@ test('only the lines asked for are kept: a range deep in a large file', async ()
   writeFileSync(join(tree, 'many'), Array.from({ length: 100_000 }, (_, i) => `l${i}`).join('\n'));
   const a = await read('many', 99_998, 100_005);
   assert.deepEqual([a.start, a.end, a.total_lines, a.text], [99_998, 100_000, 100_000, 'l99998\nl99999']);
+});
+
+test('a file read whole once is then read only as far as the page asked; another version of it is read whole again', async () => {
+  const path = join(tree, 'paged');
+  writeFileSync(path, Array.from({ length: 400_000 }, (_, i) => `line ${i}`).join('\n') + '\n');
+  const size = statSync(path).size;
+  // Bytes this process has read (every thread: libuv's file reads too), from the kernel.
+  const readBytes = () => Number(/^rchar: (\d+)$/m.exec(readFileSync('/proc/self/io', 'utf8'))![1]);
+  const r0 = readBytes();
+  const first = await read('paged', 10, 13);
+  const r1 = readBytes();
+  const second = await read('paged', 20, 23);
+  const r2 = readBytes();
+  assert.deepEqual([first.total_lines, first.start, first.end, first.text], [400_001, 10, 13, 'line 10\nline 11\nline 12\n']);
+  assert.deepEqual([second.total_lines, second.start, second.end, second.text, second.truncated], [400_001, 20, 23, 'line 20\nline 21\nline 22\n', false]);
+  assert.ok(r1 - r0 >= size, `the first read scans the whole file: ${r1 - r0} of ${size} bytes`);
+  assert.ok(r2 - r1 < 4 * CHUNK, `the second read stops at its page: ${r2 - r1} bytes of ${size}`);
+  // A page the known count says runs past the end is read to the end, exactly as before.
+  const tail = await read('paged', 399_999, 500_000);
+  assert.deepEqual([tail.total_lines, tail.start, tail.end, tail.text], [400_001, 399_999, 400_001, 'line 399999\n']);
+  // Rewritten (same name, same size): another version, read whole, its bad byte found.
+  writeFileSync(path, Buffer.concat([readFileSync(path).subarray(0, size - 1), Buffer.from([0xff])]));
+  await assert.rejects(read('paged', 20, 23), (e: { code?: string }) => e.code === 'not_utf8');
 });
 
 test('readRefOf: a dependency bind maps to its place in the deps dir; the tree to its path; nothing else', () => {

@@ -16,7 +16,12 @@
 // is read only to count lines (`total_lines`) and to check it is UTF-8, so a file
 // is refused 415 whatever range is asked. Lines are counted as LSP counts them
 // (\n, \r\n and \r each end one), so they match the lines of every location.
+// What that whole read learned (valid UTF-8, its line count) is kept per file
+// version (device, inode, size, mtime and ctime in ns: a deleted root's inode reused
+// by a new upload is another ctime), so paging through a file reads it only as far
+// as the page: a 256 MiB file of short lines costs one full scan, not one a page.
 import { open, realpath } from 'node:fs/promises';
+import { LRUCache } from 'lru-cache';
 import { constants } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { errors } from '../../errors.js';
@@ -91,6 +96,8 @@ export interface FileAnswer {
 }
 
 const CHUNK_BYTES = 64 * 1024;
+/** Line counts of files read whole, by file version; only files found valid UTF-8 are here. */
+const lineCounts = new LRUCache<string, number>({ max: 4096 });
 /** Bytes a string takes inside a JSON string literal (escapes included). */
 const jsonBytes = (s: string) => Buffer.byteLength(JSON.stringify(s)) - 2;
 
@@ -117,10 +124,12 @@ export async function readFileRange(dirs: HostDirs, o: ReadOptions): Promise<Fil
   const fh = await open(real, constants.O_RDONLY | constants.O_NOFOLLOW).catch(() => undefined);
   if (!fh) throw missing();
   try {
-    const st = await fh.stat();
+    const st = await fh.stat({ bigint: true });
     if (!st.isFile()) throw errors.noSuchFile(`${JSON.stringify(o.path)} is not a regular file.`);
-    if (st.size > o.maxFileBytes)
+    if (st.size > BigInt(o.maxFileBytes))
       throw errors.fileTooLarge(`${JSON.stringify(o.path)} is ${st.size} bytes; files of at most ${o.maxFileBytes} bytes are read.`);
+    const version = `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+    const known = lineCounts.get(version);
     const lines = new LineCollector(o.start, o.end, budgetOf(o));
     const decoder = new TextDecoder('utf-8', { fatal: true });
     const decode = (bytes?: Buffer) => {
@@ -131,13 +140,18 @@ export async function readFileRange(dirs: HostDirs, o: ReadOptions): Promise<Fil
       }
     };
     const buf = Buffer.alloc(CHUNK_BYTES);
+    const from = o.from === 'deps' ? { from: 'deps' as const } : {};
     for (;;) {
       const { bytesRead } = await fh.read(buf, 0, CHUNK_BYTES, null);
       if (bytesRead === 0) break;
       lines.add(decode(buf.subarray(0, bytesRead)));
+      // Read whole before (valid, so many lines): the rest is known; stop at the page.
+      if (known !== undefined && lines.settled()) return { path: o.path, ...from, ...lines.finish(known), untrusted: true };
     }
     lines.add(decode());
-    return { path: o.path, ...(o.from === 'deps' ? { from: 'deps' as const } : {}), ...lines.finish(), untrusted: true };
+    const got = lines.finish();
+    lineCounts.set(version, got.total_lines);
+    return { path: o.path, ...from, ...got, untrusted: true };
   } finally {
     await fh.close();
   }
@@ -177,6 +191,11 @@ class LineCollector {
     private readonly end: number | undefined,
     private readonly budget: number,
   ) {}
+
+  /** Nothing more will be kept: the page is complete (every wanted line ended) or the budget is spent. */
+  settled(): boolean {
+    return this.full || (this.end !== undefined && this.line >= this.end);
+  }
 
   private wanted(): boolean {
     return !this.full && this.line >= this.start && (this.end === undefined || this.line < this.end);
@@ -255,13 +274,16 @@ class LineCollector {
     this.partial = true;
   }
 
-  finish(): { start: number; end: number; total_lines: number; text: string; truncated: boolean; partial?: true } {
-    if (this.pendingCR) {
-      this.pendingCR = false;
-      this.endLine('\r');
+  /** The answer's fields; `knownTotal`: the file's line count from an earlier whole read (this one stopped when settled). */
+  finish(knownTotal?: number): { start: number; end: number; total_lines: number; text: string; truncated: boolean; partial?: true } {
+    if (knownTotal === undefined) {
+      if (this.pendingCR) {
+        this.pendingCR = false;
+        this.endLine('\r');
+      }
+      this.endLine(''); // the last line has no terminator (empty after a final newline)
     }
-    this.endLine(''); // the last line has no terminator (empty after a final newline)
-    const total = this.line;
+    const total = knownTotal ?? this.line;
     const start = Math.min(this.start, total);
     return {
       start,
