@@ -22,16 +22,9 @@ import { projectDir, spawnDaemon, tempDir } from '../test/helpers/daemon.js';
 import { opt } from './upload.js';
 import { cleanUpOnSignal } from './on-signal.js';
 import { jailUidEnv } from '../test/helpers/uids.js';
+import { git } from './git.js';
 
 const runs = Number(opt('runs', '3'));
-const GIT_ENV = {
-  ...process.env,
-  GIT_AUTHOR_NAME: 'b',
-  GIT_AUTHOR_EMAIL: 'b@example.invalid',
-  GIT_COMMITTER_NAME: 'b',
-  GIT_COMMITTER_EMAIL: 'b@example.invalid',
-};
-const git = (cwd: string, ...a: string[]) => execFileSync('git', a, { cwd, env: GIT_ENV, encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 }).trim();
 const commit = (cwd: string, m: string) => (
   git(cwd, 'add', '-A'),
   git(cwd, '-c', 'commit.gpgsign=false', 'commit', '-q', '-m', m),

@@ -19,20 +19,12 @@ import { push, type PushOptions } from '../src/cli/push.js';
 import { cleanUpOnSignal } from './on-signal.js';
 import { spawnDaemon, tempDir } from '../test/helpers/daemon.js';
 import { corpus, opt, writeTar } from './upload.js';
+import { git } from './git.js';
 
 const MB = 1024 * 1024;
 const sizesMb = opt('sizes', '50,500').split(',').map(Number);
 const runs = Number(opt('runs', '2'));
 const execFileP = promisify(execFile);
-
-const GIT_ENV = {
-  ...process.env,
-  GIT_AUTHOR_NAME: 'b',
-  GIT_AUTHOR_EMAIL: 'b@example.invalid',
-  GIT_COMMITTER_NAME: 'b',
-  GIT_COMMITTER_EMAIL: 'b@example.invalid',
-};
-const git = (cwd: string, ...a: string[]) => execFileSync('git', a, { cwd, env: GIT_ENV, encoding: 'utf8', maxBuffer: 64 * MB }).trim();
 
 async function diskBytes(dir: string): Promise<number> {
   const { stdout } = await execFileP('du', ['-s', '-B1', dir]);
