@@ -8,7 +8,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
-import { cannotJail, fetchSettled, lspQuery, position, shaOf, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
+import { cannotJail, fetchSettled, shaOf, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
+import { assertLeftPadDefinition } from './helpers/npm-dep.js';
 import { startNpmRegistry, type NpmRegistry } from './helpers/npm-registry.js';
 
 const skip = cannotJail();
@@ -49,14 +50,7 @@ describe("a full upload with the same lockfile reuses a stored commit's fetch", 
     assert.equal(registry.hits.length, hits, 'no registry request for the second commit');
     assert.equal(statSync(join(nodeModules(second), pkg)).ino, statSync(join(nodeModules(first), pkg)).ino, "a link to the first commit's file");
 
-    const r = await lspQuery(d.url, { ...second, op: 'definition', path: 'index.js', ...position(FX, 'index.js', "require('left-pad-lite')", 9) });
-    assert.equal(r.status, 200, JSON.stringify(r.body));
-    assert.deepEqual(r.body.dependencies, { state: 'done' });
-    const locs = r.body.locations as { external?: boolean; module?: string; version?: string; path: string }[];
-    assert.ok(
-      locs.some((l) => l.external === true && l.module === 'left-pad-lite' && l.version === '1.0.0'),
-      JSON.stringify(r.body),
-    );
+    await assertLeftPadDefinition(d.url, second);
 
     // The same tree and lockfile, another org: a fetch of its own.
     await uploadFixture(d.url, otherOrg, FX);

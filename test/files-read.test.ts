@@ -23,19 +23,8 @@ import { SHA, packTar, startServer, type PackEntry, type TestServer } from './st
 import { gitRepo, runCli, writeTokens, type TestToken } from './helpers/ops.js';
 import { tempDir } from './helpers/daemon.js';
 import { startNpmRegistry, type NpmRegistry } from './helpers/npm-registry.js';
+import type { FileAnswer } from '../src/responses.js';
 import { cannotJail, fetchSettled, getJson, lspQuery, position, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
-
-type FileAnswer = {
-  path: string;
-  from?: string;
-  start: number;
-  end: number;
-  total_lines: number;
-  text: string;
-  truncated: boolean;
-  partial?: true;
-  untrusted: true;
-};
 
 const TEN = Array.from({ length: 10 }, (_, i) => `line ${i} of a.ts`).join('\n') + '\n';
 const BIG = Array.from({ length: 200 }, (_, i) => `${String(i).padStart(3, '0')} ${'x'.repeat(40)}`).join('\n') + '\n';

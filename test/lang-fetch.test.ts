@@ -16,6 +16,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fixtures, scratchDir } from './helpers/fetch-env.js';
 import { buildGoProxy } from './helpers/go-proxy.js';
+import { assertLeftPadDefinition } from './helpers/npm-dep.js';
 import { startNpmRegistry, type NpmRegistry } from './helpers/npm-registry.js';
 import { cannotJail, fetchSettled, getJson, lspQuery, position, shaOf, startLspd, uploadDir, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
 
@@ -117,14 +118,7 @@ describe('FETCH as queries see it', { skip }, () => {
     assert.equal(view.state, 'done', JSON.stringify(view));
     assert.ok(['stopped', 'failed'].includes(before.state.kind) || !d.lsp.pool.list().includes(before), 'the old session was taken out');
 
-    const r = await lspQuery(d.url, { ...npmRoot, op: 'definition', path: 'index.js', ...position('npm-dep', 'index.js', "require('left-pad-lite')", 9) });
-    assert.equal(r.status, 200, JSON.stringify(r.body));
-    assert.deepEqual(r.body.dependencies, { state: 'done' });
-    const locs = r.body.locations as { external?: boolean; module?: string; version?: string; path: string }[];
-    assert.ok(
-      locs.some((l) => l.external === true && l.module === 'left-pad-lite' && l.version === '1.0.0'),
-      JSON.stringify(r.body),
-    );
+    await assertLeftPadDefinition(d.url, npmRoot);
     assert.notEqual(
       d.lsp.pool.list().find((s) => s.key.rootId === id),
       before,

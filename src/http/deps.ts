@@ -32,3 +32,12 @@ export interface Deps {
 
 /** What the routes ask of the query service (src/lsp/query-service.ts). */
 export type QueryPort = Pick<QueryService, 'lsp' | 'assertServing' | 'checkRoot' | 'warm'>;
+
+/** One `T` per server (per Deps), made on first use: what lives as long as the server, never a module singleton. */
+export function perServer<T>(make: (deps: Deps) => T): (deps: Deps) => T {
+  const made = new WeakMap<Deps, T>();
+  return (deps) => {
+    if (!made.has(deps)) made.set(deps, make(deps));
+    return made.get(deps)!;
+  };
+}

@@ -26,7 +26,6 @@ import type { JailExit, JailSpawnOptions, JailedProcess, Phase } from './types.j
 import type { UidPool } from './uid-pool.js';
 
 const FD = { jsonStatus: 3, args: 4, seccomp: 5, gate: 6, tree: 7 } as const;
-/** bwrap reports this when the tree's path no longer leads to the fd's directory. */
 /** bwrap's complaint when the tree's path changed between our check and its bind (its words: only text says it). */
 const RACE = 'Race condition binding dirfd';
 const RACE_ATTEMPTS = 5;

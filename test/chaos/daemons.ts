@@ -8,7 +8,7 @@ import { Readable } from 'node:stream';
 import { spawnDaemon, type Daemon } from '../helpers/daemon.js';
 import { fixturesDir, lineOf, position, shaOf, tarOf, type Root } from '../helpers/ask-harness.js';
 import type { Call } from './harness.js';
-import type { UidRange } from './procs.js';
+import type { UidRange } from '../helpers/uids.js';
 import { jailUids } from '../helpers/uids.js';
 
 export { fixturesDir, shaOf, type Root };

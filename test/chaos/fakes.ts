@@ -10,7 +10,7 @@ import { packTar } from '../store-helpers.js';
 import { fixturesDir } from './daemons.js';
 import type { Root } from './daemons.js';
 import { uidRange } from './daemons.js';
-import type { UidRange } from './procs.js';
+import type { UidRange } from '../helpers/uids.js';
 
 /** Which fake answers for which file suffix. */
 export const FAKES = {

@@ -18,7 +18,8 @@ import { packTar, type PackEntry } from '../store-helpers.js';
 import { lineOf, position } from '../helpers/ask-harness.js';
 import { fixtureTar, fixturesDir, rootPath, shaOf, tsCall, type Root } from './daemons.js';
 import { Figures, report, send, waitFor, type Call, type Result } from './harness.js';
-import { MiB, jailProcs, rssBytes, type UidRange } from './procs.js';
+import { MiB, jailProcs, rssBytes } from './procs.js';
+import type { UidRange } from '../helpers/uids.js';
 import { jailUids } from '../helpers/uids.js';
 
 export interface HostileSuiteOptions {

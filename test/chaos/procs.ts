@@ -3,6 +3,7 @@
 // daemon could have left (bwrap or lspd-gate anywhere), and a process's RSS.
 // Tests only read /proc and signal pids they found in their own uid range.
 import { readFileSync, readdirSync } from 'node:fs';
+import type { UidRange } from '../helpers/uids.js';
 
 export interface Proc {
   pid: number;
@@ -33,11 +34,6 @@ export function allProcs(): Proc[] {
     if (p) out.push(p);
   }
   return out;
-}
-
-export interface UidRange {
-  base: number;
-  count: number;
 }
 
 /** Every process whose real uid is in the range (every jail of one daemon). */

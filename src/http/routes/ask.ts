@@ -9,30 +9,24 @@ import { treeFiles } from '../../ask/tree-files.js';
 import { askBatch, askOps, askQuery, type LspQuery } from '../../schemas.js';
 import type { LspAnswer } from '../../responses.js';
 import { clientSignal } from '../client-signal.js';
-import type { Deps } from '../deps.js';
+import { perServer, type Deps } from '../deps.js';
 import { parse } from '../error-handler.js';
 import { rootId } from '../../store/types.js';
 
-const services = new WeakMap<Deps, AskService>();
-
 /** One AskService per server (per Deps), built on the query service and the store. */
-export function askServiceOf(deps: Deps): AskService {
-  let s = services.get(deps);
-  if (!s) {
-    const svc = new AskService({
-      lsp: lspCallOf(deps),
-      files: treeFilesOf(deps),
-      generationOf: (k) => deps.store.get(k)?.generation,
-      log: deps.log.child({ mod: 'ask' }),
-      deadlineMs: deps.config.queryTimeoutMs - deps.config.cleanupReserveMs,
-      maxLocations: deps.config.maxLocations,
-    });
-    // What /ask learned about a root goes with it (the service lives as long as the server).
-    deps.store.onRemove((k) => svc.dropRoot(rootId(k)));
-    services.set(deps, (s = svc));
-  }
-  return s;
-}
+export const askServiceOf = perServer((deps): AskService => {
+  const svc = new AskService({
+    lsp: lspCallOf(deps),
+    files: treeFilesOf(deps),
+    generationOf: (k) => deps.store.get(k)?.generation,
+    log: deps.log.child({ mod: 'ask' }),
+    deadlineMs: deps.config.queryTimeoutMs - deps.config.cleanupReserveMs,
+    maxLocations: deps.config.maxLocations,
+  });
+  // What /ask learned about a root goes with it (the service lives as long as the server).
+  deps.store.onRemove((k) => svc.dropRoot(rootId(k)));
+  return svc;
+});
 
 /** The query service (src/lsp/query-service.ts) as /ask calls it. */
 function lspCallOf(deps: Deps): LspCall {

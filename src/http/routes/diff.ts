@@ -8,34 +8,28 @@ import { DiffService, storedRoots } from '../../diff/diff-service.js';
 import { treeFiles } from '../../ask/tree-files.js';
 import { diffQuery } from '../../schemas.js';
 import { rootId } from '../../store/types.js';
-import type { Deps } from '../deps.js';
+import { perServer, type Deps } from '../deps.js';
 import { parse } from '../error-handler.js';
 import { clientSignal } from '../client-signal.js';
 
-const services = new WeakMap<Deps, DiffService>();
-
 /** One DiffService per server (per Deps), over the query service and the store. */
-export function diffServiceOf(deps: Deps): DiffService {
-  let s = services.get(deps);
-  if (!s) {
-    const files = treeFiles({ treeDir: (k) => deps.store.treeDir(k) });
-    const svc = new DiffService({
-      lsp: async (q, signal) => (await deps.lsp.lsp(q, signal)) as Record<string, unknown>,
-      store: deps.store,
-      readText: (k, path, max) => files.readText(k, path, max),
-      metrics: deps.metrics,
-      log: deps.log.child({ mod: 'diff' }),
-      deadlineMs: deps.config.queryTimeoutMs - deps.config.cleanupReserveMs,
-      maxLocations: deps.config.maxLocations,
-      maxFileBytes: deps.config.maxTargetFileBytes,
-      cacheEntries: Math.min(deps.config.resultCacheEntries, 1000),
-    });
-    // A diff is about two roots: when either goes, so does what was learned of it.
-    deps.store.onRemove((k) => svc.dropRoot(rootId(k)));
-    services.set(deps, (s = svc));
-  }
-  return s;
-}
+export const diffServiceOf = perServer((deps): DiffService => {
+  const files = treeFiles({ treeDir: (k) => deps.store.treeDir(k) });
+  const svc = new DiffService({
+    lsp: async (q, signal) => (await deps.lsp.lsp(q, signal)) as Record<string, unknown>,
+    store: deps.store,
+    readText: (k, path, max) => files.readText(k, path, max),
+    metrics: deps.metrics,
+    log: deps.log.child({ mod: 'diff' }),
+    deadlineMs: deps.config.queryTimeoutMs - deps.config.cleanupReserveMs,
+    maxLocations: deps.config.maxLocations,
+    maxFileBytes: deps.config.maxTargetFileBytes,
+    cacheEntries: Math.min(deps.config.resultCacheEntries, 1000),
+  });
+  // A diff is about two roots: when either goes, so does what was learned of it.
+  deps.store.onRemove((k) => svc.dropRoot(rootId(k)));
+  return svc;
+});
 
 /** The body of POST /v1/diff, answered. Throws AppError like the route. */
 export async function answerDiff(deps: Deps, body: unknown, signal: AbortSignal): Promise<unknown> {

@@ -7,29 +7,21 @@ import type { FastifyInstance } from 'fastify';
 import { errors } from '../../errors.js';
 import { readFileArgs, readFileQuery, relPath, type ReadFileArgs } from '../../schemas.js';
 import { checkRootKey } from '../../store/root-key.js';
-import { readFileRange, type FileAnswer } from '../../lsp/answer/file-read.js';
+import { readFileRange } from '../../lsp/answer/file-read.js';
+import type { FileAnswer } from '../../responses.js';
 import { TREE_AT } from '../../jail/layout.js';
 import { FairShare, shareLimits } from '../../fair-share.js';
-import type { Deps } from '../deps.js';
+import { perServer, type Deps } from '../deps.js';
 import { parse } from '../error-handler.js';
 
 type Params = { Params: { org: string; repo: string; sha: string; '*': string } };
-
-const slots = new WeakMap<Deps, FairShare>();
 
 /**
  * The reads running at once (LSPD_MAX_FILE_READS), fair-shared per org: a read may
  * scan a whole 256 MiB file (to count its lines), so one org's flood of them must
  * not take the disk and the event loop's turns from every other org.
  */
-function readSlots(deps: Deps): FairShare {
-  let s = slots.get(deps);
-  if (!s) {
-    const c = deps.config;
-    slots.set(deps, (s = new FairShare(shareLimits(c.maxFileReads, { orgCap: 0, reservePercent: c.orgReservePercent, floor: 1 }))));
-  }
-  return s;
-}
+const readSlots = perServer(({ config: c }) => new FairShare(shareLimits(c.maxFileReads, { orgCap: 0, reservePercent: c.orgReservePercent, floor: 1 })));
 
 /** The route's answer for checked arguments: 404 for a root not stored here, as GET on the root answers. */
 export async function answerReadFile(deps: Deps, input: unknown): Promise<FileAnswer> {

@@ -28,6 +28,7 @@ import { errors } from '../../errors.js';
 import { truncateUtf8 } from '../wire/encoding.js';
 import { isUnder, normalizeJailPath, type HostDirs } from './paths.js';
 import { DEPS_AT, TREE_AT } from '../../jail/layout.js';
+import type { FileAnswer } from '../../responses.js';
 
 export type ReadFrom = 'tree' | 'deps';
 
@@ -80,19 +81,6 @@ export interface ReadOptions {
   end?: number;
   maxAnswerBytes: number;
   maxFileBytes: number;
-}
-
-export interface FileAnswer {
-  path: string;
-  from?: 'deps';
-  start: number;
-  end: number;
-  total_lines: number;
-  text: string;
-  truncated: boolean;
-  /** The one line in `text` is cut: alone it is larger than the answer bound. */
-  partial?: true;
-  untrusted: true;
 }
 
 const CHUNK_BYTES = 64 * 1024;
