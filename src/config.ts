@@ -103,6 +103,9 @@ export const configSchema = z.object({
     "Sessions warmed at once: started on upload (PUT without ?warm=false), once the root's fetch is done, and driven to readiness before any query; each org gets its fair share of them. A warm-up never evicts a session nor takes the pool's reserve of free places. 0 turns warm-up off.",
   ),
   warmWorkspaces: int(2, 1).describe('Workspaces warmed per server of a root, those with the most source files first.'),
+  warmOpenFiles: int(8, 1).describe(
+    "Files a warm-up opens per workspace: its largest, then the files the commit changed (against its base, else the repo's previous upload), then the next largest. A first query on an open file skips the server's work on opening it.",
+  ),
   warmOnStartRoots: int(8, 0).describe(
     'Stored roots warmed again when the daemon starts, the most recently used first, as if just uploaded (within the same warm-up budget); 0: none.',
   ),
@@ -131,6 +134,9 @@ export const configSchema = z.object({
   jailPids: int(512, 8).describe('cgroup pids cap of one jail.'),
   jailCpuMillis: int(1000, 0).describe(
     'cgroup CPU cap of one jail, in thousandths of a CPU (1000: one CPU), so one spinning jail or fork bomb cannot take every core from the others; 0: no cap. Applied where the host delegates a CPU controller.',
+  ),
+  jailCpuBurstMillis: int(1000, 0).describe(
+    'CPU time, in ms, a jail may save up while idle and spend above its CPU cap: a server starting up uses several threads for a moment, a spinning jail has nothing saved. At most one cap period of CPU (the period grows to 1 s to hold it); 0: none.',
   ),
   jailTmpBytes: int(512 * MiB, MiB).describe('Size of each jail private tmpfs (/tmp and HOME).'),
   cgroupRoot: z.string().default('/sys/fs/cgroup').describe('Where cgroup v2 (or v1 controllers) are mounted.'),

@@ -50,7 +50,20 @@ export const rootAnswer = z.looseObject({
   ...rootSize,
   languages: z.array(z.string()),
   fetch: z.looseObject({ state: fetchState, error: z.string().optional() }),
-  sessions: z.array(z.looseObject({ server: z.string(), state: z.string() })).optional(),
+  sessions: z
+    .array(
+      z.looseObject({
+        server: z.string(),
+        state: z.string(),
+        workspace: z.string().optional(),
+        documents: z
+          .number()
+          .int()
+          .optional()
+          .describe('Documents the session has opened: the warm-up opened these, so a first query on one skips the server opening it.'),
+      }),
+    )
+    .optional(),
 });
 
 export const rootList = z.looseObject({

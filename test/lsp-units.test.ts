@@ -92,6 +92,20 @@ test('readiness: open progress blocks, then the grace; ignored titles do not cou
   t.onProgress({ token: {}, value: { kind: 'end' } });
 });
 
+test('a server that queues requests from its start is ready at once; others wait out the start-up grace; progress still counts', () => {
+  const now = Date.now();
+  const graced = new ReadinessTracker({ kind: 'progress' }, 150, now);
+  assert.equal(graced.isReady(undefined, now + 10), false, 'a progress may still begin just after initialized');
+  assert.equal(graced.isReady(undefined, now + 150), true);
+  const queues = new ReadinessTracker({ kind: 'progress', queuesFromStart: true }, 150, now);
+  assert.equal(queues.isReady(undefined, now), true);
+  queues.onProgress({ token: 'p', value: { kind: 'begin', title: 'Loading' } });
+  assert.equal(queues.isReady(undefined), false, 'an open progress is still waited for');
+  queues.onProgress({ token: 'p', value: { kind: 'end' } });
+  assert.equal(queues.isReady(undefined), false, 'and the grace after it');
+  assert.equal(queues.isReady(undefined, Date.now() + 150), true);
+});
+
 test('readiness by document diagnostics; pushes for unopened documents wait (bounded) for their didOpen', async () => {
   const t = new ReadinessTracker({ kind: 'documentDiagnostics' }, 0, 0);
   const early = 'file:///src/b.go';

@@ -4,10 +4,11 @@
 // answer right without a spawn. The same tree uploaded with ?warm=false starts
 // nothing, and its first query pays the cold start (the figures are printed).
 // After a restart on the same data dir, the most recently used roots are warmed
-// again (LSPD_WARM_ON_START_ROOTS) and the others are not.
+// again (LSPD_WARM_ON_START_ROOTS) and the others are not. A commit's warm-up opens
+// the files it changed against the repo's previous upload.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cpSync, mkdtempSync, rmSync, utimesSync } from 'node:fs';
+import { appendFileSync, cpSync, mkdtempSync, rmSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -32,7 +33,7 @@ async function put(d: Lspd, root: typeof warmRoot, dir: string, query = ''): Pro
   assert.equal(r.status, 201, await r.text());
 }
 
-type Session = { server: string; state: string; workspace: string };
+type Session = { server: string; state: string; workspace: string; documents: number };
 const sessionsOf = async (d: Lspd, root: typeof warmRoot): Promise<Session[]> =>
   ((await getJson(d.url, `/v1/roots/${root.org}/${root.repo}/${root.sha}`)).body.sessions as Session[]).sort((a, b) => (a.server < b.server ? -1 : 1));
 
@@ -127,6 +128,57 @@ describe('warm-up on upload', { skip }, () => {
     t.diagnostic(
       `first definition elapsed_ms: warmed TS ${ts.body.elapsed_ms}, Python ${py.body.elapsed_ms}; cold TS ${tsCold.body.elapsed_ms}, Python ${pyCold.body.elapsed_ms}`,
     );
+  });
+});
+
+/** Poll GET until the root has `n` sessions, all ready (≤ 180 s: the warm-up budget on a loaded host). */
+async function readySessions(d: Lspd, root: typeof warmRoot, n: number): Promise<Session[]> {
+  const until = Date.now() + 180_000;
+  let seen: Session[] = [];
+  while (Date.now() < until) {
+    seen = await sessionsOf(d, root);
+    if (seen.length === n && seen.every((x) => x.state === 'ready')) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return seen;
+}
+
+describe('warm-up of a new commit', { skip }, () => {
+  const first = { org: 'acme', repo: 'changes', sha: shaOf('changes-1') };
+  const second = { org: 'acme', repo: 'changes', sha: shaOf('changes-2') };
+  let d: Lspd;
+  let tree: string;
+  before(async () => {
+    d = await startLspd({ env: { LSPD_WARM_MAX_SESSIONS: '4', LSPD_WARM_OPEN_FILES: '2' } });
+    tree = mkdtempSync(join(tmpdir(), 'lspd-warm-changes-'));
+    cpSync(join(fixturesDir, 'ts-basic'), tree, { recursive: true });
+  });
+  after(async () => {
+    await d?.close();
+    if (tree) rmSync(tree, { recursive: true, force: true });
+  });
+
+  test('opens the files the commit changed against the repo previous upload, beside its largest', async () => {
+    await put(d, first, tree, '?warm=false');
+    // The next commit changes one small file; with 2 files a workspace, the warm-up opens
+    // the largest (src/greet.ts) and that one, not the next largest (src/app.ts).
+    appendFileSync(join(tree, 'src/emoji.ts'), '// changed in the second commit\n');
+    await put(d, second, tree);
+    const seen = await readySessions(d, second, 1);
+    assert.deepEqual(
+      seen.map((s) => `${s.server}:${s.state}:${s.documents}`),
+      ['typescript:ready:2'],
+      JSON.stringify(seen),
+    );
+    const session = d.lsp.pool.list().find((s) => s.key.rootId === `${second.org}/${second.repo}/${second.sha}`)!;
+    assert.deepEqual(
+      ['src/greet.ts', 'src/emoji.ts', 'src/app.ts'].map((p) => session.isOpen(p)),
+      [true, true, false],
+    );
+    const before = await spawns(d);
+    const r = await lspQuery(d.url, { ...second, op: 'hover', path: 'src/emoji.ts', ...position('ts-basic', 'src/emoji.ts', 'wave') });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(await spawns(d), before, 'answered by the warmed session');
   });
 });
 

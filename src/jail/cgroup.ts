@@ -39,11 +39,32 @@ export interface CgroupLimits {
   pids: number;
   /** CPU time per wall-clock second, in thousandths of a CPU (1000: one CPU); 0: no cap. */
   cpuMillis: number;
+  /** CPU time (ms) an idle jail saves up to spend above its cap, as a cold start does; 0: none. */
+  cpuBurstMillis: number;
 }
 
-/** The CFS period the quota is a share of (the kernel's default). */
-const CPU_PERIOD_US = 100_000;
-const cpuQuotaUs = (cpuMillis: number) => Math.max(1000, Math.round((cpuMillis / 1000) * CPU_PERIOD_US));
+/** The kernel's CFS bandwidth (quota per period, and the burst saved from idle periods). */
+interface CpuBandwidth {
+  periodUs: number;
+  quotaUs: number;
+  burstUs: number;
+}
+
+const MIN_PERIOD_US = 100_000; // the kernel's default period
+const MAX_PERIOD_US = 1_000_000; // the kernel's largest
+
+/**
+ * The kernel takes a burst of at most one period's quota, so a burst larger than
+ * that lengthens the period (to 1 s at most): the average cap is the same, it is only
+ * enforced over a longer window. sched-bwc: https://docs.kernel.org/scheduler/sched-bwc.html
+ */
+export function cpuBandwidth(cpuMillis: number, cpuBurstMillis: number): CpuBandwidth {
+  const cpus = cpuMillis / 1000;
+  const wanted = cpuBurstMillis * 1000;
+  const periodUs = Math.min(MAX_PERIOD_US, Math.max(MIN_PERIOD_US, Math.ceil(wanted / cpus)));
+  const quotaUs = Math.max(1000, Math.round(cpus * periodUs));
+  return { periodUs, quotaUs, burstUs: Math.min(wanted, quotaUs) };
+}
 
 export class CgroupError extends Error {
   override name = 'CgroupError';
@@ -190,7 +211,11 @@ function openV2(cgroupRoot: string): Cgroups | string {
       create(name, limits) {
         const dir = join(base, name);
         mkdirSync(dir);
-        if (cpu && limits.cpuMillis > 0) write(join(dir, 'cpu.max'), `${cpuQuotaUs(limits.cpuMillis)} ${CPU_PERIOD_US}`);
+        if (cpu && limits.cpuMillis > 0) {
+          const bw = cpuBandwidth(limits.cpuMillis, limits.cpuBurstMillis);
+          write(join(dir, 'cpu.max'), `${bw.quotaUs} ${bw.periodUs}`);
+          if (bw.burstUs > 0 && existsSync(join(dir, 'cpu.max.burst'))) write(join(dir, 'cpu.max.burst'), String(bw.burstUs));
+        }
         write(join(dir, 'memory.max'), String(limits.memoryBytes));
         if (existsSync(join(dir, 'memory.swap.max'))) write(join(dir, 'memory.swap.max'), '0');
         write(join(dir, 'pids.max'), String(limits.pids));
@@ -254,8 +279,10 @@ function openV1(cgroupRoot: string): Cgroups | string {
       mkdirSync(pids);
       if (cpu !== undefined) {
         mkdirSync(cpu);
-        write(join(cpu, 'cpu.cfs_period_us'), String(CPU_PERIOD_US));
-        write(join(cpu, 'cpu.cfs_quota_us'), String(cpuQuotaUs(limits.cpuMillis)));
+        const bw = cpuBandwidth(limits.cpuMillis, limits.cpuBurstMillis);
+        write(join(cpu, 'cpu.cfs_period_us'), String(bw.periodUs));
+        write(join(cpu, 'cpu.cfs_quota_us'), String(bw.quotaUs));
+        if (bw.burstUs > 0 && existsSync(join(cpu, 'cpu.cfs_burst_us'))) write(join(cpu, 'cpu.cfs_burst_us'), String(bw.burstUs));
       }
       write(join(mem, 'memory.limit_in_bytes'), String(limits.memoryBytes));
       // memsw (memory+swap) must not be below the memory limit, so it is written after it.

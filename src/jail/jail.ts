@@ -125,6 +125,7 @@ export async function createJail({ config, log, metrics }: JailDeps): Promise<Ja
         memoryBytes: config.jailMemoryBytes,
         pids: config.jailPids,
         cpuMillis: config.jailCpuMillis,
+        cpuBurstMillis: config.jailCpuBurstMillis,
         tmpBytes: config.jailTmpBytes,
         stderrRingBytes: config.stderrRingBytes,
       },

@@ -18,7 +18,7 @@ import { PassThrough, type Duplex, type Readable } from 'node:stream';
 import { errors } from '../errors.js';
 import type { Logger } from '../log.js';
 import { bwrapOptions, jailCommand } from './bwrap-argv.js';
-import type { Cgroups, JailCgroup } from './cgroup.js';
+import type { CgroupLimits, Cgroups, JailCgroup } from './cgroup.js';
 import { JAIL_HOME, type PhasePolicy } from './policy.js';
 import { StderrRing, makeScrubber } from './stderr-ring.js';
 import { checkBindHost, openBindSource, openTree, preCreateMountPoints } from './tree.js';
@@ -40,7 +40,7 @@ export interface SpawnContext {
   policies: Readonly<Record<Phase, PhasePolicy>>;
   uids: UidPool;
   cgroups: Cgroups;
-  limits: { memoryBytes: number; pids: number; cpuMillis: number; tmpBytes: number; stderrRingBytes: number };
+  limits: CgroupLimits & { tmpBytes: number; stderrRingBytes: number };
   /** Host path → what to show instead, for stderr tails. */
   scrub: readonly (readonly [string, string])[];
   log: Logger;

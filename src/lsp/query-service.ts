@@ -47,6 +47,8 @@ export interface RootAccess {
   treeDir(key: RootKey): string;
   depsDir(key: RootKey): string;
   touch(key: RootKey): void;
+  /** The root this one follows (its base, else the repo's previous upload): warm-up opens what changed since. */
+  predecessorOf(key: RootKey): RootKey | undefined;
 }
 
 export interface QueryServiceDeps {

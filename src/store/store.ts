@@ -134,6 +134,23 @@ export class RootStore {
     utimes(join(e.dir, META), t, t).catch(() => {}); // best effort: only the order after a restart depends on it
   }
 
+  /**
+   * The root this one most likely follows: the base it was composed on (an
+   * incremental upload), else the newest root of the same org and repo stored
+   * before it. What a warm-up compares against to find the files a commit changed.
+   */
+  predecessorOf(key: RootKey): RootKey | undefined {
+    const self = this.index.get(rootId(key));
+    if (!self) return undefined;
+    if (self.info.base !== undefined && this.index.has(rootId({ ...key, sha: self.info.base }))) return { ...key, sha: self.info.base };
+    let best: IndexEntry | undefined;
+    for (const e of this.index.values()) {
+      if (e === self || e.key.org !== key.org || e.key.repo !== key.repo || e.info.createdAt > self.info.createdAt) continue;
+      if (!best || e.info.createdAt > best.info.createdAt) best = e;
+    }
+    return best && { ...best.key };
+  }
+
   /** The `limit` most recently used roots, most recent first (after a restart: by meta.json's mtime). */
   recentlyUsed(limit: number): RootKey[] {
     return [...this.index.values()]

@@ -64,7 +64,7 @@ export async function rootRoutes(app: FastifyInstance, deps: Deps): Promise<void
     const key = checkRootKey(req.params);
     const info = store.get(key);
     if (!info) throw errors.notFound();
-    const sessions = deps.pool.sessionsOf(rootId(key)).map((s) => ({ server: s.server, state: s.state, workspace: s.workspace }));
+    const sessions = deps.pool.sessionsOf(rootId(key)).map((s) => ({ server: s.server, state: s.state, workspace: s.workspace, documents: s.documents }));
     const org_disk = { bytes: store.orgUsage().get(key.org) ?? 0, quota_bytes: store.orgQuotaBytes };
     return { ...view(info), fetch: deps.fetcher.state(key), sessions, org_disk };
   });

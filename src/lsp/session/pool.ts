@@ -398,8 +398,8 @@ export class SessionPool {
   }
 
   /** The root's sessions, for GET /v1/roots/{...}. */
-  sessionsOf(rootId: string): { server: string; workspace: string; state: string }[] {
-    const out: { server: string; workspace: string; state: string }[] = [];
+  sessionsOf(rootId: string): { server: string; workspace: string; state: string; documents: number }[] {
+    const out: { server: string; workspace: string; state: string; documents: number }[] = [];
     for (const s of [...this.sessions.values(), ...this.successors.values()]) {
       // A warm-up's session (and a recycled session's successor) says 'warming' until the warm-up drove it to readiness.
       if (s.key.rootId === rootId)
@@ -407,6 +407,7 @@ export class SessionPool {
           server: s.key.server,
           workspace: s.key.workspace,
           state: (s.warm === 'warming' || this.isSuccessor(s)) && (s.state.kind === 'starting' || s.state.kind === 'ready') ? 'warming' : s.state.kind,
+          documents: s.openDocuments,
         });
     }
     return out;

@@ -47,8 +47,9 @@ export class ReadinessTracker {
     this.strategy = strategy;
     this.graceMs = graceMs;
     // A server may begin its first progress a little after `initialized`
-    // (typescript-language-server: ~0.4 s); the grace covers the gap.
-    this.quietSince = now;
+    // (typescript-language-server: ~0.4 s); the grace covers the gap, unless the
+    // server queues requests until it can answer them anyway.
+    this.quietSince = strategy.kind === 'progress' && strategy.queuesFromStart ? -Infinity : now;
   }
 
   /** Start keeping diagnostics for a document (called at didOpen). */

@@ -310,6 +310,16 @@ export class Session {
     return uri;
   }
 
+  /** How many documents it has opened (GET on a root shows it). */
+  get openDocuments(): number {
+    return this.opened.size;
+  }
+
+  /** Whether the tree file `rel` is open in it. */
+  isOpen(rel: string): boolean {
+    return this.opened.has(treeFileUri(rel));
+  }
+
   /** Memory its jail uses now (the cgroup's usage); undefined when not running or unreadable. */
   memoryBytes(): number | undefined {
     return this.st.kind === 'ready' ? this.st.proc.memoryBytes?.() : undefined;

@@ -8,7 +8,10 @@
 // source files; LSPD_WARM_WORKSPACES of them) started through SessionPool.warm,
 // a representative file opened and the server driven to readiness (the row's own
 // readiness strategy, then a documentSymbol request and a hover on the first
-// symbol it names), exactly as a query would.
+// symbol it names), exactly as a query would. More of the workspace's files are
+// opened with it (LSPD_WARM_OPEN_FILES in all): those the commit changed against
+// the root it follows first, since those are what a review bot asks about, so the
+// first query on one skips the server's work on opening it.
 //
 // Budget: at most LSPD_WARM_MAX_SESSIONS warm-ups run at once, shared between
 // orgs by src/fair-share.ts and handed out round-robin (OrgQueue), so one org's
@@ -25,7 +28,7 @@ import { languageOf, type Language } from '../../languages.js';
 import type { Logger } from '../../log.js';
 import type { Metrics } from '../../metrics.js';
 import type { RootRef } from '../../store/root-cache.js';
-import { readTreeIndex, type TreeEntry } from '../../store/tree-index.js';
+import { readTreeIndex, type FileEntry, type TreeEntry } from '../../store/tree-index.js';
 import { rootId, type RootInfo, type RootKey } from '../../store/types.js';
 import type { ServerRow } from '../servers/server-row.js';
 import type { ServerTable } from '../servers/server-table.js';
@@ -42,7 +45,11 @@ export interface WarmUpDeps {
   health: Health;
   pool: SessionPool;
   table: ServerTable;
-  store: { get(key: RootKey): Pick<RootInfo, 'generation' | 'languages'> | undefined; treeDir(key: RootKey): string };
+  store: {
+    get(key: RootKey): Pick<RootInfo, 'generation' | 'languages'> | undefined;
+    treeDir(key: RootKey): string;
+    predecessorOf(key: RootKey): RootKey | undefined;
+  };
   dependencies?: DependencySource;
   /** The workspace a query on `rel` would use (QueryService's finder: the same session key). */
   workspaceOf(root: RootRef, treeDir: string, rel: string, markers: readonly string[]): Promise<string>;
@@ -56,6 +63,8 @@ interface Task {
   treeDir: string;
   row: ServerRow;
   rel: string;
+  /** More files of the workspace to open once `rel` is ready. */
+  more: string[];
   workspace: string;
   deadlineAt: number;
 }
@@ -106,9 +115,10 @@ export class WarmUp {
     const root: RootRef = { id: rootId(key), generation: info.generation };
     const treeDir = store.treeDir(key);
     const entries = (await readTreeIndex(dirname(treeDir))) ?? [];
+    const isChanged = await this.changedSince(key);
     const seen = new Set<string>();
     for (const row of this.rowsFor(info.languages)) {
-      const files = warmTargets(
+      const targets = warmTargets(
         entries,
         (p) => {
           const l = languageOf(p);
@@ -117,16 +127,31 @@ export class WarmUp {
         row.rootMarkers,
         config.maxTargetFileBytes,
         config.warmWorkspaces,
+        { open: config.warmOpenFiles, isChanged },
       );
-      for (const rel of files) {
+      for (const { rel, more } of targets) {
         const workspace = await this.deps.workspaceOf(root, treeDir, rel, row.rootMarkers);
         const id = `${row.name}\u0000${workspace}`;
         if (seen.has(id)) continue;
         seen.add(id);
-        this.queue.push(key.org, { key, root, treeDir, row, rel, workspace, deadlineAt });
+        this.queue.push(key.org, { key, root, treeDir, row, rel, more, workspace, deadlineAt });
       }
     }
     this.pump();
+  }
+
+  /** Which files differ (by git blob id) from the root this one follows; none when it follows none. */
+  private async changedSince(key: RootKey): Promise<(e: FileEntry) => boolean> {
+    const prev = this.deps.store.predecessorOf(key);
+    const before = prev && (await readTreeIndex(dirname(this.deps.store.treeDir(prev))));
+    if (!before) return () => false;
+    const ids = new Map<string, string>();
+    for (const e of before) if (e.kind === 'file' || e.kind === 'exec') ids.set(e.path, e.id);
+    // An id not known on either side (a root stored before lspd kept ids) says nothing.
+    return (e) => {
+      const was = ids.get(e.path);
+      return e.id !== '' && was !== '' && was !== e.id;
+    };
   }
 
   /** The servers a query on this root's languages would get, available ones only, once each. */
@@ -172,7 +197,12 @@ export class WarmUp {
     const dl = deadline(this.closed.signal, left);
     const t0 = Date.now();
     try {
-      const complete = await drive(session, t, Math.min(config.readyTimeoutMs, left), dl.signal, () => this.deps.readTarget(t.root, t.treeDir, t.rel));
+      // Each file read, and its workspace found, as a query would: the daemon's caches are warm too.
+      const read = async (rel: string) => {
+        await this.deps.workspaceOf(t.root, t.treeDir, rel, t.row.rootMarkers);
+        return this.deps.readTarget(t.root, t.treeDir, rel);
+      };
+      const complete = await drive(session, t, Math.min(config.readyTimeoutMs, left), dl.signal, read);
       count(complete ? 'ready' : 'incomplete');
       this.log.info({ root: t.root.id, server: t.row.name, workspace: t.workspace, ms: Date.now() - t0, complete }, 'session warmed');
     } catch (err) {
@@ -193,8 +223,8 @@ const WARM_QUERY = 'lspdWarmUpProbeZq';
  * for the row's readiness signal, ask for the file's symbols (a server that loads
  * lazily does its work on the first request). True when readiness was reached.
  */
-async function drive(session: Session, t: Task, readyMs: number, signal: AbortSignal, read: () => Promise<TargetFile>): Promise<boolean> {
-  const target = await read();
+async function drive(session: Session, t: Task, readyMs: number, signal: AbortSignal, read: (rel: string) => Promise<TargetFile>): Promise<boolean> {
+  const target = await read(t.rel);
   await session.whenReady(signal);
   const release = await session.slot(signal);
   try {
@@ -202,6 +232,12 @@ async function drive(session: Session, t: Task, readyMs: number, signal: AbortSi
     const uri = session.open(target.path, lang.languageId, target.text);
     const complete = await session.waitReady(uri, readyMs, signal);
     if (signal.aborted) throw signal.reason as Error;
+    // One a query would refuse (binary, too large, not UTF-8) is not opened.
+    for (const rel of t.more) {
+      const more = await read(rel).catch(() => undefined);
+      if (more && !signal.aborted) session.open(more.path, languageOf(rel)!.languageId, more.text);
+    }
+    // The requests below queue behind those opens, so the server has taken them in when this returns.
     const symbols = session.supports('documentSymbolProvider')
       ? await session.request('textDocument/documentSymbol', { textDocument: { uri } }, signal)
       : undefined;
@@ -233,14 +269,23 @@ export function firstSymbolAt(raw: unknown): Position | undefined {
   return isRange(range) ? range.start : undefined;
 }
 
+export interface WarmTarget {
+  /** The workspace's representative file, opened first and driven to readiness. */
+  rel: string;
+  /** More of its files to open: changed ones first, then the largest. */
+  more: string[];
+}
+
 /**
  * One representative file per workspace of a server, for at most `limit`
  * workspaces, those with the most of its files first: a workspace is the nearest
  * directory holding one of its markers (else the tree's top), as a query finds it;
  * its file the largest one (then the shallowest, then by name) of at most
  * `maxBytes`: it likely imports the most, so opening it loads the most (an
- * `__init__.py` is often empty). Dependency and
- * dot directories are not looked in. Pure, over the root's tree index.
+ * `__init__.py` is often empty). Up to `open.open - 1` more files each: those
+ * `open.isChanged` names (in index order), then the next largest. Dependency and
+ * dot directories are not looked in. Pure, over the root's tree index; linear in
+ * it (the picks are kept in arrays of at most `open.open`).
  */
 export function warmTargets(
   entries: Iterable<TreeEntry>,
@@ -248,33 +293,44 @@ export function warmTargets(
   markers: readonly string[],
   maxBytes: number,
   limit: number,
-): string[] {
+  open: { open: number; isChanged: (e: FileEntry) => boolean } = { open: 1, isChanged: () => false },
+): WarmTarget[] {
   const list = [...entries];
   const markerDirs = new Set<string>();
   for (const e of list) {
     if (markers.includes(posix.basename(e.path))) markerDirs.add(parentOf(e.path));
   }
-  const byWorkspace = new Map<string, { files: number; best: string; bestSize: number }>();
+  const byWorkspace = new Map<string, { files: number; largest: FileEntry[]; changed: string[] }>();
   for (const e of list) {
     if ((e.kind !== 'file' && e.kind !== 'exec') || e.size > maxBytes || !accept(e.path)) continue;
     const segs = e.path.split('/');
     if (segs.slice(0, -1).some((s) => s.startsWith('.') || SKIP_DIRS.has(s))) continue;
     let ws = parentOf(e.path);
     while (ws !== '' && !markerDirs.has(ws)) ws = parentOf(ws);
-    const w = byWorkspace.get(ws);
-    if (!w) byWorkspace.set(ws, { files: 1, best: e.path, bestSize: e.size });
-    else {
-      w.files++;
-      if (e.size > w.bestSize || (e.size === w.bestSize && shallowerFirst(e.path, w.best) < 0)) {
-        w.best = e.path;
-        w.bestSize = e.size;
-      }
-    }
+    let w = byWorkspace.get(ws);
+    if (!w) byWorkspace.set(ws, (w = { files: 0, largest: [], changed: [] }));
+    w.files++;
+    keepLargest(w.largest, e, open.open);
+    if (w.changed.length < open.open && open.isChanged(e)) w.changed.push(e.path);
   }
   return [...byWorkspace.entries()]
     .sort(([a, x], [b, y]) => y.files - x.files || (a < b ? -1 : a > b ? 1 : 0))
     .slice(0, limit)
-    .map(([, w]) => w.best);
+    .map(([, w]) => {
+      const rel = w.largest[0]!.path;
+      const more = [...new Set([...w.changed, ...w.largest.map((e) => e.path)])].filter((p) => p !== rel).slice(0, open.open - 1);
+      return { rel, more };
+    });
+}
+
+/** Insert `e` into `top` (largest first, then shallowest, then by name), keeping at most `n`. */
+function keepLargest(top: FileEntry[], e: FileEntry, n: number): void {
+  const before = (a: FileEntry, b: FileEntry) => a.size > b.size || (a.size === b.size && shallowerFirst(a.path, b.path) < 0);
+  let i = top.length;
+  while (i > 0 && before(e, top[i - 1]!)) i--;
+  if (i >= n) return;
+  top.splice(i, 0, e);
+  if (top.length > n) top.pop();
 }
 
 function parentOf(p: string): string {

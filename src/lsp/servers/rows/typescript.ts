@@ -34,7 +34,7 @@ export function typescriptRows(p: ServerPaths): ServerRow[] {
       },
       // TS 7 loads the project synchronously inside didOpen, and requests queue
       // behind it: the first answer is already right (94 ms cold on the fixture).
-      readiness: { kind: 'progress' },
+      readiness: { kind: 'progress', queuesFromStart: true },
       hierarchyOps: ['incomingCalls', 'outgoingCalls'],
       // It negotiates utf-8 when offered; we offer utf-16 first and convert if not.
       encodings: ['utf-16', 'utf-8'],
