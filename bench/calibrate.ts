@@ -137,7 +137,7 @@ async function main(): Promise<void> {
   if (missed.length) console.log(`never right within ${GIVE_UP_MS} ms: ${[...new Set(missed)].join(', ')}`);
   console.log('\nsuggested defaults:');
   console.log(`  readyTimeoutMs      ${Math.max(10_000, roundUp(3 * worstRight, 1000))}`);
-  console.log(`  readyGraceMs        ${Math.max(100, roundUp(worstGap, 50))}`);
+  console.log(`  readyGraceMs        ${Math.max(50, roundUp(worstGap, 50))}`);
   console.log(`  initializeTimeoutMs ${Math.max(10_000, roundUp(10 * worstInit, 1000))}`);
   console.log(`  diagnosticsWindowMs ${Math.max(2_000, roundUp(3 * worstDiag, 500))}`);
   console.log(`(1-minute load average: ${loadavg()[0]!.toFixed(1)} on ${cpus().length} CPUs)`);

@@ -72,7 +72,14 @@ async function warmedOnce(d: Daemon, c: Case, run: number): Promise<{ ms: number
   const first = await ask(d, c, root);
   const more: number[] = [];
   for (let i = 0; i < 5; i++) more.push((await ask(d, c, root)).ms);
+  await remove(d, root);
   return { ...first, p50: median(more) };
+}
+
+/** DELETE the root: its sessions stop, so runs do not pile up jails (the org's share of uids). */
+async function remove(d: Daemon, root: Root): Promise<void> {
+  const r = await fetch(`${d.url}/v1/roots/${root.org}/${root.repo}/${root.sha}`, { method: 'DELETE' });
+  if (r.status !== 204) throw new Error(`DELETE answered ${r.status}: ${await r.text()}`);
 }
 
 async function lspdOnce(d: Daemon, c: Case, run: number): Promise<{ ms: number; right: boolean }> {
@@ -80,7 +87,9 @@ async function lspdOnce(d: Daemon, c: Case, run: number): Promise<{ ms: number; 
   const root = { org: 'bench', repo: c.fixture, sha: createHash('sha1').update(`cold ${c.row.name} ${run} ${process.pid} ${Date.now()}`).digest('hex') };
   await put(d, root, c.fixture, '?warm=false');
   await fetchSettled(d.url, root);
-  return ask(d, c, root);
+  const answer = await ask(d, c, root);
+  await remove(d, root);
+  return answer;
 }
 
 async function bareOnce(c: Case): Promise<{ first: number; right?: number }> {

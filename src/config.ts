@@ -94,7 +94,10 @@ export const configSchema = z.object({
   initializeTimeoutMs: int(30_000, 100).describe('Deadline for the initialize handshake.'),
   shutdownTimeoutMs: int(3_000, 100).describe('Deadline for shutdown/exit before the process group is killed.'),
   readyTimeoutMs: int(30_000, 0).describe('How long a query waits for a server that is indexing before answering incomplete.'),
-  readyGraceMs: int(150, 0).describe('Quiet time after the last $/progress end before a server counts as ready.'),
+  readyGraceMs: int(50, 0).describe('Quiet time after the last $/progress end before a server counts as ready.'),
+  diagnosticsSettleMs: int(150, 0).describe(
+    "After a document's first pushed diagnostics, how long a diagnostics query waits for another push (servers publish syntax, then semantic, results).",
+  ),
   diagnosticsWindowMs: int(4_000, 100).describe('How long to wait for pushed diagnostics after didOpen.'),
   maxSessions: int(64, 1).describe('Most live language-server sessions; past it the least recently used idle one is stopped.'),
   spawnBackoffMaxMs: int(60_000, 100).describe('Longest back-off after repeated spawn failures (never a permanent mark).'),

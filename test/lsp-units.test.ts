@@ -104,6 +104,15 @@ test('a server that queues requests from its start is ready at once; others wait
   queues.onProgress({ token: 'p', value: { kind: 'end' } });
   assert.equal(queues.isReady(undefined), false, 'and the grace after it');
   assert.equal(queues.isReady(undefined, Date.now() + 150), true);
+  // A row's own grace (clangd: 0) replaces the default, at start and after a progress.
+  const own = new ReadinessTracker({ kind: 'documentDiagnostics', graceMs: 0 }, 150, now);
+  const uri = 'file:///src/main.c';
+  own.watch(uri);
+  own.onProgress({ token: 'i', value: { kind: 'begin', title: 'indexing' } });
+  own.onDiagnostics({ uri, diagnostics: [] });
+  assert.equal(own.isReady(uri), false, 'the index progress is still open');
+  own.onProgress({ token: 'i', value: { kind: 'end' } });
+  assert.equal(own.isReady(uri), true);
 });
 
 test('readiness by document diagnostics; pushes for unopened documents wait (bounded) for their didOpen', async () => {

@@ -18,9 +18,9 @@ import { JAIL_ENV, NODE, probeFiles } from './server-env.js';
  * How a session decides a server has finished loading the project, so an answer
  * given before then is marked `incomplete` (never passed off as "no results").
  * Every strategy also waits while a `$/progress` token it does not ignore is open,
- * and for `readyGraceMs` after the last one ended.
+ * and for `readyGraceMs` (or the row's `graceMs`) after the last one ended.
  */
-export type Readiness =
+type ReadinessSignal =
   /**
    * Ready when no (non-ignored) progress is open. Right for servers that hold
    * requests until they can answer them right: TS 7 loads the project inside
@@ -55,6 +55,11 @@ export type Readiness =
    * (bash-language-server's background analysis). The line is tested, never kept.
    */
   | { kind: 'logMessage'; pattern: RegExp; ignoreTitles?: RegExp };
+
+export type Readiness = ReadinessSignal & {
+  /** The quiet time after the last progress ends, for this row (measured with bench/calibrate); default `readyGraceMs`. */
+  graceMs?: number;
+};
 
 export interface ServerRow {
   /** Stable name: answers' `server`, /readyz, metrics, session keys. */

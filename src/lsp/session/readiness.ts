@@ -45,7 +45,7 @@ export class ReadinessTracker {
 
   constructor(strategy: Readiness, graceMs: number, now = Date.now()) {
     this.strategy = strategy;
-    this.graceMs = graceMs;
+    this.graceMs = strategy.graceMs ?? graceMs;
     // A server may begin its first progress a little after `initialized`
     // (typescript-language-server: ~0.4 s); the grace covers the gap, unless the
     // server queues requests until it can answer them anyway.

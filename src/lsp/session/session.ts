@@ -365,8 +365,8 @@ export class Session {
     const first = this.tracker.diagnosticsFor(uri) ?? (await this.tracker.waitDiagnostics(uri, 0, windowMs, signal));
     if (!first) return undefined;
     // A server may publish twice in quick succession (syntax, then semantic): take
-    // what the grace brings, no longer.
-    await this.tracker.changed(Math.min(this.deps.config.readyGraceMs, windowMs), signal);
+    // what the settle time brings, no longer.
+    await this.tracker.changed(Math.min(this.deps.config.diagnosticsSettleMs, windowMs), signal);
     return this.tracker.diagnosticsFor(uri) ?? first;
   }
 

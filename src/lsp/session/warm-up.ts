@@ -220,8 +220,9 @@ const WARM_QUERY = 'lspdWarmUpProbeZq';
 
 /**
  * What a first query does, with no query: wait for initialize, open the file, wait
- * for the row's readiness signal, ask for the file's symbols (a server that loads
- * lazily does its work on the first request). True when readiness was reached.
+ * for the row's readiness signal; then open the task's other files and nudge each
+ * (symbols, a hover: a server that loads lazily does its work on the first request).
+ * True when readiness was reached.
  */
 async function drive(session: Session, t: Task, readyMs: number, signal: AbortSignal, read: (rel: string) => Promise<TargetFile>): Promise<boolean> {
   const target = await read(t.rel);
@@ -233,31 +234,42 @@ async function drive(session: Session, t: Task, readyMs: number, signal: AbortSi
     const complete = await session.waitReady(uri, readyMs, signal);
     if (signal.aborted) throw signal.reason as Error;
     // One a query would refuse (binary, too large, not UTF-8) is not opened.
+    const opened: string[] = [];
     for (const rel of t.more) {
       const more = await read(rel).catch(() => undefined);
-      if (more && !signal.aborted) session.open(more.path, languageOf(rel)!.languageId, more.text);
+      if (more && !signal.aborted) opened.push(session.open(more.path, languageOf(rel)!.languageId, more.text));
     }
     // The requests below queue behind those opens, so the server has taken them in when this returns.
-    const symbols = session.supports('documentSymbolProvider')
-      ? await session.request('textDocument/documentSymbol', { textDocument: { uri } }, signal)
-      : undefined;
-    // documentSymbol is syntax only: a hover on the file's first symbol makes the server
-    // build what every semantic query needs (TS: the type checker, which binds every
-    // file of the program: 19.7 ms of the first definition after warm-up vs 7.1 ms warm).
-    // A nudge: its answer is not used, and a server that cannot answer it is still warm.
-    const at = firstSymbolAt(symbols);
-    if (at && session.supports('hoverProvider'))
-      await session.request('textDocument/hover', { textDocument: { uri }, position: at }, signal).catch(() => undefined);
+    for (const u of [uri, ...opened]) await nudge(session, u, signal);
     // A server that indexes lazily (pyright) parses and binds the workspace for
     // this; a name nothing is called keeps the answer (and its frame) small.
     if (session.supports('workspaceSymbolProvider')) await session.request('workspace/symbol', { query: WARM_QUERY }, signal);
     // Those requests can start work of their own (TS 7 loads the project on the
     // first one, in a progress of its own): wait it out here, grace included, so
     // the first query does not (it paid the 150 ms grace: 141 ms vs 7 ms warm).
-    return (await session.waitReady(uri, readyMs, signal)) && complete;
+    // Each opened file too: a row whose readiness is a document's diagnostics (clangd,
+    // typescript-language-server) has then built it, as a first query on it would wait for.
+    let ready = complete;
+    for (const u of [uri, ...opened]) ready = (await session.waitReady(u, readyMs, signal)) && ready;
+    return ready;
   } finally {
     release();
   }
+}
+
+/**
+ * documentSymbol is syntax only: a hover on the file's first symbol makes the server
+ * build what every semantic query on that file needs (TS: the type checker, which
+ * binds every file of the program: 19.7 ms of the first definition after warm-up vs
+ * 7.1 ms warm; gopls: the file's package, type-checked with its imports). Answers are
+ * not used, and a server that cannot answer the hover is still warm.
+ */
+async function nudge(session: Session, uri: string, signal: AbortSignal): Promise<void> {
+  if (!session.supports('documentSymbolProvider')) return;
+  const symbols = await session.request('textDocument/documentSymbol', { textDocument: { uri } }, signal);
+  const at = firstSymbolAt(symbols);
+  if (at && session.supports('hoverProvider'))
+    await session.request('textDocument/hover', { textDocument: { uri }, position: at }, signal).catch(() => undefined);
 }
 
 /** Where the first symbol of a documentSymbol answer (DocumentSymbol[] or SymbolInformation[]) is named. */
