@@ -7,7 +7,7 @@
 // tree or is refused, never the other one.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, renameSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { cannotJail, makeTree, startJail, tempDir, type TestJail } from './fixtures/jail/harness.js';
@@ -73,6 +73,10 @@ describe('tree path-swap race', { skip }, () => {
       const marker = readFileSync(join(parent, `${n}.x`, 'marker'), 'utf8');
       renameSync(join(parent, `${n}.x`), marker.startsWith('ADMITTED') ? tree : join(parent, 'other'));
     }
+    // A FETCH jail's read-write bind is handed to its pool uid and back by path, so under
+    // the swapper the hand-back can miss: a tree left owned by a pool uid, which every
+    // later open refuses ("not owned by lspd": CI once saw 200 of 200 refused).
+    execFileSync('chown', ['-hR', `${process.getuid!()}:${process.getgid!()}`, parent]);
   }
 
   type Seen = { admitted: number; swapped: number; refused: number; refusedAtOpen: number; refusedByBwrap: number };
@@ -80,8 +84,12 @@ describe('tree path-swap race', { skip }, () => {
   async function spawnMany(how: (tree: string) => Omit<JailSpawnOptions, 'argv'>, tree: string, count = SPAWNS): Promise<Seen> {
     const seen: Seen = { admitted: 0, swapped: 0, refused: 0, refusedAtOpen: 0, refusedByBwrap: 0 };
     let next = 0;
+    // Past `count`, on until one jail ran on the admitted tree (5 × count at most): a
+    // swapper preempted on a loaded host holds one state for tens of ms, and refusals
+    // at open take 0.2 ms each, so a whole batch can fall inside one such pause (CI
+    // once saw 200 refused in 37 ms).
     const worker = async () => {
-      while (next < count) {
+      while (next < count || (seen.admitted === 0 && next < count * 5)) {
         next++;
         try {
           const j = await t.jail.spawn({ argv: ['/bin/cat', `${TREE_AT}/marker`], ...how(tree) });
@@ -97,7 +105,10 @@ describe('tree path-swap race', { skip }, () => {
           seen.refused++;
           // At open (gone, or not the admitted inode), or by bwrap's dirfd race check after retries.
           if (/moved while/.test(err.message)) seen.refusedByBwrap++;
-          else seen.refusedAtOpen++;
+          else {
+            seen.refusedAtOpen++;
+            await new Promise((r) => setTimeout(r, 1)); // let the swapper move on
+          }
         }
       }
     };
@@ -119,6 +130,7 @@ describe('tree path-swap race', { skip }, () => {
   test(`${SPAWNS} jails by the checked fd while the tree is swapped: never the swapped-in tree`, { timeout: 120_000 }, async (ctx) => {
     const tree = join(parent, 'tree');
     const st = statSync(tree);
+    assert.equal(st.uid, process.getuid!(), "the admitted tree is the daemon user's");
     const expect = { dev: st.dev, ino: st.ino };
     startSwapper(tree);
     const seen = await spawnMany((p) => ({ phase: 'serve', tree: { hostDir: p, at: TREE_AT, expect } }), tree);
