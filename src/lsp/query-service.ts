@@ -105,7 +105,12 @@ export class QueryService {
     this.warmUp = new WarmUp({
       ...deps,
       workspaceOf: (root, treeDir, rel, markers) => this.workspaces.find(root, treeDir, rel, markers),
-      readTarget: (root, treeDir, rel) => this.targets.read(root, treeDir, rel, c.maxTargetFileBytes),
+      readTarget: async (root, treeDir, rel) => {
+        const target = await this.targets.read(root, treeDir, rel, c.maxTargetFileBytes);
+        // Its lines too, as the previews of an answer that lands in it read them.
+        await this.lines.reader(root, { treeHostDir: treeDir })({ kind: 'tree', path: rel, jailPath: treeJailPath(rel) }, 0, 0);
+        return target;
+      },
     });
   }
 

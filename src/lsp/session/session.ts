@@ -360,6 +360,11 @@ export class Session {
     }
   }
 
+  /** Wait (at most maxMs) until the server has pushed diagnostics for `uri` once; false when it has not. */
+  async diagnosed(uri: string, maxMs: number, signal: AbortSignal): Promise<boolean> {
+    return (this.tracker.diagnosticsFor(uri) ?? (await this.tracker.waitDiagnostics(uri, 0, maxMs, signal))) !== undefined;
+  }
+
   /** Diagnostics the server pushed for `uri`, waiting up to windowMs for the first. */
   async pushedDiagnostics(uri: string, windowMs: number, signal: AbortSignal): Promise<Published | undefined> {
     const first = this.tracker.diagnosticsFor(uri) ?? (await this.tracker.waitDiagnostics(uri, 0, windowMs, signal));
