@@ -263,11 +263,10 @@ async function drive(
     // typescript-language-server) has then built it, as a first query on it would wait for.
     let ready = complete;
     for (const u of [uri, ...opened]) ready = (await session.waitReady(u, readyMs, signal)) && ready;
-    // And until each opened file's diagnostics are pushed (one window for them all): the
-    // checks a server runs on a file it was given (bash-language-server's shellcheck, a
-    // process of its own) would otherwise share the jail's CPU with the first query
-    // (35 ms vs 6 ms warm). A server that pushes none for a file costs the window, in
-    // the background.
+    // And until each opened file's diagnostics are pushed (one window for them all), so
+    // the checks a server runs on a file it was given (bash-language-server starts a
+    // shellcheck process for each) are done rather than sharing the jail's CPU with the
+    // first query. A server that pushes none for a file costs the window, in the background.
     const until = Date.now() + diagnosticsWindowMs;
     for (const u of [uri, ...opened]) if (!(await session.diagnosed(u, Math.max(0, until - Date.now()), signal))) break;
     return ready;
@@ -281,11 +280,12 @@ async function drive(
  * build what every semantic query on that file needs (TS: the type checker, which
  * binds every file of the program: 19.7 ms of the first definition after warm-up vs
  * 7.1 ms warm; gopls: the file's package, type-checked with its imports). Answers are
- * not used, and a server that cannot answer the hover is still warm.
+ * not used, and a server that cannot answer them is still warm.
  */
 async function nudge(session: Session, uri: string, signal: AbortSignal): Promise<void> {
   if (!session.supports('documentSymbolProvider')) return;
-  const symbols = await session.request('textDocument/documentSymbol', { textDocument: { uri } }, signal);
+  // A file the server cannot outline leaves it no less warm; a dead session fails the next request.
+  const symbols = await session.request('textDocument/documentSymbol', { textDocument: { uri } }, signal).catch(() => undefined);
   const at = firstSymbolAt(symbols);
   if (!at) return;
   for (const [method, provider] of NUDGES) {
