@@ -37,6 +37,18 @@ type Session = { server: string; state: string; workspace: string; documents: nu
 const sessionsOf = async (d: Lspd, root: typeof warmRoot): Promise<Session[]> =>
   ((await getJson(d.url, `/v1/roots/${root.org}/${root.repo}/${root.sha}`)).body.sessions as Session[]).sort((a, b) => (a.server < b.server ? -1 : 1));
 
+/** Poll GET until the root has `n` sessions, all ready (≤ 180 s: the warm-up budget, LSPD_WARM_TIMEOUT_MS 120 s, on a loaded host). */
+async function readySessions(d: Lspd, root: typeof warmRoot, n: number): Promise<Session[]> {
+  const until = Date.now() + 180_000;
+  let seen: Session[] = [];
+  while (Date.now() < until) {
+    seen = await sessionsOf(d, root);
+    if (seen.length === n && seen.every((x) => x.state === 'ready')) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return seen;
+}
+
 describe('warm-up on upload', { skip }, () => {
   let d: Lspd;
   let tree: string;
@@ -77,14 +89,7 @@ describe('warm-up on upload', { skip }, () => {
       await client.close();
     }
     await put(d, warmRoot, tree);
-    // Bounded by the warm-up budget (LSPD_WARM_TIMEOUT_MS, 120 s) and a loaded host.
-    const until = Date.now() + 180_000;
-    let seen: Session[] = [];
-    while (Date.now() < until) {
-      seen = await sessionsOf(d, warmRoot);
-      if (seen.length === 2 && seen.every((x) => x.state === 'ready')) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    const seen = await readySessions(d, warmRoot, 2);
     assert.deepEqual(
       seen.map((s) => s.state),
       ['ready', 'ready'],
@@ -130,18 +135,6 @@ describe('warm-up on upload', { skip }, () => {
     );
   });
 });
-
-/** Poll GET until the root has `n` sessions, all ready (≤ 180 s: the warm-up budget on a loaded host). */
-async function readySessions(d: Lspd, root: typeof warmRoot, n: number): Promise<Session[]> {
-  const until = Date.now() + 180_000;
-  let seen: Session[] = [];
-  while (Date.now() < until) {
-    seen = await sessionsOf(d, root);
-    if (seen.length === n && seen.every((x) => x.state === 'ready')) break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return seen;
-}
 
 describe('warm-up of a new commit', { skip }, () => {
   const first = { org: 'acme', repo: 'changes', sha: shaOf('changes-1') };
@@ -207,13 +200,7 @@ describe('warm-up after a restart', { skip }, () => {
     await d.close();
 
     d = await startLspd({ env, dataDir });
-    const until = Date.now() + 180_000;
-    let seen: Session[] = [];
-    while (Date.now() < until) {
-      seen = await sessionsOf(d, recent);
-      if (seen.length === 1 && seen[0]!.state === 'ready') break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    const seen = await readySessions(d, recent, 1);
     assert.deepEqual(
       seen.map((s) => `${s.server}@${s.workspace}:${s.state}`),
       ['typescript@:ready'],

@@ -105,12 +105,7 @@ export class QueryService {
     this.warmUp = new WarmUp({
       ...deps,
       workspaceOf: (root, treeDir, rel, markers) => this.workspaces.find(root, treeDir, rel, markers),
-      readTarget: async (root, treeDir, rel) => {
-        const target = await this.targets.read(root, treeDir, rel, c.maxTargetFileBytes);
-        // Its lines too, as the previews of an answer that lands in it read them.
-        await this.lines.reader(root, { treeHostDir: treeDir })({ kind: 'tree', path: rel, jailPath: treeJailPath(rel) }, 0, 0);
-        return target;
-      },
+      readTarget: (root, treeDir, rel) => this.readTarget(root, treeDir, rel),
     });
   }
 
@@ -195,7 +190,7 @@ export class QueryService {
     // A hit implies the file passed its checks when it was first asked: the root is immutable.
     const hit = this.cache.get(w.root, key);
     if (hit) return { ...hit, elapsed_ms: elapsed(t0) };
-    const target = await this.targets.read(w.root, w.treeDir, q.path!, config.maxTargetFileBytes);
+    const target = await this.readTarget(w.root, w.treeDir, q.path!);
 
     const r = await this.withSession(w, row, target.path, async (session) => {
       const { uri, complete } = await this.openAndWait(w, session, target);
@@ -205,6 +200,13 @@ export class QueryService {
     const answer = this.finish(w, row.name, r, dependencyNote(this.deps.dependencies, q, row));
     this.cache.set(w.root, key, answer);
     return answer;
+  }
+
+  /** A checked target file (cached); its lines also serve the previews of answers landing in it, with no second read. */
+  private async readTarget(root: RootRef, treeDir: string, rel: string): Promise<TargetFile> {
+    const target = await this.targets.read(root, treeDir, rel, this.deps.config.maxTargetFileBytes);
+    this.lines.remember(root, treeDir, target);
+    return target;
   }
 
   /** The closed table's choice for a file, or 422 no_server saying why. */
@@ -370,7 +372,7 @@ export class QueryService {
           return l !== undefined && row.languages.includes(l.language);
         });
         if (rel === undefined) return undefined;
-        const target = await this.targets.read(w.root, w.treeDir, rel, this.deps.config.maxTargetFileBytes).catch(() => undefined);
+        const target = await this.readTarget(w.root, w.treeDir, rel).catch(() => undefined);
         if (!target) return undefined;
         return this.withSession(w, row, rel, async (session) => {
           const { uri, complete } = await this.openAndWait(w, session, target);

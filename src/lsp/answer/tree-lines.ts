@@ -57,6 +57,16 @@ export class TreeLines {
     };
   }
 
+  /**
+   * Keep the lines of a tree file the caller already read and checked (a query's
+   * target), so an answer landing in it does not read it again. Under the same key
+   * and bound as a read here; an entry already kept stays.
+   */
+  remember(root: RootRef, treeHostDir: string, file: { path: string; text: string; lines: string[] }): void {
+    const host = join(treeHostDir, file.path);
+    if (this.files.get(root, host) === undefined && Buffer.byteLength(file.text) <= MAX_FILE_BYTES) this.files.set(root, host, file.lines);
+  }
+
   /** The root went away: forget its files. */
   dropRoot(rootId: string): void {
     this.files.dropRoot(rootId);
