@@ -6,6 +6,7 @@
 import { errors } from '../errors.js';
 import { languageOf, type Language } from '../languages.js';
 import { LinkWalker, type WalkRefusal } from './link-walk.js';
+import { nextTurn } from '../event-loop.js';
 
 /** The header fields the checks need (tar-stream's header, after PAX/GNU long names are applied). */
 export interface EntryHeader {
@@ -280,7 +281,7 @@ export class EntryChecker {
 
   /** verifySymlinks, handing the event loop back every `yieldSteps` steps (a tar can hold many links). */
   async verifySymlinksYielding(yieldSteps = VERIFY_YIELD_STEPS): Promise<void> {
-    for (const _ of this.verifying(yieldSteps)) await new Promise((resolve) => setImmediate(resolve));
+    for (const _ of this.verifying(yieldSteps)) await nextTurn();
   }
 
   private *verifying(yieldSteps: number): Generator<void> {

@@ -14,6 +14,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { GitBlob } from './git-tree.js';
+import { ITEMS_PER_TURN, nextTurn } from '../event-loop.js';
 
 export const TREE_INDEX = 'tree.idx';
 
@@ -66,8 +67,11 @@ export class BadTreeIndex extends Error {
 }
 
 export function decodeTreeIndex(b: Buffer): TreeEntry[] {
+  return [...records(b)];
+}
+
+function* records(b: Buffer): Generator<TreeEntry> {
   if (b.length < MAGIC.length || !b.subarray(0, MAGIC.length).equals(MAGIC)) throw new BadTreeIndex('not a tree index');
-  const out: TreeEntry[] = [];
   let off = MAGIC.length;
   const cstr = (): string => {
     const end = b.indexOf(0, off);
@@ -84,7 +88,7 @@ export function decodeTreeIndex(b: Buffer): TreeEntry[] {
     const kind = b[off++];
     switch (kind) {
       case KIND.dir:
-        out.push({ path: cstr(), kind: 'dir' });
+        yield { path: cstr(), kind: 'dir' };
         break;
       case KIND.file:
       case KIND.exec: {
@@ -92,26 +96,29 @@ export function decodeTreeIndex(b: Buffer): TreeEntry[] {
         if (off + 8 > b.length) throw new BadTreeIndex('truncated tree index');
         const size = b.readDoubleLE(off);
         off += 8;
-        out.push({ path: cstr(), kind: kind === KIND.file ? 'file' : 'exec', size, id: i });
+        yield { path: cstr(), kind: kind === KIND.file ? 'file' : 'exec', size, id: i };
         break;
       }
       case KIND.symlink: {
         const i = id();
         const path = cstr();
-        out.push({ path, kind: 'symlink', target: cstr(), id: i });
+        yield { path, kind: 'symlink', target: cstr(), id: i };
         break;
       }
       default:
         throw new BadTreeIndex(`unknown record kind ${kind}`);
     }
   }
-  return out;
 }
 
 /** A stored root's index, or undefined when it has none (stored before lspd kept one) or it is unreadable. */
 export async function readTreeIndex(rootDir: string): Promise<TreeEntry[] | undefined> {
   try {
-    return decodeTreeIndex(await readFile(join(rootDir, TREE_INDEX)));
+    const b = await readFile(join(rootDir, TREE_INDEX));
+    // Decoded in slices: a tree of LSPD_MAX_TREE_FILES entries is ~11 MB and ~250 ms of decoding.
+    const out: TreeEntry[] = [];
+    for (const e of records(b)) if (out.push(e) % ITEMS_PER_TURN === 0) await nextTurn();
+    return out;
   } catch {
     return undefined;
   }

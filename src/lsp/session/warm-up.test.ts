@@ -6,9 +6,9 @@ import { firstSymbolAt, warmTargets } from './warm-up.js';
 
 const file = (path: string, size = 10): TreeEntry => ({ path, kind: 'file', size, id: '' });
 const py = (p: string) => p.endsWith('.py');
-const rels = (ts: { rel: string }[]) => ts.map((t) => t.rel);
+const rels = async (ts: Promise<{ rel: string }[]>) => (await ts).map((t) => t.rel);
 
-test('the workspaces with the most files first, one file each, the largest', () => {
+test('the workspaces with the most files first, one file each, the largest', async () => {
   const entries: TreeEntry[] = [
     file('a/pyproject.toml'),
     file('a/pkg/__init__.py', 0),
@@ -21,21 +21,21 @@ test('the workspaces with the most files first, one file each, the largest', () 
     file('top.py'),
   ];
   const markers = ['pyproject.toml', 'setup.py'];
-  assert.deepEqual(rels(warmTargets(entries, py, markers, 1000, 2)), ['a/pkg/app.py', 'b/m.py']);
-  assert.deepEqual(rels(warmTargets(entries, py, markers, 1000, 10)), ['a/pkg/app.py', 'b/m.py', 'top.py', 'c/x.py']);
+  assert.deepEqual(await rels(warmTargets(entries, py, markers, 1000, 2)), ['a/pkg/app.py', 'b/m.py']);
+  assert.deepEqual(await rels(warmTargets(entries, py, markers, 1000, 10)), ['a/pkg/app.py', 'b/m.py', 'top.py', 'c/x.py']);
 });
 
-test('dependency and dot directories are not looked in; files past the size bound are not opened', () => {
+test('dependency and dot directories are not looked in; files past the size bound are not opened', async () => {
   const entries: TreeEntry[] = [file('node_modules/x/big.py', 900), file('.venv/lib/y.py', 900), file('src/huge.py', 5000), file('src/small.py', 10)];
-  assert.deepEqual(rels(warmTargets(entries, py, [], 1000, 5)), ['src/small.py']);
+  assert.deepEqual(await rels(warmTargets(entries, py, [], 1000, 5)), ['src/small.py']);
 });
 
-test('a marker at the top makes the top one workspace', () => {
+test('a marker at the top makes the top one workspace', async () => {
   const entries: TreeEntry[] = [file('pyproject.toml'), file('pkg/a.py', 5), file('pkg/sub/b.py', 5)];
-  assert.deepEqual(rels(warmTargets(entries, py, ['pyproject.toml'], 1000, 5)), ['pkg/a.py']);
+  assert.deepEqual(await rels(warmTargets(entries, py, ['pyproject.toml'], 1000, 5)), ['pkg/a.py']);
 });
 
-test('more files of each workspace: the changed ones first, then the largest, as many as asked, never outside it', () => {
+test('more files of each workspace: the changed ones first, then the largest, as many as asked, never outside it', async () => {
   const entries: TreeEntry[] = [
     file('a/pyproject.toml'),
     ...Array.from({ length: 20 }, (_, i) => file(`a/pkg/m${String(i).padStart(2, '0')}.py`, 100 + i)),
@@ -45,13 +45,13 @@ test('more files of each workspace: the changed ones first, then the largest, as
   ];
   const changed = new Set(['a/pkg/tiny.py', 'a/pkg/m19.py', 'b/only.py']);
   const isChanged = (e: { path: string }) => changed.has(e.path);
-  const [a, b] = warmTargets(entries, py, ['pyproject.toml'], 1000, 2, { open: 4, isChanged });
+  const [a, b] = await warmTargets(entries, py, ['pyproject.toml'], 1000, 2, { open: 4, isChanged });
   assert.equal(a!.rel, 'a/pkg/m19.py', 'the largest is the representative, changed or not');
   assert.deepEqual(a!.more, ['a/pkg/tiny.py', 'a/pkg/m18.py', 'a/pkg/m17.py'], 'the other changed file, then the next largest: 4 files in all');
   assert.deepEqual(b, { rel: 'b/only.py', more: [] });
-  const none = warmTargets(entries, py, ['pyproject.toml'], 1000, 1, { open: 3, isChanged: () => false });
+  const none = await warmTargets(entries, py, ['pyproject.toml'], 1000, 1, { open: 3, isChanged: () => false });
   assert.deepEqual(none, [{ rel: 'a/pkg/m19.py', more: ['a/pkg/m18.py', 'a/pkg/m17.py'] }], 'no predecessor: the largest');
-  assert.deepEqual(warmTargets(entries, py, ['pyproject.toml'], 1000, 1), [{ rel: 'a/pkg/m19.py', more: [] }], 'one file by default');
+  assert.deepEqual(await warmTargets(entries, py, ['pyproject.toml'], 1000, 1), [{ rel: 'a/pkg/m19.py', more: [] }], 'one file by default');
 });
 
 test('the hover nudge goes to the first symbol named, in either documentSymbol shape', () => {

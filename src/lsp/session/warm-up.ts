@@ -22,6 +22,7 @@
 import { dirname, posix } from 'node:path';
 import type { Config } from '../../config.js';
 import { deadline } from '../../deadline.js';
+import { ITEMS_PER_TURN, nextTurn } from '../../event-loop.js';
 import { FairShare, OrgQueue, shareLimits } from '../../fair-share.js';
 import type { Health } from '../../health.js';
 import { languageOf, type Language } from '../../languages.js';
@@ -118,7 +119,7 @@ export class WarmUp {
     const isChanged = await this.changedSince(key);
     const seen = new Set<string>();
     for (const row of this.rowsFor(info.languages)) {
-      const targets = warmTargets(
+      const targets = await warmTargets(
         entries,
         (p) => {
           const l = languageOf(p);
@@ -146,7 +147,11 @@ export class WarmUp {
     const before = prev && (await readTreeIndex(dirname(this.deps.store.treeDir(prev))));
     if (!before) return () => false;
     const ids = new Map<string, string>();
-    for (const e of before) if (e.kind === 'file' || e.kind === 'exec') ids.set(e.path, e.id);
+    for (let i = 0; i < before.length; i++) {
+      const e = before[i]!;
+      if (e.kind === 'file' || e.kind === 'exec') ids.set(e.path, e.id);
+      if (i % ITEMS_PER_TURN === ITEMS_PER_TURN - 1) await nextTurn();
+    }
     // An id not known on either side (a root stored before lspd kept ids) says nothing.
     return (e) => {
       const was = ids.get(e.path);
@@ -329,23 +334,28 @@ export interface WarmTarget {
  * `__init__.py` is often empty). Up to `open.open - 1` more files each: those
  * `open.isChanged` names (in index order), then the next largest. Dependency and
  * dot directories are not looked in. Pure, over the root's tree index; linear in
- * it (the picks are kept in arrays of at most `open.open`).
+ * it (the picks are kept in arrays of at most `open.open`), and it hands the event
+ * loop back every ITEMS_PER_TURN entries (a tree may hold LSPD_MAX_TREE_FILES).
  */
-export function warmTargets(
+export async function warmTargets(
   entries: Iterable<TreeEntry>,
   accept: (rel: string) => boolean,
   markers: readonly string[],
   maxBytes: number,
   limit: number,
   open: { open: number; isChanged: (e: FileEntry) => boolean } = { open: 1, isChanged: () => false },
-): WarmTarget[] {
+): Promise<WarmTarget[]> {
   const list = [...entries];
   const markerDirs = new Set<string>();
-  for (const e of list) {
+  for (let i = 0; i < list.length; i++) {
+    const e = list[i]!;
     if (markers.includes(posix.basename(e.path))) markerDirs.add(parentOf(e.path));
+    if (i % ITEMS_PER_TURN === ITEMS_PER_TURN - 1) await nextTurn();
   }
   const byWorkspace = new Map<string, { files: number; largest: FileEntry[]; changed: string[] }>();
-  for (const e of list) {
+  for (let i = 0; i < list.length; i++) {
+    if (i % ITEMS_PER_TURN === ITEMS_PER_TURN - 1) await nextTurn();
+    const e = list[i]!;
     if ((e.kind !== 'file' && e.kind !== 'exec') || e.size > maxBytes || !accept(e.path)) continue;
     const segs = e.path.split('/');
     if (segs.slice(0, -1).some((s) => s.startsWith('.') || SKIP_DIRS.has(s))) continue;
