@@ -141,6 +141,9 @@ export const configSchema = z.object({
   jailCpuBurstMillis: int(0, 0).describe(
     "CPU time, in ms, a jail may save up while idle and spend above its CPU cap, the cap then held over a longer window (the period grows to 1 s to hold it): a server's multi-threaded start-up runs faster (pyright's cold start +40 ms over bare instead of +440 at 1000), but beside a fork bomb on a loaded host other roots' first queries slowed (9-17 s instead of 1-7 s). 0: the kernel's 100 ms window, no burst.",
   ),
+  jailStartUncappedMs: int(10_000, 0).describe(
+    "How long a language server's jail may run without its CPU cap while it starts: until its first answer, this long at most. A start-up on every core is what keeps a cold first answer near the bare server's; its org's CPU share (equal for every org) still bounds it, and a fork bomb or a spinning server started later is capped. 0: capped from the start.",
+  ),
   jailTmpBytes: int(512 * MiB, MiB).describe('Size of each jail private tmpfs (/tmp and HOME).'),
   cgroupRoot: z.string().default('/sys/fs/cgroup').describe('Where cgroup v2 (or v1 controllers) are mounted.'),
 

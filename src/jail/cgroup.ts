@@ -3,11 +3,16 @@
 // and a hybrid /sys/fs/cgroup/unified with no controllers). Each jail gets its own
 // cgroup under one directory per daemon, nested under the daemon's own cgroup so
 // whatever limit the host puts on lspd still bounds its jails.
+// CPU is shared by org first: every org's jails sit in one cgroup of that org, all at
+// the kernel's default weight, so when the host is busy each org gets an equal share
+// however many jails it runs (or however hard one of them spins); the per-jail cap
+// then bounds one jail inside its org. daemon/lspd-<pid>/o<hash of org>/<jail>.
 // The jail is placed in its cgroups while lspd-gate holds it before exec'ing bwrap
 // (jail/gate.c), so no process of the jail is ever forked outside them.
 // RLIMIT_AS is no substitute: V8 reserves far more address space than it uses.
 // cgroups(7), https://docs.kernel.org/admin-guide/cgroup-v2.html
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 
 export type CgroupVersion = 'v1' | 'v2';
@@ -23,13 +28,22 @@ export interface JailCgroup {
   remove(): boolean;
   /** Memory the jail's processes use now (v2 memory.current, v1 memory.usage_in_bytes); undefined when unreadable. */
   memoryBytes(): number | undefined;
+  /** Put a jail created `uncapped` under its CPU cap (idempotent; throws CgroupError when the kernel refuses). */
+  capCpu(): void;
+}
+
+export interface JailPlacement {
+  /** The org the jail works for: its CPU is shared with that org's other jails. */
+  org: string;
+  /** Start without the per-jail CPU cap (the org's share still holds) until capCpu(). */
+  uncapped?: boolean;
 }
 
 export interface Cgroups {
   readonly version: CgroupVersion;
   /** False when the host delegates no CPU controller: jails then run without a CPU cap. */
   readonly cpuCapped: boolean;
-  create(name: string, limits: CgroupLimits): JailCgroup;
+  create(name: string, limits: CgroupLimits, placement: JailPlacement): JailCgroup;
   /** Remove the daemon's (empty) cgroup directories. */
   close(): void;
 }
@@ -129,6 +143,45 @@ function tryRmdir(dir: string): boolean {
   }
 }
 
+/** An org's cgroup name: a digest, so no org name is ever a cgroup path (or a control file's name). */
+const orgDirName = (org: string) => `o${createHash('sha256').update(org).digest('hex').slice(0, 16)}`;
+
+/**
+ * One cgroup per org with live jails, under `base`: made with the org's first jail
+ * and removed with its last. Counted in the daemon (every create and remove is
+ * synchronous on its one thread), so no removal races a jail being placed.
+ */
+class OrgDirs {
+  private readonly jails = new Map<string, number>();
+  constructor(
+    private readonly base: string,
+    private readonly prepare: (dir: string) => void = () => {},
+  ) {}
+
+  enter(org: string): string {
+    const dir = join(this.base, orgDirName(org));
+    const n = this.jails.get(org) ?? 0;
+    if (n === 0) {
+      mkdirSync(dir, { recursive: true });
+      try {
+        this.prepare(dir);
+      } catch (err) {
+        tryRmdir(dir);
+        throw err;
+      }
+    }
+    this.jails.set(org, n + 1);
+    return dir;
+  }
+
+  leave(org: string): void {
+    const n = (this.jails.get(org) ?? 1) - 1;
+    if (n > 0) return void this.jails.set(org, n);
+    this.jails.delete(org);
+    tryRmdir(join(this.base, orgDirName(org)));
+  }
+}
+
 /** Remove `lspd-<pid>` directories left by daemons that were SIGKILLed (their jails died with them). */
 function sweepStale(parent: string, prefix: string): void {
   let names: string[] = [];
@@ -140,14 +193,20 @@ function sweepStale(parent: string, prefix: string): void {
   for (const name of names) {
     const m = new RegExp(`^${prefix}(\\d+)$`).exec(name);
     if (!m || Number(m[1]) === process.pid || existsSync(`/proc/${m[1]}`)) continue;
-    const dir = join(parent, name);
+    rmdirTree(join(parent, name), 2); // its orgs' dirs, and their jails' below them
+  }
+}
+
+/** rmdir `dir` after its subdirectories, `depth` levels down (a cgroup's files are not files: rmdir takes them). */
+function rmdirTree(dir: string, depth: number): void {
+  if (depth > 0) {
     try {
-      for (const child of readdirSync(dir, { withFileTypes: true })) if (child.isDirectory()) tryRmdir(join(dir, child.name));
+      for (const child of readdirSync(dir, { withFileTypes: true })) if (child.isDirectory()) rmdirTree(join(dir, child.name), depth - 1);
     } catch {
       /* raced */
     }
-    tryRmdir(dir);
   }
+  tryRmdir(dir);
 }
 
 function readNumber(file: string): number | undefined {
@@ -205,20 +264,35 @@ function openV2(cgroupRoot: string): Cgroups | string {
     mkdirSync(base, { recursive: true });
     write(join(base, 'cgroup.subtree_control'), '+memory +pids');
     const cpu = enableCpu(self) && enableCpu(base);
+    const orgs = new OrgDirs(base, (dir) => write(join(dir, 'cgroup.subtree_control'), cpu ? '+memory +pids +cpu' : '+memory +pids'));
     return {
       version: 'v2',
       cpuCapped: cpu,
-      create(name, limits) {
-        const dir = join(base, name);
-        mkdirSync(dir);
-        if (cpu && limits.cpuMillis > 0) {
-          const bw = cpuBandwidth(limits.cpuMillis, limits.cpuBurstMillis);
+      create(name, limits, placement) {
+        const dir = join(orgs.enter(placement.org), name);
+        let removed = false;
+        const remove = () => {
+          if (removed) return true;
+          removed = tryRmdir(dir);
+          if (removed) orgs.leave(placement.org);
+          return removed;
+        };
+        const capped = cpu && limits.cpuMillis > 0;
+        const bw = cpuBandwidth(limits.cpuMillis, limits.cpuBurstMillis);
+        const capCpu = () => {
           write(join(dir, 'cpu.max'), `${bw.quotaUs} ${bw.periodUs}`);
           if (bw.burstUs > 0 && existsSync(join(dir, 'cpu.max.burst'))) write(join(dir, 'cpu.max.burst'), String(bw.burstUs));
+        };
+        try {
+          mkdirSync(dir);
+          if (capped && !placement.uncapped) capCpu();
+          write(join(dir, 'memory.max'), String(limits.memoryBytes));
+          if (existsSync(join(dir, 'memory.swap.max'))) write(join(dir, 'memory.swap.max'), '0');
+          write(join(dir, 'pids.max'), String(limits.pids));
+        } catch (err) {
+          remove();
+          throw err;
         }
-        write(join(dir, 'memory.max'), String(limits.memoryBytes));
-        if (existsSync(join(dir, 'memory.swap.max'))) write(join(dir, 'memory.swap.max'), '0');
-        write(join(dir, 'pids.max'), String(limits.pids));
         const procs = join(dir, 'cgroup.procs');
         return {
           attach: (pid) => write(procs, String(pid)),
@@ -228,8 +302,9 @@ function openV2(cgroupRoot: string): Cgroups | string {
             if (existsSync(join(dir, 'cgroup.kill'))) write(join(dir, 'cgroup.kill'), '1');
             else killPids(readPids(procs));
           },
-          remove: () => tryRmdir(dir),
+          remove,
           memoryBytes: () => readNumber(join(dir, 'memory.current')),
+          capCpu: () => void (capped && !removed && capCpu()),
         };
       },
       close: () => void tryRmdir(base),
@@ -268,26 +343,44 @@ function openV1(cgroupRoot: string): Cgroups | string {
   } catch {
     cpuDir = undefined;
   }
+  const orgs = cpuDir !== undefined ? new OrgDirs(cpuDir) : undefined;
   return {
     version: 'v1',
     cpuCapped: cpuDir !== undefined,
-    create(name, limits) {
+    create(name, limits, placement) {
       const mem = join(dirs.memory, name);
       const pids = join(dirs.pids, name);
-      const cpu = cpuDir !== undefined && limits.cpuMillis > 0 ? join(cpuDir, name) : undefined;
-      mkdirSync(mem);
-      mkdirSync(pids);
-      if (cpu !== undefined) {
-        mkdirSync(cpu);
-        const bw = cpuBandwidth(limits.cpuMillis, limits.cpuBurstMillis);
-        write(join(cpu, 'cpu.cfs_period_us'), String(bw.periodUs));
-        write(join(cpu, 'cpu.cfs_quota_us'), String(bw.quotaUs));
-        if (bw.burstUs > 0 && existsSync(join(cpu, 'cpu.cfs_burst_us'))) write(join(cpu, 'cpu.cfs_burst_us'), String(bw.burstUs));
+      // Only the cpu hierarchy has an org level: memory and pids are capped per jail.
+      const cpu = orgs ? join(orgs.enter(placement.org), name) : undefined;
+      const capped = cpu !== undefined && limits.cpuMillis > 0;
+      let removed = false;
+      const remove = () => {
+        if (removed) return true;
+        removed = tryRmdir(pids) && tryRmdir(mem) && (cpu === undefined || tryRmdir(cpu));
+        if (removed && cpu !== undefined) orgs!.leave(placement.org);
+        return removed;
+      };
+      const bw = cpuBandwidth(limits.cpuMillis, limits.cpuBurstMillis);
+      const capCpu = (dir: string) => {
+        write(join(dir, 'cpu.cfs_period_us'), String(bw.periodUs));
+        write(join(dir, 'cpu.cfs_quota_us'), String(bw.quotaUs));
+        if (bw.burstUs > 0 && existsSync(join(dir, 'cpu.cfs_burst_us'))) write(join(dir, 'cpu.cfs_burst_us'), String(bw.burstUs));
+      };
+      try {
+        mkdirSync(mem);
+        mkdirSync(pids);
+        if (cpu !== undefined) {
+          mkdirSync(cpu);
+          if (capped && !placement.uncapped) capCpu(cpu);
+        }
+        write(join(mem, 'memory.limit_in_bytes'), String(limits.memoryBytes));
+        // memsw (memory+swap) must not be below the memory limit, so it is written after it.
+        if (existsSync(join(mem, 'memory.memsw.limit_in_bytes'))) write(join(mem, 'memory.memsw.limit_in_bytes'), String(limits.memoryBytes));
+        write(join(pids, 'pids.max'), String(limits.pids));
+      } catch (err) {
+        remove();
+        throw err;
       }
-      write(join(mem, 'memory.limit_in_bytes'), String(limits.memoryBytes));
-      // memsw (memory+swap) must not be below the memory limit, so it is written after it.
-      if (existsSync(join(mem, 'memory.memsw.limit_in_bytes'))) write(join(mem, 'memory.memsw.limit_in_bytes'), String(limits.memoryBytes));
-      write(join(pids, 'pids.max'), String(limits.pids));
       return {
         attach(pid) {
           write(join(mem, 'cgroup.procs'), String(pid));
@@ -299,7 +392,8 @@ function openV1(cgroupRoot: string): Cgroups | string {
         // v1 has no cgroup.kill; the jail's PID namespace makes this a backstop (its
         // init dying takes every process in it), so a fork racing the sweep is moot.
         killAll: () => killPids(readPids(join(pids, 'cgroup.procs'))),
-        remove: () => tryRmdir(pids) && tryRmdir(mem) && (cpu === undefined || tryRmdir(cpu)),
+        remove,
+        capCpu: () => void (capped && !removed && capCpu(cpu)),
       };
     },
     close() {

@@ -23,7 +23,7 @@ import { JAIL_HOME, type PhasePolicy } from './policy.js';
 import { StderrRing, makeScrubber } from './stderr-ring.js';
 import { checkBindHost, openBindSource, openTree, preCreateMountPoints } from './tree.js';
 import type { JailExit, JailSpawnOptions, JailedProcess, Phase } from './types.js';
-import type { UidPool } from './uid-pool.js';
+import { DAEMON_ORG, type UidPool } from './uid-pool.js';
 
 const FD = { jsonStatus: 3, args: 4, seccomp: 5, gate: 6, tree: 7 } as const;
 /** bwrap's complaint when the tree's path changed between our check and its bind (its words: only text says it). */
@@ -110,7 +110,7 @@ function launch(
   const uid = ctx.uids.acquire(opts.org);
   let cg: JailCgroup;
   try {
-    cg = ctx.cgroups.create(`j${uid}-${++seq}`, ctx.limits);
+    cg = ctx.cgroups.create(`j${uid}-${++seq}`, ctx.limits, { org: opts.org ?? DAEMON_ORG, uncapped: (opts.uncappedStartMs ?? 0) > 0 });
   } catch (err) {
     ctx.uids.release(uid);
     throw err;
@@ -210,6 +210,23 @@ function launch(
   const onAbort = () => kill();
   opts.signal?.addEventListener('abort', onAbort, { once: true });
 
+  // A jail started uncapped gets its CPU cap when its caller says it has started, or
+  // when uncappedStartMs have passed, whichever is first. A cap the kernel refuses
+  // ends the jail: it never runs on uncapped for want of a write.
+  let capped = (opts.uncappedStartMs ?? 0) <= 0;
+  const capCpu = () => {
+    if (capped) return;
+    capped = true;
+    clearTimeout(capTimer);
+    try {
+      cg.capCpu();
+    } catch (err) {
+      ctx.log.error({ err: (err as Error).message }, 'cannot put a started jail under its CPU cap; killing it');
+      kill();
+    }
+  };
+  const capTimer = capped ? undefined : setTimeout(capCpu, opts.uncappedStartMs).unref();
+
   // --- the process is gone: drain the cgroup, hand back what the jail held ---
   const bwrapExit = new Promise<JailExit>((resolve) => {
     child.once('exit', (code, signal) => resolve({ code, signal }));
@@ -217,6 +234,8 @@ function launch(
   });
   const exited = bwrapExit.then(async (exit) => {
     opts.signal?.removeEventListener('abort', onAbort);
+    capped = true;
+    clearTimeout(capTimer);
     const gone = await drain(cg);
     if (gone) {
       for (const b of rwBinds) await chownBack(b.host, ctx.log);
@@ -262,6 +281,7 @@ function launch(
     exited,
     kill,
     memoryBytes: () => cg.memoryBytes(),
+    capCpu,
     setup,
   };
   ctx.live.add(jailed);

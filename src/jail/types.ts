@@ -39,6 +39,12 @@ export interface JailSpawnOptions {
   cwd?: string;
   /** Bytes of stderr kept in the ring. */
   stderrRingBytes?: number;
+  /**
+   * Run this long (ms) at most without the per-jail CPU cap, until capCpu(): a
+   * language server's start-up on every core (its org's CPU share still holds it).
+   * Absent or 0: capped from the start.
+   */
+  uncappedStartMs?: number;
   /** Aborting kills the whole jail. */
   signal?: AbortSignal;
   /** Also see stderr live (the `lspd jail` CLI); the ring is kept either way. */
@@ -65,6 +71,8 @@ export interface JailedProcess {
   kill(): void;
   /** Memory the jail uses now (its cgroup's usage); undefined when it cannot be read. */
   memoryBytes?(): number | undefined;
+  /** End an uncapped start (uncappedStartMs): the jail runs under its CPU cap from now on. Idempotent. */
+  capCpu?(): void;
 }
 
 export interface Jail {

@@ -201,6 +201,7 @@ export class Session {
         binds: [...(row.binds ?? []), ...(this.deps.depBinds ?? []), ...(files?.binds ?? [])],
         cwd: wsPath,
         stderrRingBytes: config.stderrRingBytes,
+        uncappedStartMs: config.jailStartUncappedMs,
       });
     } catch (err) {
       void files?.remove();
@@ -337,7 +338,7 @@ export class Session {
     this.lastUsed = Date.now();
     this.requests++;
     try {
-      return await st.conn.request(method, params, {
+      const answer = await st.conn.request(method, params, {
         signal,
         budget: new Budget(config.maxMessagesPerRequest, config.maxInspectBytes),
         // A server that answers neither the request nor its cancel for another whole
@@ -348,6 +349,9 @@ export class Session {
         cancelGraceMs: config.queryTimeoutMs,
         onUnanswered: () => this.retire('wedged', `${this.row.name} did not answer a cancelled ${method}`),
       });
+      // Its first answer: the server has started, and runs under its CPU cap from now on.
+      st.proc.capCpu?.();
+      return answer;
     } catch (err) {
       if (err instanceof BudgetExceededError) {
         this.retire('flood', `${this.row.name}: ${err.message}`);

@@ -1,0 +1,188 @@
+// CPU in the jails: each jail is capped (the kernel's CFS bandwidth, a quota per
+// period), a language server may start uncapped until it has started, and every
+// org's jails share one cgroup at an equal weight, so a busy org's many jails get
+// what one jail of another org gets.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import type { JailedProcess } from '../src/jail/types.js';
+import { skipOrFail } from './helpers/host.js';
+import { cannotJail, pidsOfUids, startJail, UID_COUNT, waitFor, type TestJail } from './fixtures/jail/harness.js';
+
+const skip = cannotJail();
+/** A shell that spins on `n` processes and says so. */
+const spinners = (n: number) => ['/bin/sh', '-c', `for i in $(seq ${n}); do (while :; do :; done) & done; echo spinning; wait`];
+
+const requireCpuCap = (t: TestJail) => assert.ok(t.jail.cpuCapped || skipOrFail('the host delegates no CPU controller') !== undefined, 'CPU cap in force');
+
+async function spawnSpinning(t: TestJail, n: number, org?: string): Promise<JailedProcess> {
+  const j = await t.jail.spawn({ phase: 'serve', argv: spinners(n), ...(org ? { org } : {}) });
+  j.stdin.end();
+  await new Promise<void>((r) => j.stdout.once('data', () => r()));
+  return j;
+}
+
+// The cap (0.1 CPU here) is the kernel's CFS bandwidth: a quota per period. With no
+// burst the period is the kernel's 100 ms; with one, the period grows so the quota
+// holds the burst (the kernel takes no more), and idle time is saved up to the burst.
+for (const { burst, periodUs, burstUs, spinMs } of [
+  { burst: '0', periodUs: 100_000, burstUs: 0, spinMs: 1500 },
+  { burst: '1000', periodUs: 1_000_000, burstUs: 100_000, spinMs: 2500 },
+]) {
+  describe(`jail CPU cap (burst ${burst} ms)`, { skip }, () => {
+    let t: TestJail;
+    before(async () => {
+      t = await startJail({ LSPD_JAIL_CPU_MILLIS: '100', LSPD_JAIL_CPU_BURST_MILLIS: burst });
+    });
+    after(async () => t?.close());
+
+    test('a jail spinning on every core gets the CPU time its cap allows, no more', async () => {
+      requireCpuCap(t);
+      if (!t.jail.cpuCapped) return;
+      const j = await spawnSpinning(t, 4);
+      const t0 = performance.now();
+      assert.deepEqual(cpuBandwidthOf(j.pid), { periodUs, quotaUs: periodUs / 10, burstUs }, "the kernel's settings for the jail");
+      await new Promise((r) => setTimeout(r, spinMs));
+      const cpuS = pidsOfUids(t.uidBase, UID_COUNT).reduce((sum, pid) => sum + cpuSecondsOf(pid), 0);
+      const wallS = (performance.now() - t0) / 1000;
+      j.kill();
+      await j.exited;
+      // 0.1 CPU over the wall time since the first spinner ran (and the shell's start,
+      // and one period the window may straddle), plus the burst: uncapped, four
+      // spinners take every core (2 s or more here on 2 cores).
+      const allowed = 0.1 * (wallS + 0.5 + periodUs / 1e6) + burstUs / 1e6 + 0.1;
+      assert.ok(cpuS <= allowed, `the jail used ${cpuS.toFixed(2)} CPU s in ${wallS.toFixed(2)} s (cap 0.1 CPU, allowed ${allowed.toFixed(2)})`);
+      assert.deepEqual(pidsOfUids(t.uidBase, UID_COUNT), []);
+    });
+  });
+}
+
+describe('jail CPU: uncapped start, and a share per org', { skip }, () => {
+  let t: TestJail;
+  before(async () => {
+    t = await startJail({ LSPD_JAIL_CPU_MILLIS: '100' });
+  });
+  after(async () => t?.close());
+
+  test('a jail started uncapped is capped when its caller says it has started, or when its time is up', async () => {
+    requireCpuCap(t);
+    if (!t.jail.cpuCapped) return;
+    const capped = { periodUs: 100_000, quotaUs: 10_000, burstUs: 0 };
+    const told = await t.jail.spawn({ phase: 'serve', org: 'acme', argv: ['/bin/sleep', '300'], uncappedStartMs: 60_000 });
+    const timed = await t.jail.spawn({ phase: 'serve', org: 'acme', argv: ['/bin/sleep', '300'], uncappedStartMs: 400 });
+    try {
+      assert.equal(cpuBandwidthOf(told.pid).quotaUs, UNLIMITED, 'no quota while it starts');
+      assert.equal(cpuBandwidthOf(timed.pid).quotaUs, UNLIMITED);
+      told.capCpu!();
+      assert.deepEqual(cpuBandwidthOf(told.pid), capped, 'its cap from the moment it is told');
+      told.capCpu!();
+      assert.deepEqual(cpuBandwidthOf(told.pid), capped, 'idempotent');
+      assert.ok(await waitFor(() => cpuBandwidthOf(timed.pid).quotaUs === capped.quotaUs, 5000), 'capped when its uncapped start ran out');
+      assert.deepEqual(cpuBandwidthOf(timed.pid), capped);
+      const plain = await t.jail.spawn({ phase: 'serve', org: 'acme', argv: ['/bin/sleep', '300'] });
+      assert.deepEqual(cpuBandwidthOf(plain.pid), capped, 'a jail that asks for no uncapped start is capped from its first instruction');
+      plain.kill();
+      await plain.exited;
+    } finally {
+      for (const j of [told, timed]) j.kill();
+      await Promise.all([told.exited, timed.exited]);
+    }
+  });
+
+  test("one org's jails sit in one cgroup of that org, removed with its last jail", async () => {
+    requireCpuCap(t);
+    if (!t.jail.cpuCapped) return;
+    const a1 = await t.jail.spawn({ phase: 'serve', org: 'acme', argv: ['/bin/sleep', '300'] });
+    const a2 = await t.jail.spawn({ phase: 'serve', org: 'acme', argv: ['/bin/sleep', '300'] });
+    const b = await t.jail.spawn({ phase: 'serve', org: '../beta', argv: ['/bin/sleep', '300'] });
+    const orgDir = (j: JailedProcess) => dirname(cpuCgroupOf(j.pid));
+    assert.equal(orgDir(a1), orgDir(a2), 'one cgroup for the org');
+    assert.notEqual(orgDir(a1), orgDir(b), 'another for the other org');
+    for (const j of [a1, b]) assert.match(basename(orgDir(j)), /^o[0-9a-f]{16}$/, 'named by a digest of the org, never by its name');
+    assert.equal(dirname(orgDir(a1)), dirname(orgDir(b)), "both under the daemon's cgroup");
+    const acme = orgDir(a1);
+    a1.kill();
+    await a1.exited;
+    assert.ok(existsSync(acme), 'kept while the org has a jail');
+    a2.kill();
+    b.kill();
+    await Promise.all([a2.exited, b.exited]);
+    assert.ok(!existsSync(acme), 'removed with its last jail');
+  });
+});
+
+describe('jail CPU: a busy org does not starve another', { skip }, () => {
+  let t: TestJail;
+  before(async () => {
+    t = await startJail({ LSPD_JAIL_CPU_MILLIS: '1000' });
+  });
+  after(async () => t?.close());
+
+  test("three jails of one org spinning on every core get no more CPU than another org's one jail", async (tc) => {
+    requireCpuCap(t);
+    if (!t.jail.cpuCapped) return;
+    const busy = await Promise.all([1, 2, 3].map(() => spawnSpinning(t, 4, 'busy')));
+    const other = await spawnSpinning(t, 1, 'other');
+    try {
+      const cpuOf = (js: JailedProcess[]) => js.reduce((sum, j) => sum + jailCpuSeconds(j), 0);
+      await new Promise((r) => setTimeout(r, 300)); // every spinner running
+      const before = { busy: cpuOf(busy), other: cpuOf([other]) };
+      await new Promise((r) => setTimeout(r, 2500));
+      const busyS = cpuOf(busy) - before.busy;
+      const otherS = cpuOf([other]) - before.other;
+      // Weighted per jail (no org level), the one jail would get a quarter of the
+      // cores and the busy org three quarters (0.33); per org, half each (1.0), as
+      // far as the other org's one spinner can use its half (one CPU of two here).
+      const cores = Math.min(2, (await import('node:os')).availableParallelism());
+      const expected = Math.min(1, cores / 2) / (cores - Math.min(1, cores / 2));
+      tc.diagnostic(`other org ${otherS.toFixed(2)} CPU s, busy org ${busyS.toFixed(2)} (ratio ${(otherS / busyS).toFixed(2)}, fair ${expected.toFixed(2)})`);
+      assert.ok(
+        otherS / busyS >= 0.6 * expected,
+        `the other org got ${otherS.toFixed(2)} CPU s against the busy org's ${busyS.toFixed(2)} (ratio ${(otherS / busyS).toFixed(2)}, fair ${expected.toFixed(2)})`,
+      );
+    } finally {
+      for (const j of [...busy, other]) j.kill();
+      await Promise.all([...busy, other].map((j) => j.exited));
+    }
+  });
+});
+
+/** What cpu.max / cpu.cfs_quota_us says when there is no quota (v2 "max", v1 -1). */
+const UNLIMITED = -1;
+
+/** The cpu cgroup dir holding `pid` (v1 cpu hierarchy, or the v2 unified one). */
+function cpuCgroupOf(pid: number): string {
+  const lines = readFileSync(`/proc/${pid}/cgroup`, 'utf8').split('\n');
+  const v1 = lines.map((l) => /^\d+:([^:]*\bcpu\b[^:]*):(.*)$/.exec(l)).find(Boolean);
+  if (v1) return [join('/sys/fs/cgroup', v1[1]!, v1[2]!), join('/sys/fs/cgroup/cpu', v1[2]!)].find((d) => existsSync(join(d, 'cpu.cfs_quota_us')))!;
+  return join('/sys/fs/cgroup', lines.find((l) => l.startsWith('0::'))!.slice(3));
+}
+
+/** The CPU bandwidth of the cgroup holding `pid` (v2 cpu.max and cpu.max.burst, v1 cpu.cfs_*); burst 0 where the kernel has none. */
+function cpuBandwidthOf(pid: number): { periodUs: number; quotaUs: number; burstUs: number } {
+  const dir = cpuCgroupOf(pid);
+  const num = (file: string) => (existsSync(file) ? Number(readFileSync(file, 'utf8').trim()) : 0);
+  if (existsSync(join(dir, 'cpu.cfs_quota_us'))) {
+    return { periodUs: num(join(dir, 'cpu.cfs_period_us')), quotaUs: num(join(dir, 'cpu.cfs_quota_us')), burstUs: num(join(dir, 'cpu.cfs_burst_us')) };
+  }
+  const [quota, period] = readFileSync(join(dir, 'cpu.max'), 'utf8').trim().split(' ');
+  return { periodUs: Number(period), quotaUs: quota === 'max' ? UNLIMITED : Number(quota), burstUs: num(join(dir, 'cpu.max.burst')) };
+}
+
+/** CPU seconds a process has used (utime + stime of /proc/<pid>/stat; 0 when gone). */
+function cpuSecondsOf(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU seconds the live processes of one jail have used (each jail runs as its own pool uid: the gate's). */
+function jailCpuSeconds(j: JailedProcess): number {
+  const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${j.pid}/status`, 'utf8'))?.[1]);
+  return pidsOfUids(uid, 1).reduce((sum, pid) => sum + cpuSecondsOf(pid), 0);
+}
