@@ -15,7 +15,8 @@ import { cannotJail, projectDir } from '../helpers/lsp-harness.js';
 import { putTar, rootPath, shaOf, tsCall, tsLoad, tsRoots, type Root } from './daemons.js';
 import { aliveId, fakeHover, fakeTree, startFaultLspd, type FakeName, type FaultLspd } from './fakes.js';
 import { Figures, Load, report, send, sleep, waitFor, type Result } from './harness.js';
-import { MiB, jailProcs, killServerGroups, serverProcs } from './procs.js';
+import { cpuBandwidthOf, UNLIMITED } from '../helpers/cgroup.js';
+import { MiB, allProcs, jailProcs, killServerGroups, serverProcs } from './procs.js';
 
 const MEMORY = 256 * MiB;
 const PIDS = 48;
@@ -26,6 +27,22 @@ const TMP = 8 * MiB;
 // answers miss a 6 s deadline.
 const QUERY_TIMEOUT_MS = 12_000;
 const CLEANUP_MS = 1_500;
+
+/**
+ * Processes of one jail uid alive at one instant: the pids seen in two walks of
+ * /proc in a row (one walk alone counts a churning bomb's exits and births both).
+ */
+function populationOf(uid: number): number {
+  const pids = () =>
+    new Set(
+      allProcs()
+        .filter((p) => p.uid === uid)
+        .map((p) => p.pid),
+    );
+  const a = pids();
+  const b = pids();
+  return [...a].filter((p) => b.has(p)).length;
+}
 
 export function faultSuite(o: { rounds: number; label: string; slot: number }): void {
   describe(`chaos: faults inside the jail (${o.label})`, { skip: cannotJail() }, () => {
@@ -70,8 +87,8 @@ export function faultSuite(o: { rounds: number; label: string; slot: number }): 
       assert.notEqual(r.outcome, 'lost', `${label}: ${r.why}`);
       return r;
     };
-    const fakeRoot = async (name: FakeName, round: number, extra: Record<string, string> = {}): Promise<Root> => {
-      const root = { org: 'chaos', repo: `fake-${name}`, sha: shaOf(`${o.label}-${name}-${round}`) };
+    const fakeRoot = async (name: FakeName, round: number, extra: Record<string, string> = {}, org = 'chaos'): Promise<Root> => {
+      const root = { org, repo: `fake-${name}`, sha: shaOf(`${o.label}-${name}-${round}`) };
       await putTar(d.url, root, await fakeTree(name, extra));
       return root;
     };
@@ -116,21 +133,8 @@ export function faultSuite(o: { rounds: number; label: string; slot: number }): 
         // Each jail runs as its own pool uid: the bombed jail's population is its uid's.
         const bombUid = serverProcs(d.uids, /fork-bomb\.mjs/)[0]?.uid;
         assert.ok(bombUid !== undefined, 'found the bombed jail');
-        // Two walks of /proc, and the pids in both: those were alive at once (one walk
-        // alone counts the churn's exits and births both, as the fake's own count says).
-        const bombPids = () =>
-          new Set(
-            jailProcs(d.uids)
-              .filter((p) => p.uid === bombUid)
-              .map((p) => p.pid),
-          );
-        const population = () => {
-          const a = bombPids();
-          const b = bombPids();
-          return [...a].filter((p) => b.has(p)).length;
-        };
         let bombProcs = 0;
-        const watch = setInterval(() => (bombProcs = Math.max(bombProcs, population())), 50);
+        const watch = setInterval(() => (bombProcs = Math.max(bombProcs, populationOf(bombUid))), 50);
         const t0 = Date.now();
         const warm = await ask(tsCall(ts[0]!, 0).json as Record<string, unknown>, 'ts during bomb');
         assert.equal(warm.status, 200, JSON.stringify(warm.body));
@@ -151,6 +155,41 @@ export function faultSuite(o: { rounds: number; label: string; slot: number }): 
           'pids cap (fork bomb)',
           true,
           `${seen.procs} processes at the cap (${PIDS} tasks), ${seen.refused}/${seen.samples} forks refused (sampled in ${r.ms} ms); other jails answered meanwhile (${ms}; the churn is held to its jail's CPU cap)`,
+        );
+      }
+    });
+
+    test("a fork bomb started with its server, before any answer, spends its own org's CPU share", async () => {
+      for (let round = 0; round < o.rounds; round++) {
+        // A server never answering after initialize keeps its jail's start uncapped
+        // (LSPD_JAIL_START_UNCAPPED_MS): this one bombs meanwhile, in an org of its own.
+        const root = await fakeRoot('forkBomb', round, { 'ignite-at-start': '' }, 'chaos-bomber');
+        const pending = ask(fakeHover(root, 'forkBomb', 0), 'fork bomb at start', QUERY_TIMEOUT_MS * 2 + 10_000);
+        let bomb: { pid: number; uid: number } | undefined;
+        const found = await waitFor(() => {
+          bomb = serverProcs(d.uids, /fork-bomb\.mjs/)[0]; // the fake itself: it outlives the churn
+          return bomb !== undefined && populationOf(bomb.uid) > PIDS / 2;
+        }, 10_000);
+        assert.ok(found && bomb, 'the bomb runs at its pids cap');
+        const uncapped = () => cpuBandwidthOf(bomb!.pid).quotaUs === UNLIMITED;
+        assert.ok(uncapped(), 'its jail is still starting, without its own CPU cap');
+        const t0 = Date.now();
+        const fresh = (await tsRoots(d.url, 1, `bomb-at-start-${o.label}-${round}`))[0]!;
+        const cold = await ask(tsCall(fresh, 0).json as Record<string, unknown>, 'fresh ts beside a bomb at start');
+        assert.equal(cold.status, 200, JSON.stringify(cold.body));
+        const ms = Date.now() - t0;
+        const stillUncapped = uncapped();
+        assert.ok(stillUncapped || ms > 9000, `the neighbour answered while the bomb ran uncapped (${ms} ms)`);
+        const del = await send(d.url, { method: 'DELETE', path: rootPath(root) }, { timeoutMs: 20_000 });
+        assert.equal(del.status, 204);
+        assert.ok(await waitFor(() => jailProcs(d.uids).every((p) => p.uid !== bomb!.uid), 10_000), 'the bomb is gone with its jail');
+        const r = await pending; // ended by the DELETE: an error, never lost
+        assert.notEqual(r.status, 200, JSON.stringify(r.body));
+        await send(d.url, { method: 'DELETE', path: rootPath(fresh) }, { timeoutMs: 20_000 });
+        faults.fault(
+          'CPU share per org (fork bomb at start)',
+          true,
+          `another org's upload and first query took ${ms} ms beside an uncapped bomb at its pids cap`,
         );
       }
     });
