@@ -13,6 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { LspdClient } from '../src/client/index.js';
+import { cpuBandwidthOf } from './helpers/cgroup.js';
+import { skipOrFail } from './helpers/host.js';
 import { cannotJail, fixturesDir, getJson, lineOf, lspQuery, position, shaOf, startLspd, tarOf, type Lspd } from './helpers/lsp-harness.js';
 
 const skip = cannotJail();
@@ -123,6 +125,15 @@ describe('warm-up on upload', { skip }, () => {
     assert.equal(await spawns(d), before + 2);
     assert.deepEqual(at(tsCold.body), at(ts.body));
     assert.deepEqual(at(pyCold.body), at(py.body));
+    // Each server started without its jail's own CPU cap, and has it from its first
+    // answer on: a warm-up's nudge, or the cold root's first definition.
+    assert.ok(d.jail.cpuCapped || skipOrFail('the host delegates no CPU controller') !== undefined, 'CPU cap in force');
+    if (d.jail.cpuCapped) {
+      const cap = (d.config.jailCpuMillis / 1000) * 100_000; // quota per the kernel's 100 ms period
+      const quotas = d.lsp.pool.list().map((s) => `${s.key.rootId} ${s.row.name} ${cpuBandwidthOf(s.pid!).quotaUs}`);
+      const expected = [warmRoot, coldRoot].flatMap((r) => ['pyright', 'typescript'].map((server) => `${r.org}/${r.repo}/${r.sha} ${server} ${cap}`));
+      assert.deepEqual(quotas.sort(), expected.sort());
+    }
     // A warm query's p50 on the warmed root, for comparison (cache off: each goes to the server).
     const p50 = async (q: Record<string, unknown>) => {
       const ms: number[] = [];

@@ -225,7 +225,12 @@ function launch(
       kill();
     }
   };
-  const capTimer = capped ? undefined : setTimeout(capCpu, opts.uncappedStartMs).unref();
+  const capTimer = capped
+    ? undefined
+    : setTimeout(() => {
+        ctx.log.info({ org: opts.org, ms: opts.uncappedStartMs }, 'a jail ran out its uncapped start before its first answer; capping it');
+        capCpu();
+      }, opts.uncappedStartMs).unref();
 
   // --- the process is gone: drain the cgroup, hand back what the jail held ---
   const bwrapExit = new Promise<JailExit>((resolve) => {
