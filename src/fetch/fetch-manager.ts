@@ -374,7 +374,10 @@ export class FetchManager {
       const common = { steps: result.steps, attempt: q.attempt, startedAt, finishedAt, bytes: result.bytes, log: result.log, mounts: result.mounts };
       job.to(failed ? { name: 'failed', error: result.error ?? 'a dependency fetch failed', ...common } : { name: 'done', ...common });
       this.log.info({ root: id, state: job.state.name, bytes: result.bytes, error: result.error }, 'fetch finished');
-      await this.persist(key, job);
+      // The listeners (sessions started without these dependencies are replaced) run in
+      // the same turn as the state change: a GET that sees `done`, and any query after
+      // it, never meets a session without the fetch. Persisting is after; a crash
+      // before it runs the fetch again, which is harmless.
       const view = job.view();
       for (const l of this.doneListeners) {
         try {
@@ -383,6 +386,7 @@ export class FetchManager {
           this.log.error({ err, root: id }, 'fetch onDone listener threw');
         }
       }
+      await this.persist(key, job);
     } catch (err) {
       // An internal error (not a fetcher's failure, which runJob reports): fail the job, say so.
       if (job.state.name === 'running' && abortCause(abort.signal) !== 'shutdown') {
