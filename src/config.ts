@@ -139,7 +139,7 @@ export const configSchema = z.object({
     'cgroup CPU cap of one jail, in thousandths of a CPU (1000: one CPU), so one spinning jail or fork bomb cannot take every core from the others; 0: no cap. Applied where the host delegates a CPU controller.',
   ),
   jailCpuBurstMillis: int(0, 0).describe(
-    "CPU time, in ms, a jail may save up while idle and spend above its CPU cap, the cap then held over a longer window (the period grows to 1 s to hold it): a heavy query after an idle spell runs on more cores. Off by default: beside a fork bomb started after its server's first answer, on a loaded host, other roots' first queries slowed (9-17 s instead of 1-7 s). Start-ups need no window: they run uncapped (LSPD_JAIL_START_UNCAPPED_MS). 0: the kernel's 100 ms window, no burst.",
+    "CPU time, in ms, a jail may save up while idle and spend above its CPU cap, the cap then held over a longer window (the period grows to 1 s to hold it): a heavy query after an idle spell runs on more cores. Off by default: it lets a server past its start (a fork bomb started after its first answer, say) run on every core half a second at a time. Start-ups need no window: they run uncapped (LSPD_JAIL_START_UNCAPPED_MS). 0: the kernel's 100 ms window, no burst.",
   ),
   jailStartUncappedMs: int(10_000, 0).describe(
     "How long a language server's jail may run without its CPU cap while it starts: until its first answer, this long at most. A start-up on every core is what keeps a cold first answer near the bare server's; its org's CPU share (equal for every org) still bounds it, and a fork bomb or a spinning server started later is capped. 0: capped from the start.",
