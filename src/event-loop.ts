@@ -7,4 +7,13 @@ export function nextTurn(): Promise<void> {
 }
 
 /** Items worked through between turns by the loops over a tree's entries (a few ms each). */
-export const ITEMS_PER_TURN = 4096;
+const ITEMS_PER_TURN = 4096;
+
+/**
+ * The pace of a loop over a tree's entries: call it once per item; it is true every
+ * ITEMS_PER_TURN items, when the loop hands the event loop back (`await nextTurn()`).
+ */
+export function turnCounter(): () => boolean {
+  let n = 0;
+  return () => ++n % ITEMS_PER_TURN === 0;
+}

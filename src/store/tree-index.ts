@@ -14,7 +14,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { GitBlob } from './git-tree.js';
-import { ITEMS_PER_TURN, nextTurn } from '../event-loop.js';
+import { nextTurn, turnCounter } from '../event-loop.js';
 
 export const TREE_INDEX = 'tree.idx';
 
@@ -117,7 +117,11 @@ export async function readTreeIndex(rootDir: string): Promise<TreeEntry[] | unde
     const b = await readFile(join(rootDir, TREE_INDEX));
     // Decoded in slices: a tree of LSPD_MAX_TREE_FILES entries is ~11 MB and ~250 ms of decoding.
     const out: TreeEntry[] = [];
-    for (const e of records(b)) if (out.push(e) % ITEMS_PER_TURN === 0) await nextTurn();
+    const due = turnCounter();
+    for (const e of records(b)) {
+      out.push(e);
+      if (due()) await nextTurn();
+    }
     return out;
   } catch {
     return undefined;

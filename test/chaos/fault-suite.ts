@@ -8,7 +8,7 @@
 // Shared by faults.test.ts (one round) and chaos.long.ts (more rounds).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cannotJail, projectDir } from '../helpers/lsp-harness.js';
@@ -16,7 +16,7 @@ import { putTar, rootPath, shaOf, tsCall, tsLoad, tsRoots, type Root } from './d
 import { aliveId, fakeHover, fakeTree, startFaultLspd, type FakeName, type FaultLspd } from './fakes.js';
 import { Figures, Load, report, send, sleep, waitFor, type Result } from './harness.js';
 import { cpuBandwidthOf, UNLIMITED } from '../helpers/cgroup.js';
-import { MiB, jailProcs, killServerGroups, serverProcs } from './procs.js';
+import { MiB, jailProcs, killServerGroups, populationOf, serverProcs } from './procs.js';
 
 const MEMORY = 256 * MiB;
 const PIDS = 48;
@@ -30,32 +30,6 @@ const CLEANUP_MS = 1_500;
 const UNCAPPED_START_MS = 60_000;
 /** Processes of the bomb-at-start case's jail that show its bomb running (on a loaded host it may take a while to reach its cap). */
 const BOMB_RUNNING = 8;
-
-/**
- * Processes of one jail uid alive at one instant: the pids seen in two walks of
- * /proc in a row (one walk alone counts a churning bomb's exits and births both).
- * By the owner of /proc/<pid> (the process's uid), one stat each: this runs beside
- * the in-process daemon, and reading every process's status and cmdline (22 ms a
- * walk on this host) twice every 50 ms starved its event loop, which made the bomb's
- * neighbour look slow (8-17 s to a first answer, near the query deadline).
- */
-function populationOf(uid: number): number {
-  const pids = () => {
-    const out = new Set<string>();
-    for (const name of readdirSync('/proc')) {
-      if (!/^\d+$/.test(name)) continue;
-      try {
-        if (statSync(`/proc/${name}`).uid === uid) out.add(name);
-      } catch {
-        /* gone while we looked */
-      }
-    }
-    return out;
-  };
-  const a = pids();
-  const b = pids();
-  return [...a].filter((p) => b.has(p)).length;
-}
 
 export function faultSuite(o: { rounds: number; label: string; slot: number }): void {
   describe(`chaos: faults inside the jail (${o.label})`, { skip: cannotJail() }, () => {

@@ -2,7 +2,7 @@
 // language servers among them (to SIGKILL their process group), orphans a dead
 // daemon could have left (bwrap or lspd-gate anywhere), and a process's RSS.
 // Tests only read /proc and signal pids they found in their own uid range.
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
 import type { UidRange } from '../helpers/uids.js';
 
 export interface Proc {
@@ -102,3 +102,29 @@ export function sampleRss(pid: number, stepMs = 100, maxSamples = 100_000): { sa
 }
 
 export const MiB = 1024 * 1024;
+
+/**
+ * Processes of one jail uid alive at one instant: the pids seen in two walks of
+ * /proc in a row (one walk alone counts a churning bomb's exits and births both).
+ * By the owner of /proc/<pid> (the process's uid), one stat each: the fault suite
+ * runs it beside its in-process daemon, where reading every process's status and
+ * cmdline (allProcs: 22 ms a walk on this host) twice every 50 ms starved the daemon's
+ * event loop and made a fork bomb's neighbour look slow (8-17 s to a first answer).
+ */
+export function populationOf(uid: number): number {
+  const pids = () => {
+    const out = new Set<string>();
+    for (const name of readdirSync('/proc')) {
+      if (!/^\d+$/.test(name)) continue;
+      try {
+        if (statSync(`/proc/${name}`).uid === uid) out.add(name);
+      } catch {
+        /* gone while we looked */
+      }
+    }
+    return out;
+  };
+  const a = pids();
+  const b = pids();
+  return [...a].filter((p) => b.has(p)).length;
+}

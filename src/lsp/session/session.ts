@@ -366,17 +366,22 @@ export class Session {
 
   /** Wait (at most maxMs) until the server has pushed diagnostics for `uri` once; false when it has not. */
   async diagnosed(uri: string, maxMs: number, signal: AbortSignal): Promise<boolean> {
-    return (this.tracker.diagnosticsFor(uri) ?? (await this.tracker.waitDiagnostics(uri, 0, maxMs, signal))) !== undefined;
+    return (await this.firstPushed(uri, maxMs, signal)) !== undefined;
   }
 
   /** Diagnostics the server pushed for `uri`, waiting up to windowMs for the first. */
   async pushedDiagnostics(uri: string, windowMs: number, signal: AbortSignal): Promise<Published | undefined> {
-    const first = this.tracker.diagnosticsFor(uri) ?? (await this.tracker.waitDiagnostics(uri, 0, windowMs, signal));
+    const first = await this.firstPushed(uri, windowMs, signal);
     if (!first) return undefined;
     // A server may publish twice in quick succession (syntax, then semantic): take
     // what the settle time brings, no longer.
     await this.tracker.changed(Math.min(this.deps.config.diagnosticsSettleMs, windowMs), signal);
     return this.tracker.diagnosticsFor(uri) ?? first;
+  }
+
+  /** What the server has pushed for `uri`, or the first push within maxMs. */
+  private async firstPushed(uri: string, maxMs: number, signal: AbortSignal): Promise<Published | undefined> {
+    return this.tracker.diagnosticsFor(uri) ?? (await this.tracker.waitDiagnostics(uri, 0, maxMs, signal));
   }
 
   /** Retire now: kill the process group, close the transport, mark failed. Idempotent. */

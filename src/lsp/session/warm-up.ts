@@ -22,7 +22,7 @@
 import { dirname, posix } from 'node:path';
 import type { Config } from '../../config.js';
 import { deadline } from '../../deadline.js';
-import { ITEMS_PER_TURN, nextTurn } from '../../event-loop.js';
+import { nextTurn, turnCounter } from '../../event-loop.js';
 import { FairShare, OrgQueue, shareLimits } from '../../fair-share.js';
 import type { Health } from '../../health.js';
 import { languageOf, type Language } from '../../languages.js';
@@ -147,10 +147,10 @@ export class WarmUp {
     const before = prev && (await readTreeIndex(dirname(this.deps.store.treeDir(prev))));
     if (!before) return () => false;
     const ids = new Map<string, string>();
-    for (let i = 0; i < before.length; i++) {
-      const e = before[i]!;
+    const due = turnCounter();
+    for (const e of before) {
       if (e.kind === 'file' || e.kind === 'exec') ids.set(e.path, e.id);
-      if (i % ITEMS_PER_TURN === ITEMS_PER_TURN - 1) await nextTurn();
+      if (due()) await nextTurn();
     }
     // An id not known on either side (a root stored before lspd kept ids) says nothing.
     return (e) => {
@@ -335,27 +335,25 @@ export interface WarmTarget {
  * `open.isChanged` names (in index order), then the next largest. Dependency and
  * dot directories are not looked in. Pure, over the root's tree index; linear in
  * it (the picks are kept in arrays of at most `open.open`), and it hands the event
- * loop back every ITEMS_PER_TURN entries (a tree may hold LSPD_MAX_TREE_FILES).
+ * loop back as it goes (a tree may hold LSPD_MAX_TREE_FILES entries).
  */
 export async function warmTargets(
-  entries: Iterable<TreeEntry>,
+  entries: readonly TreeEntry[],
   accept: (rel: string) => boolean,
   markers: readonly string[],
   maxBytes: number,
   limit: number,
   open: { open: number; isChanged: (e: FileEntry) => boolean } = { open: 1, isChanged: () => false },
 ): Promise<WarmTarget[]> {
-  const list = [...entries];
+  const due = turnCounter();
   const markerDirs = new Set<string>();
-  for (let i = 0; i < list.length; i++) {
-    const e = list[i]!;
+  for (const e of entries) {
     if (markers.includes(posix.basename(e.path))) markerDirs.add(parentOf(e.path));
-    if (i % ITEMS_PER_TURN === ITEMS_PER_TURN - 1) await nextTurn();
+    if (due()) await nextTurn();
   }
   const byWorkspace = new Map<string, { files: number; largest: FileEntry[]; changed: string[] }>();
-  for (let i = 0; i < list.length; i++) {
-    if (i % ITEMS_PER_TURN === ITEMS_PER_TURN - 1) await nextTurn();
-    const e = list[i]!;
+  for (const e of entries) {
+    if (due()) await nextTurn();
     if ((e.kind !== 'file' && e.kind !== 'exec') || e.size > maxBytes || !accept(e.path)) continue;
     const segs = e.path.split('/');
     if (segs.slice(0, -1).some((s) => s.startsWith('.') || SKIP_DIRS.has(s))) continue;
