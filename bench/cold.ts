@@ -10,7 +10,8 @@
 //   bare  the same server binary spawned directly, initialize, didOpen, then the
 //         definition asked every 25 ms: the first answer, and the first right one
 //         (servers that answer early answer empty or wrong; lspd waits instead).
-// lspd runs as its own process (src/main.ts, as operators run it); runs of the two
+// lspd runs as its own process (src/main.ts, as operators run it), asked over a
+// kept-alive connection (bench/keep-alive.ts) as bench/overhead asks; runs of the two
 // are interleaved so machine load hits both alike; medians of RUNS.
 // Run: node --import tsx bench/cold.ts [runs] [row names...]
 import { createHash } from 'node:crypto';
@@ -18,7 +19,8 @@ import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { spawnDaemon, type Daemon } from '../test/helpers/daemon.js';
 import { Readable } from 'node:stream';
-import { cannotJail, fetchSettled, getJson, lspQuery, tarOf, fixturesDir } from '../test/helpers/lsp-harness.js';
+import { cannotJail, fetchSettled, getJson, tarOf, fixturesDir } from '../test/helpers/lsp-harness.js';
+import { postLsp } from './keep-alive.js';
 import { join } from 'node:path';
 import { bareFor, cases, isRight, rawLocations, type Case } from './cases.js';
 import { jailUidEnv } from '../test/helpers/uids.js';
@@ -51,7 +53,7 @@ async function put(d: Daemon, root: Root, fixture: string, query: string): Promi
 
 async function ask(d: Daemon, c: Case, root: Root): Promise<{ ms: number; right: boolean }> {
   const t0 = performance.now();
-  const r = await lspQuery(d.url, { ...root, op: 'definition', path: c.path, ...c.position });
+  const r = await postLsp(d.url, { ...root, op: 'definition', path: c.path, ...c.position });
   const ms = performance.now() - t0;
   if (r.status !== 200) throw new Error(`${c.row.name}: ${r.status} ${JSON.stringify(r.body)}`);
   const locs = (r.body.locations as { path: string; range: { start: { line: number } } }[]).map((l) => `${l.path}:${l.range.start.line}`);

@@ -15,10 +15,11 @@
 // Run: node --import tsx bench/overhead.ts [iterations]
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { Agent, request } from 'node:http';
+import { request } from 'node:http';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { agent, postLsp as post } from './keep-alive.js';
 import { FrameReader } from '../src/lsp/wire/frame-reader.js';
 import { spawnDaemon, type Daemon } from '../test/helpers/daemon.js';
 import { cannotJail, fixturesDir, position, shaOf, uploadFixture } from '../test/helpers/lsp-harness.js';
@@ -88,8 +89,6 @@ class RawClient {
   }
 }
 
-const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-
 /** GET /livez over the same connection: the HTTP floor (client, socket, fastify) under the same load. */
 function livez(url: string): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -99,24 +98,6 @@ function livez(url: string): Promise<void> {
     });
     req.on('error', reject);
     req.end();
-  });
-}
-
-/** POST /v1/code/lsp over a kept-alive connection; resolves with status and body. */
-function post(url: string, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
-  const data = JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      `${url}/v1/code/lsp`,
-      { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString()) as Record<string, unknown> }));
-      },
-    );
-    req.on('error', reject);
-    req.end(data);
   });
 }
 

@@ -144,6 +144,15 @@ export const configSchema = z.object({
   jailStartUncappedMs: int(10_000, 0).describe(
     "How long a language server's jail may run without its CPU cap while it starts: until its first answer, this long at most. A start-up on every core is what keeps a cold first answer near the bare server's; its org's CPU share (equal for every org) still bounds it, and a fork bomb or a spinning server started later is capped. 0: capped from the start.",
   ),
+  jailParkedGates: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(8)
+    .default(1)
+    .describe(
+      "Jail gates (jail/gate.c) kept started ahead of need. Node's spawn() forks the whole daemon, 10-20 ms at a few hundred MB resident, on the thread every request shares; a parked gate takes that off a cold query's path (its replacement is spawned a second later). Each is an idle process of about 1 MB, root until a jail claims it. 0: each jail spawns its own.",
+    ),
   jailTmpBytes: int(512 * MiB, MiB).describe('Size of each jail private tmpfs (/tmp and HOME).'),
   cgroupRoot: z.string().default('/sys/fs/cgroup').describe('Where cgroup v2 (or v1 controllers) are mounted.'),
 

@@ -17,6 +17,7 @@ import { createEgressProxy, type EgressProxy } from './egress-proxy.js';
 import { GATE_PATH, JAIL_INNER_UID, PROJECT_DIR, hostLayout, phasePolicy, type PhasePolicy } from './policy.js';
 import { preflight } from './preflight.js';
 import { buildFilter } from './seccomp.js';
+import { GatePool } from './gates.js';
 import { spawnInJail, type SpawnContext } from './spawn.js';
 import type { Jail, JailSpawnOptions, JailedProcess, Phase } from './types.js';
 import { DAEMON_ORG, UidPool } from './uid-pool.js';
@@ -109,11 +110,12 @@ export async function createJail({ config, log, metrics }: JailDeps): Promise<Ja
 
   const policies: Record<Phase, PhasePolicy> = { serve: phasePolicy('serve', host), fetch: phasePolicy('fetch', host) };
   const live = new Set<JailedProcess>();
+  const gates = new GatePool(GATE_PATH, config.jailParkedGates, log);
   const ctx: SpawnContext | undefined =
     cgroups &&
     ({
       bwrapPath: config.bwrapPath,
-      gatePath: GATE_PATH,
+      gates,
       filters: filters as Record<Phase, Buffer>,
       policies,
       uids: new UidPool(config.jailUidBase, config.jailUidCount, {
@@ -137,6 +139,7 @@ export async function createJail({ config, log, metrics }: JailDeps): Promise<Ja
       log,
       live,
     } satisfies SpawnContext);
+  if (ctx) gates.refill();
 
   const verdicts: JailVerdicts = {
     serve: { ok: false, reason: problems.serve ?? 'jail canary has not run' },
@@ -213,6 +216,7 @@ export async function createJail({ config, log, metrics }: JailDeps): Promise<Ja
     async close() {
       closed = true;
       proved.serve = proved.fetch = false;
+      gates.close();
       const all = [...live];
       for (const j of all) j.kill();
       await Promise.race([Promise.all(all.map((j) => j.exited)), new Promise((r) => setTimeout(r, 5_000).unref())]);

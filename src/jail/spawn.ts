@@ -4,13 +4,14 @@
 // The JailedProcess it returns owns the process group, the cgroup and the uid until
 // every process of the jail is gone.
 //
-// Process tree: daemon → lspd-gate (pool uid, process-group leader, subreaper; its
-// exit means the whole jail is gone) → bwrap monitor → sandbox PID 1 → the command.
-// Descriptors of the gate/bwrap process (the numbers bwrap-argv.ts is given):
-//   0-2 stdio · 3 --json-status-fd · 4 --args · 5 --seccomp · 6 gate · 7 --ro-bind-fd (tree),
-//   then one --ro-bind-fd per read-only caller bind
+// Process tree: daemon → lspd-gate (parked as root, then the pool uid; process-group
+// leader, subreaper; its exit means the whole jail is gone) → bwrap monitor → sandbox
+// PID 1 → the command. Descriptors of the gate/bwrap process (the numbers bwrap-argv.ts
+// is given): 0-2 stdio · 3 --json-status-fd · 4 --args · 5 --seccomp · 6 the gate's
+// message · 7 --ro-bind-fd (tree), then one --ro-bind-fd per read-only caller bind
+// (the gate reopens those from the daemon's descriptors: jail/gate.c).
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { closeSync, constants, fchownSync, openSync, readFileSync } from 'node:fs';
 import { lchown, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -19,13 +20,14 @@ import { errors } from '../errors.js';
 import type { Logger } from '../log.js';
 import { bwrapOptions, jailCommand } from './bwrap-argv.js';
 import type { CgroupLimits, Cgroups, JailCgroup } from './cgroup.js';
+import { GATE_MESSAGE_FD, GATE_STDIO_COUNT, type GatePool } from './gates.js';
 import { JAIL_HOME, type PhasePolicy } from './policy.js';
 import { StderrRing, makeScrubber } from './stderr-ring.js';
 import { checkBindHost, openBindSource, openTree, preCreateMountPoints } from './tree.js';
 import type { JailExit, JailSpawnOptions, JailedProcess, Phase } from './types.js';
 import { DAEMON_ORG, type UidPool } from './uid-pool.js';
 
-const FD = { jsonStatus: 3, args: 4, seccomp: 5, gate: 6, tree: 7 } as const;
+const FD = { jsonStatus: 3, args: 4, seccomp: 5, gate: GATE_MESSAGE_FD, tree: GATE_STDIO_COUNT } as const;
 /** bwrap's complaint when the tree's path changed between our check and its bind (its words: only text says it). */
 const RACE = 'Race condition binding dirfd';
 const RACE_ATTEMPTS = 5;
@@ -35,7 +37,7 @@ const KILL_GRACE_MS = 1_000;
 
 export interface SpawnContext {
   bwrapPath: string;
-  gatePath: string;
+  gates: GatePool;
   filters: Readonly<Record<Phase, Buffer>>;
   policies: Readonly<Record<Phase, PhasePolicy>>;
   uids: UidPool;
@@ -133,14 +135,15 @@ function launch(
     throw errors.serverUnavailable('A read-write directory for the jail is not a plain directory.', 60);
   }
 
-  // Descriptors past the fixed ones: the tree, then each read-only bind, numbered in order.
-  const stdio: ('pipe' | number)[] = ['pipe', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe'];
-  if (treeFd !== undefined) stdio.push(treeFd);
+  // Descriptors past the fixed ones: the tree, then each read-only bind, numbered in
+  // order; the gate reopens each of these daemon descriptors as that number.
+  const passed: number[] = [];
+  if (treeFd !== undefined) passed.push(treeFd);
   const binds = (opts.binds ?? []).map((b, i) => {
     const fd = bindFds[i];
     if (fd === undefined) return b;
-    stdio.push(fd);
-    return { ...b, fd: stdio.length - 1 };
+    passed.push(fd);
+    return { ...b, fd: FD.tree + passed.length - 1 };
   });
   const bwrapArgs = bwrapOptions({
     policy,
@@ -151,18 +154,22 @@ function launch(
     env: opts.env ?? {},
     cwd: opts.cwd ?? opts.tree?.at ?? JAIL_HOME,
   });
-  const cmd = jailCommand(policy, opts.argv);
+  // The gate's whole message (jail/gate.c): uid, gid, the descriptors, then bwrap's argv.
   // An empty environment: bwrap's PID 1 keeps the environ it was started with, and
-  // /proc/1/environ is readable inside the jail. detached: the gate (then bwrap) leads
-  // its own process group, which kill() signals as a whole.
-  const child: ChildProcess = spawn(ctx.gatePath, [String(FD.gate), ctx.bwrapPath, '--args', String(FD.args), '--', ...cmd], {
-    uid,
-    gid: uid,
-    env: {},
-    cwd: '/',
-    detached: true,
-    stdio,
-  });
+  // /proc/1/environ is readable inside the jail (the gate was spawned with none).
+  const argsMessage = nulFields(bwrapArgs);
+  const gateMessage = nulFields([
+    String(uid),
+    String(uid),
+    String(passed.length),
+    ...passed.map(String),
+    ctx.bwrapPath,
+    '--args',
+    String(FD.args),
+    '--',
+    ...jailCommand(policy, opts.argv),
+  ]);
+  const child: ChildProcess = ctx.gates.take();
 
   const scrub = makeScrubber([
     ...(opts.tree ? [[opts.tree.hostDir, opts.tree.at] as const] : []),
@@ -255,16 +262,12 @@ function launch(
 
   // --- hand over options, filter, cgroup placement, go-ahead ---
   const fds = child.stdio as unknown as (Duplex | null)[];
-  // The jail's end of any of these can vanish at any moment (a setup failure, a kill):
-  // EPIPE/ECONNRESET then is expected, and an unhandled 'error' would crash the daemon.
-  // Callers may add their own handlers to stdin/stdout; these only keep it alive.
-  for (const s of fds) s?.on('error', () => {});
   const setup = (async (): Promise<Setup> => {
     if (child.pid === undefined) {
       await exited;
-      return setupFailed('the jail gate could not be started (is jail/build built and reachable by the jail uids?)');
+      return setupFailed('the jail gate could not be started (is jail/build built?)');
     }
-    fds[FD.args]!.end(Buffer.from(bwrapArgs.map((a) => a + '\0').join('')));
+    fds[FD.args]!.end(argsMessage);
     fds[FD.seccomp]!.end(ctx.filters[opts.phase]);
     try {
       cg.attach(child.pid);
@@ -273,9 +276,11 @@ function launch(
       await exited;
       return setupFailed(`cannot place the jail in its cgroup (${(err as Error).message})`);
     }
-    fds[FD.gate]!.end('G');
+    fds[FD.gate]!.end(gateMessage);
     return confirmSetup(child, fds[FD.jsonStatus]!, sandbox, exited, opts.signal).then((r) => (r.ok ? r : setupFailed(scrub(firstLine(ring.text()) || r.why))));
   })();
+  const refill = () => ctx.gates.refill();
+  void setup.then(refill, refill);
 
   const jailed: Launched = {
     pid: child.pid ?? -1,
@@ -379,6 +384,12 @@ function confirmSetup(
       }
     });
   });
+}
+
+/** NUL-terminated fields; a NUL inside one would shift every field after it. */
+function nulFields(fields: readonly string[]): Buffer {
+  for (const f of fields) assert.ok(!f.includes('\0'), 'no NUL inside an argument');
+  return Buffer.from(fields.map((f) => f + '\0').join(''));
 }
 
 function firstLine(s: string): string {

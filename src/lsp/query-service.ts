@@ -190,9 +190,12 @@ export class QueryService {
     // A hit implies the file passed its checks when it was first asked: the root is immutable.
     const hit = this.cache.get(w.root, key);
     if (hit) return { ...hit, elapsed_ms: elapsed(t0) };
+    // The workspace look-up and the target's checks read different files: both at once
+    // (a cold query waits on each; the look-up never rejects).
+    const workspace = this.workspaces.find(w.root, w.treeDir, q.path!, row.rootMarkers);
     const target = await this.readTarget(w.root, w.treeDir, q.path!);
 
-    const r = await this.withSession(w, row, target.path, async (session) => {
+    const r = await this.withSession(w, row, workspace, async (session) => {
       const { uri, complete } = await this.openAndWait(w, session, target);
       const out = await runOp({ ...this.opContext(w, session, uri, target), cursorScope: cursorScope(w.root, row.name, q) });
       return { ...out, complete: out.complete && complete, notes: session.notes };
@@ -221,11 +224,11 @@ export class QueryService {
   }
 
   /**
-   * Lease the session for (row, root, workspace of `rel`), wait for it to start and
+   * Lease the session for (row, root, the workspace looked up), wait for it to start and
    * for an in-flight slot, run `fn`, release. The lease is released when the whole
    * request is done, whatever happened.
    */
-  private async withSession<T>(w: Work, row: ServerRow, rel: string, fn: (s: Session) => Promise<T>): Promise<T> {
+  private async withSession<T>(w: Work, row: ServerRow, workspaceOf: Promise<string>, fn: (s: Session) => Promise<T>): Promise<T> {
     const { pool } = this.deps;
     const org = w.q.org;
     this.admit(org);
@@ -242,7 +245,7 @@ export class QueryService {
       // query counts as waiting meanwhile: a flood on a root whose fetch hangs is
       // bounded like one on a slow server.
       await awaitDependencies(this.deps.dependencies, w.q, row, w.deadlineAt, w.deadline);
-      const workspace = await this.workspaces.find(w.root, w.treeDir, rel, row.rootMarkers);
+      const workspace = await workspaceOf;
       lease = pool.acquire({
         row,
         rootId: w.root.id,
@@ -374,7 +377,7 @@ export class QueryService {
         if (rel === undefined) return undefined;
         const target = await this.readTarget(w.root, w.treeDir, rel).catch(() => undefined);
         if (!target) return undefined;
-        return this.withSession(w, row, rel, async (session) => {
+        return this.withSession(w, row, this.workspaces.find(w.root, w.treeDir, rel, row.rootMarkers), async (session) => {
           const { uri, complete } = await this.openAndWait(w, session, target);
           const out = await workspaceSymbols({ ...this.opContext(w, session, uri, target), cursorScope: cursorScope(w.root, name, w.q) });
           return { ...out, complete: out.complete && complete, notes: session.notes };
