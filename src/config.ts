@@ -109,6 +109,9 @@ export const configSchema = z.object({
   warmOpenFiles: int(8, 1).describe(
     "Files a warm-up opens per workspace: its largest, then the files the commit changed (against its base, else the repo's previous upload), then the next largest. A first query on an open file skips the server's work on opening it.",
   ),
+  warmSettleMs: int(3_000, 0).describe(
+    "After a warm-up's requests and the opened files' diagnostics, how long it may wait for the server to go quiet (its jail under 10% of one CPU for 100 ms): work a server starts on its own after answering (gopls's analyses, a background index) then does not share the jail's CPU with the first query. 0: no wait.",
+  ),
   warmOnStartRoots: int(8, 0).describe(
     'Stored roots warmed again when the daemon starts, the most recently used first, as if just uploaded (within the same warm-up budget); 0: none.',
   ),

@@ -22,6 +22,7 @@ import { bwrapOptions, jailCommand } from './bwrap-argv.js';
 import type { CgroupLimits, Cgroups, JailCgroup } from './cgroup.js';
 import { GATE_MESSAGE_FD, GATE_STDIO_COUNT, type GatePool } from './gates.js';
 import { JAIL_HOME, type PhasePolicy } from './policy.js';
+import { cpuTimes } from './proc-cpu.js';
 import { StderrRing, makeScrubber } from './stderr-ring.js';
 import { checkBindHost, openBindSource, openTree, preCreateMountPoints } from './tree.js';
 import type { JailExit, JailSpawnOptions, JailedProcess, Phase } from './types.js';
@@ -291,6 +292,7 @@ function launch(
     exited,
     kill,
     memoryBytes: () => cg.memoryBytes(),
+    cpuTimes: () => cpuTimes(cg.pids()),
     capCpu,
     setup,
   };

@@ -326,6 +326,11 @@ export class Session {
     return this.st.kind === 'ready' ? this.st.proc.memoryBytes?.() : undefined;
   }
 
+  /** CPU ms used so far by each process of its jail; empty when not running. */
+  cpuTimes(): ReadonlyMap<number, number> {
+    return (this.st.kind === 'ready' ? this.st.proc.cpuTimes?.() : undefined) ?? new Map();
+  }
+
   /** Wait for the server to finish indexing (per the row's strategy); false when the bound passed. */
   waitReady(uri: string | undefined, maxMs: number, signal: AbortSignal): Promise<boolean> {
     return this.tracker.waitReady(uri, maxMs, signal);

@@ -20,6 +20,7 @@
 // never wait for a warm-up, the pool never evicts for one nor lets it take its
 // reserve of free places, and a query that needs the place evicts it.
 import { dirname, posix } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from '../../config.js';
 import { deadline } from '../../deadline.js';
 import { nextTurn, turnCounter } from '../../event-loop.js';
@@ -37,6 +38,7 @@ import { SKIP_DIRS, type TargetFile } from '../target-file.js';
 import { dependencyMounts, type DependencySource } from './dependencies.js';
 import type { SessionPool } from './pool.js';
 import type { Session } from './session.js';
+import { cpuSpent } from '../../jail/proc-cpu.js';
 import { isRange, type Position } from '../wire/lsp-types.js';
 
 export interface WarmUpDeps {
@@ -210,7 +212,7 @@ export class WarmUp {
       const complete = await drive(
         session,
         t,
-        { readyMs: Math.min(config.readyTimeoutMs, left), diagnosticsWindowMs: config.diagnosticsWindowMs },
+        { readyMs: Math.min(config.readyTimeoutMs, left), diagnosticsWindowMs: config.diagnosticsWindowMs, settleMs: config.warmSettleMs },
         dl.signal,
         read,
       );
@@ -238,7 +240,7 @@ const WARM_QUERY = 'lspdWarmUpProbeZq';
 async function drive(
   session: Session,
   t: Task,
-  { readyMs, diagnosticsWindowMs }: { readyMs: number; diagnosticsWindowMs: number },
+  { readyMs, diagnosticsWindowMs, settleMs }: { readyMs: number; diagnosticsWindowMs: number; settleMs: number },
   signal: AbortSignal,
   read: (rel: string) => Promise<TargetFile>,
 ): Promise<boolean> {
@@ -274,9 +276,28 @@ async function drive(
     // first query. A server that pushes none for a file costs the window, in the background.
     const until = Date.now() + diagnosticsWindowMs;
     for (const u of [uri, ...opened]) if (!(await session.diagnosed(u, Math.max(0, until - Date.now()), signal))) break;
+    // And until it goes quiet: gopls analyses a package a second after it is opened,
+    // with its dependencies (~300 ms of CPU on go-basic; a first query after warm-up
+    // during that took 47 ms against 15 warm).
+    await quiet(session, settleMs, signal);
     return ready;
   } finally {
     release();
+  }
+}
+
+/** A jail is quiet when it spends less than this share of one CPU over one window. */
+const QUIET_WINDOW_MS = 100;
+const QUIET_CPU_MS = 10;
+
+/** Wait (at most boundMs) for a window in which the session's jail is quiet. */
+async function quiet(session: Session, boundMs: number, signal: AbortSignal): Promise<void> {
+  const until = Date.now() + boundMs;
+  while (Date.now() + QUIET_WINDOW_MS <= until && !signal.aborted) {
+    const before = session.cpuTimes();
+    if (before.size === 0) return; // not running: nothing to wait for
+    await sleep(QUIET_WINDOW_MS, undefined, { signal });
+    if (cpuSpent(before, session.cpuTimes()) < QUIET_CPU_MS) return;
   }
 }
 
