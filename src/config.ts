@@ -154,7 +154,7 @@ export const configSchema = z.object({
     .max(8)
     .default(1)
     .describe(
-      "Jail gates (jail/gate.c) kept started ahead of need. Node's spawn() forks the whole daemon, 10-20 ms at a few hundred MB resident, on the thread every request shares; a parked gate takes that off a cold query's path (its replacement is spawned a second later). Each is an idle process of about 1 MB, root until a jail claims it. 0: each jail spawns its own.",
+      "Jail gates (jail/gate.c) kept started ahead of need. Node's spawn() forks the whole daemon, 10-20 ms at a few hundred MB resident, on the thread every request shares; a parked gate takes that off a cold query's path (its replacement is spawned once no language server is starting). Each is an idle process of about 1 MB, root until a jail claims it. 0: each jail spawns its own.",
     ),
   jailTmpBytes: int(512 * MiB, MiB).describe('Size of each jail private tmpfs (/tmp and HOME).'),
   cgroupRoot: z.string().default('/sys/fs/cgroup').describe('Where cgroup v2 (or v1 controllers) are mounted.'),

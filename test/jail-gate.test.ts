@@ -130,6 +130,17 @@ describe('parked gates', { skip }, () => {
   });
   after(async () => t?.close());
 
+  test('no gate is parked while a jail is in its uncapped start; one is once it has started', async () => {
+    assert.ok(await waitFor(() => parkedGates().length === 1, 5000), 'one gate parked');
+    const j = await t!.jail.spawn({ phase: 'serve', argv: ['/bin/sleep', '30'], uncappedStartMs: 10_000 });
+    await new Promise((r) => setTimeout(r, 700));
+    assert.deepEqual(parkedGates(), [], 'no fork of the daemon while a server starts');
+    j.capCpu!();
+    assert.ok(await waitFor(() => parkedGates().length === 1, 3000), 'a gate parked once it has started');
+    j.kill();
+    await j.exited;
+  });
+
   test('a jail takes the parked gate, another is parked after it, and close() leaves none', async () => {
     assert.ok(await waitFor(() => parkedGates().length === 1, 5000), 'one gate parked (LSPD_JAIL_PARKED_GATES=1)');
     const [parked] = parkedGates();

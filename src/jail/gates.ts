@@ -3,10 +3,11 @@
 // fork copies the page tables of every page it has touched), so a cold query that
 // spawned its own gate waited that long, and so did every other request on the
 // daemon. A parked gate is already exec'd and blocked on its message pipe; taking one
-// costs nothing. Its replacement is spawned a second later: on a 2-core host a fork
-// during the taken jail's start would take CPU from the starting server. A gate is
-// root until its message names the jail's uid (jail/gate.c); nothing but the daemon
-// holds its pipes.
+// costs nothing. Its replacement is spawned once no jail is starting (every language
+// server started has answered once): on a 2-core host a fork during a server's start
+// takes CPU from it, and blocks the loop that reads its answers. A gate is root until
+// its message names the jail's uid (jail/gate.c); nothing but the daemon holds its
+// pipes.
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
 import type { Logger } from '../log.js';
@@ -14,19 +15,21 @@ import type { Logger } from '../log.js';
 /** The gate's descriptors: 0-2 stdio · 3 --json-status-fd · 4 --args · 5 --seccomp · 6 its message. */
 export const GATE_STDIO_COUNT = 7;
 export const GATE_MESSAGE_FD = 6;
-/** After a take: past a cold start's first answer on a 2-core host, where the fork would take CPU from the starting server. */
-const REFILL_DELAY_MS = 1000;
+/** How often a refill looks again for a moment when no jail is starting, and how long it waits for one at most. */
+const REFILL_POLL_MS = 250;
+const REFILL_WAIT_MS = 10_000;
 
 export class GatePool {
   private readonly parked = new Set<ChildProcess>();
   private refillQueued = false;
   private closed = false;
 
-  /** `size` gates are kept parked; 0 spawns each when it is needed. */
+  /** `size` gates are kept parked; 0 spawns each when it is needed. `idle`: no jail is starting now. */
   constructor(
     private readonly gatePath: string,
     private readonly size: number,
     private readonly log: Logger,
+    private readonly idle: () => boolean = () => true,
   ) {}
 
   /** Park gates up to the pool's size, one per turn, from the next turn on. */
@@ -38,7 +41,7 @@ export class GatePool {
   take(): ChildProcess {
     const [parked] = this.parked;
     if (parked) this.parked.delete(parked);
-    this.queueRefill(REFILL_DELAY_MS);
+    this.queueRefill(REFILL_POLL_MS);
     if (!parked) return this.start();
     holdLoop(parked, true);
     return parked;
@@ -65,13 +68,17 @@ export class GatePool {
     return child;
   }
 
-  /** One spawn per turn, `delayMs` from now: never on the path of the request that took a gate. */
-  private queueRefill(delayMs = 0): void {
+  /**
+   * One spawn per turn, from `delayMs` on, once no jail is starting (or REFILL_WAIT_MS
+   * have passed): never on the path of the request that took a gate.
+   */
+  private queueRefill(delayMs = 0, since = Date.now()): void {
     if (this.refillQueued || this.closed || this.parked.size >= this.size) return;
     this.refillQueued = true;
     setTimeout(() => {
       this.refillQueued = false;
       if (this.closed || this.parked.size >= this.size) return;
+      if (!this.idle() && Date.now() - since < REFILL_WAIT_MS) return this.queueRefill(REFILL_POLL_MS, since);
       const g = this.start();
       if (g.pid === undefined) {
         this.log.error({ gate: this.gatePath }, 'cannot park a jail gate; jails spawn their own');

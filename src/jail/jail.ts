@@ -110,7 +110,8 @@ export async function createJail({ config, log, metrics }: JailDeps): Promise<Ja
 
   const policies: Record<Phase, PhasePolicy> = { serve: phasePolicy('serve', host), fetch: phasePolicy('fetch', host) };
   const live = new Set<JailedProcess>();
-  const gates = new GatePool(GATE_PATH, config.jailParkedGates, log);
+  const starting = new Set<JailedProcess>();
+  const gates = new GatePool(GATE_PATH, config.jailParkedGates, log, () => starting.size === 0);
   const ctx: SpawnContext | undefined =
     cgroups &&
     ({
@@ -138,6 +139,7 @@ export async function createJail({ config, log, metrics }: JailDeps): Promise<Ja
       ],
       log,
       live,
+      starting,
     } satisfies SpawnContext);
   if (ctx) gates.refill();
 

@@ -49,6 +49,8 @@ export interface SpawnContext {
   log: Logger;
   /** Every jail not yet gone, for close(). */
   live: Set<JailedProcess>;
+  /** Jails in their uncapped start (no first answer yet): the gate pool forks only when there is none. */
+  starting: Set<JailedProcess>;
 }
 
 let seq = 0;
@@ -225,6 +227,7 @@ function launch(
   const capCpu = () => {
     if (capped) return;
     capped = true;
+    ctx.starting.delete(jailed);
     clearTimeout(capTimer);
     try {
       cg.capCpu();
@@ -248,6 +251,7 @@ function launch(
   const exited = bwrapExit.then(async (exit) => {
     opts.signal?.removeEventListener('abort', onAbort);
     capped = true;
+    ctx.starting.delete(jailed);
     clearTimeout(capTimer);
     const gone = await drain(cg);
     if (gone) {
@@ -297,6 +301,7 @@ function launch(
     setup,
   };
   ctx.live.add(jailed);
+  if (!capped) ctx.starting.add(jailed);
   return jailed;
 }
 
