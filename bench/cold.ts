@@ -11,7 +11,8 @@
 //         definition asked every 25 ms: the first answer, and the first right one
 //         (servers that answer early answer empty or wrong; lspd waits instead).
 // lspd runs as its own process (src/main.ts, as operators run it), asked over a
-// kept-alive connection (bench/keep-alive.ts) as bench/overhead asks; runs of the two
+// kept-alive connection (bench/keep-alive.ts: the queries and the GET polls of a warmed
+// upload) as bench/overhead asks; runs of the two
 // are interleaved so machine load hits both alike; medians of RUNS.
 // Run: node --import tsx bench/cold.ts [runs] [row names...]
 import { createHash } from 'node:crypto';
@@ -19,8 +20,8 @@ import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { spawnDaemon, type Daemon } from '../test/helpers/daemon.js';
 import { Readable } from 'node:stream';
-import { cannotJail, fetchSettled, getJson, tarOf, fixturesDir } from '../test/helpers/lsp-harness.js';
-import { postLsp } from './keep-alive.js';
+import { cannotJail, fetchSettled, tarOf, fixturesDir } from '../test/helpers/lsp-harness.js';
+import { getJson, postLsp } from './keep-alive.js';
 import { join } from 'node:path';
 import { bareFor, cases, isRight, rawLocations, type Case } from './cases.js';
 import { jailUidEnv } from '../test/helpers/uids.js';
