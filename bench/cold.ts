@@ -10,10 +10,10 @@
 //   bare  the same server binary spawned directly, initialize, didOpen, then the
 //         definition asked every 25 ms: the first answer, and the first right one
 //         (servers that answer early answer empty or wrong; lspd waits instead).
-// lspd runs as its own process (src/main.ts, as operators run it), asked over a
-// kept-alive connection (bench/keep-alive.ts: the queries and the GET polls of a warmed
-// upload) as bench/overhead asks; runs of the two
-// are interleaved so machine load hits both alike; medians of RUNS.
+// lspd runs as its own process (src/main.ts, as operators run it), asked over one
+// kept-alive connection as bench/overhead asks (bench/keep-alive.ts: the queries, and
+// the GET polls of a warmed upload); runs of the two are interleaved so machine load
+// hits both alike; medians of RUNS.
 // Run: node --import tsx bench/cold.ts [runs] [row names...]
 import { createHash } from 'node:crypto';
 import { cpus, loadavg } from 'node:os';

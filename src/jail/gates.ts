@@ -85,7 +85,7 @@ export class GatePool {
         return;
       }
       this.parked.add(g);
-      // A parked gate that dies on its own is dropped, not replaced: the next jail's set-up refills.
+      // A parked gate that dies on its own is dropped, not replaced: the next take() refills.
       g.once('exit', () => this.parked.delete(g));
       holdLoop(g, false);
       this.queueRefill();

@@ -284,8 +284,6 @@ function launch(
     fds[FD.gate]!.end(gateMessage);
     return confirmSetup(child, fds[FD.jsonStatus]!, sandbox, exited, opts.signal).then((r) => (r.ok ? r : setupFailed(scrub(firstLine(ring.text()) || r.why))));
   })();
-  const refill = () => ctx.gates.refill();
-  void setup.then(refill, refill);
 
   const jailed: Launched = {
     pid: child.pid ?? -1,

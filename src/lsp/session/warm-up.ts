@@ -276,9 +276,9 @@ async function drive(
     // first query. A server that pushes none for a file costs the window, in the background.
     const until = Date.now() + diagnosticsWindowMs;
     for (const u of [uri, ...opened]) if (!(await session.diagnosed(u, Math.max(0, until - Date.now()), signal))) break;
-    // And until it goes quiet: gopls analyses a package a second after it is opened,
-    // with its dependencies (~300 ms of CPU on go-basic; a first query after warm-up
-    // during that took 47 ms against 15 warm).
+    // And until it goes quiet: gopls analyses a package and its dependencies on its own
+    // after answering (300-480 ms of CPU on go-basic; a first query after warm-up
+    // during that took 47 ms against 15 warm). Its slot is held meanwhile, one of many.
     await quiet(session, settleMs, signal);
     return ready;
   } finally {
