@@ -113,6 +113,9 @@ async function bareOnce(c: Case): Promise<{ first: number; right?: number }> {
   }
 }
 
+/** A pause before a cold start: the server stopped by the run before has its exit and the jail's teardown behind it. */
+const settle = () => new Promise((r) => setTimeout(r, 300));
+
 const median = (xs: number[]) => (xs.length ? [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]! : NaN);
 const f = (n: number) => (Number.isFinite(n) ? n.toFixed(0) : '-').padStart(8);
 
@@ -139,7 +142,10 @@ async function main(): Promise<void> {
       const b: { first: number; right?: number }[] = [];
       const w: { ms: number; right: boolean; p50: number }[] = [];
       for (let i = 0; i < RUNS; i++) {
+        // Each cold start on a settled host: the run before has just stopped a server of the same kind.
+        await settle();
         l.push(await lspdOnce(d, c, i));
+        await settle();
         b.push(await bareOnce(c));
         w.push(await warmedOnce(d, c, i));
       }
