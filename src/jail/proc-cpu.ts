@@ -7,8 +7,15 @@ import { readFileSync } from 'node:fs';
 /** USER_HZ: the unit of utime/stime, 100 on every Linux architecture Node runs on. */
 const TICKS_PER_SECOND = 100;
 
-/** CPU ms used so far by each pid still readable. */
-export function cpuTimes(pids: readonly number[]): Map<number, number> {
+/**
+ * Processes read at most per call: a jail forking all it may (LSPD_JAIL_PIDS) would
+ * otherwise cost the daemon's one thread hundreds of reads per reading.
+ */
+export const MAX_PROCESSES_READ = 64;
+
+/** CPU ms used so far by each pid still readable; undefined when there are more than MAX_PROCESSES_READ (busy, whatever they do). */
+export function cpuTimes(pids: readonly number[]): Map<number, number> | undefined {
+  if (pids.length > MAX_PROCESSES_READ) return undefined;
   const out = new Map<number, number>();
   for (const pid of pids) {
     try {

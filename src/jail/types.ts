@@ -71,8 +71,8 @@ export interface JailedProcess {
   kill(): void;
   /** Memory the jail uses now (its cgroup's usage); undefined when it cannot be read. */
   memoryBytes?(): number | undefined;
-  /** CPU ms used so far by each of its processes (proc-cpu.ts); compare two readings with cpuSpent. */
-  cpuTimes?(): ReadonlyMap<number, number>;
+  /** CPU ms used so far by each of its processes (proc-cpu.ts; undefined past its bound on processes read); compare two readings with cpuSpent. */
+  cpuTimes?(): ReadonlyMap<number, number> | undefined;
   /** End an uncapped start (uncappedStartMs): the jail runs under its CPU cap from now on. Idempotent. */
   capCpu?(): void;
 }

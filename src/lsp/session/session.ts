@@ -326,9 +326,9 @@ export class Session {
     return this.st.kind === 'ready' ? this.st.proc.memoryBytes?.() : undefined;
   }
 
-  /** CPU ms used so far by each process of its jail; empty when not running. */
-  cpuTimes(): ReadonlyMap<number, number> {
-    return (this.st.kind === 'ready' ? this.st.proc.cpuTimes?.() : undefined) ?? new Map();
+  /** CPU ms used so far by each process of its jail; empty when not running, undefined when it runs too many to read. */
+  cpuTimes(): ReadonlyMap<number, number> | undefined {
+    return this.st.kind === 'ready' && this.st.proc.cpuTimes ? this.st.proc.cpuTimes() : new Map();
   }
 
   /** Wait for the server to finish indexing (per the row's strategy); false when the bound passed. */

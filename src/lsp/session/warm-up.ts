@@ -295,9 +295,11 @@ async function quiet(session: Session, boundMs: number, signal: AbortSignal): Pr
   const until = Date.now() + boundMs;
   while (Date.now() + QUIET_WINDOW_MS <= until && !signal.aborted) {
     const before = session.cpuTimes();
-    if (before.size === 0) return; // not running: nothing to wait for
+    if (before?.size === 0) return; // not running: nothing to wait for
     await sleep(QUIET_WINDOW_MS, undefined, { signal });
-    if (cpuSpent(before, session.cpuTimes()) < QUIET_CPU_MS) return;
+    const after = session.cpuTimes();
+    // Too many processes to read (undefined) is not quiet.
+    if (before && after && cpuSpent(before, after) < QUIET_CPU_MS) return;
   }
 }
 
