@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { basename, dirname, join } from 'node:path';
+import { cpuTimes } from '../src/jail/proc-cpu.js';
 import type { JailedProcess } from '../src/jail/types.js';
 import { cpuBandwidthOf, cpuCgroupOf, UNLIMITED } from './helpers/cgroup.js';
 import { skipOrFail } from './helpers/host.js';
@@ -148,15 +149,9 @@ describe('jail CPU: a busy org does not starve another', { skip }, () => {
   });
 });
 
-/** CPU seconds a process has used (utime + stime of /proc/<pid>/stat; 0 when gone). */
+/** CPU seconds a process has used (proc-cpu's reading of /proc/<pid>/stat; 0 when gone). */
 function cpuSecondsOf(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) / 100; // USER_HZ is 100 on Linux
-  } catch {
-    return 0;
-  }
+  return (cpuTimes([pid])?.get(pid) ?? 0) / 1000;
 }
 
 /** CPU seconds the live processes of one jail have used (each jail runs as its own pool uid: the gate's). */

@@ -6,8 +6,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, readFileSync, readdirSync, readlinkSync, constants } from 'node:fs';
+import { closeSync, openSync, readdirSync, readlinkSync, constants } from 'node:fs';
 import { GATE_PATH } from '../src/jail/policy.js';
+import { allProcs } from './chaos/procs.js';
 import { cannotJail, privateUidBase, startJail, tempDir, UID_COUNT, waitFor, type TestJail } from './fixtures/jail/harness.js';
 
 const skip = cannotJail();
@@ -36,25 +37,17 @@ async function run(message: Buffer | null): Promise<{ code: number | null; stdou
   return { code, stdout, gate };
 }
 
-/** Children of a process (from /proc/<pid>/task/<pid>/children). */
-function childrenOf(pid: number): number[] {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
-}
+/** Children of a process. */
+const childrenOf = (pid: number): number[] =>
+  allProcs()
+    .filter((p) => p.ppid === pid)
+    .map((p) => p.pid);
 
 /** lspd-gate processes running as root among this process's children: the parked ones. */
-function parkedGates(): number[] {
-  return childrenOf(process.pid).filter((pid) => {
-    try {
-      return readlinkSync(`/proc/${pid}/exe`) === GATE_PATH && /^Uid:\s+0\s/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    } catch {
-      return false;
-    }
-  });
-}
+const parkedGates = (): number[] =>
+  allProcs()
+    .filter((p) => p.ppid === process.pid && p.uid === 0 && p.argv[0] === GATE_PATH)
+    .map((p) => p.pid);
 
 describe('lspd-gate', { skip }, () => {
   const uid = privateUidBase() + UID_COUNT; // the slot's second half: startJail below uses the first
