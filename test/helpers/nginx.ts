@@ -226,11 +226,15 @@ export async function startNginx(replicas: readonly string[], opts: { timeoutMs?
   const exited = new Promise<void>((r) => proc.once('exit', () => r()));
   let current = [...replicas];
   let marks = 0;
-  const readLog = (): AccessRecord[] =>
-    (existsSync(join(prefix, 'logs', 'access.log')) ? readFileSync(join(prefix, 'logs', 'access.log'), 'utf8') : '')
+  // Whole lines only: nginx may be writing the last one while we read (a CI run parsed half a line).
+  const readLog = (): AccessRecord[] => {
+    const text = existsSync(join(prefix, 'logs', 'access.log')) ? readFileSync(join(prefix, 'logs', 'access.log'), 'utf8') : '';
+    return text
+      .slice(0, text.lastIndexOf('\n') + 1)
       .split('\n')
       .filter(Boolean)
       .map((l) => JSON.parse(l) as AccessRecord);
+  };
 
   return {
     url: `http://127.0.0.1:${port}`,
