@@ -13,7 +13,11 @@
 // lspd runs as its own process (src/main.ts, as operators run it), asked over one
 // kept-alive connection as bench/overhead asks (bench/keep-alive.ts: the queries, and
 // the GET polls of a warmed upload); runs of the two are interleaved so machine load
-// hits both alike; medians of RUNS.
+// hits both alike, each cold start on a quiet host (settle below), which goes first
+// alternating; medians of RUNS, after one round per row that is not counted.
+// `lspd−bare right` is the median over runs of lspd's start less the bare start right
+// after it, with its quartiles: a multi-second server's own start moves by more than
+// the goal between runs, so read the spread beside it. BENCH_COLD_PAIRS=1 prints runs.
 // Run: node --import tsx bench/cold.ts [runs] [row names...]
 import { createHash } from 'node:crypto';
 import { cpus, loadavg } from 'node:os';
@@ -23,6 +27,7 @@ import { Readable } from 'node:stream';
 import { cannotJail, fetchSettled, tarOf, fixturesDir } from '../test/helpers/lsp-harness.js';
 import { getJson, postLsp } from './keep-alive.js';
 import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { bareFor, cases, isRight, rawLocations, type Case } from './cases.js';
 import { jailUidEnv } from '../test/helpers/uids.js';
 
@@ -113,10 +118,38 @@ async function bareOnce(c: Case): Promise<{ first: number; right?: number }> {
   }
 }
 
-/** A pause before a cold start: the server stopped by the run before has its exit and the jail's teardown behind it. */
-const settle = () => new Promise((r) => setTimeout(r, 300));
+/** Busy and total jiffies of the host so far (/proc/stat's first line: user nice system idle iowait irq softirq steal). */
+function hostJiffies(): { busy: number; total: number } {
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = readFileSync('/proc/stat', 'latin1')
+    .split('\n', 1)[0]!
+    .trim()
+    .split(/\s+/)
+    .slice(1, 9)
+    .map(Number);
+  const busy = user! + nice! + system! + irq! + softirq! + steal!;
+  return { busy, total: busy + idle! + iowait! };
+}
+
+/**
+ * Before a cold start, lspd's and the bare server's alike: 300 ms (the run before has
+ * just stopped a server of the same kind), then until the host is quiet, a 100 ms
+ * window in which every CPU together was busy under a fifth of one CPU, 3 s at most.
+ * Without it a start could share the CPUs with the last one's teardown.
+ */
+async function settle(): Promise<void> {
+  await new Promise((r) => setTimeout(r, 300));
+  const until = Date.now() + 3_000;
+  while (Date.now() < until) {
+    const a = hostJiffies();
+    await new Promise((r) => setTimeout(r, 100));
+    const b = hostJiffies();
+    if ((b.busy - a.busy) * cpus().length * 5 <= b.total - a.total) return;
+  }
+}
 
 const median = (xs: number[]) => (xs.length ? [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]! : NaN);
+/** The q-quantile (0..1) of xs, nearest rank. */
+const quantile = (xs: number[], q: number) => (xs.length ? [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]! : NaN);
 const f = (n: number) => (Number.isFinite(n) ? n.toFixed(0) : '-').padStart(8);
 
 async function main(): Promise<void> {
@@ -132,29 +165,43 @@ async function main(): Promise<void> {
     if (!daemons.has(key)) daemons.set(key, daemon(key === 'tsserver' ? { LSPD_TYPESCRIPT_SERVER: 'tsserver' } : {}));
     return daemons.get(key)!;
   };
-  console.log(`bench/cold: time to the first definition on a cold server, ms, median of ${RUNS} (interleaved)`);
+  console.log(`bench/cold: time to the first definition on a cold server, ms, median of ${RUNS} (interleaved); load ${loadavg()[0]!.toFixed(1)} at the start`);
   console.log('lspd = fresh root, one POST /v1/code/lsp (jail, initialize, readiness, answer); bare = same server over stdio, no jail, asked every 25 ms\n');
-  console.log(`${'server'.padEnd(28)} lspd  right?  bare 1st  bare right  lspd−bare right  warmed 1st  right?  warm p50`);
+  console.log(`${'server'.padEnd(28)} lspd  right?  bare 1st  bare right  lspd−bare right (q1..q3)  warmed 1st  right?  warm p50`);
   try {
     for (const c of all) {
       const d = await daemonFor(c);
       const l: { ms: number; right: boolean }[] = [];
       const b: { first: number; right?: number }[] = [];
       const w: { ms: number; right: boolean; p50: number }[] = [];
-      for (let i = 0; i < RUNS; i++) {
-        // Each cold start on a settled host: the run before has just stopped a server of the same kind.
-        await settle();
-        l.push(await lspdOnce(d, c, i));
-        await settle();
-        b.push(await bareOnce(c));
-        w.push(await warmedOnce(d, c, i));
+      // Round 0 is not counted: the first start of a server kind after the daemon's
+      // own start pays for the page cache and the daemon's untried code paths, once.
+      for (let i = 0; i <= RUNS; i++) {
+        // Each cold start on a settled host; which of the two goes first alternates.
+        const pair: [{ ms: number; right: boolean }?, { first: number; right?: number }?] = [];
+        for (const side of i % 2 === 0 ? [0, 1] : [1, 0]) {
+          await settle();
+          if (side === 0) pair[0] = await lspdOnce(d, c, i);
+          else pair[1] = await bareOnce(c);
+        }
+        const warm = await warmedOnce(d, c, i);
+        if (i === 0) continue;
+        l.push(pair[0]!);
+        b.push(pair[1]!);
+        w.push(warm);
       }
       const warmed = `${f(median(w.map((x) => x.ms)))}    ${`${w.filter((x) => x.right).length}/${RUNS}`.padStart(5)}  ${f(median(w.map((x) => x.p50)))}`;
       const lm = median(l.map((x) => x.ms));
       const rightCount = l.filter((x) => x.right).length;
       const bRight = median(b.map((x) => x.right).filter((x): x is number => x !== undefined));
+      // What lspd adds, per run: each lspd start less the bare start right after it. The
+      // median of those is steadier than one median less the other when the host drifts.
+      const added = l.flatMap((x, i) => (b[i]!.right === undefined ? [] : [x.ms - b[i]!.right!]));
+      const spread = `${f(quantile(added, 0.25)).trim()}..${f(quantile(added, 0.75)).trim()}`.padStart(12);
+      if (process.env.BENCH_COLD_PAIRS)
+        console.log('  runs (lspd/bare right):', l.map((x, i) => `${x.ms.toFixed(0)}/${b[i]!.right?.toFixed(0) ?? '-'}`).join(' '));
       console.log(
-        `${c.row.name.padEnd(28)}${f(lm)}  ${`${rightCount}/${RUNS}`.padStart(5)}  ${f(median(b.map((x) => x.first)))}    ${f(bRight)}        ${f(lm - bRight)}     ${warmed}`,
+        `${c.row.name.padEnd(28)}${f(lm)}  ${`${rightCount}/${RUNS}`.padStart(5)}  ${f(median(b.map((x) => x.first)))}    ${f(bRight)}        ${f(median(added))} ${spread}     ${warmed}`,
       );
     }
   } finally {
