@@ -20,7 +20,9 @@ export function goRow(): ServerRow {
     // - readiness: it loads the workspace after `initialized` and holds requests
     //   until then; its progress ("Setting up workspace") begins a few ms after
     //   `initialized` and closes when loaded (expectProgress: the diagnostics
-    //   window then starts after the load, not during it).
+    //   window then starts after the load, not during it). graceMs 0: a request
+    //   sent as the load ends is held until gopls has type-checked for it, so the
+    //   grace only delayed that work (bench/calibrate: none answered wrong after).
     // - positions: UTF-16 only.
     // Code from the tree: none. The go command it runs is the image's (GOROOT);
     // what could make go run another program is pinned here, where a tree cannot
@@ -49,7 +51,7 @@ export function goRow(): ServerRow {
     ecosystem: 'go',
     rootMarkers: ['go.mod'],
     settings: { gopls: { hoverKind: 'FullDocumentation', linksInHover: false } },
-    readiness: { kind: 'progress', expectProgress: true },
+    readiness: { kind: 'progress', expectProgress: true, graceMs: 0 },
     hierarchyOps: ['incomingCalls', 'outgoingCalls'],
     encodings: ['utf-16'],
     maxInFlight: 16,

@@ -31,7 +31,10 @@ export function phpRow(p: ServerPaths): ServerRow {
         diagnostics: { enable: true },
       },
     },
-    readiness: { kind: 'progress', expectProgress: true },
+    // graceMs 0: one indexing progress per session, and no question asked after it
+    // ended was answered wrong (bench/calibrate, 7 cold runs); the default 50 ms
+    // was only waited, on every cold start.
+    readiness: { kind: 'progress', expectProgress: true, graceMs: 0 },
     hierarchyOps: [],
     encodings: ['utf-16'],
     maxInFlight: 16,
