@@ -5,9 +5,10 @@
 // daemon. A parked gate is already exec'd and blocked on its message pipe; taking one
 // costs nothing. Its replacement is spawned once no jail is starting (every language
 // server started has answered once): on a 2-core host a fork during a server's start
-// takes CPU from it, and blocks the loop that reads its answers. A gate is root until
-// its message names the jail's uid (jail/gate.c); nothing but the daemon holds its
-// pipes.
+// takes CPU from it, and blocks the loop that reads its answers; nor in the moment
+// after a start ends, while its first answer is projected and sent (StartingJails).
+// A gate is root until its message names the jail's uid (jail/gate.c); nothing but
+// the daemon holds its pipes.
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
 import type { Logger } from '../log.js';
@@ -18,13 +19,40 @@ export const GATE_MESSAGE_FD = 6;
 /** How often a refill looks again for a moment when no jail is starting, and how long it waits for one at most. */
 const REFILL_POLL_MS = 250;
 const REFILL_WAIT_MS = 10_000;
+/**
+ * How long after a start ended the pool still counts it as starting. The end is the
+ * server's first answer, and the query that waited for it still has to project and
+ * send it (2-5 ms): measured, a poll that forked right then (TS 7's cold start is
+ * about one poll long) cost that query 20 ms in 2 of 9 cold starts.
+ */
+export const AFTER_START_MS = 100;
+
+/** Jails in their uncapped start (no first answer yet), and when the last start ended. */
+export class StartingJails {
+  private readonly jails = new Set<object>();
+  private endedAt = -Infinity;
+
+  add(jail: object): void {
+    this.jails.add(jail);
+  }
+
+  /** The jail's start is over (its first answer, its cap, its exit); idempotent. */
+  delete(jail: object, now = Date.now()): void {
+    if (this.jails.delete(jail)) this.endedAt = now;
+  }
+
+  /** No jail is starting, nor ended its start within AFTER_START_MS: a moment for a fork. */
+  quiet(now = Date.now()): boolean {
+    return this.jails.size === 0 && now - this.endedAt >= AFTER_START_MS;
+  }
+}
 
 export class GatePool {
   private readonly parked = new Set<ChildProcess>();
   private refillQueued = false;
   private closed = false;
 
-  /** `size` gates are kept parked; 0 spawns each when it is needed. `idle`: no jail is starting now. */
+  /** `size` gates are kept parked; 0 spawns each when it is needed. `idle`: a moment for a fork (StartingJails.quiet). */
   constructor(
     private readonly gatePath: string,
     private readonly size: number,

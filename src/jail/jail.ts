@@ -17,7 +17,7 @@ import { createEgressProxy, type EgressProxy } from './egress-proxy.js';
 import { GATE_PATH, JAIL_INNER_UID, PROJECT_DIR, hostLayout, phasePolicy, type PhasePolicy } from './policy.js';
 import { preflight } from './preflight.js';
 import { buildFilter } from './seccomp.js';
-import { GatePool } from './gates.js';
+import { GatePool, StartingJails } from './gates.js';
 import { spawnInJail, type SpawnContext } from './spawn.js';
 import type { Jail, JailSpawnOptions, JailedProcess, Phase } from './types.js';
 import { DAEMON_ORG, UidPool } from './uid-pool.js';
@@ -110,8 +110,8 @@ export async function createJail({ config, log, metrics }: JailDeps): Promise<Ja
 
   const policies: Record<Phase, PhasePolicy> = { serve: phasePolicy('serve', host), fetch: phasePolicy('fetch', host) };
   const live = new Set<JailedProcess>();
-  const starting = new Set<JailedProcess>();
-  const gates = new GatePool(GATE_PATH, config.jailParkedGates, log, () => starting.size === 0);
+  const starting = new StartingJails();
+  const gates = new GatePool(GATE_PATH, config.jailParkedGates, log, () => starting.quiet());
   const ctx: SpawnContext | undefined =
     cgroups &&
     ({

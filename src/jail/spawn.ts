@@ -20,7 +20,7 @@ import { errors } from '../errors.js';
 import type { Logger } from '../log.js';
 import { bwrapOptions, jailCommand } from './bwrap-argv.js';
 import type { CgroupLimits, Cgroups, JailCgroup } from './cgroup.js';
-import { GATE_MESSAGE_FD, GATE_STDIO_COUNT, type GatePool } from './gates.js';
+import { GATE_MESSAGE_FD, GATE_STDIO_COUNT, type GatePool, type StartingJails } from './gates.js';
 import { JAIL_HOME, type PhasePolicy } from './policy.js';
 import { cpuTimes } from './proc-cpu.js';
 import { StderrRing, makeScrubber } from './stderr-ring.js';
@@ -50,7 +50,7 @@ export interface SpawnContext {
   /** Every jail not yet gone, for close(). */
   live: Set<JailedProcess>;
   /** Jails in their uncapped start (no first answer yet): the gate pool forks only when there is none. */
-  starting: Set<JailedProcess>;
+  starting: StartingJails;
 }
 
 let seq = 0;
