@@ -3,12 +3,12 @@
 // callers; this module owns what happens while a job runs: one FETCH-jail spawn per
 // workspace in turn, a deadline and a byte bound over the whole job, and the
 // bounded, scrubbed log tail the caller sees.
-import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Jail } from '../jail/types.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
+import { removeTree } from '../store/remove-tree.js';
 import { diskUsage } from './disk-usage.js';
 import { composerHint, composerServeMounts, prepareComposer } from './composer.js';
 import { goHint, goServeMounts, prepareGo } from './go.js';
@@ -203,7 +203,7 @@ export async function runJob(deps: RunDeps, o: RunOptions): Promise<RunResult> {
     // walks over what was fetched. A resumed job seals and measures when it ends.
     return { steps, stopped, aborted: early, bytes: 0, log: tail.tail(), mounts: [] };
   }
-  for (const rel of SCRATCH_DIRS) await rm(join(o.ctx.depsDir, rel), { recursive: true, force: true, maxRetries: 3 });
+  for (const rel of SCRATCH_DIRS) await removeTree(join(o.ctx.depsDir, rel));
   for (const rel of OUTPUT_DIRS) await seal(join(o.ctx.depsDir, rel));
   let bytes = await diskUsage(o.ctx.depsDir);
   const aborted = signal.aborted ? abortCause(signal) : undefined;
@@ -355,7 +355,7 @@ function watchBytes(dir: string, maxBytes: number, intervalMs: number, signal: A
 /** Remove what the fetchers wrote (not the state file). */
 export async function removeOutputs(depsDir: string): Promise<void> {
   for (const rel of [...OUTPUT_DIRS, ...SCRATCH_DIRS]) {
-    await rm(join(depsDir, rel), { recursive: true, force: true, maxRetries: 3 });
+    await removeTree(join(depsDir, rel));
   }
 }
 

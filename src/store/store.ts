@@ -9,7 +9,7 @@
 // disk quotas (global and per org, eviction.ts) by evicting least recently used
 // roots nobody holds; an upload its org has no room for is refused while it streams.
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, readdir, rename, rm, utimes, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, rename, utimes, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
@@ -28,6 +28,7 @@ import { ingestTar } from './tar-ingest.js';
 import { encodeTreeIndex, TREE_INDEX, type TreeEntry } from './tree-index.js';
 import { storageError } from './tree-writer.js';
 import { stopWriterThreads, warmWriterThreads } from './write-pool.js';
+import { removeTree } from './remove-tree.js';
 import {
   rootId,
   type HoldCheck,
@@ -83,7 +84,7 @@ export class RootStore {
     for (const sub of ['staging', 'trash']) {
       const leftover = await readdir(join(d, sub)).catch(() => []);
       if (leftover.length > 0) deps.log.info({ dir: sub, entries: leftover.length }, 'removing what an earlier run left');
-      await rm(join(d, sub), { recursive: true, force: true });
+      await removeTree(join(d, sub));
       await mkdir(join(d, sub), { mode: 0o700 }); // half-written uploads stay private
     }
     const fixModes = await umaskStripsModes(join(d, 'staging'));
@@ -328,7 +329,7 @@ export class RootStore {
       await rename(staging, final);
       await fsyncDir(dirname(final));
     } catch (raw) {
-      await rm(staging, { recursive: true, force: true }).catch((err: unknown) => log.error({ err }, 'could not remove staging'));
+      await removeTree(staging).catch((err: unknown) => log.error({ err }, 'could not remove staging'));
       // The base was deleted or evicted while its files were being linked: the client uploads the whole tree.
       const baseGone = baseKey !== undefined && (raw as NodeJS.ErrnoException)?.code === 'ENOENT' && !this.index.has(rootId(baseKey));
       const err = baseGone ? baseMissing(key, baseKey.sha, 'was removed during the upload') : isAppError(raw) ? raw : storageError(raw);
@@ -380,7 +381,7 @@ export class RootStore {
     }
     const trash = join(this.trashDir, randomBytes(12).toString('hex'));
     await rename(e.dir, trash);
-    const gone = rm(trash, { recursive: true, force: true }).catch((err: unknown) => this.deps.log.error({ err, root: id }, 'could not delete removed root'));
+    const gone = removeTree(trash).catch((err: unknown) => this.deps.log.error({ err, root: id }, 'could not delete removed root'));
     this.deps.log.info({ root: id, reason, bytes: e.treeBytes + e.depsBytes }, 'root removed');
     if (wait) await gone;
     else this.track(gone);
@@ -448,7 +449,7 @@ export class RootStore {
     for (const dir of junk) {
       // Only a rename puts anything here, so this is not ours or was damaged by hand.
       this.deps.log.warn({ dir: dir.slice(this.deps.config.dataDir.length + 1) }, 'removing an unreadable root');
-      await rm(dir, { recursive: true, force: true });
+      await removeTree(dir);
     }
     await Promise.all(
       [...this.index.values()].map(async (e) => {
