@@ -23,8 +23,7 @@ import { createHash } from 'node:crypto';
 import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { spawnDaemon, type Daemon } from '../test/helpers/daemon.js';
-import { Readable } from 'node:stream';
-import { cannotJail, fetchSettled, tarOf, fixturesDir } from '../test/helpers/lsp-harness.js';
+import { cannotJail, fetchSettled, fixturesDir, uploadDir } from '../test/helpers/lsp-harness.js';
 import { getJson, postLsp } from './keep-alive.js';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
@@ -47,16 +46,6 @@ async function daemon(env: Record<string, string>): Promise<Daemon> {
 
 type Root = { org: string; repo: string; sha: string };
 
-async function put(d: Daemon, root: Root, fixture: string, query: string): Promise<void> {
-  const r = await fetch(`${d.url}/v1/roots/${root.org}/${root.repo}/${root.sha}${query}`, {
-    method: 'PUT',
-    headers: { 'content-type': 'application/x-tar' },
-    body: Readable.toWeb(tarOf(join(fixturesDir, fixture))) as ReadableStream,
-    duplex: 'half',
-  } as RequestInit);
-  if (r.status !== 201) throw new Error(`upload answered ${r.status}: ${await r.text()}`);
-}
-
 async function ask(d: Daemon, c: Case, root: Root): Promise<{ ms: number; right: boolean }> {
   const t0 = performance.now();
   const r = await postLsp(d.url, { ...root, op: 'definition', path: c.path, ...c.position });
@@ -69,7 +58,7 @@ async function ask(d: Daemon, c: Case, root: Root): Promise<{ ms: number; right:
 /** Upload with warm-up, wait (≤ 180 s) for GET to show every session ready, then the first query and 5 more. */
 async function warmedOnce(d: Daemon, c: Case, run: number): Promise<{ ms: number; right: boolean; p50: number }> {
   const root = { org: 'bench', repo: c.fixture, sha: createHash('sha1').update(`warm ${c.row.name} ${run} ${process.pid} ${Date.now()}`).digest('hex') };
-  await put(d, root, c.fixture, '');
+  await uploadDir(d.url, root, join(fixturesDir, c.fixture));
   const until = Date.now() + 180_000;
   for (;;) {
     const s = (await getJson(d.url, `/v1/roots/${root.org}/${root.repo}/${root.sha}`)).body.sessions as { state: string }[];
@@ -93,7 +82,7 @@ async function remove(d: Daemon, root: Root): Promise<void> {
 async function lspdOnce(d: Daemon, c: Case, run: number): Promise<{ ms: number; right: boolean }> {
   // A root never seen before (a fresh session, nothing cached).
   const root = { org: 'bench', repo: c.fixture, sha: createHash('sha1').update(`cold ${c.row.name} ${run} ${process.pid} ${Date.now()}`).digest('hex') };
-  await put(d, root, c.fixture, '?warm=false');
+  await uploadDir(d.url, root, join(fixturesDir, c.fixture), '?warm=false');
   await fetchSettled(d.url, root);
   const answer = await ask(d, c, root);
   await remove(d, root);

@@ -11,9 +11,8 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
 import { spawnDaemon, type Daemon } from '../test/helpers/daemon.js';
-import { fixturesDir, tarOf } from '../test/helpers/lsp-harness.js';
+import { fixturesDir, uploadDir } from '../test/helpers/lsp-harness.js';
 import { jailUidEnv } from '../test/helpers/uids.js';
 import { getJson } from './keep-alive.js';
 
@@ -21,16 +20,11 @@ const ROUNDS = Number(process.argv[2] ?? 3) || 3;
 const FILES = Number(process.argv[3] ?? 40_000) || 40_000;
 const PER_DIR = 400;
 
+/** Upload `dir` for `org` under a fresh sha; its root's path. */
 async function put(d: Daemon, org: string, dir: string): Promise<string> {
-  const sha = createHash('sha1').update(`${org} ${dir} ${Date.now()}`).digest('hex');
-  const r = await fetch(`${d.url}/v1/roots/${org}/r/${sha}?warm=false`, {
-    method: 'PUT',
-    headers: { 'content-type': 'application/x-tar' },
-    body: Readable.toWeb(tarOf(dir)) as ReadableStream,
-    duplex: 'half',
-  } as RequestInit);
-  if (r.status !== 201) throw new Error(`upload answered ${r.status}: ${await r.text()}`);
-  return `/v1/roots/${org}/r/${sha}`;
+  const root = { org, repo: 'r', sha: createHash('sha1').update(`${org} ${dir} ${Date.now()}`).digest('hex') };
+  await uploadDir(d.url, root, dir, '?warm=false');
+  return `/v1/roots/${root.org}/${root.repo}/${root.sha}`;
 }
 
 async function read(d: Daemon, root: string, end: number): Promise<number> {

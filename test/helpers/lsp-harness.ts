@@ -121,10 +121,10 @@ export async function lspQuery(url: string, body: Record<string, unknown>): Prom
   return postJson(url, '/v1/code/lsp', body);
 }
 
-/** Upload a directory (not a fixture name) through PUT. */
-export async function uploadDir(url: string, root: { org: string; repo: string; sha: string }, dir: string): Promise<void> {
+/** Upload a directory (not a fixture name) through PUT; `query` e.g. `?warm=false`. */
+export async function uploadDir(url: string, root: { org: string; repo: string; sha: string }, dir: string, query = ''): Promise<void> {
   const body = tarOf(dir);
-  const r = await fetch(`${url}/v1/roots/${root.org}/${root.repo}/${root.sha}`, {
+  const r = await fetch(`${url}/v1/roots/${root.org}/${root.repo}/${root.sha}${query}`, {
     method: 'PUT',
     headers: { 'content-type': 'application/x-tar' },
     body: Readable.toWeb(body) as ReadableStream,
