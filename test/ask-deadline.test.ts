@@ -6,6 +6,7 @@
 // deadline to start and analyse even on a fast, warm host, so the timeout is certain.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { skipOrFail } from './helpers/host.js';
 import { postJson, shaOf, startDaemon, stopDaemon, upload, type Started } from './helpers/ask-harness.js';
 
 const root = { org: 'acme', repo: 'ask-deadline', sha: shaOf('ask-deadline') };
@@ -21,7 +22,7 @@ before(async () => {
 after(() => stopDaemon(s));
 
 test('a cold query past its deadline answers 504 timeout, on time', { timeout: 60_000 }, async (t) => {
-  if (s?.notReady) return t.skip(`the jail could not be proved on this host: ${s.notReady}`);
+  if (s?.notReady) return t.skip(skipOrFail(`the jail could not be proved on this host: ${s.notReady}`));
   const t0 = performance.now();
   const r = await postJson(s!.url, '/ask', { ...root, symbol: 'Server.close', op: 'references' });
   const ms = performance.now() - t0;
@@ -32,7 +33,7 @@ test('a cold query past its deadline answers 504 timeout, on time', { timeout: 6
 });
 
 test('in a batch, each query past its deadline gets its own timeout entry', { timeout: 60_000 }, async (t) => {
-  if (s?.notReady) return t.skip(`the jail could not be proved on this host: ${s.notReady}`);
+  if (s?.notReady) return t.skip(skipOrFail(`the jail could not be proved on this host: ${s.notReady}`));
   // A fresh root: its sessions are cold again.
   const cold = { ...root, sha: shaOf('ask-deadline-2') };
   assert.equal((await upload(s!.url, cold, 'ask-py')).status, 201);

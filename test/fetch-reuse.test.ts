@@ -5,6 +5,7 @@
 // is stored); a layer that changes the lockfile fetches for real; deleting the base
 // leaves the head's dependencies whole, and then charged in full.
 import assert from 'node:assert/strict';
+import { skipOrFail } from './helpers/host.js';
 import { chmodSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -62,8 +63,8 @@ describe('fetch reuse for incremental roots', () => {
     jail = await createJail({ config, log });
     const verdicts = await jail.canary();
     const tools = await detectToolchains();
-    if (!verdicts.fetch.ok) skip = `the FETCH jail is not available here: ${verdicts.fetch.reason}`;
-    else if (!tools.npm || !tools.node) skip = 'npm/node are not installed under /usr';
+    if (!verdicts.fetch.ok) skip = skipOrFail(`the FETCH jail is not available here: ${verdicts.fetch.reason}`);
+    else if (!tools.npm || !tools.node) skip = skipOrFail('npm/node are not installed under /usr');
     fetcher = new FetchManager({ config, log, metrics, jail, store, tools });
   });
   after(async () => {

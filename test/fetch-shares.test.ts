@@ -4,6 +4,7 @@
 // Real FetchManager, real FETCH jail, a registry that hangs (a job runs exactly
 // until the test cancels it or its deadline passes).
 import assert from 'node:assert/strict';
+import { skipOrFail } from './helpers/host.js';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { RootKey } from '../src/store/types.js';
@@ -29,7 +30,7 @@ describe('fetch slots are shared fairly between orgs', () => {
     const e: FetchEnv = await env();
     try {
       if (e.skipReason) return t.skip(e.skipReason);
-      if (!e.tools.npm || !e.tools.node) return t.skip('npm/node are not installed under /usr');
+      if (!e.tools.npm || !e.tools.node) return t.skip(skipOrFail('npm/node are not installed under /usr'));
       const m = e.manager({ concurrency: 2 });
       const a = [keyOf('alpha'), keyOf('alpha'), keyOf('alpha')];
       for (const k of a) {
@@ -56,7 +57,7 @@ describe('fetch slots are shared fairly between orgs', () => {
     const e: FetchEnv = await env({ LSPD_FETCH_TIMEOUT_MS: '1500' });
     try {
       if (e.skipReason) return t.skip(e.skipReason);
-      if (!e.tools.npm || !e.tools.node) return t.skip('npm/node are not installed under /usr');
+      if (!e.tools.npm || !e.tools.node) return t.skip(skipOrFail('npm/node are not installed under /usr'));
       const m = e.manager({ concurrency: 1 });
       const order: string[] = [];
       m.onDone((k) => order.push(`${k.org}:${k.sha.replace(/^0+/, '')}`));

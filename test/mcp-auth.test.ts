@@ -4,6 +4,7 @@
 // no token is 401 before anything runs.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { skipOrFail } from './helpers/host.js';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -46,7 +47,7 @@ async function connect(headers: Record<string, string>): Promise<Client> {
 }
 
 test('no token: 401 on /mcp, /ask and /v1/tools', async (t) => {
-  if (s?.notReady) return t.skip(`the jail could not be proved on this host: ${s.notReady}`);
+  if (s?.notReady) return t.skip(skipOrFail(`the jail could not be proved on this host: ${s.notReady}`));
   const init = {
     jsonrpc: '2.0',
     id: 1,
@@ -66,14 +67,14 @@ test('no token: 401 on /mcp, /ask and /v1/tools', async (t) => {
 });
 
 test('a token without the query permission is refused (403)', async (t) => {
-  if (s?.notReady) return t.skip(`the jail could not be proved on this host: ${s.notReady}`);
+  if (s?.notReady) return t.skip(skipOrFail(`the jail could not be proved on this host: ${s.notReady}`));
   assert.equal((await getJson(s!.url, '/v1/tools', bearer(READER))).status, 403);
   assert.equal((await postJson(s!.url, '/ask', { ...acme, symbol: 'greet' }, bearer(READER))).status, 403);
   await assert.rejects(connect(bearer(READER)), /403|orbidden/);
 });
 
 test('an org-limited token: tools on its org answer, on another org are forbidden', { timeout: 120_000 }, async (t) => {
-  if (s?.notReady) return t.skip(`the jail could not be proved on this host: ${s.notReady}`);
+  if (s?.notReady) return t.skip(skipOrFail(`the jail could not be proved on this host: ${s.notReady}`));
   const c = await connect(bearer(ACME));
   try {
     const ok = await c.callTool({ name: 'lsp_locate', arguments: { ...acme, symbol: 'greet' } });
@@ -99,7 +100,7 @@ test('an org-limited token: tools on its org answer, on another org are forbidde
 });
 
 test('read_file needs what its route needs: read, on the org', { timeout: 120_000 }, async (t) => {
-  if (s?.notReady) return t.skip(`the jail could not be proved on this host: ${s.notReady}`);
+  if (s?.notReady) return t.skip(skipOrFail(`the jail could not be proved on this host: ${s.notReady}`));
   const files = `/v1/roots/${acme.org}/${acme.repo}/${acme.sha}/files/src/main.ts?start=0&end=2`;
   const args = { ...acme, path: 'src/main.ts', start: 0, end: 2 };
   const withRead = await connect(bearer(ACME_READ));

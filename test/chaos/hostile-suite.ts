@@ -13,6 +13,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { cannotJail } from '../helpers/lsp-harness.js';
+import { lacksBinaries } from '../helpers/host.js';
+import { CLANGD } from '../../src/lsp/servers/rows/c.js';
 import { spawnDaemon, type Daemon } from '../helpers/daemon.js';
 import { packTar, type PackEntry } from '../store-helpers.js';
 import { lineOf, position } from '../helpers/ask-harness.js';
@@ -56,7 +58,7 @@ function symlinkChain(n: number, depth: number, bump: boolean): PackEntry[] {
 }
 
 export function hostileSuite(o: HostileSuiteOptions): void {
-  const clangd = existsSync('/usr/bin/clangd') ? undefined : 'clangd is not installed under /usr';
+  const clangd = lacksBinaries('clangd', CLANGD);
   describe(`chaos: hostile trees (${o.label})`, { skip: cannotJail() }, () => {
     let d: Daemon;
     let good: Root;
