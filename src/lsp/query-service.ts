@@ -357,11 +357,13 @@ export class QueryService {
    */
   private async workspaceSymbolsAnswer(w: Work): Promise<LspAnswer> {
     const rows: ServerRow[] = [];
-    for (const lang of w.languages) {
+    const asked = w.q.languages;
+    for (const lang of asked ? w.languages.filter((l) => asked.includes(l)) : w.languages) {
       const row = this.deps.table.choose(lang);
       if (row && this.deps.health.servers[row.name]?.available !== false && !rows.includes(row)) rows.push(row);
     }
-    if (rows.length === 0) throw errors.noServer('No language server serves any language of this root.');
+    if (rows.length === 0)
+      throw errors.noServer(asked ? `No language server serves ${asked.join(', ')} in this root.` : 'No language server serves any language of this root.');
     rows.sort((a, b) => this.deps.table.rows.indexOf(a) - this.deps.table.rows.indexOf(b));
     const name = rows.map((r) => r.name).join(',');
     const key = ResultCache.keyOf(name, w.q);

@@ -19,6 +19,7 @@ export const askServiceOf = perServer((deps): AskService => {
     lsp: lspCallOf(deps),
     files: treeFilesOf(deps),
     generationOf: (k) => deps.store.get(k)?.generation,
+    languagesOf: (k) => deps.store.get(k)?.languages ?? [],
     log: deps.log.child({ mod: 'ask' }),
     deadlineMs: deps.config.queryTimeoutMs - deps.config.cleanupReserveMs,
     maxLocations: deps.config.maxLocations,
