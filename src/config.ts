@@ -175,6 +175,9 @@ export const configSchema = z.object({
     'static.crates.io:443',
   ]).describe('host:port pairs the FETCH egress proxy lets through; nothing else leaves.'),
   fetchTimeoutMs: int(15 * 60_000, 1000).describe('Deadline of one root dependency fetch.'),
+  fetchWaitMs: int(500).describe(
+    "Longest a query waits for a running dependency fetch of its server's ecosystem before it answers from the tree alone (dependencies.state running, may_change): a large monorepo's fetch takes a minute, its in-tree answers need none of it.",
+  ),
   fetchMaxBytes: int(8 * GiB, MiB).describe('Most bytes a fetch may write into a root dependency dir.'),
   goProxy: z.string().default('https://proxy.golang.org').describe('GOPROXY used by the Go fetcher.'),
   npmRegistry: z.string().default('https://registry.npmjs.org/').describe('npm registry used by the npm fetcher.'),

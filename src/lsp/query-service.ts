@@ -201,7 +201,7 @@ export class QueryService {
       return { ...out, complete: out.complete && complete, notes: session.notes };
     });
     const answer = this.finish(w, row.name, r, dependencyNote(this.deps.dependencies, q, row));
-    this.cache.set(w.root, key, answer);
+    this.remember(w, key, answer);
     return answer;
   }
 
@@ -240,11 +240,10 @@ export class QueryService {
     let lease: Lease | undefined;
     let releaseSlot: (() => void) | undefined;
     try {
-      // A fetch still bringing what this server reads is waited for (bounded), so
-      // no session starts without dependencies that are about to be there. The
-      // query counts as waiting meanwhile: a flood on a root whose fetch hangs is
-      // bounded like one on a slow server.
-      await awaitDependencies(this.deps.dependencies, w.q, row, w.deadlineAt, w.deadline);
+      // A fetch still bringing what this server reads is waited for briefly (it may
+      // be about to end); past that the session starts on the tree alone and is
+      // replaced when the fetch ends. The query counts as waiting meanwhile.
+      await awaitDependencies(this.deps.dependencies, w.q, row, w.deadlineAt, w.deadline, this.deps.config.fetchWaitMs);
       const workspace = await workspaceOf;
       lease = pool.acquire({
         row,
@@ -401,8 +400,18 @@ export class QueryService {
       notes: got.flatMap((p) => p.notes),
     };
     const answer = this.finish(w, name, merged, rows.length === 1 ? dependencyNote(this.deps.dependencies, w.q, rows[0]!) : undefined);
-    this.cache.set(w.root, key, answer);
+    this.remember(w, key, answer);
     return answer;
+  }
+
+  /**
+   * Cache an answer, but not one made while its dependencies were downloading: the
+   * fetch's end drops the root's answers, and one finishing just after that drop
+   * would otherwise stay, saying `running`, for as long as the root.
+   */
+  private remember(w: Work, key: string, answer: LspAnswer): void {
+    if ((answer.dependencies as { state?: string } | undefined)?.state === 'running') return;
+    this.cache.set(w.root, key, answer);
   }
 
   /** The common fields of every answer, then the size cap. */
