@@ -46,6 +46,8 @@ export interface AskServiceOptions {
   /** Default page size of locate (config.maxLocations). */
   maxLocations: number;
   limits?: Partial<AskLimits>;
+  /** Before a scan of the tree's files starts (not for one already cached): throws 503 busy while the daemon's heap is past its budget. */
+  admitWalk: (root: RootKey) => void;
 }
 
 export const defaultAskLimits: AskLimits = {
@@ -134,6 +136,7 @@ export class AskService {
     const key = JSON.stringify([leaf, qualifier ?? null]);
     let p = generation === undefined ? undefined : this.#mentions.get(ref, key);
     if (!p) {
+      this.#o.admitWalk(root);
       const { files } = this.#o;
       // Read for the scan only: the texts are not kept (a scan may read tens of MiB).
       const src = {

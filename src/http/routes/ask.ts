@@ -23,6 +23,7 @@ export const askServiceOf = perServer((deps): AskService => {
     log: deps.log.child({ mod: 'ask' }),
     deadlineMs: deps.config.queryTimeoutMs - deps.config.cleanupReserveMs,
     maxLocations: deps.config.maxLocations,
+    admitWalk: (root) => deps.heap.admit('walk', root.org),
   });
   // What /ask learned about a root goes with it (the service lives as long as the server).
   deps.store.onRemove((k) => svc.dropRoot(rootId(k)));
