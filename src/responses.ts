@@ -121,6 +121,11 @@ export const lspAnswer = z.looseObject({
   elapsed_ms: z.number().optional(),
   locations: z.array(location).optional(),
   contents: z.string().optional().describe('hover: markdown, host paths removed.'),
+  patch: z.string().optional().describe('rename: one unified diff, `a/` and `b/` root-relative paths, that `git apply` accepts on the uploaded tree.'),
+  files: z
+    .array(z.looseObject({ path: z.string(), edits: z.array(z.looseObject({ range, newText: z.string() })) }))
+    .optional()
+    .describe("rename: the same edits per file, ranges in the caller's encoding."),
   range: range.optional(),
   symbols: z
     .array(

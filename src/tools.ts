@@ -145,6 +145,14 @@ const specs: ToolSpec[] = [
     { depth: s.depth },
   ),
   positional(
+    'lsp_rename',
+    'rename',
+    'Rename: given a position on a name and newName, return the rename as a patch to review: patch is one unified diff (a/ and b/ paths relative to the tree) that git apply accepts on this commit, ' +
+      'and files lists the same edits per file. Nothing is written anywhere. What the server cannot rename (a keyword, a name from the standard library or a dependency) is a cannot_rename error with its reason; ' +
+      'a rename that would edit files outside the tree is refused the same way, never applied in part.',
+    { newName: required(s.newName) },
+  ),
+  positional(
     'lsp_hover',
     'hover',
     "Hover: given a position on an identifier, return the language server's markdown for it: its type signature and documentation comment.",

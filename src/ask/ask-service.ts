@@ -181,6 +181,9 @@ export class AskService {
     const seen: Seen = { incomplete: false, servers: new Set() };
     const ctx = this.#context(q, signal, memo, seen);
     try {
+      // Checked before any server is asked (the schema cannot: a batch item omits the root).
+      if ((q.op === 'rename') !== (q.newName !== undefined))
+        throw errors.badRequest(q.op === 'rename' ? 'rename needs newName.' : `op ${q.op} takes no newName.`, { field: 'newName' });
       const res = await resolveName(ctx, { root: q, symbol: q.symbol, path: q.path, encoding: q.encoding, context: q.context });
       const body = await this.#answer(ctx, q, res);
       return {
@@ -256,6 +259,7 @@ export class AskService {
     if (q.op === 'callers' || q.op === 'callees')
       body = await ctx.lsp({ ...graphAt(c, at), op: q.op === 'callers' ? 'incomingCalls' : 'outgoingCalls', depth: q.depth });
     else if (q.op === 'hover') body = await ctx.lsp({ ...at, op: 'hover' });
+    else if (q.op === 'rename') body = await ctx.lsp({ ...at, op: 'rename', newName: q.newName });
     else if (!q.grouped) body = await ctx.lsp({ ...refs, limit: q.limit, cursor: q.cursor });
     else body = await this.#groupedReferences(ctx, q, refs);
     const { op: _op, server: _server, elapsed_ms: _ms, untrusted: _u, ...rest } = body;

@@ -334,11 +334,13 @@ export class QueryService {
       scrub: this.scrubberFor(w),
       deadline: w.deadline,
       deadlineAt: w.deadlineAt,
+      readTree: (path: string) => this.readTarget(w.root, w.treeDir, path),
       limits: {
         maxLocations: config.maxLocations,
         maxHoverBytes: config.maxHoverBytes,
         diagnosticsWindowMs: config.diagnosticsWindowMs,
         maxCallNodes: config.maxCallNodes,
+        maxAnswerBytes: config.maxAnswerBytes,
       },
     };
   }

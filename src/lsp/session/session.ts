@@ -150,6 +150,11 @@ export class Session {
     return this.st.kind === 'ready' && this.st.caps.diagnosticProvider !== undefined && this.st.caps.diagnosticProvider !== false;
   }
 
+  /** The server's advertised value of one capability (undefined unless ready). */
+  capability(provider: string): unknown {
+    return this.st.kind === 'ready' ? this.st.caps[provider] : undefined;
+  }
+
   /** Does the server advertise `<name>Provider`? */
   supports(provider: string): boolean {
     if (this.st.kind !== 'ready') return false;
