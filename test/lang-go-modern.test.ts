@@ -107,7 +107,10 @@ describe('modern Go (gopls 0.16, Go 1.24) in the SERVE jail', { skip }, () => {
 
     const d = await ask(future, { op: 'diagnostics', path: 'main.go' });
     assert.deepEqual(d.notes, [note]);
-    assert.deepEqual(d.dependencies, { state: 'failed', error: fetch.error });
+    assert.deepEqual(d.dependencies, {
+      state: 'failed',
+      error: `${why}; lspd runs only its pinned Go and never downloads a toolchain (GOTOOLCHAIN=local).`,
+    });
     // gopls's own word, on the file: go's refusal, never a download.
     const diags = completeDiagnostics(d);
     assert.ok(
