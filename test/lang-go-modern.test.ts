@@ -47,9 +47,9 @@ describe('modern Go (gopls 0.16, Go 1.24) in the SERVE jail', { skip }, () => {
   });
 
   test('go 1.22, range over an int: no false diagnostics, definitions right', async () => {
-    assertClean(await ask(root, { op: 'diagnostics', path: 'ints/main.go' }));
     const a = await ask(root, { op: 'definition', path: 'ints/main.go', ...position(FX, 'ints/main.go', 'Triangle(4)') });
     assert.equal(a.incomplete, false);
+    assertClean(await ask(root, { op: 'diagnostics', path: 'ints/main.go' }));
     assert.deepEqual(at(a), [`ints/main.go:${lineOf(FX, 'ints/main.go', 'func Triangle(')}`]);
     // The loop variable of `range n` is the int it ranges over.
     const i = await ask(root, { op: 'definition', path: 'ints/main.go', ...position(FX, 'ints/main.go', 'total += i', 'total += '.length) });
@@ -62,8 +62,6 @@ describe('modern Go (gopls 0.16, Go 1.24) in the SERVE jail', { skip }, () => {
   });
 
   test('go 1.23, range over iterator functions: no false diagnostics, definitions and types right', async () => {
-    assertClean(await ask(root, { op: 'diagnostics', path: 'iters/main.go' }));
-    assertClean(await ask(root, { op: 'diagnostics', path: 'iters/seq/seq.go' }));
     const count = await ask(root, { op: 'definition', path: 'iters/main.go', ...position(FX, 'iters/main.go', 'Count(3)') });
     assert.deepEqual(at(count), [`iters/seq/seq.go:${lineOf(FX, 'iters/seq/seq.go', 'func Count(')}`]);
     assert.match((count.locations as Loc[])[0]!.preview!, /func Count\(n int\) func\(yield func\(int\) bool\)/);
@@ -77,6 +75,11 @@ describe('modern Go (gopls 0.16, Go 1.24) in the SERVE jail', { skip }, () => {
     // And the standard library's iterators: maps.Keys yields the map's keys.
     const name = await ask(root, { op: 'hover', path: 'iters/main.go', ...position(FX, 'iters/main.go', 'Println(name)', 'Println('.length) });
     assert.match(String(name.contents), /var name string/);
+    // Diagnostics after the definitions: a cold gopls type-checks fmt, maps and slices
+    // from source first, which under a loaded CI host can outlast the diagnostics
+    // window (the answer is then honestly `incomplete`, which is not what is tested here).
+    assertClean(await ask(root, { op: 'diagnostics', path: 'iters/main.go' }));
+    assertClean(await ask(root, { op: 'diagnostics', path: 'iters/seq/seq.go' }));
     // References to Count: its declaration and the two calls.
     const refs = await ask(root, { op: 'references', path: 'iters/seq/seq.go', ...position(FX, 'iters/seq/seq.go', 'func Count(', 'func '.length) });
     assert.deepEqual(
