@@ -1,6 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { compareGoVersions, goModDirectives, goModNotes } from './go-mod.js';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { compareGoVersions, goModDirectives, goModNotes, goSessionNotes, installedGoVersion } from './go-mod.js';
 
 test('goModDirectives reads the go and toolchain lines, comments and blocks aside', () => {
   const mod = 'module example.com/m // the module\n\ngo 1.22 // language\n\ntoolchain go1.25.0\n\nrequire (\n\tgo v1.0.0\n)\n';
@@ -25,4 +28,23 @@ test('goModNotes: a go line above the installed Go, else a toolchain line above 
   assert.deepEqual(goModNotes('go 1.22\ntoolchain go1.25.0\n', '1.24.4'), [
     'go.mod prefers toolchain go1.25.0; lspd never downloads one (GOTOOLCHAIN=local): answers come from Go 1.24.4.',
   ]);
+});
+
+test("goSessionNotes reads the workspace's go.mod (a regular file, never a link) against the Go tree's VERSION", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'lspd-go-mod-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const goroot = join(dir, 'goroot');
+  mkdirSync(goroot);
+  writeFileSync(join(goroot, 'VERSION'), 'go1.24.4\ntime 2025-05-29T19:37:36Z\n');
+  assert.equal(await installedGoVersion(goroot), '1.24.4');
+  const tree = join(dir, 'tree');
+  mkdirSync(join(tree, 'new'), { recursive: true });
+  mkdirSync(join(tree, 'linked'));
+  writeFileSync(join(tree, 'new', 'go.mod'), 'module m\n\ngo 1.25.0\n');
+  symlinkSync('../new/go.mod', join(tree, 'linked', 'go.mod'));
+  const notes = await goSessionNotes({ treeHostDir: tree, workspace: 'new' }, goroot);
+  assert.deepEqual(notes.files, {});
+  assert.match(notes.notes.join(), /^go\.mod requires go 1\.25\.0, newer than this daemon's Go 1\.24\.4/);
+  assert.deepEqual(await goSessionNotes({ treeHostDir: tree, workspace: 'linked' }, goroot), { files: {}, notes: [] }, 'a link is not read');
+  assert.deepEqual(await goSessionNotes({ treeHostDir: tree, workspace: '' }, goroot), { files: {}, notes: [] }, 'no go.mod: nothing to say');
 });

@@ -61,14 +61,19 @@ export function goModNotes(goMod: string, installed: string): string[] {
   return notes;
 }
 
-let installed: Promise<string | undefined> | undefined;
+const installed = new Map<string, Promise<string | undefined>>();
 
-/** The installed Go's version from its tree's VERSION file ("go1.24.4" → "1.24.4"), read once. */
+/** The installed Go's version from its tree's VERSION file ("go1.24.4" → "1.24.4"), read once per tree. */
 export function installedGoVersion(goroot: string): Promise<string | undefined> {
-  return (installed ??= readFile(join(goroot, 'VERSION'), 'utf8').then(
-    (t) => /^go(\S+)/.exec(t)?.[1],
-    () => undefined,
-  ));
+  let v = installed.get(goroot);
+  if (!v) {
+    v = readFile(join(goroot, 'VERSION'), 'utf8').then(
+      (t) => /^go(\S+)/.exec(t)?.[1],
+      () => undefined,
+    );
+    installed.set(goroot, v);
+  }
+  return v;
 }
 
 /** The go row's session notes: no files, what the workspace's go.mod asks that lspd will not do. */
