@@ -263,7 +263,7 @@ export class QueryService {
       return await fn(lease.session);
     } catch (err) {
       if (err instanceof SessionFailedError) await err.tailSettled;
-      throw this.mapError(err, row, w);
+      throw this.mapError(err, row, w, lease?.session.notes ?? []);
     } finally {
       admitted();
       releaseSlot?.();
@@ -442,7 +442,7 @@ export class QueryService {
   }
 
   /** Turn what went wrong into the API's error, naming the server and never a host path. */
-  private mapError(err: unknown, row: ServerRow, w: Work): unknown {
+  private mapError(err: unknown, row: ServerRow, w: Work, notes: readonly string[] = []): unknown {
     // A start that keeps failing is refused with its last error, which quotes the jail's spawn (host paths).
     if (isAppError(err)) return err.code === 'server_unavailable' ? scrubbedError(err, this.scrubberFor(w)) : err;
     const { config } = this.deps;
@@ -461,7 +461,13 @@ export class QueryService {
       return new AppError('server_unavailable', 503, msg, extra);
     }
     if (err instanceof ResponseError) {
-      return errors.serverUnavailable(`${row.name} answered the request with an error (code ${err.code}).`, 1);
+      // The server's own words and the session's notes (gopls on a module whose go.mod
+      // needs a newer Go: "no package metadata", and the note saying why), scrubbed.
+      const e = errors.serverUnavailable(`${row.name} answered the request with an error (code ${err.code}).`, 1);
+      const said = this.scrubberFor(w)(err.message.slice(0, 512)).trim();
+      if (said) e.extra.server_message = said;
+      if (notes.length) e.extra.notes = [...notes];
+      return e;
     }
     return err;
   }

@@ -192,10 +192,11 @@ export class Session {
       // written by the daemon and bound read-only; removed when the jail is gone.
       if (row.sessionFiles && this.deps.sessionFilesDir) {
         const generated = await row.sessionFiles({ treeHostDir: this.deps.treeHostDir, workspace: key.workspace, workspaceAt: wsPath }, config);
-        files = await writeSessionFiles(this.deps.sessionFilesDir, generated.files);
+        // A row may give notes alone (gopls: what its go.mod asks that lspd will not do).
+        if (Object.keys(generated.files).length) files = await writeSessionFiles(this.deps.sessionFilesDir, generated.files);
         // Complete now that every body is written: what a bound or a refused flag changed.
         this.notes = [...generated.notes];
-        if (this.notes.length) this.log.warn({ notes: this.notes }, 'generated session files trimmed');
+        if (this.notes.length) this.log.warn({ notes: this.notes }, 'session notes');
       }
       proc = await jail.spawn({
         phase: 'serve',
