@@ -137,7 +137,7 @@ test('readiness by document diagnostics; pushes for unopened documents wait (bou
 
 test('the result cache: exact keys, incomplete answers never kept, a generation of its own, a root dropped whole', () => {
   const metrics = createMetrics();
-  const c = new ResultCache(100, metrics);
+  const c = new ResultCache({ entries: 100, bytes: 1024 * 1024 }, metrics);
   const q = lspQuery.parse({ org: 'a', repo: 'b', sha: 'c'.repeat(40), op: 'hover', path: 'x.ts', line: 1, character: 2 });
   const root = { id: 'a/b/' + q.sha, generation: 'g1' };
   const reupload = { id: root.id, generation: 'g2' };
