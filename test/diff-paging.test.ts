@@ -4,7 +4,8 @@
 // exactly once, the diff cache keeps only the page it gave (charged its bytes) and
 // evicts at its byte budget, and the heap a walk of three such diffs leaves behind,
 // after a full GC, is a small fraction of the answers walked (before, each cached
-// diff kept every changed path). Asserted by bytes and counts, never by time.
+// diff kept every changed path), and a root's removal takes its pages. Asserted by
+// bytes and counts, never by time.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setFlagsFromString } from 'node:v8';
@@ -145,5 +146,10 @@ describe('/v1/diff pages a diff of thousands of changed files (issue 30, reprodu
     // A cursor of one diff is refused by another (its scope names both roots).
     const foreign = await diff({ base: BASE, head: HEAD2, cursor: first.body.next_cursor });
     assert.equal(foreign.status, 400, JSON.stringify(foreign.body));
+    // A root's removal takes every page about it, as base or as head.
+    const held = await cacheBytes();
+    const del = await fetch(`${d.url}/v1/roots/${org}/${repo}/${HEAD1}`, { method: 'DELETE' });
+    assert.ok(del.ok, `DELETE: ${del.status}`);
+    assert.ok((await cacheBytes()) <= held - again.bytes, `${await cacheBytes()} of ${held} bytes still held`);
   });
 });
