@@ -141,11 +141,6 @@ export class DiffService {
     return this.#cache?.bytes ?? 0;
   }
 
-  /** Pages held. */
-  get cacheSize(): number {
-    return this.#cache?.size ?? 0;
-  }
-
   /** A root went away: every diff with it at either end goes. */
   dropRoot(rootId: string): void {
     this.#cache?.dropRoot(rootId);
