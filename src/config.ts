@@ -91,6 +91,15 @@ export const configSchema = z.object({
     'File reads (GET …/files, the read_file tool) running at once, shared between orgs by the fair-share rule; past its share an org gets 503 busy.',
   ),
   resultCacheEntries: int(10_000, 0).describe('Entries in the result cache (roots are immutable, so a hit is exact).'),
+  resultCacheBytes: int(128 * MiB, 0).describe(
+    'Bytes the result cache holds: each answer is kept serialized and charged its length; past it the least recently used go (0: no cache).',
+  ),
+  diffCacheBytes: int(32 * MiB, 0).describe(
+    'Bytes the /v1/diff cache holds: each page answered is kept serialized and charged its length, never a whole diff (0: no cache).',
+  ),
+  fileCacheBytes: int(128 * MiB, MiB).describe(
+    'Bytes of tree text kept in memory for previews and query targets (half each), charged with the per-line overhead of the heap.',
+  ),
 
   // --- sessions ---
   typescriptServer: z

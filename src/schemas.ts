@@ -201,7 +201,7 @@ export const diffQuery = z
     base: sha.describe('The stored root the change starts from (e.g. the merge base).'),
     head: sha.describe('The stored root with the change (e.g. the pull request head).'),
     limit: z.number().int().min(1).max(1000).optional().describe('Most impact locations in this page.'),
-    cursor: z.string().max(200).optional().describe('next_cursor of a truncated answer: the next page of impact.'),
+    cursor: z.string().max(200).optional().describe('next_cursor of an answer with more: the next page (of files, symbols, diagnostics, then impact).'),
   })
   .strict();
 export type DiffQuery = z.infer<typeof diffQuery>;

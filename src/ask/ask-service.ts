@@ -118,7 +118,11 @@ export class AskService {
    * Files mentioning a name, per root: a root is immutable, so a scan stays true
    * for as long as it exists; keyed by its generation too and dropped with it.
    */
-  readonly #mentions = new RootCache<Promise<Mentions>>({ max: 2000 });
+  readonly #mentions = new RootCache<Mentions>({
+    max: 2000,
+    maxBytes: 16 * 1024 * 1024,
+    sizeOf: (m) => m.files.reduce((n, p) => n + 2 * p.length + 40, 48),
+  });
 
   constructor(o: AskServiceOptions) {
     this.#o = o;
@@ -130,26 +134,29 @@ export class AskService {
     this.#mentions.dropRoot(rootId);
   }
 
+  /** Bytes charged for the scans held. */
+  get cacheBytes(): number {
+    return this.#mentions.bytes;
+  }
+
   #filesMentioning(root: RootKey, leaf: string, qualifier: string | undefined): Promise<Mentions> {
     const generation = this.#o.generationOf(root);
     const ref = { id: `${root.org}/${root.repo}/${root.sha}`, generation: generation ?? '' };
     const key = JSON.stringify([leaf, qualifier ?? null]);
-    let p = generation === undefined ? undefined : this.#mentions.get(ref, key);
-    if (!p) {
+    const { files } = this.#o;
+    // Read for the scan only: the texts are not kept (a scan may read tens of MiB).
+    const src = {
+      listFiles: (r: RootKey) => files.listFiles(r),
+      readText: (r: RootKey, path: string) => files.readText(r, path, this.#limits.maxScanFileBytes),
+    };
+    // A walk not cached is new memory and I/O a caller asked for: admitted by the heap budget first.
+    const scan = () => {
       this.#o.admitWalk(root);
-      const { files } = this.#o;
-      // Read for the scan only: the texts are not kept (a scan may read tens of MiB).
-      const src = {
-        listFiles: (r: RootKey) => files.listFiles(r),
-        readText: (r: RootKey, path: string) => files.readText(r, path, this.#limits.maxScanFileBytes),
-      };
-      p = filesMentioning(src, root, leaf, qualifier, this.#limits);
-      // A root no longer stored is not remembered: the next upload of its key is another tree.
-      if (generation === undefined) return p;
-      this.#mentions.set(ref, key, p);
-      p.catch(() => this.#mentions.delete(ref, key));
-    }
-    return p;
+      return filesMentioning(src, root, leaf, qualifier, this.#limits);
+    };
+    // A root no longer stored is not remembered: the next upload of its key is another tree.
+    if (generation === undefined) return scan();
+    return this.#mentions.load(ref, key, scan);
   }
 
   /** One query. Throws AppError (404 symbol_not_found, 504 timeout, whatever the query service throws). */

@@ -79,14 +79,21 @@ interface Work {
   client: AbortSignal;
 }
 
+/** What one root's scrubber is charged (see `scrubbers`). */
+const SCRUBBER_BYTES = 16 * 1024;
+
 export class QueryService {
   private readonly deps: QueryServiceDeps;
   private readonly cache: ResultCache<LspAnswer>;
   private readonly workspaces = new WorkspaceFinder();
-  private readonly lines = new TreeLines();
-  private readonly targets = new TargetCache();
-  /** One scrubber per root (building one compiles its known-path matchers). */
-  private readonly scrubbers = new RootCache<Scrubber>({ max: 256 });
+  private readonly lines: TreeLines;
+  private readonly targets: TargetCache;
+  /**
+   * One scrubber per root (building one compiles its known-path matchers): a few
+   * host paths the daemon chose (data dir, project, HOME, the tree's dir), never
+   * tree input, so a flat charge is a sound estimate of its closures and regexes.
+   */
+  private readonly scrubbers = new RootCache<Scrubber>({ max: 256, maxBytes: 256 * SCRUBBER_BYTES, sizeOf: () => SCRUBBER_BYTES });
   /** lspd's own text that is about no one root (readiness reasons): scrubbed as server text is. */
   private readonly ownText: Scrubber;
   /**
@@ -103,7 +110,14 @@ export class QueryService {
     const c = deps.config;
     this.ownText = ownTextScrubber(c.dataDir);
     this.waiting = new FairShare(shareLimits(c.maxQueuedQueries, { orgCap: c.orgMaxQueuedQueries, reservePercent: c.orgReservePercent, floor: 1 }));
-    this.cache = new ResultCache<LspAnswer>(deps.config.resultCacheEntries, deps.metrics);
+    this.cache = new ResultCache<LspAnswer>({ entries: c.resultCacheEntries, bytes: c.resultCacheBytes }, deps.metrics);
+    this.lines = new TreeLines(c.fileCacheBytes / 2);
+    this.targets = new TargetCache(c.fileCacheBytes / 2);
+    deps.metrics.watchCache('result', () => this.cache.bytes);
+    deps.metrics.watchCache('tree_lines', () => this.lines.bytes);
+    deps.metrics.watchCache('targets', () => this.targets.bytes);
+    deps.metrics.watchCache('workspaces', () => this.workspaces.bytes);
+    deps.metrics.watchCache('scrubbers', () => this.scrubbers.bytes);
     this.warmUp = new WarmUp({
       ...deps,
       workspaceOf: (root, treeDir, rel, markers) => this.workspaces.find(root, treeDir, rel, markers),
