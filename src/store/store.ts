@@ -278,11 +278,19 @@ export class RootStore {
     let resolveSteps = 0;
     const baseKey = opts.base !== undefined ? { ...key, sha: opts.base } : undefined;
     try {
-      let base: { treeDir: string; entries: TreeEntry[] } | undefined;
+      let base: { treeDir: string; entries: () => Promise<TreeEntry[]> } | undefined;
       if (baseKey) {
         const b = this.index.get(rootId(baseKey));
         if (!b) throw baseMissing(key, baseKey.sha);
-        base = { treeDir: join(b.dir, 'tree'), entries: await loadBaseIndex(key, baseKey.sha, b.dir) };
+        // Read once the layer is in (tar-ingest.ts), by then the base may be gone.
+        const gone = () => this.index.get(rootId(baseKey)) !== b;
+        const entries = async () => {
+          if (gone()) throw baseMissing(key, baseKey.sha, 'was removed during the upload');
+          return loadBaseIndex(key, baseKey.sha, b.dir).catch((err: unknown) => {
+            throw gone() ? baseMissing(key, baseKey.sha, 'was removed during the upload') : err;
+          });
+        };
+        base = { treeDir: join(b.dir, 'tree'), entries };
         this.touch(baseKey);
       }
       await this.mkdir755(staging);

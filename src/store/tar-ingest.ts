@@ -38,15 +38,20 @@ export interface IngestOptions {
   signal?: AbortSignal;
   /** Told of every body chunk (compressed bytes, as received). */
   onBodyBytes?: (n: number) => void;
-  /** The archive is a layer over this stored tree: its host dir and its index. */
-  base?: { treeDir: string; entries: readonly TreeEntry[] };
+  /**
+   * The archive is a layer over this stored tree: its host dir, and how to read its
+   * index. The index is read only once the layer has arrived, so an upload that
+   * stalls holds none of it (issue 30: six stalled uploads held 282 MiB of decoded
+   * indexes before their bodies came).
+   */
+  base?: { treeDir: string; entries: () => Promise<readonly TreeEntry[]> };
 }
 
 export interface IngestResult {
   files: number;
   bytes: number;
   languages: Language[];
-  /** Steps spent resolving symlinks (bounded by the tar's header bytes: EntryChecker). */
+  /** Steps spent resolving symlinks (bounded by the tar's header bytes: EntryChecker), a composed tree's walk included. */
   resolveSteps: number;
   /** Every entry of the stored tree, directories included, with blob ids. */
   entries: TreeEntry[];
@@ -127,14 +132,15 @@ class Ingest {
       const parsed = this.parse();
       parsed.catch(() => {}); // a failure is reported through `failed` first
       await Promise.race([parsed, failed]);
-      const composition = this.opts.base ? await this.compose(this.opts.base.entries) : undefined;
+      const composition = this.opts.base ? await this.compose(await this.opts.base.entries()) : undefined;
       await this.writer.close();
       await this.checker.verifySymlinksYielding();
       if (this.failure !== undefined) throw this.failure;
       this.fillIds();
       if (composition) {
         const { files, bytes, languages, entries, changed } = composition;
-        return { files, bytes, languages, resolveSteps: this.checker.resolveSteps, entries, storedBytes: this.checker.bytes, changed };
+        const resolveSteps = this.checker.resolveSteps + composition.resolveSteps;
+        return { files, bytes, languages, resolveSteps, entries, storedBytes: this.checker.bytes, changed };
       }
     } catch (err) {
       this.fail(err);
@@ -156,7 +162,8 @@ class Ingest {
 
   /** Compose the parsed layer with the base (throws what it refuses), then queue the base's kept entries. */
   private async compose(base: readonly TreeEntry[]): Promise<Composition> {
-    const c = compose(base, { entries: this.written, whiteouts: this.whiteouts, opaques: this.opaques }, this.opts.limits);
+    if (this.failure !== undefined) throw this.failure;
+    const c = await compose(base, { entries: this.written, whiteouts: this.whiteouts, opaques: this.opaques }, this.opts.limits);
     // Records of 40,000 links are queued in one go; asking for room per record (an
     // await each) cost more than the links themselves, so it is asked per slice.
     const SLICE = 1024;
