@@ -15,6 +15,7 @@ import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
 import type { Config } from '../config.js';
 import { errors, isAppError } from '../errors.js';
+import { FairShare, shareLimits } from '../fair-share.js';
 import type { PhaseVerdict } from '../health.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
@@ -64,6 +65,12 @@ export class RootStore {
   /** Org labels lspd_org_disk_bytes has shown, so an org whose roots all went reads 0, not its last value. */
   private readonly orgGaugeLabels = new Set<string>();
   private holdCheck: HoldCheck = () => false;
+  /**
+   * Uploads running (LSPD_MAX_UPLOADS), fair-shared per org: each holds a staging
+   * dir, writer-queue bytes, a root's lock and, once its layer is in, its base's
+   * index, so one org's flood of them (or of stalled ones) must not take them all.
+   */
+  private readonly uploads: FairShare;
   private quotaRun: Promise<void> = Promise.resolve();
   private closed = false;
 
@@ -75,6 +82,8 @@ export class RootStore {
     this.rootsDir = join(d, 'roots');
     this.stagingDir = join(d, 'staging');
     this.trashDir = join(d, 'trash');
+    const c = deps.config;
+    this.uploads = new FairShare(shareLimits(c.maxUploads, { orgCap: 0, reservePercent: c.orgReservePercent, floor: 1 }));
   }
 
   /** Create the layout, remove what a crash left in staging and trash, load the index. */
@@ -216,10 +225,11 @@ export class RootStore {
     if (this.closed) throw errors.shuttingDown('The daemon is shutting down.');
     const id = rootId(key);
     const started = performance.now();
+    this.takeUploadSlot(key.org);
     const result = await this.locked(id, async (): Promise<PutResult> => {
       const existing = this.index.get(id);
       if (existing) {
-        await discard(body);
+        await discard(body, this.deps.config.uploadReadTimeoutMs);
         this.touch(key);
         this.observe('exists', started);
         // Nothing changes, but a caller that names the tree learns when the stored root is not it.
@@ -227,9 +237,24 @@ export class RootStore {
         return { created: false, info: existing.info };
       }
       return this.create(key, body, opts, started);
-    });
+    }).finally(() => this.uploads.give(key.org));
     if (result.created) await this.enforceQuota(key.org, id);
     return result;
+  }
+
+  /** Uploads running now, per org (what the fair share of LSPD_MAX_UPLOADS counts). */
+  uploadsRunning(org: string): number {
+    return this.uploads.held(org);
+  }
+
+  /** An upload slot for `org`, or 503 busy before a byte of its body is read. */
+  private takeUploadSlot(org: string): void {
+    const refused = this.uploads.take(org);
+    if (!refused) return;
+    const { metrics, config } = this.deps;
+    metrics.orgRefusals.inc({ org: metrics.orgLabels.of(org), reason: 'uploads' });
+    const why = refused === 'full' ? `${config.maxUploads} uploads are running` : `org ${org} already has ${this.uploads.held(org)} uploads running`;
+    throw errors.busy(`${why}; retry shortly.`, 1);
   }
 
   /** Remove a root, its dependency cache, and (through onRemove) its sessions. False if absent. */
@@ -304,6 +329,7 @@ export class RootStore {
         limits: this.limitsFor(key.org),
         fixModes: this.fixModes,
         signal: opts.signal,
+        readTimeoutMs: config.uploadReadTimeoutMs,
         onBodyBytes: (n) => metrics.uploadBytes.inc(n),
         ...(base ? { base } : {}),
       });
@@ -539,13 +565,34 @@ function checkStoredTree(info: RootInfo, gitTree: string | undefined): void {
   }
 }
 
-/** Read and drop the rest of a body (an upload of a root that already exists). */
-function discard(body: Readable): Promise<void> {
-  return new Promise((resolve) => {
+/** Read and drop the rest of a body (an upload of a root that already exists); one that stalls is cut as an upload is. */
+function discard(body: Readable, readTimeoutMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
     if (body.readableEnded || body.destroyed) return resolve();
-    body.on('end', resolve);
-    body.on('close', resolve);
-    body.on('error', () => resolve());
+    let timer: NodeJS.Timeout;
+    const arm = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        detach();
+        reject(errors.uploadAborted(`The upload stalled: no data arrived for ${readTimeoutMs} ms; nothing was stored.`));
+      }, readTimeoutMs);
+    };
+    const done = () => {
+      detach();
+      resolve();
+    };
+    const detach = () => {
+      clearTimeout(timer);
+      body.off('data', arm);
+      body.off('end', done);
+      body.off('close', done);
+      body.off('error', done);
+    };
+    body.on('data', arm);
+    body.on('end', done);
+    body.on('close', done);
+    body.on('error', done);
+    arm();
     body.resume();
   });
 }

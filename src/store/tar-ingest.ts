@@ -36,6 +36,8 @@ export interface IngestOptions {
   /** chmod after create (the umask strips bits the jails need). */
   fixModes: boolean;
   signal?: AbortSignal;
+  /** A body that brings no byte for this long while we wait for it is cut (LSPD_UPLOAD_READ_TIMEOUT_MS). */
+  readTimeoutMs: number;
   /** Told of every body chunk (compressed bytes, as received). */
   onBodyBytes?: (n: number) => void;
   /**
@@ -72,9 +74,6 @@ interface EntryStream extends AsyncIterable<Buffer> {
 }
 type Extract = ReturnType<typeof tar.extract>;
 
-/** An upload whose body brings no byte for this long is abandoned. */
-const UPLOAD_STALL_MS = 5 * 60_000;
-
 /** A source we can pause, and a sink that says when it wants more. */
 interface Source {
   on(ev: 'data', fn: (c: Buffer) => void): unknown;
@@ -104,8 +103,10 @@ class Ingest {
   private fed = 0;
   private lastEntryEnd = 0;
   private readonly maxTarBytes: number;
-  /** When the body last brought bytes or an entry began; a stalled upload holds a root's lock and a staging dir. */
+  /** When the body last brought bytes or we last stopped holding it back; a stalled upload holds a root's lock, an upload slot and a staging dir. */
   private lastProgressMs = Date.now();
+  /** Streams of the body's path paused because the next one is full: the body waits for us, not we for it. */
+  private heldBack = 0;
   /** What the archive wrote, in order; the file and symlink entries awaiting their blob ids, in record order. */
   private readonly written: TreeEntry[] = [];
   private readonly awaitingIds: (FileEntry | SymlinkEntry)[] = [];
@@ -241,12 +242,19 @@ class Ingest {
     if (body.destroyed && !body.readableEnded) onGone();
 
     // Nothing else bounds an upload in time (uploads are long, so the server has no
-    // request timeout): a client that stops sending must not hold the lock forever.
+    // request timeout): a client that stops sending must not hold the lock, an upload
+    // slot and a staging dir for ever. Only time spent waiting for the body counts:
+    // while our side holds it back (a slow disk, a large file) the clock stands still.
+    const readTimeoutMs = this.opts.readTimeoutMs;
     const stallTimer = setInterval(
       () => {
-        if (Date.now() - this.lastProgressMs > UPLOAD_STALL_MS) this.fail(errors.uploadAborted('The upload stalled: no data arrived for too long.'));
+        const now = Date.now();
+        if (ended || this.heldBack > 0) this.lastProgressMs = now;
+        else if (now - this.lastProgressMs >= readTimeoutMs) {
+          this.fail(errors.uploadAborted(`The upload stalled: no data arrived for ${readTimeoutMs} ms; nothing was stored.`));
+        }
       },
-      Math.min(UPLOAD_STALL_MS, 10_000),
+      Math.max(25, Math.min(readTimeoutMs / 4, 10_000)),
     );
     stallTimer.unref();
     this.detachers.push(() => clearInterval(stallTimer));
@@ -276,6 +284,8 @@ class Ingest {
     let waiting = false;
     const resume = () => {
       waiting = false;
+      this.heldBack--;
+      this.lastProgressMs = Date.now();
       if (this.failure === undefined) src.resume();
     };
     const onData = (c: Buffer) => {
@@ -284,6 +294,7 @@ class Ingest {
       if (this.failure !== undefined) return;
       if (!dst.write(c) && !waiting) {
         waiting = true;
+        this.heldBack++;
         src.pause();
         dst.once('drain', resume);
       }
@@ -292,6 +303,8 @@ class Ingest {
     this.detachers.push(() => {
       src.off('data', onData);
       dst.off('drain', resume);
+      if (waiting) this.heldBack--;
+      waiting = false;
       src.pause();
     });
   }
