@@ -67,6 +67,9 @@ export const configSchema = z.object({
   maxUploads: int(16, 1).describe(
     'Uploads (PUT of a tree) running at once, from the first byte of their body to their answer, shared between orgs by the fair-share rule; past its share an org gets 503 busy.',
   ),
+  uploadMemoryBytes: int(512 * MiB, MiB).describe(
+    "Memory uploads in progress may hold: every admitted entry's name and link target until the tree is indexed, and a composed upload's decoded base index; fair-shared between orgs. An upload past its org's share gets 503 busy; one that no share could hold, 413 too_large.",
+  ),
   uploadReadTimeoutMs: int(60_000, 100).describe(
     'An upload whose body brings no byte for this long while lspd waits for it is cut (400 upload_aborted): its staging is removed and nothing is charged.',
   ),

@@ -139,3 +139,48 @@ describe('uploads running at once are fair-shared per org', () => {
     assert.match(refusals, /lspd_org_refusals_total\{org="acme",reason="uploads"\} 1/);
   });
 });
+
+describe('the memory uploads hold is fair-shared per org', () => {
+  let s: TestServer;
+  before(async () => {
+    // 8 MiB in 1 MiB units, a reserve of 1: one org alone may hold 7 MiB.
+    s = await startServer({ env: { LSPD_UPLOAD_MEMORY_BYTES: String(8 << 20), LSPD_ORG_RESERVE_PERCENT: '12' } });
+  });
+  after(async () => s?.destroy());
+
+  /** `n` links with ~3 KB targets: each holds ~3.5 KB of names until the tree is indexed. */
+  const links = (n: number, dir = 'l') =>
+    packTar(Array.from({ length: n }, (_, i) => ({ name: `${dir}/${i}`, type: 'symlink' as const, linkname: `../t${i}/` + 'ab/'.repeat(1000) + 'f' })));
+
+  it('refuses 413 a tree whose names no share could hold, leaving nothing', async () => {
+    const r = await put(s.url, `acme/m/${SHA(1)}`, await links(2200));
+    assert.equal(r.status, 413, JSON.stringify(r.body));
+    assert.equal(r.body.limit, 'upload_memory');
+    assert.deepEqual(stagingOf(s), []);
+    assert.equal(s.store.uploadMemoryHeld('acme'), 0);
+  });
+
+  it("refuses an org's upload past its share with 503 busy while another org's is admitted", async () => {
+    const held = await links(1700);
+    const a = openPut(s.url, `acme/m/${SHA(2)}`);
+    a.req.write(held.subarray(0, 1600 * 4608)); // ~1600 links' headers, then it waits
+    await until('acme holds 5 MiB', () => s.store.uploadMemoryHeld('acme') >= 5 << 20);
+
+    const refused = await put(s.url, `acme/m/${SHA(3)}`, await links(700, 'k'));
+    assert.equal(refused.status, 503, JSON.stringify(refused.body));
+    assert.equal(refused.body.error, 'busy');
+    assert.match(String(refused.body.message), /org acme's uploads hold their share/);
+    assert.deepEqual(stagingOf(s).length, 1, "only the held upload's staging is there");
+
+    const other = await put(s.url, `other/m/${SHA(1)}`, await links(100));
+    assert.equal(other.status, 201, JSON.stringify(other.body));
+    assert.equal(s.store.uploadMemoryHeld('other'), 0, 'given back when the upload is stored');
+
+    a.req.end(held.subarray(1600 * 4608));
+    assert.equal((await a.answer).status, 201);
+    assert.equal(s.store.uploadMemoryHeld('acme'), 0);
+    assert.deepEqual(stagingOf(s), []);
+    const refusals = await s.metrics.registry.getSingleMetricAsString('lspd_org_refusals_total');
+    assert.match(refusals, /lspd_org_refusals_total\{org="acme",reason="upload_memory"\} 1/);
+  });
+});

@@ -9,7 +9,7 @@
 // disk quotas (global and per org, eviction.ts) by evicting least recently used
 // roots nobody holds; an upload its org has no room for is refused while it streams.
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, readdir, rename, utimes, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, rename, stat, utimes, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
@@ -30,6 +30,7 @@ import { encodeTreeIndex, TREE_INDEX, type TreeEntry } from './tree-index.js';
 import { storageError } from './tree-writer.js';
 import { stopWriterThreads, warmWriterThreads } from './write-pool.js';
 import { removeTree } from './remove-tree.js';
+import { UploadMemory } from './upload-memory.js';
 import {
   rootId,
   type HoldCheck,
@@ -71,6 +72,8 @@ export class RootStore {
    * index, so one org's flood of them (or of stalled ones) must not take them all.
    */
   private readonly uploads: FairShare;
+  /** What running uploads hold in memory (LSPD_UPLOAD_MEMORY_BYTES), fair-shared per org. */
+  private readonly memory: UploadMemory;
   private quotaRun: Promise<void> = Promise.resolve();
   private closed = false;
 
@@ -84,6 +87,10 @@ export class RootStore {
     this.trashDir = join(d, 'trash');
     const c = deps.config;
     this.uploads = new FairShare(shareLimits(c.maxUploads, { orgCap: 0, reservePercent: c.orgReservePercent, floor: 1 }));
+    const { metrics } = deps;
+    this.memory = new UploadMemory(c.uploadMemoryBytes, c.orgReservePercent, (org) =>
+      metrics.orgRefusals.inc({ org: metrics.orgLabels.of(org), reason: 'upload_memory' }),
+    );
   }
 
   /** Create the layout, remove what a crash left in staging and trash, load the index. */
@@ -247,6 +254,11 @@ export class RootStore {
     return this.uploads.held(org);
   }
 
+  /** Memory the org's running uploads hold (LSPD_UPLOAD_MEMORY_BYTES' units). */
+  uploadMemoryHeld(org: string): number {
+    return this.memory.heldBytes(org);
+  }
+
   /** An upload slot for `org`, or 503 busy before a byte of its body is read. */
   private takeUploadSlot(org: string): void {
     const refused = this.uploads.take(org);
@@ -302,8 +314,9 @@ export class RootStore {
     let ingestMs = 0;
     let resolveSteps = 0;
     const baseKey = opts.base !== undefined ? { ...key, sha: opts.base } : undefined;
+    const memory = this.memory.lease(key.org);
     try {
-      let base: { treeDir: string; entries: () => Promise<TreeEntry[]> } | undefined;
+      let base: { treeDir: string; indexBytes: () => Promise<number>; entries: () => Promise<TreeEntry[]> } | undefined;
       if (baseKey) {
         const b = this.index.get(rootId(baseKey));
         if (!b) throw baseMissing(key, baseKey.sha);
@@ -315,7 +328,13 @@ export class RootStore {
             throw gone() ? baseMissing(key, baseKey.sha, 'was removed during the upload') : err;
           });
         };
-        base = { treeDir: join(b.dir, 'tree'), entries };
+        // An index that cannot be read is refused by entries(), naming why.
+        const indexBytes = () =>
+          stat(join(b.dir, TREE_INDEX)).then(
+            (st) => st.size,
+            () => 0,
+          );
+        base = { treeDir: join(b.dir, 'tree'), indexBytes, entries };
         this.touch(baseKey);
       }
       await this.mkdir755(staging);
@@ -330,6 +349,7 @@ export class RootStore {
         fixModes: this.fixModes,
         signal: opts.signal,
         readTimeoutMs: config.uploadReadTimeoutMs,
+        memory,
         onBodyBytes: (n) => metrics.uploadBytes.inc(n),
         ...(base ? { base } : {}),
       });
@@ -367,12 +387,20 @@ export class RootStore {
       // The base was deleted or evicted while its files were being linked: the client uploads the whole tree.
       const baseGone = baseKey !== undefined && (raw as NodeJS.ErrnoException)?.code === 'ENOENT' && !this.index.has(rootId(baseKey));
       const err = baseGone ? baseMissing(key, baseKey.sha, 'was removed during the upload') : isAppError(raw) ? raw : storageError(raw);
-      const result = !isAppError(err) ? 'failed' : err.code === 'upload_aborted' ? 'aborted' : err.status >= 500 && !isQuotaRefusal(err) ? 'failed' : 'refused';
+      const result = !isAppError(err)
+        ? 'failed'
+        : err.code === 'upload_aborted'
+          ? 'aborted'
+          : err.status >= 500 && !isQuotaRefusal(err) && err.code !== 'busy'
+            ? 'failed'
+            : 'refused';
       this.observe(result, started);
       // A refusal is the client's business and a full disk the operator's; only the rest is a bug.
       if (isAppError(err)) log[err.status >= 500 ? 'warn' : 'info']({ root: id, code: err.code, ...err.extra }, 'upload not stored');
       else log.error({ root: id, err }, 'upload not stored');
       throw err;
+    } finally {
+      memory.release();
     }
     const now = Date.now();
     const treeBytes = treeCharge(info, baseKey !== undefined && this.index.has(rootId(baseKey)));

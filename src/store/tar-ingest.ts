@@ -26,6 +26,14 @@ import { EntryChecker, type EntryHeader, type EntryLimits } from './entry-check.
 import { withParents, type FileEntry, type SymlinkEntry, type TreeEntry } from './tree-index.js';
 import { SMALL_FILE_BYTES, TreeWriter, storageError } from './tree-writer.js';
 import { strBytes } from './write-protocol.js';
+import type { MemoryLease } from './upload-memory.js';
+
+/**
+ * Heap a decoded tree index takes per byte of its file, with what compose builds
+ * over it (a map by path, the kept entries): index records are ~30 bytes beside
+ * their path, decoded entries ~120, and the map ~50 more.
+ */
+const DECODED_INDEX_PER_BYTE = 4;
 
 export interface IngestOptions {
   body: Readable;
@@ -46,7 +54,9 @@ export interface IngestOptions {
    * stalls holds none of it (issue 30: six stalled uploads held 282 MiB of decoded
    * indexes before their bodies came).
    */
-  base?: { treeDir: string; entries: () => Promise<readonly TreeEntry[]> };
+  base?: { treeDir: string; indexBytes: () => Promise<number>; entries: () => Promise<readonly TreeEntry[]> };
+  /** Charged what the upload holds as it grows (upload-memory.ts); throws busy past the org's share. */
+  memory?: MemoryLease;
 }
 
 export interface IngestResult {
@@ -112,6 +122,8 @@ class Ingest {
   private readonly awaitingIds: (FileEntry | SymlinkEntry)[] = [];
   private readonly hardlinks: { entry: FileEntry; target: string }[] = [];
   private readonly whiteouts: string[] = [];
+  /** What the base's decoded index is charged (upload-memory.ts), once it is read. */
+  private baseCharge = 0;
   private readonly opaques: string[] = [];
 
   constructor(private readonly opts: IngestOptions) {
@@ -133,7 +145,13 @@ class Ingest {
       const parsed = this.parse();
       parsed.catch(() => {}); // a failure is reported through `failed` first
       await Promise.race([parsed, failed]);
-      const composition = this.opts.base ? await this.compose(await this.opts.base.entries()) : undefined;
+      const base = this.opts.base;
+      let composition: Composition | undefined;
+      if (base) {
+        this.baseCharge = DECODED_INDEX_PER_BYTE * (await base.indexBytes());
+        this.charge();
+        composition = await this.compose(await base.entries());
+      }
       await this.writer.close();
       await this.checker.verifySymlinksYielding();
       if (this.failure !== undefined) throw this.failure;
@@ -178,6 +196,11 @@ class Ingest {
       }
     }
     return c;
+  }
+
+  /** Charge the memory lease what is held now: every admitted header's names (their picture, trie and index entries) and the base's index. */
+  private charge(): void {
+    this.opts.memory?.need(this.checker.headerBytes + this.baseCharge);
   }
 
   /** Give each written file and symlink the blob id the writer thread computed; hard links their target's. */
@@ -314,6 +337,7 @@ class Ingest {
     const size = h.size ?? 0;
     this.lastEntryEnd = (h.byteOffset ?? 0) + Math.ceil(size / 512) * 512;
     const a = this.checker.admit(h);
+    this.charge();
     switch (a.kind) {
       // tar-stream never feeds a directory's stream (it has no data): do not wait on it.
       case 'skip':
