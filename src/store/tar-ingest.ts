@@ -163,6 +163,9 @@ class Ingest {
       }
     } catch (err) {
       this.fail(err);
+      // What it held is garbage now: another upload of the org may take it at once,
+      // not after the writes in flight and the staging dir's removal.
+      this.opts.memory?.release();
       // Nothing may still be writing when the caller removes the directory.
       await this.writer.close().catch(() => {});
       throw this.failure;

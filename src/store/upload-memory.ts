@@ -10,7 +10,7 @@ import { FairShare, shareLimits } from '../fair-share.js';
 
 const UNIT_BYTES = 1 << 20;
 
-/** What one upload holds of the pool; `release` once, when the upload is over. */
+/** What one upload holds of the pool; `release` when the upload is over (again: nothing). */
 export interface MemoryLease {
   /** Charge the upload `bytes` in all (never less than before); throws busy, or too_large when no share could hold it. */
   need(bytes: number): void;
