@@ -178,9 +178,7 @@ class Ingest {
     const copyWhy =
       'Composing on the base had to copy files the filesystem would not link again (ext4 allows 65,000 links to one file), and the copies do not fit' +
       (room ? `: ${room.why}` : '.');
-    this.writer.copyRoom(room ? room.bytes - disk.own : Infinity, block, () =>
-      errors.insufficientStorage(copyWhy, room ? { limit: 'org_disk_quota' } : {}),
-    );
+    this.writer.copyRoom(room ? room.bytes - disk.own : Infinity, block, () => errors.insufficientStorage(copyWhy, room ? { limit: 'org_disk_quota' } : {}));
     // Records of 40,000 links are queued in one go; asking for room per record (an
     // await each) cost more than the links themselves, so it is asked per slice.
     const SLICE = 1024;
