@@ -33,8 +33,9 @@ export async function fsyncDir(dir: string): Promise<void> {
  * Disk the entries under `dir` hold, as `du` counts it: allocated blocks, each
  * inode once (hard links within it share), directories included; links are
  * counted, never followed; 0 if absent. One operation at a time (a fetch wrote it).
+ * `ownOnly`: leave out files with names elsewhere too (links to another root's).
  */
-export async function dirBytes(dir: string): Promise<number> {
+export async function dirBytes(dir: string, ownOnly = false): Promise<number> {
   let total = 0;
   const seen = new Set<number>();
   const stack = [dir];
@@ -51,7 +52,7 @@ export async function dirBytes(dir: string): Promise<number> {
       const st = await lstat(p).catch(() => undefined);
       if (!st) continue;
       if (st.nlink > 1 && !st.isDirectory()) {
-        if (seen.has(st.ino)) continue;
+        if (ownOnly || seen.has(st.ino)) continue;
         seen.add(st.ino);
       }
       total += st.blocks * 512;

@@ -54,11 +54,15 @@ export async function markDepsReused(depsDir: string, baseSha: string): Promise<
   await writeFile(join(depsDir, REUSED_DEPS_FILE), baseSha + '\n');
 }
 
-/** The deps bytes a root is charged: none while it shares its stored base's, else what the dir holds. */
+/**
+ * The deps bytes a root is charged: while it shares its stored base's, only what
+ * is its own (its directories, symlinks, and files a link could not share:
+ * fetch-reuse copies past EMLINK); else all the dir holds.
+ */
 export async function depsCharge(depsDir: string, info: RootInfo, baseStored: boolean): Promise<number> {
   if (info.base !== undefined && baseStored) {
     const from = await readFile(join(depsDir, REUSED_DEPS_FILE), 'utf8').catch(() => '');
-    if (from.trim() === info.base) return 0;
+    if (from.trim() === info.base) return dirBytes(depsDir, true);
   }
   return dirBytes(depsDir);
 }
