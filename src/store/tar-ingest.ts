@@ -16,6 +16,7 @@
 //
 // The request body is never destroyed here: after a refusal the route still
 // answers on the same connection, so ingest only stops reading it.
+import { stat } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { createGunzip, type Gunzip } from 'node:zlib';
 import tar from 'tar-stream';
@@ -174,7 +175,10 @@ class Ingest {
     // Every directory and name of the new tree is its own, not only the layer's.
     const disk = composedCharge(c.entries, c.fromBase, this.checker.disk.dataBytes, block);
     const room = this.opts.limits.room;
-    if (room && disk.own > room.bytes) throw errors.insufficientStorage(room.why, { limit: 'org_disk_quota' });
+    // A base on another filesystem shares nothing: every kept file will be copied (EXDEV), so it is charged whole, up front.
+    const [from, to] = await Promise.all([stat(this.opts.base!.treeDir), stat(this.opts.dir)]);
+    const copies = from.dev !== to.dev ? disk.whole - disk.own : 0;
+    if (room && disk.own + copies > room.bytes) throw errors.insufficientStorage(room.why, { limit: 'org_disk_quota' });
     const copyWhy =
       'Composing on the base had to copy files the filesystem would not link again (ext4 allows 65,000 links to one file), and the copies do not fit' +
       (room ? `: ${room.why}` : '.');
