@@ -97,6 +97,13 @@ describe('metadata is charged (reproduction 2)', () => {
         assert.ok(charged <= QUOTA && du <= QUOTA * 1.1, `upload ${i}: charged ${charged}, du ${du}`);
       }
       assert.deepEqual(readdirSync(join(s.dataDir, 'roots/orga/dirs')).sort(), [SHA(2), SHA(3)]);
+
+      // A head composed on it makes every directory again: charged them, not only its layer's 10 KB.
+      const head = await put(s.url, `orga/dirs/${SHA(4)}?base=${SHA(3)}`, await packTar([{ name: 'layer.txt', data: Buffer.alloc(10_000, 1) }]), TAR);
+      assert.equal(head.status, 201, JSON.stringify(head.body));
+      assert.equal(head.body.stored_bytes, 10_000);
+      assert.ok(s.store.get({ org: 'orga', repo: 'dirs', sha: SHA(4) })!.ownDiskBytes! > 5000 * 4096);
+      assertNearDu(s, 'orga', 'a base of 5,000 empty directories and a head composed on it');
     });
 
     it('charges a root of empty files with long paths its tree.idx', async () => {
