@@ -78,11 +78,6 @@ export class TreeCharge {
     return this.dirBytes + roundUp(this.indexBytes, this.blockBytes) + ROOT_FIXED_BLOCKS * this.blockBytes + this.dataBytes;
   }
 
-  /** `bytes` if an entry `path` of this kind were added (nothing is recorded). */
-  bytesWith(path: string, kind: TreeEntry['kind'], dataBytes: number, target?: string): number {
-    return this.bytes + this.metaDelta(path, kind, target) + dataBytes;
-  }
-
   /** Record an entry's directory slot, its tree.idx record, and a directory's first block; data is added apart. */
   add(path: string, kind: TreeEntry['kind'], target?: string): void {
     const parent = parentOf(path);
@@ -95,14 +90,6 @@ export class TreeCharge {
       this.dirs.add(path);
       this.dirBytes += this.blockBytes;
     }
-  }
-
-  private metaDelta(path: string, kind: TreeEntry['kind'], target?: string): number {
-    const parent = parentOf(path);
-    const before = this.dirents.get(parent) ?? 0;
-    const dirs = this.dirBlocks(before + direntBytes(path, parent)) - this.dirBlocks(before);
-    const idx = roundUp(this.indexBytes + indexRecordBytes(path, kind, target), this.blockBytes) - roundUp(this.indexBytes, this.blockBytes);
-    return dirs + idx + (kind === 'dir' && !this.dirs.has(path) ? this.blockBytes : 0);
   }
 
   /** A directory's blocks beside its first, for `raw` bytes of entries. */

@@ -208,7 +208,7 @@ export class EntryChecker {
       this.ensureParents(path, entry);
       if (prev === undefined) {
         this.count(entry);
-        this.charge(entry, path, 'dir', 0);
+        this.charge(path, 'dir', 0);
       }
       this.kinds.set(path, Kind.Dir);
       return { kind: 'dir', path };
@@ -223,7 +223,7 @@ export class EntryChecker {
       const target = h.linkname ?? '';
       this.checkLinkTarget(entry, path, target);
       this.count(entry);
-      this.charge(entry, path, 'symlink', symlinkDiskBytes(target, this.disk.blockBytes), target);
+      this.charge(path, 'symlink', symlinkDiskBytes(target, this.disk.blockBytes), target);
       this.kinds.set(path, Kind.Symlink);
       this.links.push(path);
       this.walker.add(path, target);
@@ -240,7 +240,7 @@ export class EntryChecker {
       if (this.kinds.get(target) !== Kind.File) throw errors.unsafeEntry(entry, 'hard link target is not a file stored earlier in this archive');
       this.countName(entry, path, target);
       this.count(entry);
-      this.charge(entry, path, 'file', 0);
+      this.charge(path, 'file', 0);
       this.kinds.set(path, Kind.File);
       this.files++;
       this.noteLanguage(path);
@@ -254,7 +254,7 @@ export class EntryChecker {
       throw errors.tooLarge(`The tree is larger than the ${this.limits.maxTreeBytes}-byte limit.`, 'tree_bytes');
     }
     this.count(entry);
-    this.charge(entry, path, 'file', fileDiskBytes(size, this.disk.blockBytes));
+    this.charge(path, 'file', fileDiskBytes(size, this.disk.blockBytes));
     this.kinds.set(path, Kind.File);
     this.files++;
     this.bytes += size;
@@ -340,7 +340,7 @@ export class EntryChecker {
     }
     for (const dir of missing) {
       this.count(entry);
-      this.charge(entry, dir, 'dir', 0);
+      this.charge(dir, 'dir', 0);
       this.kinds.set(dir, Kind.ImplicitDir);
     }
   }
@@ -350,11 +350,12 @@ export class EntryChecker {
    * room the upload is refused 507, whatever the entry holds: a directory's block
    * and every name's slot are disk as much as a file's bytes.
    */
-  private charge(entry: string, path: string, kind: 'dir' | 'file' | 'symlink', dataBytes: number, target?: string): void {
-    const room = this.limits.room;
-    if (room && this.disk.bytesWith(path, kind, dataBytes, target) > room.bytes) throw errors.insufficientStorage(room.why, { limit: 'org_disk_quota' });
+  private charge(path: string, kind: 'dir' | 'file' | 'symlink', dataBytes: number, target?: string): void {
     this.disk.add(path, kind, target);
     this.disk.dataBytes += dataBytes;
+    // Counted before the check: past it the whole upload fails, so what the count says after does not matter.
+    const room = this.limits.room;
+    if (room && this.disk.bytes > room.bytes) throw errors.insufficientStorage(room.why, { limit: 'org_disk_quota' });
   }
 
   /**
