@@ -21,7 +21,7 @@ export const RUST_ANALYZER = '/usr/bin/rust-analyzer';
  * never change).
  */
 const RUST_ANALYZER_CONFIG = {
-  cargo: { buildScripts: { enable: false }, sysroot: 'discover', autoreload: false, targetDir: `${JAIL_TMP}/target` },
+  cargo: { buildScripts: { enable: false }, sysroot: 'discover', targetDir: `${JAIL_TMP}/target` },
   procMacro: { enable: false, attributes: { enable: false } },
   checkOnSave: false,
   check: { workspace: false },
