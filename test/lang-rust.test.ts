@@ -75,7 +75,10 @@ describe('Rust (rust-analyzer on the Debian 13 root) in the SERVE jail', { skip 
       [
         `app/src/main.rs:${lineOf(FX, 'app/src/main.rs', 'areas.push(square.area())')}`,
         `app/src/main.rs:${lineOf(FX, 'app/src/main.rs', 'areas.push(circle.area())')}`,
-        `shapes/src/lib.rs:${lineOf(FX, 'shapes/src/lib.rs', 's.area()).sum()')}`,
+        // rust-analyzer counts the impls' methods as references of the trait's.
+        `shapes/src/lib.rs:${lineOf(FX, 'shapes/src/lib.rs', 'impl Area for Square') + 1}`,
+        `shapes/src/lib.rs:${lineOf(FX, 'shapes/src/lib.rs', 'impl Area for Circle') + 1}`,
+        `shapes/src/lib.rs:${lineOf(FX, 'shapes/src/lib.rs', 'sum += s.area()')}`,
       ].sort(),
     );
   });
@@ -105,17 +108,21 @@ describe('Rust (rust-analyzer on the Debian 13 root) in the SERVE jail', { skip 
     const nodes = a.nodes as Node[];
     assert.deepEqual(
       nodes.map((n) => `${n.parent ?? '-'} ${n.name} ${n.path}:${n.range?.start.line}`),
-      [`- total_area shapes/src/lib.rs:${lineOf(FX, 'shapes/src/lib.rs', 'pub fn total_area')}`, `0 main app/src/main.rs:${lineOf(FX, 'app/src/main.rs', 'fn main()')}`],
+      // A node's range is the item's, doc comment included.
+      [`- total_area shapes/src/lib.rs:${lineOf(FX, 'shapes/src/lib.rs', '/// The sum of every')}`, `0 main app/src/main.rs:${lineOf(FX, 'app/src/main.rs', 'fn main()')}`],
     );
   });
 
   test('diagnostics: the type error is found; a clean file is clean', async () => {
+    // rust-analyzer's own type check (no cargo check: it would build). Its type-mismatch
+    // diagnostic is experimental in 1.85 (off), E0063 is not.
     const bad = await ask(ws, { op: 'diagnostics', path: 'app/src/broken.rs' });
     const diags = completeDiagnostics(bad);
     const err = diags.find((d) => d.severity === 'error');
     assert.ok(err, JSON.stringify(bad));
-    assert.equal(err.range.start.line, lineOf(FX, 'app/src/broken.rs', 'let n: u32 = "three"'));
-    assert.match(err.message, /expected u32, found &(?:'static )?str|mismatched types/);
+    assert.equal(err.range.start.line, lineOf(FX, 'app/src/broken.rs', 'Square {}'));
+    assert.equal(err.code, 'E0063');
+    assert.match(err.message, /missing structure fields/);
     assertClean(await ask(ws, { op: 'diagnostics', path: 'shapes/src/lib.rs' }));
   });
 
@@ -127,7 +134,6 @@ describe('Rust (rust-analyzer on the Debian 13 root) in the SERVE jail', { skip 
       { external: l[0]!.external, module: l[0]!.module, version: l[0]!.version, path: l[0]!.path },
       { external: true, module: 'alloc', version: '1.85.1', path: 'src/vec/mod.rs' },
     );
-    assert.match(l[0]!.preview!, /pub fn push\(&mut self, value: T\)/);
   });
 
   test("the dependency's type lands on {module, version}, readable with the files route", async () => {

@@ -32,3 +32,5 @@ export const GOMODCACHE_AT = `${GOPATH_AT}/pkg/mod`;
 export const NPM_DEPS_AT = `${DEPS_AT}/npm`;
 export const PYTHON_DEPS_AT = `${DEPS_AT}/python`;
 export const CARGO_HOME_AT = `${DEPS_AT}/cargo`;
+/** The Rust toolchain's rust-src (the Debian 13 root's /usr, which the Rust row's jail sees as /usr). */
+export const RUST_SRC_AT = '/usr/lib/rustlib/src/rust';

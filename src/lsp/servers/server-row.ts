@@ -74,6 +74,8 @@ export interface ServerRow {
    * the Debian 13 root for a server the host's C library cannot run. Absent: the host's /usr.
    */
   systemRoot?: string;
+  /** The version of the standard library sources its toolchain has (Rust's rust-src), for `external` std locations; read from files, cached. */
+  stdSourcesVersion?: () => string | undefined;
   /** Extra read-only binds this server needs (tests bind their fakes this way). */
   binds?: readonly Bind[];
   /** Files whose presence in a directory makes it a workspace (nearest ancestor wins). */

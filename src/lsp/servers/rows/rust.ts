@@ -2,6 +2,7 @@
 // (images/debian13-root.sh; ROOT13_DEB_* in images/pins.env), whose /usr its jail
 // sees in place of the host's: Debian 13's builds need a newer C library than a
 // bookworm host has.
+import { readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ServerAvailability } from '../../../health.js';
 import { JAIL_HOME, JAIL_TMP } from '../../../jail/policy.js';
@@ -45,6 +46,25 @@ export async function probeRustAnalyzer(root: string): Promise<ServerAvailabilit
   };
 }
 
+/**
+ * The rust-src version of the root: Debian links /usr/lib/rustlib/src/rust to
+ * ../../../src/rustc-<version>. Read once (the root changes only with set-up, and a
+ * new root means a restart); undefined when it is not such a link.
+ */
+export function rustSrcVersionOf(root: string): () => string | undefined {
+  let v: string | null | undefined;
+  return () => {
+    if (v === undefined) {
+      try {
+        v = /(?:^|\/)rustc-([0-9]+\.[0-9]+\.[0-9]+)$/.exec(readlinkSync(join(root, 'usr', 'lib', 'rustlib', 'src', 'rust')))?.[1] ?? null;
+      } catch {
+        v = null;
+      }
+    }
+    return v ?? undefined;
+  };
+}
+
 export function rustRow(root: string): ServerRow {
   return {
     // rust-analyzer 1.85 (Debian 13). Quirks:
@@ -72,6 +92,7 @@ export function rustRow(root: string): ServerRow {
     languages: ['rust'],
     argv: [RUST_ANALYZER],
     systemRoot: root,
+    stdSourcesVersion: rustSrcVersionOf(root),
     env: {
       ...JAIL_ENV,
       CARGO_HOME: `${JAIL_HOME}/cargo`,
