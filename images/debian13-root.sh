@@ -54,10 +54,12 @@ done
 # No service starts in the root (none of these has one; said, not assumed).
 printf '#!/bin/sh\nexit 101\n' >"$new/usr/sbin/policy-rc.d"
 chmod 0755 "$new/usr/sbin/policy-rc.d"
-mount -t proc proc "$new/proc"
+# apt and dpkg want /proc; a container build may not mount it (then they run without).
+proc=0
+mount -t proc proc "$new/proc" 2>/dev/null && proc=1
 chroot "$new" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
 chroot "$new" apt-get clean
-umount "$new/proc"
+[ $proc = 1 ] && umount "$new/proc"
 rm -rf "$new/var/lib/apt/lists"/*_Packages "$new/var/cache/apt"/*.bin
 # Jailed uids read and run it; nobody but root writes it.
 chmod -R go-w "$new"
