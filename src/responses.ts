@@ -263,7 +263,7 @@ export const readyAnswer = z.looseObject({
       toolchain: z
         .string()
         .optional()
-        .describe('Where its toolchain lives when not the host\'s /usr: e.g. the Debian 13 root (LSPD_DEBIAN13_ROOT) with the packages and versions it holds.'),
+        .describe("Where its toolchain lives when not the host's /usr: e.g. the Debian 13 root (LSPD_DEBIAN13_ROOT) with the packages and versions it holds."),
     }),
   ),
 });

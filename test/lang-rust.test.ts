@@ -109,7 +109,10 @@ describe('Rust (rust-analyzer on the Debian 13 root) in the SERVE jail', { skip 
     assert.deepEqual(
       nodes.map((n) => `${n.parent ?? '-'} ${n.name} ${n.path}:${n.range?.start.line}`),
       // A node's range is the item's, doc comment included.
-      [`- total_area shapes/src/lib.rs:${lineOf(FX, 'shapes/src/lib.rs', '/// The sum of every')}`, `0 main app/src/main.rs:${lineOf(FX, 'app/src/main.rs', 'fn main()')}`],
+      [
+        `- total_area shapes/src/lib.rs:${lineOf(FX, 'shapes/src/lib.rs', '/// The sum of every')}`,
+        `0 main app/src/main.rs:${lineOf(FX, 'app/src/main.rs', 'fn main()')}`,
+      ],
     );
   });
 

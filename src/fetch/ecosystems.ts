@@ -55,8 +55,7 @@ const PY_NO_LOCK =
 const PY_MISSING = 'Python dependencies were not fetched: no pinned python3 with pip (python3-pip) is installed.';
 const CARGO_MISSING =
   'Rust dependencies were not fetched: the Debian 13 root with the pinned cargo is not made (images/setup.sh makes it; a per-user rustup cargo is not pinned).';
-const CARGO_NO_LOCK =
-  'Rust dependencies were not fetched: Cargo.toml has no Cargo.lock, and without a lock file a fetch would resolve versions at fetch time.';
+const CARGO_NO_LOCK = 'Rust dependencies were not fetched: Cargo.toml has no Cargo.lock, and without a lock file a fetch would resolve versions at fetch time.';
 const COMPOSER_MISSING = 'PHP dependencies were not fetched: no pinned composer (and php) is installed.';
 const COMPOSER_NO_LOCK =
   'PHP dependencies were not fetched: composer.json has no composer.lock, and without a lock file an install would resolve versions at fetch time.';

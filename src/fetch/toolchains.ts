@@ -26,7 +26,12 @@ const candidates: Record<Exclude<keyof Toolchains, 'cargo' | 'cargoRoot'>, strin
 export async function detectToolchains(debian13Root: string = DEFAULT_DEBIAN13_ROOT): Promise<Toolchains> {
   const out: Toolchains = {};
   // cargo and rustc are regular files of the root's /usr/bin (Debian installs no links for them).
-  const inRoot = async (p: string) => (await lstat(join(debian13Root, p)).catch(() => undefined))?.isFile() && (await access(join(debian13Root, p), constants.X_OK).then(() => true, () => false));
+  const inRoot = async (p: string) =>
+    (await lstat(join(debian13Root, p)).catch(() => undefined))?.isFile() &&
+    (await access(join(debian13Root, p), constants.X_OK).then(
+      () => true,
+      () => false,
+    ));
   if ((await inRoot('usr/bin/cargo')) && (await inRoot('usr/bin/rustc'))) Object.assign(out, { cargo: '/usr/bin/cargo', cargoRoot: debian13Root });
   for (const [name, path] of Object.entries(candidates) as [keyof typeof candidates, string][]) {
     const real = await realpath(path).catch(() => undefined);

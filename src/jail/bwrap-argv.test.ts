@@ -162,6 +162,9 @@ test('a system root replaces /usr and the linker cache, links the top-level dirs
     const rest = (a: string[]) => binds(a).filter(([, at]) => !['/usr', '/etc/ld.so.cache', '/lib32'].includes(at!));
     assert.deepEqual(rest(rooted), rest(base));
     const strip = (a: string[]) => a.filter((x) => !x.startsWith('/') && !x.startsWith('usr/'));
-    assert.deepEqual(strip(rooted).filter((x) => x !== '--symlink' && x !== '--ro-bind-try' && x !== '--ro-bind'), strip(base).filter((x) => x !== '--symlink' && x !== '--ro-bind-try' && x !== '--ro-bind'));
+    assert.deepEqual(
+      strip(rooted).filter((x) => x !== '--symlink' && x !== '--ro-bind-try' && x !== '--ro-bind'),
+      strip(base).filter((x) => x !== '--symlink' && x !== '--ro-bind-try' && x !== '--ro-bind'),
+    );
   }
 });

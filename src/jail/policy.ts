@@ -153,7 +153,9 @@ export function withSystemRoot(policy: PhasePolicy, root: string): PhasePolicy {
   const topLevel = new Set(['/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32']);
   const roBinds = policy.roBinds
     .filter((b) => !topLevel.has(b.at))
-    .map((b) => (b.at === '/usr' ? { host: join(root, 'usr'), at: '/usr' } : b.at === '/etc/ld.so.cache' ? { ...b, host: join(root, 'etc', 'ld.so.cache') } : b));
+    .map((b) =>
+      b.at === '/usr' ? { host: join(root, 'usr'), at: '/usr' } : b.at === '/etc/ld.so.cache' ? { ...b, host: join(root, 'etc', 'ld.so.cache') } : b,
+    );
   const symlinks = ['bin', 'sbin', 'lib', 'lib64'].map((name) => ({ target: `usr/${name}`, at: `/${name}` }));
   return Object.freeze({ ...policy, roBinds, symlinks });
 }

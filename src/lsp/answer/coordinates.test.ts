@@ -227,8 +227,15 @@ test("Rust's standard library in rust-src is external at the toolchain's version
   // Debian's real path names its version itself.
   assert.equal(ext(await resolve('file:///usr/src/rustc-1.85.1/library/core/src/mem/mod.rs')), 'rust core@1.85.1 src/mem/mod.rs');
   assert.equal(ext(await resolveCoordinate('file:///usr/lib/rustlib/src/rust/library/std/src/lib.rs')), 'rust std@unknown src/lib.rs');
-  assert.equal(ext(await createResolver({ rustSrcVersion: '1.85; rm -rf /' })('/usr/lib/rustlib/src/rust/library/std/src/lib.rs')), 'rust std@unknown src/lib.rs');
-  for (const p of ['/usr/lib/rustlib/src/rust/src/tools/x.rs', '/usr/lib/rustlib/src/rust/library/Cargo.toml', '/usr/lib/rustlib/x86_64-unknown-linux-gnu/lib/x.rs']) {
+  assert.equal(
+    ext(await createResolver({ rustSrcVersion: '1.85; rm -rf /' })('/usr/lib/rustlib/src/rust/library/std/src/lib.rs')),
+    'rust std@unknown src/lib.rs',
+  );
+  for (const p of [
+    '/usr/lib/rustlib/src/rust/src/tools/x.rs',
+    '/usr/lib/rustlib/src/rust/library/Cargo.toml',
+    '/usr/lib/rustlib/x86_64-unknown-linux-gnu/lib/x.rs',
+  ]) {
     assert.equal((await resolve(p)).kind, 'other', p);
   }
 });

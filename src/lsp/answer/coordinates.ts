@@ -240,7 +240,10 @@ function classifyPython(p: string): PendingPython | OtherCoordinate {
  * Everything but the versions read from files, synchronously. Accepts a `file:`
  * URI or an absolute in-jail path; never throws.
  */
-export function classify(uriOrPath: string, rustSrcVersion?: string): TreeCoordinate | ExternalCoordinate | PendingNpm | PendingComposer | PendingPython | OtherCoordinate {
+export function classify(
+  uriOrPath: string,
+  rustSrcVersion?: string,
+): TreeCoordinate | ExternalCoordinate | PendingNpm | PendingComposer | PendingPython | OtherCoordinate {
   if (typeof uriOrPath !== 'string') return other('malformed');
   if (!uriOrPath.startsWith('/') && !/^file:/i.test(uriOrPath)) return other('not-file');
   const p = fileUriToJailPath(uriOrPath);
