@@ -129,19 +129,17 @@ describe('Rust (rust-analyzer on the Debian 13 root) in the SERVE jail', { skip 
     assertClean(await ask(ws, { op: 'diagnostics', path: 'shapes/src/lib.rs' }));
   });
 
-  test('a standard library function lands in the root toolchain rust-src, as external', async () => {
-    // core::mem::size_of. Vec::push is not asserted: rust-analyzer 1.85 over Debian's
-    // rust-src resolves core and alloc but not the std facade (std::mem, std::vec::Vec
-    // and the std prelude stay unknown), in the jail and in a plain chroot of the root
-    // alike: see LLM.md.
-    const a = await ask(ws, { op: 'definition', path: 'app/src/main.rs', ...position(FX, 'app/src/main.rs', 'size_of::<f64>', 0) });
-    const l = locs(a) as (Loc & { read?: unknown })[];
-    assert.equal(l.length, 1, JSON.stringify(a));
-    assert.deepEqual(
-      { external: l[0]!.external, module: l[0]!.module, version: l[0]!.version, path: l[0]!.path },
-      { external: true, module: 'core', version: '1.85.1', path: 'src/mem/mod.rs' },
-    );
-    assert.equal(l[0]!.read, undefined, 'the toolchain is not among the root dependency dirs the files route reads');
+  test('Vec::push lands in the root toolchain rust-src, as external (alloc), and core::mem::size_of in core', async () => {
+    const def = async (needle: string) => {
+      const a = await ask(ws, { op: 'definition', path: 'app/src/main.rs', ...position(FX, 'app/src/main.rs', needle, 0) });
+      const l = locs(a) as (Loc & { read?: unknown })[];
+      assert.equal(l.length, 1, JSON.stringify(a));
+      // Not readable by the files route: the toolchain is not among the root's dependency dirs.
+      assert.equal(l[0]!.read, undefined);
+      return { external: l[0]!.external, module: l[0]!.module, version: l[0]!.version, path: l[0]!.path };
+    };
+    assert.deepEqual(await def('push(square'), { external: true, module: 'alloc', version: '1.85.1', path: 'src/vec/mod.rs' });
+    assert.deepEqual(await def('size_of::<f64>'), { external: true, module: 'core', version: '1.85.1', path: 'src/mem/mod.rs' });
   });
 
   test("the dependency's type lands on {module, version}, readable with the files route", async () => {

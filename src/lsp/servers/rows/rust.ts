@@ -16,13 +16,16 @@ export const RUST_ANALYZER = '/usr/bin/rust-analyzer';
  * What rust-analyzer is told, at initialize and when it asks (workspace/configuration):
  * no build scripts, no proc-macro expansion, no `cargo check` on save (each runs code
  * of the tree or of its dependencies), the sysroot found from the root's rustc (its
- * rust-src: definitions into std land there), no cache priming (it indexes all of std
+ * rust-src: definitions into std land there) and laid out by rust-analyzer itself
+ * (sysrootQueryMetadata none: by default 1.85 runs `cargo metadata` on rust-src's
+ * library workspace, which offline, without its crates.io dependencies, left std with
+ * no edge to core or alloc, so std::vec::Vec, std::mem and the prelude were unknown), no cache priming (it indexes all of std
  * and every crate before its progress ends: seconds of a cold start no first answer
  * needs, since answers are computed on demand), no reloads on file changes (roots
  * never change).
  */
 const RUST_ANALYZER_CONFIG = {
-  cargo: { buildScripts: { enable: false }, sysroot: 'discover', targetDir: `${JAIL_TMP}/target` },
+  cargo: { buildScripts: { enable: false }, sysroot: 'discover', sysrootQueryMetadata: 'none', targetDir: `${JAIL_TMP}/target` },
   procMacro: { enable: false, attributes: { enable: false } },
   checkOnSave: false,
   check: { workspace: false },
