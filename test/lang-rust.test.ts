@@ -3,7 +3,10 @@
 // path) with one registry dependency, tinyfmt 1.2.0, served by a sparse registry
 // the test runs on 127.0.0.1 (test/helpers/cargo-registry.ts) and fetched by the
 // real FETCH phase (`cargo fetch --locked`, through the egress proxy). Both tinyfmt
-// and app have a build.rs that would leave a marker: neither ever runs.
+// and app have a build.rs that would leave a marker: neither ever runs. The tree's
+// .cargo/config.toml sends crates.io to a port nothing listens on: read by cargo in
+// FETCH the fetch would fail, read in SERVE (rust-analyzer's cargo metadata, offline)
+// the workspace would not load; every answer below says it is read in neither.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync } from 'node:fs';

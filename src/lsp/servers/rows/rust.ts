@@ -5,12 +5,14 @@
 import { readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ServerAvailability } from '../../../health.js';
-import { JAIL_HOME, JAIL_TMP } from '../../../jail/policy.js';
+import { JAIL_HOME, JAIL_TMP, PROJECT_DIR } from '../../../jail/policy.js';
 import { JAIL_ENV, debianVersion, probeBinary } from '../server-env.js';
 import type { ServerRow } from '../server-row.js';
 
 /** rust-analyzer, as the jail runs it (the root's /usr is the jail's /usr). */
 export const RUST_ANALYZER = '/usr/bin/rust-analyzer';
+/** The cargo rust-analyzer runs (CARGO): the root's, started outside the tree (cargo-outside-tree.sh). */
+const CARGO_WRAPPER = { host: join(PROJECT_DIR, 'src', 'lsp', 'servers', 'rows', 'cargo-outside-tree.sh'), at: '/opt/lspd/rust/cargo' };
 
 /**
  * What rust-analyzer is told, at initialize and when it asks (workspace/configuration):
@@ -79,6 +81,10 @@ export function rustRow(root: string): ServerRow {
     //   metadata fails on a registry dependency and rust-analyzer loads the
     //   workspace without it.
     // - std: the sysroot is /usr, its sources /usr/lib/rustlib/src/rust (rust-src).
+    // - the cargo it runs (CARGO, read by rust-analyzer's toolchain lookup) is
+    //   cargo-outside-tree.sh: the root's cargo started in /tmp, so a tree's
+    //   .cargo/config.toml never redirects crates.io (offline, that left the
+    //   workspace unloaded) nor sets anything else; FETCH runs cargo the same way.
     // - readiness: after `initialized` it fetches the workspace (cargo metadata),
     //   then loads and scans its roots, each as a $/progress; it answers during
     //   those from what is loaded so far. expectProgress: not ready until a
@@ -86,18 +92,20 @@ export function rustRow(root: string): ServerRow {
     // Code from the tree: rust-analyzer's own stance is that the code it opens is
     // trusted ("Security" in its manual). What this row can pin, it does: no build
     // scripts, proc macros or cargo check (so neither build.rs nor a proc-macro
-    // crate of the tree or a dependency ever runs); a tree's .cargo/config.toml
-    // cannot swap rustc or wrap it (RUSTC, RUSTC_WRAPPER, RUSTC_WORKSPACE_WRAPPER in
-    // the environment outrank config files; empty means none). A rust-toolchain.toml
+    // crate of the tree or a dependency ever runs); a tree's .cargo/config.toml is
+    // not read (CARGO above), and RUSTC, RUSTC_WRAPPER, RUSTC_WORKSPACE_WRAPPER are
+    // pinned in the environment besides (empty means none). A rust-toolchain.toml
     // is read by rustup only, which the root does not have. A rust-analyzer.toml's
     // commands (overrideCommand) it could run: the jail contains them.
     name: 'rust-analyzer',
     languages: ['rust'],
     argv: [RUST_ANALYZER],
+    binds: [CARGO_WRAPPER],
     systemRoot: root,
     stdSourcesVersion: rustSrcVersionOf(root),
     env: {
       ...JAIL_ENV,
+      CARGO: CARGO_WRAPPER.at,
       CARGO_HOME: `${JAIL_HOME}/cargo`,
       CARGO_NET_OFFLINE: 'true',
       CARGO_TARGET_DIR: `${JAIL_TMP}/target`,
