@@ -159,6 +159,27 @@ describe('Rust (rust-analyzer on the Debian 13 root) in the SERVE jail', { skip 
     assert.equal((r.body as Answer).text, 'pub struct Padded {\n');
   });
 
+  test('/readyz: the version, where the toolchain lives, and the hierarchy ops its session declared', async () => {
+    const r = await getJson(daemon().url, '/readyz');
+    const ra = (r.body.servers as Record<string, Answer>)['rust-analyzer']!;
+    assert.deepEqual(ra, {
+      available: true,
+      version: '1.85.1+dfsg1-1+deb13u1',
+      toolchain:
+        "Debian 13 root (LSPD_DEBIAN13_ROOT), bound as the jail's /usr: rustc 1.85.1+dfsg1-1+deb13u1, cargo 1.85.1+dfsg1-1+deb13u1, rust-src 1.85.1+dfsg1-1+deb13u1",
+      hierarchy_ops: ['incomingCalls', 'outgoingCalls'],
+      hierarchy_ops_from: 'row',
+    });
+    // The declaration agrees with what the live session advertises.
+    const sessions = [
+      ...(daemon().lsp.pool as unknown as { sessions: Map<string, { row: { name: string }; supports(p: string): boolean }> }).sessions.values(),
+    ];
+    const s = sessions.find((x) => x.row.name === 'rust-analyzer');
+    assert.ok(s);
+    assert.equal(s.supports('callHierarchyProvider'), true);
+    assert.equal(s.supports('typeHierarchyProvider'), false);
+  });
+
   test('after serving, still no build script has run anywhere', () => {
     assert.deepEqual(markersUnder(daemon().config.dataDir, /BUILD_RS_RAN$/), []);
   });

@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { pack } from 'tar-stream';
 import { projectDir } from './daemon.js';
@@ -101,7 +101,3 @@ export async function startCargoRegistry(fixturesDir = cargoRegistryFixtures): P
   };
 }
 
-/** The fixture dirs' files, for a test that names what a crate holds. */
-export function crateFiles(top: string, fixturesDir = cargoRegistryFixtures): string[] {
-  return filesUnder(join(fixturesDir, top)).map((f) => relative('.', f));
-}

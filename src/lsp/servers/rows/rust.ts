@@ -121,6 +121,8 @@ export function rustRow(root: string): ServerRow {
     initializationOptions: RUST_ANALYZER_CONFIG,
     settings: { 'rust-analyzer': RUST_ANALYZER_CONFIG },
     readiness: { kind: 'progress', expectProgress: true },
+    // rust-analyzer 1.85's capabilities: call hierarchy, no type hierarchy (test/lang-rust).
+    hierarchyOps: ['incomingCalls', 'outgoingCalls'],
     encodings: ['utf-16', 'utf-8'],
     maxInFlight: 16,
     probe: () => probeRustAnalyzer(root),
