@@ -100,4 +100,3 @@ export async function startCargoRegistry(fixturesDir = cargoRegistryFixtures): P
     close: () => new Promise((r) => server.close(() => r())),
   };
 }
-
