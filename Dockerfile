@@ -5,7 +5,10 @@
 #     IMAGE_DEB_* pins only the image has);
 #   - npm packages (the language servers among them): package-lock.json, by `npm ci`;
 #   - Node: NODE_VERSION below, which test/ops-pins.test.ts holds equal to pins.env;
-#   - servers no Debian package or npm lockfile brings (rust-analyzer, jdtls,
+#   - the Debian 13 root of the Rust row (rust-analyzer, rustc, cargo, rust-src:
+#     ROOT13_DEB_* in images/pins.env), made by the builder's images/setup.sh with
+#     debootstrap and apt, as on a laptop, and copied to the runtime;
+#   - servers no Debian package or npm lockfile brings (jdtls,
 #     ruby-lsp and its gems): a dated release and its published sha256, also in
 #     images/pins.env, each in a stage of its own that checks the bytes before use.
 #     test/ops-pins.test.ts checks all of this, since docker cannot run on the
@@ -33,21 +36,6 @@ RUN bash images/setup.sh --runtime \
 COPY tsconfig.json ./
 COPY src/ src/
 COPY bin/ bin/
-
-# --- rust-analyzer: downloaded and verified in a stage of its own -------------
-# curl and ca-certificates here are unpinned on purpose: they only carry bytes,
-# and the sha256 check below is what decides whether those bytes are accepted.
-# None of this stage reaches the runtime image except the checked binary.
-FROM node:${NODE_VERSION}-bookworm-slim AS rust-analyzer
-COPY images/pins.env /tmp/pins.env
-RUN set -eu; . /tmp/pins.env; \
-    apt-get update -qq; \
-    apt-get install -y -qq --no-install-recommends ca-certificates curl; \
-    curl -fsSL -o /tmp/rust-analyzer.gz \
-      "https://github.com/rust-lang/rust-analyzer/releases/download/${RUST_ANALYZER_VERSION}/rust-analyzer-x86_64-unknown-linux-gnu.gz"; \
-    echo "${RUST_ANALYZER_SHA256}  /tmp/rust-analyzer.gz" | sha256sum -c -; \
-    gunzip -c /tmp/rust-analyzer.gz > /usr/local/bin/rust-analyzer; \
-    chmod 0755 /usr/local/bin/rust-analyzer
 
 # --- jdtls: the dated milestone tarball, verified, unpacked under /usr ---------
 # Under /usr/local because the SERVE jail binds /usr and nothing else of the image.
@@ -122,7 +110,9 @@ RUN set -eu; \
     # The server table and the jail run /usr/bin/node; the node image keeps it in
     # /usr/local/bin. The jail binds all of /usr, so a link inside /usr resolves there too.
     ln -sf /usr/local/bin/node /usr/bin/node
-COPY --from=rust-analyzer /usr/local/bin/rust-analyzer /usr/local/bin/rust-analyzer
+# The Debian 13 root the builder's set-up made (debootstrap, then apt: every .deb
+# checked against trixie's signed Release); the Rust row binds its /usr.
+COPY --from=builder /opt/lspd/debian13/ /opt/lspd/debian13/
 COPY --from=jdtls /usr/local/share/jdtls/ /usr/local/share/jdtls/
 COPY --from=ruby-lsp /usr/local/lib/ruby-lsp/ /usr/local/lib/ruby-lsp/
 WORKDIR /opt/lspd

@@ -31,6 +31,7 @@ pkgs=(
   "python3:/usr/bin/python3:$DEB_PYTHON3"
   "python3-pip:/usr/lib/python3/dist-packages/pip/__main__.py:$DEB_PYTHON3_PIP"
   "nginx:/usr/sbin/nginx:$DEB_NGINX"
+  "debootstrap:/usr/sbin/debootstrap:$DEB_DEBOOTSTRAP"
 )
 missing=()
 present=()
@@ -92,6 +93,13 @@ if [ ${#missing[@]} -gt 0 ] || [ $need_cc = 1 ]; then
     for name in "${test_only[@]}"; do systemctl disable --quiet "$name.service" 2>/dev/null || true; done
   fi
 fi
+
+# --- the Debian 13 root (the Rust row: rust-analyzer, rustc, cargo, rust-src) ---
+# Debian 13's builds need a newer C library than bookworm's: debootstrap makes a
+# minimal trixie root outside the checkout (LSPD_DEBIAN13_ROOT, /opt/lspd/debian13),
+# apt installs the ROOT13_DEB_* pins inside it, and the Rust row's jails bind its
+# /usr. A stamp of the pins makes a second run a no-op (images/debian13-root.sh).
+bash images/debian13-root.sh
 
 # --- npm dependencies ------------------------------------------------------
 stamp=node_modules/.lspd-lock-hash

@@ -8,6 +8,10 @@ import { z } from 'zod';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
+/** Where images/setup.sh makes the Debian 13 root by default (outside the checkout: it is a system tree, shared by checkouts, kept across `git clean`). */
+export const DEFAULT_DEBIAN13_ROOT = '/opt/lspd/debian13';
+/** crates.io's sparse index, cargo's own default for crates-io. */
+export const CRATES_IO_SPARSE = 'sparse+https://index.crates.io/';
 
 const int = (def: number, min = 0) => z.coerce.number().int().min(min).default(def);
 const bool = (def: boolean) =>
@@ -223,6 +227,20 @@ export const configSchema = z.object({
       "Dependency fetches running at once, fair-shared per org (LSPD_ORG_RESERVE_PERCENT): with 2, an org alone runs one and the other is kept, so another org's new root starts its fetch at once instead of waiting behind a fetch that may run LSPD_FETCH_TIMEOUT_MS. A fetch mostly waits on the network and the disk, so 2 fit a 2-core host; each is a jail with its own memory and CPU caps.",
     ),
   fetchMaxBytes: int(8 * GiB, MiB).describe('Most bytes a fetch may write into a root dependency dir.'),
+  cargoRegistry: z
+    .string()
+    .regex(/^sparse\+https?:\/\/[^\s"\\]+\/$/, 'a sparse registry URL: sparse+https://host/path/')
+    .default(CRATES_IO_SPARSE)
+    .describe(
+      "Cargo's sparse index the Rust fetcher reads crates.io packages from (a mirror replaces crates.io by source replacement; the tree's Cargo.lock checksums still decide).",
+    ),
+  debian13Root: z
+    .string()
+    .regex(/^\/./, 'an absolute path')
+    .default(DEFAULT_DEBIAN13_ROOT)
+    .describe(
+      'The Debian 13 root images/setup.sh makes (images/debian13-root.sh): the Rust row and its cargo fetches run with its /usr, pinned in images/pins.env (ROOT13_DEB_*).',
+    ),
   goProxy: z.string().default('https://proxy.golang.org').describe('GOPROXY used by the Go fetcher.'),
   npmRegistry: z.string().default('https://registry.npmjs.org/').describe('npm registry used by the npm fetcher.'),
   pipIndexUrl: z.string().url().default('https://pypi.org/simple').describe('PEP 503 simple index the Python fetcher installs wheels from (pip --index-url).'),

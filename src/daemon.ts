@@ -63,7 +63,7 @@ export async function startDaemon(config: Config, log: Logger, o: DaemonOptions 
     metrics,
     jail,
     store,
-    tools: await detectToolchains(),
+    tools: await detectToolchains(config.debian13Root),
     ready: () => health.jail.fetch.ok,
   });
   fetcher.onDone((key) => void store.refreshUsage(key).catch((err: unknown) => log.warn({ err }, 'cannot measure a root after its fetch')));

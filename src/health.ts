@@ -13,6 +13,8 @@ export interface ServerAvailability {
   /** The call and type hierarchy ops it answers: declared by its row, then as a session's capabilities said. */
   hierarchy_ops?: GraphOp[];
   hierarchy_ops_from?: 'row' | 'session';
+  /** Where its toolchain lives, when not the host's /usr (a system root of its own). */
+  toolchain?: string;
 }
 
 export class Health {

@@ -20,11 +20,15 @@ async function main(): Promise<void> {
     throw err;
   }
   // Every org's trees, the tokens and the configuration stay out of every jail's sight.
-  const visible = jailVisiblePath(config.dataDir, [
-    { name: 'LSPD_DATA', path: config.dataDir },
-    ...(config.tokensFile ? [{ name: 'LSPD_TOKENS', path: config.tokensFile }] : []),
-    ...(configFile ? [{ name: 'LSPD_CONFIG', path: configFile }] : []),
-  ]);
+  const visible = jailVisiblePath(
+    config.dataDir,
+    [
+      { name: 'LSPD_DATA', path: config.dataDir },
+      ...(config.tokensFile ? [{ name: 'LSPD_TOKENS', path: config.tokensFile }] : []),
+      ...(configFile ? [{ name: 'LSPD_CONFIG', path: configFile }] : []),
+    ],
+    [config.debian13Root],
+  );
   if (visible) {
     process.stderr.write(`lspd: bad configuration: ${visible}\n`);
     process.exit(2);

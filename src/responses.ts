@@ -276,6 +276,10 @@ export const readyAnswer = z.looseObject({
         .enum(['row', 'session'])
         .optional()
         .describe("row: declared by its server row; session: a session's initialize capabilities said so."),
+      toolchain: z
+        .string()
+        .optional()
+        .describe("Where its toolchain lives when not the host's /usr: e.g. the Debian 13 root (LSPD_DEBIAN13_ROOT) with the packages and versions it holds."),
     }),
   ),
 });

@@ -50,8 +50,17 @@ describe('the table on a real daemon', { skip }, () => {
     });
     // The newest clangd bookworm packages (clangd-16), not the default clangd 14.
     assert.match(servers.clangd!.version ?? '', /^1:16\./);
+    // Rust: Debian 13's, from the Debian 13 root, which /readyz names with its packages.
+    assert.deepEqual(servers['rust-analyzer'], {
+      available: true,
+      version: '1.85.1+dfsg1-1+deb13u1',
+      toolchain:
+        "Debian 13 root (LSPD_DEBIAN13_ROOT), bound as the jail's /usr: rustc 1.85.1+dfsg1-1+deb13u1, cargo 1.85.1+dfsg1-1+deb13u1, rust-src 1.85.1+dfsg1-1+deb13u1",
+      hierarchy_ops: ['incomingCalls', 'outgoingCalls'],
+      hierarchy_ops_from: 'row',
+    });
     // The rows only the image installs: unavailable here, saying why.
-    for (const name of ['rust-analyzer', 'jdtls', 'ruby-lsp']) {
+    for (const name of ['jdtls', 'ruby-lsp']) {
       assert.deepEqual(servers[name], {
         available: false,
         reason: `not installed (${name} is installed by the image only: images/pins.env pins its release and sha256, and this host cannot download it)`,
@@ -60,14 +69,14 @@ describe('the table on a real daemon', { skip }, () => {
   });
 
   test('a file whose server is absent is refused with the reason', async () => {
-    const dir = scratchDir('lspd-rs-');
-    writeFileSync(join(dir, 'main.rs'), 'fn main() {}\n');
-    const rs = acmeRoot('rs', 'rs-tree');
-    await uploadDir(s.daemon().url, rs, dir);
-    const r = await lspQuery(s.daemon().url, { ...rs, op: 'hover', path: 'main.rs', line: 0, character: 3 });
+    const dir = scratchDir('lspd-java-');
+    writeFileSync(join(dir, 'Main.java'), 'class Main {}\n');
+    const java = acmeRoot('java', 'java-tree');
+    await uploadDir(s.daemon().url, java, dir);
+    const r = await lspQuery(s.daemon().url, { ...java, op: 'hover', path: 'Main.java', line: 0, character: 7 });
     assert.equal(r.status, 422);
     assert.equal(r.body.error, 'no_server');
-    assert.match(String(r.body.message), /rust-analyzer is installed by the image only/);
+    assert.match(String(r.body.message), /jdtls is installed by the image only/);
   });
 
   test('monorepo: one session per workspace, each answering within its own', async () => {

@@ -32,7 +32,6 @@ const debName = (v: string) =>
 
 /** Stages that download an artefact a pin's sha256 then decides on, and the unpinned tools each may install to do so. */
 const artefactStages: Record<string, string[]> = {
-  'rust-analyzer': ['ca-certificates', 'curl'],
   jdtls: ['ca-certificates', 'curl'],
   // Compilers build ruby-lsp's C extensions from checked gems, as images/setup.sh's build the jail helper.
   'ruby-lsp': ['ca-certificates', 'curl', 'gcc', 'make', 'libc6-dev'],
@@ -197,14 +196,26 @@ describe('image pins', () => {
     }
   });
 
-  it('pins rust-analyzer by release and sha256, verified before use', () => {
+  it('pins the Rust toolchain as Debian 13 packages in a debootstrapped root, made by setup.sh in the image too', () => {
     const p = pins();
-    assert.match(p.RUST_ANALYZER_VERSION ?? '', /^\d{4}-\d{2}-\d{2}$/, 'a dated release, never "latest"');
-    assert.match(p.RUST_ANALYZER_SHA256 ?? '', /^[0-9a-f]{64}$/);
-    const all = instructions().join('\n');
-    assert.match(all, /releases\/download\/\$\{RUST_ANALYZER_VERSION\}\/rust-analyzer-x86_64-unknown-linux-gnu\.gz/);
-    assert.match(all, /echo "\$\{RUST_ANALYZER_SHA256\}  \/tmp\/rust-analyzer\.gz" \| sha256sum -c -/);
-    assert.doesNotMatch(dockerfile, /releases\/latest|snapshots\/|-latest\./);
+    assert.equal(p.ROOT13_SUITE, 'trixie');
+    assert.match(p.ROOT13_MIRROR ?? '', /^http:\/\/deb\.debian\.org\/debian$/);
+    const root13 = Object.keys(p).filter((k) => k.startsWith('ROOT13_DEB_'));
+    assert.deepEqual(root13.map((k) => debName(k.replace(/^ROOT13_/, ''))).sort(), ['cargo', 'rust-analyzer', 'rust-src', 'rustc']);
+    // One release for all four: rust-analyzer reads the rust-src of the rustc it runs with.
+    assert.equal(new Set(root13.map((k) => p[k])).size, 1);
+    for (const k of root13) assert.match(p[k]!, /^1\.\d+\.\d+\+dfsg\d*-\d+(\+deb13u\d+)?$/, k);
+    // setup.sh makes it (debootstrap pinned among its Debian packages), checked by apt inside the root.
+    assert.match(setup, /^bash images\/debian13-root\.sh$/m);
+    assert.ok(setupRows().some((r) => r.name === 'debootstrap' && r.pinVar === 'DEB_DEBOOTSTRAP'));
+    const script = read('images/debian13-root.sh');
+    assert.match(script, /debootstrap --variant=minbase --keyring=\/usr\/share\/keyrings\/debian-archive-keyring\.gpg/);
+    assert.match(script, /chroot "\$new" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "\$\{pkgs\[@\]\}"/);
+    assert.doesNotMatch(script, /--allow-unauthenticated|--no-check-gpg|AllowInsecure/);
+    // The image: the builder runs the same set-up; the runtime copies the root. No GitHub download.
+    assert.match(dockerfile, /^COPY --from=builder \/opt\/lspd\/debian13\/ \/opt\/lspd\/debian13\/$/m);
+    assert.doesNotMatch(dockerfile, /github\.com|rust-analyzer-x86_64/);
+    assert.equal(p.RUST_ANALYZER_VERSION, undefined);
   });
 
   it('pins jdtls by its dated milestone and sha256, on the JDK the row runs, unpacked where the row looks', () => {

@@ -1,8 +1,8 @@
-// `lspd jail --phase serve|fetch [--tree DIR] [--cwd DIR] [--env K=V]... -- CMD [ARG...]`
+// `lspd jail --phase serve|fetch [--tree DIR] [--cwd DIR] [--root13] [--env K=V]... -- CMD [ARG...]`
 // Runs one command in exactly the jail lspd gives language servers (SERVE) or
 // dependency fetchers (FETCH), after the same boot canary, for an operator who needs
 // to see why a server fails in there. The tree appears at /src. stdin/stdout are
-// the command's; stderr shows the command's stderr live; lspd's own log goes to
+// the command's (--root13: over the Debian 13 root's /usr, as the Rust row and cargo run); stderr shows the command's stderr live; lspd's own log goes to
 // stderr too. Exit status: the command's, or 3 when the phase is not proved.
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -15,17 +15,22 @@ import { createJail } from '../jail/jail.js';
 import type { Phase } from '../jail/types.js';
 import { TREE_AT } from '../jail/layout.js';
 
-const USAGE = 'usage: lspd jail --phase serve|fetch [--tree DIR] [--cwd DIR] [--env K=V]... -- CMD [ARG...]\n';
+const USAGE = 'usage: lspd jail --phase serve|fetch [--tree DIR] [--cwd DIR] [--root13] [--env K=V]... -- CMD [ARG...]\n';
 
-function parseArgs(argv: string[]): { phase: Phase; tree?: string; cwd?: string; env: Record<string, string>; cmd: string[] } | string {
+function parseArgs(argv: string[]): { phase: Phase; tree?: string; cwd?: string; root13: boolean; env: Record<string, string>; cmd: string[] } | string {
   let phase: Phase | undefined;
   let tree: string | undefined;
   let cwd: string | undefined;
   const env: Record<string, string> = {};
+  let root13 = false;
   let i = 0;
   for (; i < argv.length && argv[i] !== '--'; i++) {
     const a = argv[i]!;
     const v = argv[i + 1];
+    if (a === '--root13') {
+      root13 = true;
+      continue;
+    }
     if (a === '--phase' && (v === 'serve' || v === 'fetch')) phase = v;
     else if (a === '--tree' && v) tree = resolve(v);
     else if (a === '--cwd' && v) cwd = v;
@@ -38,7 +43,7 @@ function parseArgs(argv: string[]): { phase: Phase; tree?: string; cwd?: string;
   if (!phase) return '--phase serve|fetch is required';
   if (cmd.length === 0) return 'no command after --';
   if (!cmd[0]!.startsWith('/')) return `the command must be an absolute path inside the jail (e.g. /usr/bin/${cmd[0]})`;
-  return { phase, ...(tree ? { tree } : {}), ...(cwd ? { cwd } : {}), env, cmd };
+  return { phase, ...(tree ? { tree } : {}), ...(cwd ? { cwd } : {}), root13, env, cmd };
 }
 
 /** Run `lspd jail ARGS`; resolves with the exit status (the CLI dispatcher may call this). */
@@ -75,6 +80,7 @@ export async function runJailCli(argv: string[]): Promise<number> {
     env: args.env,
     ...(args.tree ? { tree: { hostDir: args.tree, at: TREE_AT } } : {}),
     ...(args.cwd ? { cwd: args.cwd } : {}),
+    ...(args.root13 ? { systemRoot: config.debian13Root } : {}),
     signal: ac.signal,
     onStderr: (d) => process.stderr.write(d),
   });

@@ -64,6 +64,7 @@ describe('detect', () => {
       'py/requirements.txt': 'requests==2.0',
       'pyproj/pyproject.toml': '[project]\nname = "x"\ndependencies = ["requests"]\n',
       'rs/Cargo.lock': '',
+      'rs/Cargo.toml': '[package]\nname = "rs"\n',
       'php/composer.lock': '{}',
       'y/yarn.lock': '',
       'package.json': '{"dependencies":{"left-pad":"1.0.0"}}',
@@ -72,11 +73,37 @@ describe('detect', () => {
     const reasons = verdicts(await detect(d, all));
     assert.match(reasons['python:py']!, /no pinned python3 with pip/);
     assert.match(reasons['python:pyproj']!, /there is no lock file/);
-    assert.match(reasons['cargo:rs']!, /no pinned cargo/);
+    assert.match(reasons['cargo:rs']!, /the Debian 13 root with the pinned cargo is not made/);
     assert.match(reasons['composer:php']!, /no pinned composer/);
     assert.match(reasons['composer:']!, /composer\.json has no composer\.lock/);
     assert.match(reasons['npm:y']!, /yarn or pnpm/);
     assert.match(reasons['npm:']!, /no package-lock\.json/);
+  });
+
+  it('fetches a Cargo workspace from its lock at its root only; a top-level Cargo.toml with dependencies and no lock is refused', async () => {
+    const cargo = { ...all, cargo: '/usr/bin/cargo', cargoRoot: '/opt/lspd/debian13' };
+    const ws = tree({
+      'Cargo.toml': '[workspace]\nmembers = ["a", "b"]\n',
+      'Cargo.lock': 'version = 4\n',
+      'a/Cargo.toml': '[package]\nname = "a"\n\n[dependencies]\nserde = "1"\n',
+      'b/Cargo.toml': '[package]\nname = "b"\n',
+      // A lock without a manifest beside it is no workspace.
+      'stray/Cargo.lock': '',
+    });
+    assert.deepEqual(verdicts(await detect(ws, cargo)), { 'cargo:': 'fetch' });
+    for (const [manifest, refused] of [
+      ['[package]\nname = "x"\n\n[dependencies]\nserde = { version = "1" }\n', true],
+      ['[package]\nname = "x"\n\n[dependencies.serde]\nversion = "1"\n', true],
+      ['[package]\nname = "x"\n\n[target.\'cfg(unix)\'.dev-dependencies]\nlibc = "0.2"\n', true],
+      ['[package]\nname = "x"\n\n[dependencies]\n', false],
+      ['[package]\nname = "x"\n# dependencies = nothing\n', false],
+    ] as const) {
+      const reasons = verdicts(await detect(tree({ 'Cargo.toml': manifest, 'src/lib.rs': '' }), cargo));
+      if (refused) assert.match(reasons['cargo:']!, /Cargo\.toml has no Cargo\.lock/, manifest);
+      else assert.deepEqual(reasons, {}, manifest);
+    }
+    // Nested crates without a lock are members of something else, or need nothing: not reported.
+    assert.deepEqual(verdicts(await detect(tree({ 'tools/x/Cargo.toml': '[dependencies]\nserde = "1"\n' }), cargo)), {});
   });
 
   it('fetches composer and Python workspaces from their locks when the toolchains are there', async () => {

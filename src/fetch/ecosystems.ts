@@ -32,8 +32,9 @@ export const MAX_LOCKFILE_BYTES = 32 * 1024 * 1024;
 export const defaultDetectLimits: DetectLimits = { maxEntries: 200_000, maxDepth: 32, maxWorkspaces: 16, maxLockfileBytes: MAX_LOCKFILE_BYTES };
 
 /** Files whose size bounds the fetch they drive, by ecosystem. */
-const FETCH_INPUTS: Record<'go' | 'npm', readonly string[]> = {
+const FETCH_INPUTS: Record<'go' | 'npm' | 'cargo', readonly string[]> = {
   go: ['go.mod', 'go.sum'],
+  cargo: ['Cargo.toml', 'Cargo.lock'],
   npm: ['package.json', 'package-lock.json', 'npm-shrinkwrap.json'],
 };
 
@@ -52,8 +53,9 @@ const REQUIREMENTS = /^requirements[\w.-]*\.txt$/;
 const PY_NO_LOCK =
   'Python dependencies were not fetched: there is no lock file (requirements*.txt with pinned versions, uv.lock, poetry.lock or Pipfile.lock), and without one versions would be resolved at fetch time.';
 const PY_MISSING = 'Python dependencies were not fetched: no pinned python3 with pip (python3-pip) is installed.';
-const CARGO_REASON =
-  'Rust dependencies were not fetched: no pinned cargo toolchain is installed under /usr (a per-user rustup cargo is not pinned), and no pinned rust-analyzer would read them.';
+const CARGO_MISSING =
+  'Rust dependencies were not fetched: the Debian 13 root with the pinned cargo is not made (images/setup.sh makes it; a per-user rustup cargo is not pinned).';
+const CARGO_NO_LOCK = 'Rust dependencies were not fetched: Cargo.toml has no Cargo.lock, and without a lock file a fetch would resolve versions at fetch time.';
 const COMPOSER_MISSING = 'PHP dependencies were not fetched: no pinned composer (and php) is installed.';
 const COMPOSER_NO_LOCK =
   'PHP dependencies were not fetched: composer.json has no composer.lock, and without a lock file an install would resolve versions at fetch time.';
@@ -85,9 +87,10 @@ export async function detect(treeDir: string, tools: Toolchains, limits: DetectL
       const hasModules = entries.some((e) => e.name === 'node_modules' && e.isDirectory());
       const bareNpm = rel === '' && !hasModules && files.has('package.json') && (await declaresDependencies(join(treeDir, 'package.json')));
       const hasVendor = entries.some((e) => e.name === 'vendor' && e.isDirectory());
+      const bareCargo = rel === '' && files.has('Cargo.toml') && !files.has('Cargo.lock') && (await declaresCrates(join(treeDir, 'Cargo.toml')));
       const bareComposer =
         rel === '' && !hasVendor && files.has('composer.json') && !files.has('composer.lock') && (await requiresPackages(join(treeDir, 'composer.json')));
-      found.push(...(await bounded(treeDir, rel, planDir(rel, files, tools, bareNpm, bareComposer), limits.maxLockfileBytes ?? MAX_LOCKFILE_BYTES)));
+      found.push(...(await bounded(treeDir, rel, planDir(rel, files, tools, bareNpm, bareComposer, bareCargo), limits.maxLockfileBytes ?? MAX_LOCKFILE_BYTES)));
       for (const e of entries) {
         // Dirent.isDirectory() is false for a symlink, so links are never followed.
         if (e.isDirectory() && !skipDirs.has(e.name)) next.push(rel === '' ? e.name : `${rel}/${e.name}`);
@@ -98,9 +101,9 @@ export async function detect(treeDir: string, tools: Toolchains, limits: DetectL
   return cap(found, limits);
 }
 
-function planDir(dir: string, files: Set<string>, tools: Toolchains, bareNpm: boolean, bareComposer: boolean): PlanItem[] {
+function planDir(dir: string, files: Set<string>, tools: Toolchains, bareNpm: boolean, bareComposer: boolean, bareCargo: boolean): PlanItem[] {
   const out: PlanItem[] = [];
-  const fetch = (ecosystem: Exclude<Ecosystem, 'cargo'>): PlanItem => ({ ecosystem, dir, action: 'fetch' });
+  const fetch = (ecosystem: Ecosystem): PlanItem => ({ ecosystem, dir, action: 'fetch' });
   const refuse = (ecosystem: Ecosystem, reason: string): PlanItem => ({ ecosystem, dir, action: 'refuse', reason });
 
   if (files.has('go.mod')) out.push(tools.go ? fetch('go') : refuse('go', GO_MISSING));
@@ -116,12 +119,40 @@ function planDir(dir: string, files: Set<string>, tools: Toolchains, bareNpm: bo
   if (files.has('composer.lock')) out.push(tools.composer && tools.php ? fetch('composer') : refuse('composer', COMPOSER_MISSING));
   else if (bareComposer) out.push(refuse('composer', COMPOSER_NO_LOCK));
 
-  if (files.has('Cargo.lock')) out.push(refuse('cargo', CARGO_REASON));
+  // A workspace's Cargo.lock sits beside its root Cargo.toml and covers every member.
+  if (files.has('Cargo.lock') && files.has('Cargo.toml')) out.push(tools.cargo && tools.cargoRoot ? fetch('cargo') : refuse('cargo', CARGO_MISSING));
+  else if (bareCargo) out.push(refuse('cargo', CARGO_NO_LOCK));
 
   const pyLock = pythonLocks.some((m) => files.has(m)) || [...files].some((f) => REQUIREMENTS.test(f));
   if (pyLock) out.push(tools.python && tools.pip ? fetch('python') : refuse('python', PY_MISSING));
   else if (pythonMarkers.some((m) => files.has(m))) out.push(refuse('python', PY_NO_LOCK));
   return out;
+}
+
+/**
+ * A top-level Cargo.toml without a lock is reported only when it names dependencies
+ * ([dependencies], [dev-dependencies], [build-dependencies], a target's, or a
+ * workspace's): a crate with none needs nothing. A line scan, not a TOML parse: it
+ * only decides whether to say why nothing was fetched.
+ */
+async function declaresCrates(file: string): Promise<boolean> {
+  const st = await lstat(file).catch(() => undefined);
+  if (!st?.isFile() || st.size > 4 * 1024 * 1024) return false;
+  const text = await readFile(file, 'utf8').catch(() => '');
+  const lines = text.split('\n');
+  let inDeps = false;
+  for (const raw of lines) {
+    const line = raw.trim();
+    if (line.startsWith('[')) {
+      const header = line.replace(/\s+/g, '');
+      // [dependencies.serde]: a dependency of its own table.
+      if (/^\[(?:workspace\.|target\..*\.)?(?:dev-|build-)?dependencies\.[A-Za-z0-9_-]+\]$/.test(header)) return true;
+      inDeps = /^\[(?:workspace\.|target\..*\.)?(?:dev-|build-)?dependencies\]$/.test(header);
+      continue;
+    }
+    if (inDeps && /^[A-Za-z0-9_-]+\s*(?:\.|=)/.test(line)) return true;
+  }
+  return false;
 }
 
 /** A top-level composer.json without a lock is reported only when it requires packages (not just php or ext-*). */
@@ -160,7 +191,7 @@ async function declaresDependencies(file: string): Promise<boolean> {
 async function bounded(treeDir: string, dir: string, items: PlanItem[], maxBytes: number): Promise<PlanItem[]> {
   const out: PlanItem[] = [];
   for (const it of items) {
-    if (it.action !== 'fetch' || (it.ecosystem !== 'go' && it.ecosystem !== 'npm')) {
+    if (it.action !== 'fetch' || (it.ecosystem !== 'go' && it.ecosystem !== 'npm' && it.ecosystem !== 'cargo')) {
       out.push(it);
       continue;
     }

@@ -10,6 +10,7 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { removeTree } from '../store/remove-tree.js';
 import { diskUsage } from './disk-usage.js';
+import { cargoHint, cargoServeMounts, prepareCargo } from './cargo.js';
 import { composerHint, composerServeMounts, prepareComposer } from './composer.js';
 import { goHint, goServeMounts, prepareGo } from './go.js';
 import { LogTail } from './log-tail.js';
@@ -159,6 +160,7 @@ const fetchers: Partial<Record<Ecosystem, Fetcher>> = {
   npm: { prepare: prepareNpm, hint: npmHint, command: 'npm ci' },
   composer: { prepare: prepareComposer, hint: composerHint, command: 'composer install' },
   python: { prepare: preparePython, hint: pythonHint, command: 'pip install', skipped: pythonSkipped },
+  cargo: { prepare: prepareCargo, hint: cargoHint, command: 'cargo fetch' },
 };
 
 /** Run every queued step of a job in turn. Never throws for a step's failure; the result says. */
@@ -364,6 +366,7 @@ export async function removeOutputs(depsDir: string): Promise<void> {
 export async function serveMounts(treeDir: string, depsDir: string, steps: StepStatus[], notes?: (line: string) => void): Promise<ServeMount[]> {
   const out: ServeMount[] = [];
   if (steps.some((s) => s.ecosystem === 'go' && s.state === 'done')) out.push(...(await goServeMounts(depsDir)));
+  if (steps.some((s) => s.ecosystem === 'cargo' && s.state === 'done')) out.push(...(await cargoServeMounts(depsDir)));
   for (const s of steps) {
     if (s.state !== 'done') continue;
     if (s.ecosystem === 'npm') out.push(...(await npmServeMounts(treeDir, depsDir, s.dir, notes)));

@@ -26,10 +26,11 @@ import { defaultDetectLimits, detect, type DetectLimits } from './ecosystems.js'
 import { readStateFile, writeStateFile, type StateFile } from './state-file.js';
 import { FetchAbort, FetchJob, abortCause, initialSteps, runJob, serveMounts, type JobState, type RunResult } from './fetch-job.js';
 import { coveredSteps, dropReuse, fetchInputsDigest, linkBaseDeps, touchesFetchInputs, type ReuseCandidate } from './fetch-reuse.js';
+import { cargoServeEnv } from './cargo.js';
 import { goServeEnv } from './go.js';
 import type { ServeMount } from './step.js';
 import type { Ecosystem, FetchStore, FetchView, StepStatus, Toolchains } from './types.js';
-import { GOPATH_AT } from '../jail/layout.js';
+import { CARGO_HOME_AT, GOPATH_AT } from '../jail/layout.js';
 
 export interface FetchManagerOptions {
   config: Pick<
@@ -41,6 +42,7 @@ export interface FetchManagerOptions {
     | 'npmRegistry'
     | 'pipIndexUrl'
     | 'composerRepo'
+    | 'cargoRegistry'
     | 'dataDir'
     | 'stderrRingBytes'
     | 'orgMaxFetches'
@@ -176,6 +178,7 @@ export class FetchManager {
 
   /** Dependency-related environment for a SERVE jail of this root running `ecosystem`'s server. */
   serveEnv(key: RootKey, ecosystem: Ecosystem): Record<string, string> {
+    if (ecosystem === 'cargo') return cargoServeEnv(this.serveBinds(key, '/').some((b) => b.at === CARGO_HOME_AT));
     if (ecosystem !== 'go') return {};
     return goServeEnv(this.serveBinds(key, '/').some((b) => b.at.startsWith(`${GOPATH_AT}/`)));
   }
@@ -341,6 +344,7 @@ export class FetchManager {
               npmRegistry: this.o.config.npmRegistry,
               pipIndexUrl: this.o.config.pipIndexUrl,
               composerRepo: this.o.config.composerRepo,
+              cargoRegistry: this.o.config.cargoRegistry,
               tools: this.o.tools,
             },
             steps: q.steps,

@@ -16,6 +16,8 @@
 // <deps>/python/top/, <deps>/python/ws/<ws>/
 //                          site-packages/ (pip --target: wheels only) and
 //                          report.json (what was installed, what skipped and why)
+// <deps>/cargo/           CARGO_HOME of every Cargo workspace of the root (config.toml
+//                          written by lspd, registry index cache, .crate files, sources)
 // <deps>/python-tmp/       pip's temp dir during the fetch (wheels can outgrow the
 //                          jail's tmpfs); removed after it
 //
@@ -35,10 +37,11 @@ export const GO_MODCACHE_REL = 'go/pkg/mod';
 export const NPM_CACHE_REL = 'npm-cache';
 export const COMPOSER_CACHE_REL = 'composer-cache';
 export const PYTHON_TMP_REL = 'python-tmp';
+export const CARGO_HOME_REL = 'cargo';
 /** Scratch dirs a fetcher writes during a job; removed when the job ends. */
 export const SCRATCH_DIRS = [NPM_CACHE_REL, COMPOSER_CACHE_REL, PYTHON_TMP_REL] as const;
 /** Top-level <deps> dirs the fetchers' results live in (sealed after a job, removed when over the byte bound). */
-export const OUTPUT_DIRS = ['go', 'npm', 'composer', 'python'] as const;
+export const OUTPUT_DIRS = ['go', 'npm', 'composer', 'python', CARGO_HOME_REL] as const;
 
 /** <deps>-relative dir of an npm workspace's install ('' is the tree's top). */
 export function npmRel(ws: string): string {
@@ -59,6 +62,8 @@ export interface StepContext {
   pipIndexUrl: string;
   /** Composer repository used in place of packagist.org (and as a dist mirror when it is not packagist). */
   composerRepo: string;
+  /** Cargo's sparse index for crates.io packages (config cargoRegistry). */
+  cargoRegistry: string;
   tools: Toolchains;
   /** Notes for the caller (why a bind was skipped, …) go here, scrubbed later. */
   log: LogTail;
@@ -71,6 +76,8 @@ export interface StepSpawn {
   binds: Bind[];
   tree?: { hostDir: string; at: string };
   cwd: string;
+  /** The system root whose /usr the jail sees (cargo: the Debian 13 root). */
+  systemRoot?: string;
   /** Locked dependencies the fetcher left out before running, each named with why (StepStatus.skipped). */
   skipped?: string[];
 }

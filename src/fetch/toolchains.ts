@@ -2,12 +2,16 @@
 // and nothing else of the host's programs, so only a toolchain that lives under
 // /usr (Debian packages pinned in images/pins.env, and npm/node from the image) can
 // run in it: a per-user install (~/.cargo, ~/go, nvm, pyenv) is neither pinned nor
-// visible, and its ecosystem is refused with a reason instead.
-import { readlink, realpath } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
+// visible, and its ecosystem is refused with a reason instead. Cargo is the one
+// exception to /usr: it is Debian 13's, in the Debian 13 root whose /usr its jail
+// binds instead (images/debian13-root.sh), found there.
+import { constants } from 'node:fs';
+import { access, lstat, readlink, realpath } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { DEFAULT_DEBIAN13_ROOT } from '../config.js';
 import type { Toolchains } from './types.js';
 
-const candidates: Record<keyof Toolchains, string> = {
+const candidates: Record<Exclude<keyof Toolchains, 'cargo' | 'cargoRoot'>, string> = {
   go: '/usr/bin/go',
   npm: '/usr/bin/npm',
   node: '/usr/bin/node',
@@ -19,9 +23,17 @@ const candidates: Record<keyof Toolchains, string> = {
 };
 
 /** The toolchains present under /usr, by the path the jail runs them at. */
-export async function detectToolchains(): Promise<Toolchains> {
+export async function detectToolchains(debian13Root: string = DEFAULT_DEBIAN13_ROOT): Promise<Toolchains> {
   const out: Toolchains = {};
-  for (const [name, path] of Object.entries(candidates) as [keyof Toolchains, string][]) {
+  // cargo and rustc are regular files of the root's /usr/bin (Debian installs no links for them).
+  const inRoot = async (p: string) =>
+    (await lstat(join(debian13Root, p)).catch(() => undefined))?.isFile() &&
+    (await access(join(debian13Root, p), constants.X_OK).then(
+      () => true,
+      () => false,
+    ));
+  if ((await inRoot('usr/bin/cargo')) && (await inRoot('usr/bin/rustc'))) Object.assign(out, { cargo: '/usr/bin/cargo', cargoRoot: debian13Root });
+  for (const [name, path] of Object.entries(candidates) as [keyof typeof candidates, string][]) {
     const real = await realpath(path).catch(() => undefined);
     // The link must end under /usr: a /usr/bin/go pointing into /root would not exist in the jail.
     if (!real?.startsWith('/usr/')) continue;

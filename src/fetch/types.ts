@@ -69,4 +69,7 @@ export interface Toolchains {
   /** Debian's python3 and its pip (python3-pip): wheels only, never a build. */
   python?: string;
   pip?: string;
+  /** Debian 13's cargo, run from the Debian 13 root (`cargoRoot`, whose /usr the jail binds). */
+  cargo?: string;
+  cargoRoot?: string;
 }

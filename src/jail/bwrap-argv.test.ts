@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { bwrapOptions, isJailPath, jailCommand, type BwrapPlan } from './bwrap-argv.js';
-import { FETCH_PROXY_PORT, JAIL_EGRESS_SOCKET, JAIL_FORWARDER, JAIL_NODE_MODULES, phasePolicy, type HostLayout } from './policy.js';
+import { FETCH_PROXY_PORT, JAIL_EGRESS_SOCKET, JAIL_FORWARDER, JAIL_NODE_MODULES, phasePolicy, withSystemRoot, type HostLayout } from './policy.js';
 
 const host: HostLayout = {
   projectDir: '/opt/proj',
@@ -136,4 +136,35 @@ test('FETCH commands start behind the in-jail forwarder; SERVE commands run as g
     'ci',
   ]);
   assert.throws(() => jailCommand(phasePolicy('serve', host), ['true']), /absolute/);
+});
+
+test('a system root replaces /usr and the linker cache, links the top-level dirs into it, and changes nothing else', () => {
+  for (const phase of ['serve', 'fetch'] as const) {
+    const base = bwrapOptions(plan({ policy: phasePolicy(phase, host) }));
+    const rooted = bwrapOptions(plan({ policy: withSystemRoot(phasePolicy(phase, host), '/opt/lspd/debian13') }));
+    const binds = (a: string[]) => [...after(a, '--ro-bind', 2), ...after(a, '--ro-bind-try', 2)];
+    assert.deepEqual(
+      binds(rooted).filter(([, at]) => at === '/usr' || at === '/etc/ld.so.cache'),
+      [
+        ['/opt/lspd/debian13/usr', '/usr'],
+        ['/opt/lspd/debian13/etc/ld.so.cache', '/etc/ld.so.cache'],
+      ],
+    );
+    // The host's /lib32 (a real dir here) is not bound: Debian 13 is merged-/usr.
+    assert.ok(!binds(rooted).some(([, at]) => at === '/lib32'));
+    assert.deepEqual(after(rooted, '--symlink', 2), [
+      ['usr/bin', '/bin'],
+      ['usr/sbin', '/sbin'],
+      ['usr/lib', '/lib'],
+      ['usr/lib64', '/lib64'],
+    ]);
+    // Everything else is the phase's own: flags, tmpfs, network, env, other binds.
+    const rest = (a: string[]) => binds(a).filter(([, at]) => !['/usr', '/etc/ld.so.cache', '/lib32'].includes(at!));
+    assert.deepEqual(rest(rooted), rest(base));
+    const strip = (a: string[]) => a.filter((x) => !x.startsWith('/') && !x.startsWith('usr/'));
+    assert.deepEqual(
+      strip(rooted).filter((x) => x !== '--symlink' && x !== '--ro-bind-try' && x !== '--ro-bind'),
+      strip(base).filter((x) => x !== '--symlink' && x !== '--ro-bind-try' && x !== '--ro-bind'),
+    );
+  }
 });

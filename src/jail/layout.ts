@@ -20,6 +20,8 @@
 //                             where intelephense indexes it).
 //   /deps/python/top/site-packages, /deps/python/ws/<workspace>/site-packages
 //                             the wheels pip installed; pyright's extra paths.
+//   /deps/cargo               CARGO_HOME: registry/src/<index>/<crate>-<version>/… are
+//                             the unpacked crates `cargo fetch` got (rust-analyzer's).
 // Which coordinates a path under /deps has is decided by the ecosystem resolvers in
 // src/lsp/answer/coordinates.ts, not here.
 
@@ -29,3 +31,6 @@ export const GOPATH_AT = `${DEPS_AT}/go`;
 export const GOMODCACHE_AT = `${GOPATH_AT}/pkg/mod`;
 export const NPM_DEPS_AT = `${DEPS_AT}/npm`;
 export const PYTHON_DEPS_AT = `${DEPS_AT}/python`;
+export const CARGO_HOME_AT = `${DEPS_AT}/cargo`;
+/** The Rust toolchain's rust-src (the Debian 13 root's /usr, which the Rust row's jail sees as /usr). */
+export const RUST_SRC_AT = '/usr/lib/rustlib/src/rust';

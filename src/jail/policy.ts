@@ -140,3 +140,22 @@ export function phasePolicy(phase: Phase, host: HostLayout): PhasePolicy {
     hostname: 'lspd',
   });
 }
+
+/**
+ * The same policy over a system root of its own (a Debian 13 tree made by
+ * images/debian13-root.sh): the jail sees the root's /usr, and its dynamic linker
+ * cache, instead of the host's, with /bin, /sbin, /lib and /lib64 as merged-/usr
+ * links into it (Debian 13 is merged-/usr). Nothing else changes: the same /etc
+ * files, tmpfs mounts, network and environment. For rows whose Debian packages need
+ * a newer C library than the host's (the Rust row), in SERVE and FETCH alike.
+ */
+export function withSystemRoot(policy: PhasePolicy, root: string): PhasePolicy {
+  const topLevel = new Set(['/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32']);
+  const roBinds = policy.roBinds
+    .filter((b) => !topLevel.has(b.at))
+    .map((b) =>
+      b.at === '/usr' ? { host: join(root, 'usr'), at: '/usr' } : b.at === '/etc/ld.so.cache' ? { ...b, host: join(root, 'etc', 'ld.so.cache') } : b,
+    );
+  const symlinks = ['bin', 'sbin', 'lib', 'lib64'].map((name) => ({ target: `usr/${name}`, at: `/${name}` }));
+  return Object.freeze({ ...policy, roBinds, symlinks });
+}

@@ -40,3 +40,14 @@ test('real paths are compared: a symlink into a bound directory counts as in it'
   symlinkSync('/usr/share', link);
   assert.match(jailVisiblePath(dataDir, [{ name: 'LSPD_TOKENS', path: join(link, 'tokens.json') }]) ?? '', /^LSPD_TOKENS .* lies under \/usr,/);
 });
+
+test("the Debian 13 root's /usr is bound too: a data dir there is refused", () => {
+  const dataDir = '/var/lib/lspd-test';
+  const root = '/opt/lspd/debian13';
+  assert.match(
+    jailVisiblePath(dataDir, [{ name: 'LSPD_DATA', path: `${root}/usr/share/lspd` }], [root]) ?? '',
+    /lies under \/opt\/lspd\/debian13\/usr, which the SERVE and FETCH jails bind at \/usr/,
+  );
+  // The rest of the root is not bound.
+  assert.equal(jailVisiblePath(dataDir, [{ name: 'LSPD_DATA', path: `${root}-data` }], [root]), undefined);
+});

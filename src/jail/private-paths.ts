@@ -8,7 +8,7 @@
 // symlink into a bound directory counts as being in it.
 import { realpathSync } from 'node:fs';
 import { basename, dirname, join, resolve, sep } from 'node:path';
-import { boundHostPaths, hostLayout } from './policy.js';
+import { boundHostPaths, hostLayout, phasePolicy, withSystemRoot } from './policy.js';
 
 export interface PrivatePath {
   /** How the operator names it (LSPD_DATA, LSPD_TOKENS, LSPD_CONFIG). */
@@ -16,9 +16,24 @@ export interface PrivatePath {
   path: string;
 }
 
-/** Why one of `paths` is visible in a jail of a daemon over `dataDir`, or undefined when none is. */
-export function jailVisiblePath(dataDir: string, paths: readonly PrivatePath[]): string | undefined {
-  const binds = boundHostPaths(hostLayout(dataDir)).map((b) => ({ ...b, real: realish(b.host) }));
+/**
+ * Why one of `paths` is visible in a jail of a daemon over `dataDir`, or undefined when
+ * none is. `systemRoots`: the system roots rows bind in place of the host's /usr (the
+ * Debian 13 root), whose /usr and linker cache count as bound too.
+ */
+export function jailVisiblePath(dataDir: string, paths: readonly PrivatePath[], systemRoots: readonly string[] = []): string | undefined {
+  const host = hostLayout(dataDir);
+  const bound = [
+    ...boundHostPaths(host),
+    ...systemRoots.flatMap((root) =>
+      (['serve', 'fetch'] as const).flatMap((phase) =>
+        withSystemRoot(phasePolicy(phase, host), root)
+          .roBinds.filter((b) => b.host.startsWith(root))
+          .map((b) => ({ host: b.host, at: b.at, phase })),
+      ),
+    ),
+  ];
+  const binds = bound.map((b) => ({ ...b, real: realish(b.host) }));
   for (const p of paths) {
     const real = realish(p.path);
     const hit = binds.find((b) => real === b.real || real.startsWith(b.real.endsWith(sep) ? b.real : b.real + sep));

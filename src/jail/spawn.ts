@@ -21,10 +21,10 @@ import type { Logger } from '../log.js';
 import { bwrapOptions, jailCommand } from './bwrap-argv.js';
 import type { CgroupLimits, Cgroups, JailCgroup } from './cgroup.js';
 import { GATE_MESSAGE_FD, GATE_STDIO_COUNT, type GatePool, type StartingJails } from './gates.js';
-import { JAIL_HOME, type PhasePolicy } from './policy.js';
+import { JAIL_HOME, withSystemRoot, type PhasePolicy } from './policy.js';
 import { cpuTimes } from './proc-cpu.js';
 import { StderrRing, makeScrubber } from './stderr-ring.js';
-import { checkBindHost, openBindSource, openTree, preCreateMountPoints } from './tree.js';
+import { checkBindHost, checkSystemRoot, openBindSource, openTree, preCreateMountPoints } from './tree.js';
 import type { JailExit, JailSpawnOptions, JailedProcess, Phase } from './types.js';
 import { DAEMON_ORG, type UidPool } from './uid-pool.js';
 
@@ -60,8 +60,10 @@ let seq = 0;
  * proved. `policy` replaces the phase's own when this jail sees something of its
  * own (a FETCH jail's egress socket).
  */
-export async function spawnInJail(ctx: SpawnContext, opts: JailSpawnOptions, policy: PhasePolicy = ctx.policies[opts.phase]): Promise<JailedProcess> {
-  assert.equal(policy.phase, opts.phase, 'the policy is of the spawn phase');
+export async function spawnInJail(ctx: SpawnContext, opts: JailSpawnOptions, phase: PhasePolicy = ctx.policies[opts.phase]): Promise<JailedProcess> {
+  assert.equal(phase.phase, opts.phase, 'the policy is of the spawn phase');
+  if (opts.systemRoot !== undefined) checkSystemRoot(opts.systemRoot);
+  const policy = opts.systemRoot !== undefined ? withSystemRoot(phase, opts.systemRoot) : phase;
   assert.ok(opts.argv.length > 0 && opts.argv[0]!.startsWith('/'), 'argv[0] must be an absolute in-jail path');
   for (const b of opts.binds ?? []) assert.ok(!b.rw || opts.phase === 'fetch', 'read-write binds exist only in FETCH');
   opts.signal?.throwIfAborted();

@@ -4,7 +4,7 @@
 // through it; bind sources reached through a link are refused.
 import assert from 'node:assert/strict';
 import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, realpathSync, writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
 import { errors } from '../errors.js';
 import { isJailPath } from './bwrap-argv.js';
 import type { Bind, JailSpawnOptions } from './types.js';
@@ -98,4 +98,23 @@ export function openBindSource(host: string): number {
     throw errors.serverUnavailable('A directory to bind into the jail changed while it was opened.', 1);
   }
   return fd;
+}
+
+/**
+ * A system root's /usr (JailSpawnOptions.systemRoot) is bound by path, like the
+ * host's: absolute, reached through no link, a directory root owns and only root
+ * writes, so no jail uid (nor a tree) could have changed what the next jail runs.
+ */
+export function checkSystemRoot(root: string): void {
+  const usr = join(root, 'usr');
+  let st;
+  try {
+    checkBindHost(usr);
+    st = lstatSync(usr);
+  } catch {
+    throw errors.serverUnavailable('The system root for this server is missing (images/setup.sh makes it).', 60);
+  }
+  if (!isAbsolute(root) || !st.isDirectory() || st.uid !== 0 || (st.mode & 0o022) !== 0) {
+    throw errors.serverUnavailable('The system root for this server is not a root-owned directory only root writes; refused.', 60);
+  }
 }

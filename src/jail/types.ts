@@ -36,6 +36,13 @@ export interface JailSpawnOptions {
     expect?: { dev: number | bigint; ino: number | bigint };
   };
   binds?: Bind[];
+  /**
+   * A system root (host dir, absolute, owned by root) whose /usr the jail sees in
+   * place of the host's (policy.ts withSystemRoot): the Debian 13 root of a row whose
+   * packages the host's C library cannot run. Chosen by a server row or a fetcher,
+   * from configuration; never by a tree.
+   */
+  systemRoot?: string;
   cwd?: string;
   /** Bytes of stderr kept in the ring. */
   stderrRingBytes?: number;

@@ -45,7 +45,7 @@ export interface Lsp {
 
 export async function createLsp(deps: LspDeps): Promise<Lsp> {
   const { config, log, metrics, health, jail, store } = deps;
-  const table = new ServerTable(deps.rows ?? defaultServerRows(defaultServerPaths()), config);
+  const table = new ServerTable(deps.rows ?? defaultServerRows(defaultServerPaths(config.debian13Root)), config);
   health.servers = await table.probeAll();
   // What each row's server answers of the hierarchy ops, for /readyz before any session (sessions then say).
   for (const r of table.rows)

@@ -343,6 +343,7 @@ export class QueryService {
         readPackageVersion: this.lines.versionReader(dirs),
         readComposerVersion: this.lines.composerVersionReader(w.root, dirs),
         readPythonDist: this.lines.pythonDistReader(w.root, dirs),
+        rustSrcVersion: session.row.stdSourcesVersion?.(),
         readRef: (c: ExternalCoordinate) => readRefOf(c.jailPath, dirs),
       },
       scrub: this.scrubberFor(w),

@@ -108,7 +108,7 @@ export async function fetchEnv(settings: Record<string, string>): Promise<FetchE
   const log = createLogger('silent');
   const jail = await createJail({ config, log });
   const verdicts = await jail.canary();
-  const tools = await detectToolchains();
+  const tools = await detectToolchains(config.debian13Root);
   const store = new TestStore(dataDir);
   const managers: FetchManager[] = [];
   return {

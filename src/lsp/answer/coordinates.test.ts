@@ -205,3 +205,37 @@ test('files in a fetched site-packages belong to the distribution whose RECORD l
   assert.equal(ext(await r('/deps/python/ws/svc/site-packages/orphan/x.py')), 'python orphan@unknown orphan/x.py');
   assert.deepEqual(await r('/deps/python/top/site-packages'), { kind: 'other', reason: 'malformed' });
 });
+
+test('Cargo: unpacked crates in CARGO_HOME are crate@version; caches and checkouts are not rendered', async () => {
+  const at = (p: string) => resolveCoordinate(`file:///deps/cargo/${p}`);
+  assert.equal(ext(await at('registry/src/index.crates.io-1949cf8c6b5b557f/serde-1.0.210/src/de/mod.rs')), 'cargo serde@1.0.210 src/de/mod.rs');
+  // A name with a dash and a digit, a pre-release version with dashes, build metadata.
+  assert.equal(ext(await at('registry/src/x/windows-targets-0.52.6/src/lib.rs')), 'cargo windows-targets@0.52.6 src/lib.rs');
+  assert.equal(ext(await at('registry/src/x/foo-2-1.0.0-rc-1/lib.rs')), 'cargo foo-2@1.0.0-rc-1 lib.rs');
+  assert.equal(ext(await at('registry/src/x/jemalloc-sys-0.5.4+5.3.0-patched/build.rs')), 'cargo jemalloc-sys@0.5.4+5.3.0-patched build.rs');
+  for (const p of ['registry/cache/x/serde-1.0.210.crate', 'registry/index/x/config.json', 'git/checkouts/a/b/src/lib.rs', 'config.toml']) {
+    assert.equal((await at(p)).kind, 'other', p);
+  }
+  for (const p of ['registry/src/x/serde/src/lib.rs', 'registry/src/x/se.rde-1.0.0/lib.rs', 'registry/src/x/serde-1.0.210']) {
+    assert.equal((await at(p)).kind, 'other', p);
+  }
+});
+
+test("Rust's standard library in rust-src is external at the toolchain's version; elsewhere in the toolchain it is not rendered", async () => {
+  const resolve = createResolver({ rustSrcVersion: '1.85.1' });
+  assert.equal(ext(await resolve('file:///usr/lib/rustlib/src/rust/library/alloc/src/vec/mod.rs')), 'rust alloc@1.85.1 src/vec/mod.rs');
+  // Debian's real path names its version itself.
+  assert.equal(ext(await resolve('file:///usr/src/rustc-1.85.1/library/core/src/mem/mod.rs')), 'rust core@1.85.1 src/mem/mod.rs');
+  assert.equal(ext(await resolveCoordinate('file:///usr/lib/rustlib/src/rust/library/std/src/lib.rs')), 'rust std@unknown src/lib.rs');
+  assert.equal(
+    ext(await createResolver({ rustSrcVersion: '1.85; rm -rf /' })('/usr/lib/rustlib/src/rust/library/std/src/lib.rs')),
+    'rust std@unknown src/lib.rs',
+  );
+  for (const p of [
+    '/usr/lib/rustlib/src/rust/src/tools/x.rs',
+    '/usr/lib/rustlib/src/rust/library/Cargo.toml',
+    '/usr/lib/rustlib/x86_64-unknown-linux-gnu/lib/x.rs',
+  ]) {
+    assert.equal((await resolve(p)).kind, 'other', p);
+  }
+});

@@ -25,8 +25,16 @@
 //   path. Version from installed.json through the caller's `readComposerVersion`.
 // - Python: `/deps/python/…/site-packages/<top>/…`; the distribution owning <top>
 //   (and its version) from the .dist-info RECORDs, through `readPythonDist`.
+// - Cargo: CARGO_HOME (/deps/cargo) unpacks each crate at
+//   `registry/src/<index>-<hash>/<name>-<version>/…`; a crate name has no `.`, so the
+//   version starts at the first `-` followed by `<digits>.`
+//   (https://doc.rust-lang.org/cargo/reference/manifest.html#the-name-field).
+// - Rust's standard library: the toolchain's rust-src, `/usr/lib/rustlib/src/rust/
+//   library/<crate>/…` (Debian: a link to /usr/src/rustc-<version>/, also accepted),
+//   as `external` {module: core|alloc|std|…, version: the toolchain's}: the caller
+//   gives the version (`rustSrcVersion`), since the linked path does not say it.
 import { fileUriToJailPath, isUnder } from './paths.js';
-import { DEPS_AT, GOMODCACHE_AT, PYTHON_DEPS_AT, TREE_AT } from '../../jail/layout.js';
+import { CARGO_HOME_AT, DEPS_AT, GOMODCACHE_AT, PYTHON_DEPS_AT, RUST_SRC_AT, TREE_AT } from '../../jail/layout.js';
 
 export type MaybePromise<T> = T | Promise<T>;
 
@@ -40,7 +48,7 @@ export interface TreeCoordinate {
 
 export interface ExternalCoordinate {
   kind: 'external';
-  ecosystem: 'go' | 'npm' | 'composer' | 'python';
+  ecosystem: 'go' | 'npm' | 'composer' | 'python' | 'cargo' | 'rust';
   /** Go module path, npm package name (`@scope/name`), composer `<vendor>/<package>` or Python distribution. */
   module: string;
   version: string;
@@ -97,6 +105,8 @@ export interface CoordinateOptions {
   readComposerVersion?: (vendorDirInJail: string, name: string) => MaybePromise<string | undefined>;
   /** The distribution whose RECORD in `siteDirInJail` lists files under `top`. */
   readPythonDist?: (siteDirInJail: string, top: string) => MaybePromise<{ name: string; version: string } | undefined>;
+  /** The version of the rust-src the server's toolchain has (e.g. 1.85.1); absent: "unknown". */
+  rustSrcVersion?: string;
 }
 
 const other = (reason: OtherReason): OtherCoordinate => ({ kind: 'other', reason });
@@ -180,6 +190,44 @@ function composerCandidates(segs: string[]): PendingComposer['candidates'] {
   return out;
 }
 
+const CRATE_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+const CRATE_VERSION = /^[0-9]+\.[0-9]+\.[0-9]+(?:[-+][0-9A-Za-z.+-]{1,100})?$/;
+/** Names of the crates of Rust's library directory (rust-src): lower-case words. */
+const STD_CRATE = /^[a-z][a-z0-9_-]{0,63}$/;
+const RUST_VERSION = /^[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.]{1,40})?$/;
+
+/** <CARGO_HOME>/registry/src/<index>/<name>-<version>/<file…>; anything else of CARGO_HOME (caches, git checkouts) is not rendered. */
+function classifyCargo(p: string): ExternalCoordinate | OtherCoordinate {
+  const segs = p.slice(CARGO_HOME_AT.length + 1).split('/');
+  if (segs[0] !== 'registry' || segs[1] !== 'src' || segs.length < 5) return other('outside');
+  const dir = segs[3]!;
+  const m = /^(.+?)-([0-9]+\..*)$/.exec(dir);
+  if (!m || !CRATE_NAME.test(m[1]!) || !CRATE_VERSION.test(m[2]!)) return other('malformed');
+  return { kind: 'external', ecosystem: 'cargo', module: m[1]!, version: m[2]!, path: segs.slice(4).join('/'), jailPath: p };
+}
+
+/** rust-src: <RUST_SRC_AT>/library/<crate>/<file…>, or Debian's /usr/src/rustc-<version>/library/<crate>/<file…>. */
+function classifyRustSrc(p: string, version: string | undefined): ExternalCoordinate | OtherCoordinate {
+  let segs: string[];
+  let v = version;
+  if (isUnder(p, RUST_SRC_AT)) segs = p.slice(RUST_SRC_AT.length + 1).split('/');
+  else {
+    const rest = p.slice(DEBIAN_RUST_SRC.length).split('/');
+    v = rest[0]!;
+    segs = rest.slice(1);
+  }
+  if (segs[0] !== 'library' || segs.length < 3 || !STD_CRATE.test(segs[1]!)) return other('toolchain');
+  return {
+    kind: 'external',
+    ecosystem: 'rust',
+    module: segs[1]!,
+    version: v !== undefined && RUST_VERSION.test(v) ? v : 'unknown',
+    path: segs.slice(2).join('/'),
+    jailPath: p,
+  };
+}
+const DEBIAN_RUST_SRC = '/usr/src/rustc-';
+
 function classifyPython(p: string): PendingPython | OtherCoordinate {
   const segs = p.slice(1).split('/');
   const site = segs.indexOf('site-packages', PYTHON_DEPS_AT.split('/').length - 1);
@@ -192,17 +240,22 @@ function classifyPython(p: string): PendingPython | OtherCoordinate {
  * Everything but the versions read from files, synchronously. Accepts a `file:`
  * URI or an absolute in-jail path; never throws.
  */
-export function classify(uriOrPath: string): TreeCoordinate | ExternalCoordinate | PendingNpm | PendingComposer | PendingPython | OtherCoordinate {
+export function classify(
+  uriOrPath: string,
+  rustSrcVersion?: string,
+): TreeCoordinate | ExternalCoordinate | PendingNpm | PendingComposer | PendingPython | OtherCoordinate {
   if (typeof uriOrPath !== 'string') return other('malformed');
   if (!uriOrPath.startsWith('/') && !/^file:/i.test(uriOrPath)) return other('not-file');
   const p = fileUriToJailPath(uriOrPath);
   if (p === undefined) return other('unsafe');
   const inTree = isUnder(p, TREE_AT);
   const inDeps = isUnder(p, DEPS_AT);
+  if (!inTree && !inDeps && (isUnder(p, RUST_SRC_AT) || p.startsWith(DEBIAN_RUST_SRC))) return classifyRustSrc(p, rustSrcVersion);
   if (!inTree && !inDeps) return other(/typeshed|\/go\/src\/|golang\.org\/toolchain/.test(p) ? 'toolchain' : 'outside');
   // Go first: a module may ship a node_modules directory, and it is still the module's file.
   if (isUnder(p, GOMODCACHE_AT)) return p === GOMODCACHE_AT ? other('malformed') : classifyGo(p);
   if (isUnder(p, PYTHON_DEPS_AT)) return classifyPython(p);
+  if (isUnder(p, CARGO_HOME_AT)) return p === CARGO_HOME_AT ? other('malformed') : classifyCargo(p);
   const segs = p.slice(1).split('/');
   const nm = segs.lastIndexOf('node_modules');
   if (nm >= 0) return classifyNpm(p, segs, nm);
@@ -276,7 +329,7 @@ export function createResolver(opts: CoordinateOptions = {}): (uriOrPath: string
   return (uriOrPath) => {
     const hit = byUri.get(uriOrPath);
     if (hit) return hit;
-    const c = classify(uriOrPath);
+    const c = classify(uriOrPath, opts.rustSrcVersion);
     let out: Promise<Coordinate>;
     if (c.kind === 'composer') out = resolveComposer(c, opts);
     else if (c.kind === 'python') out = resolvePython(c, opts);

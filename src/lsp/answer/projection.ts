@@ -53,6 +53,8 @@ export interface ProjectionContext {
   readComposerVersion?: CoordinateOptions['readComposerVersion'];
   /** Finds the Python distribution (and version) owning a site-packages entry. */
   readPythonDist?: CoordinateOptions['readPythonDist'];
+  /** The server toolchain's rust-src version, for std locations. */
+  rustSrcVersion?: string;
   /** Where the files route reads an external file (file-read.ts readRefOf); absent: no `read`. */
   readRef?: (coord: ExternalCoordinate) => ReadRef | undefined;
 }

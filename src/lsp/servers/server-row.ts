@@ -3,7 +3,7 @@
 // how to tell it has finished indexing, and the quirks that make it behave. The rows
 // themselves are in rows/, one file per language family; server-table.ts lists them.
 import { join } from 'node:path';
-import type { Config } from '../../config.js';
+import { DEFAULT_DEBIAN13_ROOT, type Config } from '../../config.js';
 import type { ServerAvailability } from '../../health.js';
 import type { Language } from '../../languages.js';
 import type { GraphOp } from '../../schemas.js';
@@ -69,6 +69,13 @@ export interface ServerRow {
   argv: readonly string[];
   /** Environment inside the jail (the jail starts from nothing). */
   env: Readonly<Record<string, string>>;
+  /**
+   * A system root whose /usr its jail sees instead of the host's (JailSpawnOptions.systemRoot):
+   * the Debian 13 root for a server the host's C library cannot run. Absent: the host's /usr.
+   */
+  systemRoot?: string;
+  /** The version of the standard library sources its toolchain has (Rust's rust-src), for `external` std locations; read from files, cached. */
+  stdSourcesVersion?: () => string | undefined;
   /** Extra read-only binds this server needs (tests bind their fakes this way). */
   binds?: readonly Bind[];
   /** Files whose presence in a directory makes it a workspace (nearest ancestor wins). */
@@ -113,11 +120,13 @@ export interface ServerRow {
 export interface ServerPaths {
   nodeModulesHost: string;
   nodeModulesAt: string;
+  /** The Debian 13 root (config debian13Root); default DEFAULT_DEBIAN13_ROOT. */
+  debian13Root?: string;
 }
 
 /** The daemon's node_modules as the SERVE jail binds it. */
-export function defaultServerPaths(): ServerPaths {
-  return { nodeModulesHost: join(PROJECT_DIR, 'node_modules'), nodeModulesAt: JAIL_NODE_MODULES };
+export function defaultServerPaths(debian13Root: string = DEFAULT_DEBIAN13_ROOT): ServerPaths {
+  return { nodeModulesHost: join(PROJECT_DIR, 'node_modules'), nodeModulesAt: JAIL_NODE_MODULES, debian13Root };
 }
 
 /** A path under the daemon's node_modules, on the host and as the SERVE jail sees it. */

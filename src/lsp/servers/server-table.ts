@@ -6,18 +6,20 @@
 import type { Config } from '../../config.js';
 import type { ServerAvailability } from '../../health.js';
 import type { Language } from '../../languages.js';
+import { DEFAULT_DEBIAN13_ROOT } from '../../config.js';
 import type { ServerPaths, ServerRow } from './server-row.js';
 import { cRow } from './rows/c.js';
 import { goRow } from './rows/go.js';
 import { imageOnlyRows } from './rows/image-only.js';
 import { phpRow } from './rows/php.js';
 import { pythonRow } from './rows/python.js';
+import { rustRow } from './rows/rust.js';
 import { shellRow } from './rows/shell.js';
 import { typescriptRows } from './rows/typescript.js';
 
 /** The real table. Order matters: among rows claiming a language and selected, the first wins. */
 export function defaultServerRows(p: ServerPaths): ServerRow[] {
-  return [...typescriptRows(p), pythonRow(p), goRow(), cRow(), phpRow(p), shellRow(p), ...imageOnlyRows()];
+  return [...typescriptRows(p), pythonRow(p), goRow(), cRow(), phpRow(p), shellRow(p), rustRow(p.debian13Root ?? DEFAULT_DEBIAN13_ROOT), ...imageOnlyRows()];
 }
 
 /** A view of the rows for one configuration: choice per language, lookups by name. */

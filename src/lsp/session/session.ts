@@ -205,6 +205,7 @@ export class Session {
         env: { ...row.env, ...this.deps.depEnv },
         tree: { hostDir: this.deps.treeHostDir, at: TREE_AT },
         binds: [...(row.binds ?? []), ...(this.deps.depBinds ?? []), ...(files?.binds ?? [])],
+        ...(row.systemRoot !== undefined ? { systemRoot: row.systemRoot } : {}),
         cwd: wsPath,
         stderrRingBytes: config.stderrRingBytes,
         uncappedStartMs: config.jailStartUncappedMs,

@@ -1,4 +1,4 @@
-// The rows only the image installs (Rust, Java, Ruby: images/pins.env pins each
+// The rows only the image installs (Java, Ruby: images/pins.env pins each
 // release and sha256). They stay in the table on a host without them and report
 // unavailable with the reason in /readyz.
 import { readdir } from 'node:fs/promises';
@@ -50,35 +50,6 @@ async function probeRubyLsp(): Promise<ServerAvailability> {
 
 export function imageOnlyRows(): ServerRow[] {
   return [
-    {
-      // rust-analyzer, installed by the image only (images/pins.env: release and
-      // sha256) at /usr/local/bin. Build scripts and proc macros off: both run the tree's code.
-      // Cargo's registry would be the FETCH phase's (cargo fetch), not yet built.
-      // Code from the tree: rust-analyzer's own stance is that the code it opens is
-      // trusted ("Security" in its manual). What this row can pin, it does: no
-      // build scripts, proc macros or cargo check; a tree's .cargo/config.toml
-      // cannot swap rustc or wrap it (RUSTC, RUSTC_WRAPPER, RUSTC_WORKSPACE_WRAPPER
-      // in the environment outrank config files; empty means none). What it cannot:
-      // a rust-toolchain.toml (only rustup reads it; the image has none) and a
-      // rust-analyzer.toml's commands. It stays unavailable in this image (no
-      // binary); installed, the jail is all that contains it.
-      name: 'rust-analyzer',
-      languages: ['rust'],
-      argv: ['/usr/local/bin/rust-analyzer'],
-      env: { ...JAIL_ENV, CARGO_NET_OFFLINE: 'true', CARGO_HOME: `${JAIL_HOME}/cargo`, RUSTC: 'rustc', RUSTC_WRAPPER: '', RUSTC_WORKSPACE_WRAPPER: '' },
-      ecosystem: 'cargo',
-      rootMarkers: ['Cargo.toml'],
-      initializationOptions: {
-        cargo: { buildScripts: { enable: false }, sysroot: null },
-        procMacro: { enable: false },
-        checkOnSave: false,
-        cachePriming: { enable: false },
-      },
-      readiness: { kind: 'progress' },
-      encodings: ['utf-16', 'utf-8'],
-      maxInFlight: 16,
-      probe: () => probeBinary({ path: '/usr/local/bin/rust-analyzer', absent: `not installed (rust-analyzer ${IMAGE_ONLY})` }),
-    },
     {
       // Eclipse JDT LS 1.39.0 on Debian's JDK 17, installed by the image only
       // (images/pins.env: the dated milestone tarball, checked against its sha256,
