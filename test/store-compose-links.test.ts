@@ -9,6 +9,7 @@ import { gzipSync } from 'node:zlib';
 import { spawnDaemon, type Daemon } from './helpers/daemon.js';
 import { SHA, packTar, walk, type PackEntry } from './store-helpers.js';
 import { jailUidEnv } from './helpers/uids.js';
+import { putWatchingLivez } from './helpers/livez-watch.js';
 
 const LINKS = 4000;
 const SEGMENTS = 900;
@@ -20,32 +21,6 @@ function longLinks(): PackEntry[] {
   return entries;
 }
 const SEGMENTS_PER_LINK = SEGMENTS + 3; // '..', 't<i>', the 'ab's, 'f'
-
-async function putWatchingLivez(
-  d: Daemon,
-  path: string,
-  body: Buffer,
-): Promise<{ status: number; body: Record<string, unknown>; polls: number; unanswered: number }> {
-  let done = false;
-  let polls = 0;
-  let unanswered = 0;
-  const watch = (async () => {
-    while (!done) {
-      polls++;
-      const r = await fetch(`${d.url}/livez`, { signal: AbortSignal.timeout(30_000) }).catch(() => undefined);
-      if (r?.status !== 200) unanswered++;
-      await r?.arrayBuffer();
-      await new Promise((res) => setTimeout(res, 5));
-    }
-  })();
-  try {
-    const r = await fetch(`${d.url}/v1/roots/${path}`, { method: 'PUT', body, headers: { 'content-type': 'application/gzip' } });
-    return { status: r.status, body: (await r.json()) as Record<string, unknown>, polls, unanswered };
-  } finally {
-    done = true;
-    await watch;
-  }
-}
 
 const stepsOf = (d: Daemon, sha: string) => Number(d.logs.find((l) => l.msg === 'root stored' && String(l.root).endsWith(sha))?.resolveSteps);
 

@@ -11,6 +11,7 @@ import { gzipSync } from 'node:zlib';
 import { spawnDaemon, type Daemon } from './helpers/daemon.js';
 import { SHA, packTar, walk, type PackEntry } from './store-helpers.js';
 import { jailUidEnv } from './helpers/uids.js';
+import { putWatchingLivez } from './helpers/livez-watch.js';
 
 /** 40 links, each climbing `depth` names and back, then naming the previous one (through a directory of its own when `bump`). */
 function chain(n: number, depth: number, bump: boolean): PackEntry[] {
@@ -20,33 +21,6 @@ function chain(n: number, depth: number, bump: boolean): PackEntry[] {
     entries.push({ name: `d${i}/l`, type: 'symlink', linkname: via + 'x/'.repeat(depth) + '../'.repeat(depth) + (i % 40 === 0 ? 'f' : `d${i - 1}/l`) });
   }
   return entries;
-}
-
-/** PUT while polling /livez; every poll must be answered (a generous ceiling: "answered", not "fast"). */
-async function putWatchingLivez(
-  d: Daemon,
-  path: string,
-  body: Buffer,
-): Promise<{ status: number; body: Record<string, unknown>; polls: number; unanswered: number }> {
-  let done = false;
-  let polls = 0;
-  let unanswered = 0;
-  const watch = (async () => {
-    while (!done) {
-      polls++;
-      const r = await fetch(`${d.url}/livez`, { signal: AbortSignal.timeout(30_000) }).catch(() => undefined);
-      if (r?.status !== 200) unanswered++;
-      await r?.arrayBuffer();
-      await new Promise((res) => setTimeout(res, 5));
-    }
-  })();
-  try {
-    const r = await fetch(`${d.url}/v1/roots/${path}`, { method: 'PUT', body, headers: { 'content-type': 'application/gzip' } });
-    return { status: r.status, body: (await r.json()) as Record<string, unknown>, polls, unanswered };
-  } finally {
-    done = true;
-    await watch;
-  }
 }
 
 describe('reproduction 1: a small tar of chained symlinks costs bounded work', () => {
