@@ -139,6 +139,7 @@ export const lspAnswer = z.looseObject({
           .optional()
           .describe('The diagnostics the action fixes.'),
         command: z.string().optional().describe('The server command it runs, which lspd never runs.'),
+        command_only: z.literal(true).optional().describe('The action is that command and nothing else: no patch.'),
         patch_unavailable: z.string().optional().describe('Why there is no patch: a server command only, an edit outside the tree, ….'),
       }),
     )

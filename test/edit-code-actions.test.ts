@@ -16,7 +16,15 @@ import { cannotJail, fixturesDir, getJson, lspQuery, position, realRows, shaOf, 
 const skip = cannotJail();
 const rootOf = (fx: string) => ({ org: 'acme', repo: fx, sha: shaOf(`actions-${fx}`) });
 
-type Action = { title: string; kind: string; patch?: string; fixes?: { message: string; range: unknown }[]; command?: string; patch_unavailable?: string };
+type Action = {
+  title: string;
+  kind: string;
+  patch?: string;
+  fixes?: { message: string; range: unknown }[];
+  command?: string;
+  command_only?: true;
+  patch_unavailable?: string;
+};
 
 /** Apply `patch` with git to a copy of the fixture; the copy's dir. */
 function applied(fx: string, patch: string, scratch: string[]): string {
@@ -89,6 +97,7 @@ describe('code actions as patches, in the SERVE jail', { skip }, () => {
     assert.ok(commands.length > 0, JSON.stringify(got));
     for (const c of commands) {
       assert.equal(c.patch, undefined);
+      assert.equal(c.command_only, true);
       assert.match(c.command!, /^gopls\./);
       assert.match(c.patch_unavailable!, /server command/);
     }

@@ -33,6 +33,8 @@ export type RenderedAction = {
   fixes?: Fix[];
   /** The server command the action runs (its name), which lspd does not run. */
   command?: string;
+  /** API.md's flag: the action is a server command and nothing else. */
+  command_only?: true;
   patch_unavailable?: string;
 };
 
@@ -114,6 +116,7 @@ export async function renderCodeActions(raw: unknown, ctx: ActionContext): Promi
         delete out.command;
       }
       if (edit === undefined || edit === null) {
+        if (out.command !== undefined) out.command_only = true;
         out.patch_unavailable =
           out.command !== undefined
             ? `the action is a server command (${out.command}) with no edit to show: lspd runs no server command`
