@@ -11,7 +11,20 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cannotJail, fixturesDir, getJson, lspQuery, position, realRows, shaOf, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
+import {
+  cannotJail,
+  fixturesDir,
+  getJson,
+  lspQuery,
+  position,
+  realRows,
+  shaOf,
+  startLspd,
+  uploadDir,
+  uploadFixture,
+  type Lspd,
+} from './helpers/lsp-harness.js';
+import { gitRepo, runCli } from './helpers/ops.js';
 
 const skip = cannotJail();
 const rootOf = (fx: string) => ({ org: 'acme', repo: fx, sha: shaOf(`actions-${fx}`) });
@@ -126,6 +139,33 @@ describe('code actions as patches, in the SERVE jail', { skip }, () => {
     assert.ok(fix?.patch, JSON.stringify(got));
     assert.match(fix.fixes![0]!.message, /Double quote/);
     assert.match(read(applied('sh-basic', fix.patch, scratch), 'broken.sh'), /^if \[ "\$name" = "x" \]; then$/m);
+  });
+
+  test('CLI: lspd rename prints a patch git apply takes in the checkout; lspd actions numbers the actions with their patches', async () => {
+    // The CLI names roots by a checkout's commit: the fixture as one.
+    const dir = mkdtempSync(join(tmpdir(), 'lspd-actions-cli-'));
+    scratch.push(dir);
+    const fx = 'edit-actions-ts';
+    const files = ['package.json', 'tsconfig.json', 'src/math.ts', 'src/report.ts'];
+    const sha = gitRepo(dir, Object.fromEntries(files.map((f) => [f, readFileSync(join(fixturesDir, fx, f), 'utf8')])));
+    await uploadDir(d.url, { org: 'acme', repo: 'actions-cli', sha }, dir);
+    const root = ['--org', 'acme', '--repo', 'actions-cli', '--url', d.url];
+    const use = position(fx, 'src/report.ts', 'addTotals(1');
+    const listed = await runCli(['actions', `src/report.ts:${use.line + 1}:${use.character + 1}`, '--only', 'quickfix', ...root], { cwd: dir });
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.match(
+      listed.stdout,
+      /^1\. \[quickfix\] Add import from "\.\/math\.js"  \(fixes 2:15 Cannot find name 'addTotals'\.\)\ndiff --git a\/src\/report\.ts b\/src\/report\.ts\n/,
+    );
+    const decl = position(fx, 'src/math.ts', 'addTotals');
+    const r = await runCli(['rename', 'src/math.ts', String(decl.line + 1), String(decl.character + 1), 'sumOf', ...root], { cwd: dir });
+    assert.equal(r.code, 0, r.stderr);
+    writeFileSync(join(dir, '.patch'), r.stdout);
+    const g = spawnSync('git', ['apply', '.patch'], { cwd: dir, encoding: 'utf8' });
+    assert.equal(g.status, 0, `git apply: ${g.stderr}\n${r.stdout}`);
+    assert.match(readFileSync(join(dir, 'src/math.ts'), 'utf8'), /^export function sumOf\(a: number, b: number\): number \{$/m);
+    const bad = await runCli(['rename', 'src/math.ts', '0', '1', 'x', ...root], { cwd: dir });
+    assert.equal(bad.code, 2, bad.stderr);
   });
 
   test('refused: a range that ends before it starts, `only` off the kind grammar, range fields on another op', async () => {
