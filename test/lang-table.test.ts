@@ -47,6 +47,8 @@ describe('the table on a real daemon', { skip }, () => {
       version: '2:0.16.1+ds-1 (go 1.24.4)',
       hierarchy_ops: ['incomingCalls', 'outgoingCalls'],
       hierarchy_ops_from: 'row',
+      edit_ops: ['rename', 'codeActions'],
+      edit_ops_from: 'row',
     });
     // The newest clangd bookworm packages (clangd-16), not the default clangd 14.
     assert.match(servers.clangd!.version ?? '', /^1:16\./);
