@@ -1,7 +1,7 @@
 // What /readyz reports: the jail canary's verdict per phase, whether the store is
 // writable, and each server row's availability. Readiness is only ever claimed
 // from facts proved at boot; until the canary has run, everything is "unproved".
-import type { GraphOp } from './schemas.js';
+import type { EditOp, GraphOp } from './schemas.js';
 
 /** A phase (or the store) proved, or why not in one sentence (missing bwrap, filter not applied, …). */
 export type PhaseVerdict = { ok: true } | { ok: false; reason: string };
@@ -15,6 +15,9 @@ export interface ServerAvailability {
   hierarchy_ops_from?: 'row' | 'session';
   /** Where its toolchain lives, when not the host's /usr (a system root of its own). */
   toolchain?: string;
+  /** The edit ops (rename, codeActions) it answers: declared by its row, then as a session's capabilities said. */
+  edit_ops?: EditOp[];
+  edit_ops_from?: 'row' | 'session';
 }
 
 export class Health {

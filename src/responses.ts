@@ -4,7 +4,7 @@
 // published document cannot disagree. Objects are loose: the contract lets the
 // daemon add fields, and a client must not break when it does.
 import { z } from 'zod';
-import { graphOps, lspOps, rootParams, sha } from './schemas.js';
+import { editOps, graphOps, lspOps, rootParams, sha } from './schemas.js';
 
 export const errorBody = z
   .looseObject({
@@ -126,6 +126,25 @@ export const lspAnswer = z.looseObject({
     .array(z.looseObject({ path: z.string(), edits: z.array(z.looseObject({ range, newText: z.string() })) }))
     .optional()
     .describe("rename: the same edits per file, ranges in the caller's encoding."),
+  actions: z
+    .array(
+      z.looseObject({
+        title: z.string(),
+        kind: z.string().describe('LSP CodeActionKind (quickfix, refactor.extract, source.organizeImports, …); empty when the server gave none.'),
+        preferred: z.literal(true).optional(),
+        patch: z.string().optional().describe('The edit as one unified diff, as rename gives it.'),
+        files: z.array(z.looseObject({ path: z.string(), edits: z.array(z.looseObject({ range, newText: z.string() })) })).optional(),
+        fixes: z
+          .array(z.looseObject({ message: z.string(), range }))
+          .optional()
+          .describe('The diagnostics the action fixes.'),
+        command: z.string().optional().describe('The server command it runs, which lspd never runs.'),
+        command_only: z.literal(true).optional().describe('The action is that command and nothing else: no patch.'),
+        patch_unavailable: z.string().optional().describe('Why there is no patch: a server command only, an edit outside the tree, ….'),
+      }),
+    )
+    .optional()
+    .describe('codeActions: what the server offers for the range, in its order (preferred fixes first).'),
   range: range.optional(),
   symbols: z
     .array(
@@ -280,6 +299,11 @@ export const readyAnswer = z.looseObject({
         .string()
         .optional()
         .describe("Where its toolchain lives when not the host's /usr: e.g. the Debian 13 root (LSPD_DEBIAN13_ROOT) with the packages and versions it holds."),
+      edit_ops: z
+        .array(z.enum(editOps))
+        .optional()
+        .describe('Which edit ops (rename, codeActions) it answers (others: 422 no_server); absent: not known until a session of it has started.'),
+      edit_ops_from: z.enum(['row', 'session']).optional().describe("row: declared by its server row; session: a session's initialize capabilities said so."),
     }),
   ),
 });

@@ -49,8 +49,26 @@ export const lspOps = [
   'diagnostics',
   ...graphOps,
   'rename',
+  'codeActions',
 ] as const;
 export type LspOp = (typeof lspOps)[number];
+
+/** The ops that answer edits as patches; /readyz lists them per server as `edit_ops`. */
+export const editOps = ['rename', 'codeActions'] as const;
+export type EditOp = (typeof editOps)[number];
+
+/** LSP CodeActionKinds (`quickfix`, `refactor.extract`, `source.organizeImports`): dotted words, bounded. */
+export const codeActionKinds = z
+  .array(
+    z
+      .string()
+      .max(64, 'a kind is at most 64 characters')
+      .regex(/^[A-Za-z][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*$/, 'a kind is dotted words, as LSP CodeActionKind: quickfix, refactor.extract, source'),
+  )
+  .min(1)
+  .max(16)
+  .optional()
+  .describe('codeActions: only actions of these kinds or their sub-kinds (quickfix, refactor, refactor.extract, source, source.organizeImports, …).');
 
 /** A name a rename may give: letters, digits, `_` and `$` (PHP, JS), not starting with a digit; no spaces, dots or quotes. */
 export const newName = z
@@ -93,10 +111,19 @@ export const lspQuery = z
     cursor: z.string().max(200).optional().describe('Cursor from a previous truncated answer, to get the next page.'),
     depth: graphDepth,
     newName: newName.optional(),
+    endLine: z.number().int().min(0).max(10_000_000).optional().describe("codeActions: the range's last line (default: line)."),
+    endCharacter: z.number().int().min(0).max(10_000_000).optional().describe("codeActions: the range's end column (default: character)."),
+    only: codeActionKinds,
   })
   .strict()
   .superRefine((q, ctx) => {
-    const positional = ['definition', 'typeDefinition', 'implementation', 'references', 'hover', 'rename'].includes(q.op) || isGraphOp(q.op);
+    const positional = ['definition', 'typeDefinition', 'implementation', 'references', 'hover', 'rename', 'codeActions'].includes(q.op) || isGraphOp(q.op);
+    for (const f of ['endLine', 'endCharacter', 'only'] as const)
+      if (q.op !== 'codeActions' && q[f] !== undefined) ctx.addIssue({ code: 'custom', message: `op ${q.op} takes no ${f}`, path: [f] });
+    if ((q.endLine === undefined) !== (q.endCharacter === undefined))
+      ctx.addIssue({ code: 'custom', message: 'endLine and endCharacter go together', path: [q.endLine === undefined ? 'endLine' : 'endCharacter'] });
+    if (q.endLine !== undefined && q.line !== undefined && (q.endLine < q.line || (q.endLine === q.line && q.endCharacter! < q.character!)))
+      ctx.addIssue({ code: 'custom', message: 'the range ends before it starts', path: ['endLine'] });
     if (q.op === 'rename' && q.newName === undefined) ctx.addIssue({ code: 'custom', message: 'rename needs newName', path: ['newName'] });
     if (q.op !== 'rename' && q.newName !== undefined) ctx.addIssue({ code: 'custom', message: `op ${q.op} takes no newName`, path: ['newName'] });
     if (q.depth !== undefined && !isGraphOp(q.op)) ctx.addIssue({ code: 'custom', message: `op ${q.op} takes no depth`, path: ['depth'] });

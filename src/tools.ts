@@ -153,6 +153,15 @@ const specs: ToolSpec[] = [
     { newName: required(s.newName) },
   ),
   positional(
+    'lsp_code_actions',
+    'codeActions',
+    'Code actions: given a range (line, character to endLine, endCharacter; a point when the end is left out), return what the language server offers there: quick fixes for the diagnostics in the range ' +
+      '(add a missing import, fix a typo) and refactors, each with title, kind and, when its edit can be rendered, patch: one unified diff (a/ and b/ paths) that git apply accepts on this commit. ' +
+      'fixes names the diagnostics an action fixes. An action that is only a server command, or whose edit touches files outside the tree, has no patch and says why in patch_unavailable. ' +
+      'only: kinds to keep (quickfix, refactor, source, or sub-kinds such as refactor.extract). Nothing is written or run.',
+    { endLine: s.endLine, endCharacter: s.endCharacter, only: s.only },
+  ),
+  positional(
     'lsp_hover',
     'hover',
     "Hover: given a position on an identifier, return the language server's markdown for it: its type signature and documentation comment.",

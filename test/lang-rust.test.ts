@@ -159,7 +159,7 @@ describe('Rust (rust-analyzer on the Debian 13 root) in the SERVE jail', { skip 
     assert.equal((r.body as Answer).text, 'pub struct Padded {\n');
   });
 
-  test('/readyz: the version, where the toolchain lives, and the hierarchy ops its session declared', async () => {
+  test('/readyz: the version, where the toolchain lives, and the hierarchy and edit ops its session declared', async () => {
     const r = await getJson(daemon().url, '/readyz');
     const ra = (r.body.servers as Record<string, Answer>)['rust-analyzer']!;
     assert.deepEqual(ra, {
@@ -169,6 +169,8 @@ describe('Rust (rust-analyzer on the Debian 13 root) in the SERVE jail', { skip 
         "Debian 13 root (LSPD_DEBIAN13_ROOT), bound as the jail's /usr: rustc 1.85.1+dfsg1-1+deb13u1, cargo 1.85.1+dfsg1-1+deb13u1, rust-src 1.85.1+dfsg1-1+deb13u1",
       hierarchy_ops: ['incomingCalls', 'outgoingCalls'],
       hierarchy_ops_from: 'row',
+      edit_ops: ['rename', 'codeActions'],
+      edit_ops_from: 'session',
     });
     // The declaration agrees with what the live session advertises.
     const sessions = [
@@ -178,6 +180,8 @@ describe('Rust (rust-analyzer on the Debian 13 root) in the SERVE jail', { skip 
     assert.ok(s);
     assert.equal(s.supports('callHierarchyProvider'), true);
     assert.equal(s.supports('typeHierarchyProvider'), false);
+    assert.equal(s.supports('renameProvider'), true);
+    assert.equal(s.supports('codeActionProvider'), true);
   });
 
   test('after serving, still no build script has run anywhere', () => {

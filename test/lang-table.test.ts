@@ -47,6 +47,8 @@ describe('the table on a real daemon', { skip }, () => {
       version: '2:0.16.1+ds-1 (go 1.24.4)',
       hierarchy_ops: ['incomingCalls', 'outgoingCalls'],
       hierarchy_ops_from: 'row',
+      edit_ops: ['rename', 'codeActions'],
+      edit_ops_from: 'row',
     });
     // The newest clangd bookworm packages (clangd-16), not the default clangd 14.
     assert.match(servers.clangd!.version ?? '', /^1:16\./);
@@ -58,6 +60,8 @@ describe('the table on a real daemon', { skip }, () => {
         "Debian 13 root (LSPD_DEBIAN13_ROOT), bound as the jail's /usr: rustc 1.85.1+dfsg1-1+deb13u1, cargo 1.85.1+dfsg1-1+deb13u1, rust-src 1.85.1+dfsg1-1+deb13u1",
       hierarchy_ops: ['incomingCalls', 'outgoingCalls'],
       hierarchy_ops_from: 'row',
+      edit_ops: ['rename', 'codeActions'],
+      edit_ops_from: 'row',
     });
     // The rows only the image installs: unavailable here, saying why.
     for (const name of ['jdtls', 'ruby-lsp']) {

@@ -70,6 +70,11 @@ test('/v1/tools: schemas compile and agree with the routes on real arguments', {
       route: '/v1/code/lsp',
       body: { op: 'rename', path: 'src/main.ts', ...closeAt, newName: 'shutdown' },
     },
+    lsp_code_actions: {
+      args: { ...root, path: 'src/main.ts', ...closeAt, only: ['quickfix'] },
+      route: '/v1/code/lsp',
+      body: { op: 'codeActions', path: 'src/main.ts', ...closeAt, only: ['quickfix'] },
+    },
     lsp_symbols: { args: { ...root, path: 'src/server.ts' }, route: '/v1/code/lsp', body: { op: 'documentSymbols', path: 'src/server.ts' } },
     lsp_diagnostics: { args: { ...root, path: 'src/main.ts' }, route: '/v1/code/lsp', body: { op: 'diagnostics', path: 'src/main.ts' } },
     // A GET route: the root key is in its path, `body` is its query.

@@ -1,4 +1,4 @@
-// The `lspd` command line: push | status | ask | lsp | show | diff | config | token | jail.
+// The `lspd` command line: push | status | ask | lsp | rename | actions | show | diff | config | token | jail.
 // Built on the typed client (lspd/client); every daemon error is printed with its
 // message and code and exits 1; usage errors exit 2. The daemon's own entry point
 // is src/main.ts, not this.
@@ -23,6 +23,8 @@ const HELP = `usage: lspd <command> [flags]
   ask      SYMBOL: where a name is defined (--op references|hover|callers|callees) [--path P] [--depth N]
   lsp      OP [PATH[:LINE:COL]]: one LSP operation (LINE:COL 1-based, as printed; or --line/--character 0-based;
            --depth 1-3 for incomingCalls|outgoingCalls|supertypes|subtypes)
+  rename   PATH LINE COL NEWNAME: the rename as a patch on stdout (LINE COL 1-based, as printed), for \`git apply\`
+  actions  PATH:LINE:COL[-LINE:COL]: the code actions for the range, each with its patch     [--only quickfix,refactor,...]
   show     PATH[:START-END]: lines of a stored file (1-based, inclusive, as printed); --from deps with an
            external location's read.path reads the fetched dependency
   diff     BASE HEAD: what the change does (symbols, callers at base that may break, new diagnostics at head);
@@ -202,6 +204,51 @@ async function lsp(argv: string[]): Promise<number> {
   }
 }
 
+/** A 1-based number as printed, given on the command line. */
+function oneBased(s: string | undefined, what: string): number {
+  const n = Number(s);
+  if (!Number.isInteger(n) || n < 1) throw new UsageError(`${what}: a 1-based whole number.`);
+  return n;
+}
+
+async function rename(argv: string[]): Promise<number> {
+  const { values: v, positionals } = args(argv, { upload: { type: 'boolean', default: false } });
+  const [path, line, col, newName] = positionals;
+  if (!path || !newName || positionals.length !== 4) throw new UsageError('usage: lspd rename PATH LINE COL NEWNAME (LINE COL 1-based)');
+  const q = { op: 'rename', path, line: oneBased(line, 'LINE') - 1, character: oneBased(col, 'COL') - 1, newName };
+  const { key, opts } = await queryTarget(v);
+  const c = client(v);
+  try {
+    const a = await c.lsp({ ...key, ...q } as LspQuery, opts);
+    // The patch alone, so `lspd rename ... | git apply` works; nothing when nothing changes.
+    if (v.json) out(JSON.stringify(a, null, 2));
+    else if (a.patch) process.stdout.write(a.patch);
+    return 0;
+  } finally {
+    await c.close();
+  }
+}
+
+async function actions(argv: string[]): Promise<number> {
+  const { values: v, positionals } = args(argv, { only: { type: 'string' }, upload: { type: 'boolean', default: false } });
+  const [target] = positionals;
+  // path:line:col or path:line:col-line:col, 1-based as lspd prints them; a path may itself hold colons.
+  const m = target === undefined ? null : /^(.*?):(\d+):(\d+)(?:-(\d+):(\d+))?$/.exec(target);
+  if (!m || positionals.length !== 1) throw new UsageError('usage: lspd actions PATH:LINE:COL[-LINE:COL] [--only quickfix,refactor]');
+  const q: Record<string, unknown> = { op: 'codeActions', path: m[1], line: oneBased(m[2], 'LINE') - 1, character: oneBased(m[3], 'COL') - 1 };
+  if (m[4] !== undefined) Object.assign(q, { endLine: oneBased(m[4], 'LINE') - 1, endCharacter: oneBased(m[5], 'COL') - 1 });
+  if (v.only !== undefined) q.only = v.only.split(',').map((k) => k.trim());
+  const { key, opts } = await queryTarget(v);
+  const c = client(v);
+  try {
+    const a = await c.lsp({ ...key, ...q } as LspQuery, opts);
+    out(v.json ? JSON.stringify(a, null, 2) : formatAnswer(a));
+    return 0;
+  } finally {
+    await c.close();
+  }
+}
+
 async function show(argv: string[]): Promise<number> {
   const { values: v, positionals } = args(argv, { from: { type: 'string', default: 'tree' } });
   const [target] = positionals;
@@ -321,7 +368,7 @@ async function jail(argv: string[]): Promise<number> {
   return mod.runJailCli(argv);
 }
 
-const commands: Record<string, (argv: string[]) => Promise<number>> = { push, status, ask, lsp, show, diff, config, token, jail };
+const commands: Record<string, (argv: string[]) => Promise<number>> = { push, status, ask, lsp, rename, actions, show, diff, config, token, jail };
 
 export async function run(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;

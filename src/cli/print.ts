@@ -35,10 +35,18 @@ export function formatAnswer(a: LspAnswer): string {
     const tag = [d.source, d.code].filter((x) => x !== undefined && x !== '').join(' ');
     lines.push(`${at('', d.range).replace(/^:/, '')}  ${String(d.severity ?? 'info')}: ${d.message}${tag ? ` [${tag}]` : ''}`);
   }
+  // Edits: a rename's patch as is (pipe `lspd rename` to git apply), code actions numbered with theirs.
+  if (typeof a.patch === 'string') lines.push(a.patch.trimEnd());
+  (a.actions ?? []).forEach((x, i) => {
+    const fixes = (x.fixes ?? []).map((f) => `${f.range.start.line + 1}:${f.range.start.character + 1} ${f.message}`);
+    lines.push(`${i + 1}. [${x.kind || 'no kind'}] ${x.title}${fixes.length ? `  (fixes ${fixes.join('; ')})` : ''}`);
+    lines.push(x.patch ? x.patch.trimEnd() : `   no patch: ${x.patch_unavailable ?? 'none given'}`);
+  });
   const shown = a.locations?.length ?? 0;
   const notes: string[] = [];
   if (a.locations && a.total !== undefined && a.total !== shown) notes.push(`${shown} of ${a.total} shown`);
   if (a.nodes && a.total !== undefined && a.total !== a.nodes.length) notes.push(`${a.nodes.length} of ${a.total} nodes shown`);
+  if (a.actions && a.total !== undefined && a.total !== a.actions.length) notes.push(`${a.actions.length} of ${a.total} actions shown`);
   if (a.truncated) notes.push('truncated' + (a.next_cursor ? ` (more with --cursor ${a.next_cursor})` : ''));
   if (a.other) notes.push(`${a.other} outside the tree and its dependencies`);
   if (a.matches !== undefined && a.matches > 1) notes.push(`${a.matches} symbols match this name`);

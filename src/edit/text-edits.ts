@@ -54,6 +54,13 @@ export function lineEdits(oldLines: readonly string[], edits: readonly TextEdit[
     const lastLine = Math.min(end.line, oldLines.length - 1);
     const part = { s, e, sl: start.line, el: end.line === oldLines.length ? oldLines.length - 1 : lastLine, text: ed.newText };
     const cur = spans[spans.length - 1];
+    // Whole lines inserted before a line (an added import) are a span of no old lines, so the
+    // patch adds them alone instead of removing and re-adding the line they precede.
+    const wholeLines = start.line === end.line && start.character === 0 && end.character === 0 && /(?:\r\n|\r|\n)$/.test(ed.newText);
+    if (wholeLines && start.line < oldLines.length && !(cur && start.line < cur.end)) {
+      spans.push({ start: start.line, end: start.line, parts: [{ ...part, el: start.line }] });
+      continue;
+    }
     if (cur && start.line < cur.end) {
       cur.end = Math.max(cur.end, part.el + 1);
       cur.parts.push(part);

@@ -68,3 +68,23 @@ test('no change is no patch; overlapping or out-of-file edits are refused', () =
   assert.throws(() => lineEdits(lines, [at(0, 0, 0, 1, 'x'), at(0, 0, 0, 1, 'y')], 'utf-16'), EditError);
   assert.throws(() => lineEdits(lines, [at(7, 0, 7, 1, 'x')], 'utf-16'), EditError);
 });
+
+test('whole lines inserted before a line are added alone, not as the line removed and added again', () => {
+  const old = 'package main\n\nimport "fmt"\n\nfunc f() {}\n';
+  // An added import at the top (TS), two at one place, and gopls's shape: an edit inside a line beside an insertion after it.
+  const top = gitApplied(old, [at(0, 0, 0, 0, 'import a;\n\n')]);
+  assert.equal(top.after, 'import a;\n\n' + old);
+  assert.match(top.patch, /@@ -1,3 \+1,5 @@\n\+import a;\n\+\n package main\n/);
+  const two = gitApplied(old, [at(4, 0, 4, 0, 'var x = 1\n'), at(4, 0, 4, 0, 'var y = 2\n')]);
+  assert.equal(two.after, old.replace('func', 'var x = 1\nvar y = 2\nfunc'));
+  assert.doesNotMatch(two.patch.split('\n').slice(3).join('\n'), /^-/m, 'nothing removed');
+  const go = gitApplied(old, [at(2, 7, 2, 7, '(\n\t'), at(3, 0, 3, 0, '\t"strings"\n)\n')]);
+  assert.equal(go.after, 'package main\n\nimport (\n\t"fmt"\n\t"strings"\n)\n\nfunc f() {}\n');
+  assert.deepEqual(
+    go.patch.split('\n').filter((l) => /^[-+][^-+]/.test(l) || l === '-' || l === '+'),
+    ['-import "fmt"', '+import (', '+\t"fmt"', '+\t"strings"', '+)'],
+  );
+  // An insertion on a line another edit also touches stays in that edit's span.
+  const mixed = gitApplied(old, [at(4, 0, 4, 0, '// f\n'), at(4, 5, 4, 6, 'g')]);
+  assert.equal(mixed.after, old.replace('func f', '// f\nfunc g'));
+});

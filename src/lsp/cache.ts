@@ -49,6 +49,10 @@ export class ResultCache<T extends CachedAnswer = CachedAnswer> {
       q.limit ?? '',
       q.cursor ?? '',
       isGraphOp(q.op) ? (q.depth ?? 1) : '',
+      q.newName ?? '',
+      q.endLine ?? '',
+      q.endCharacter ?? '',
+      q.only?.join(',') ?? '',
     ];
     return fields.join('\u0000');
   }

@@ -50,6 +50,8 @@ export async function createLsp(deps: LspDeps): Promise<Lsp> {
   // What each row's server answers of the hierarchy ops, for /readyz before any session (sessions then say).
   for (const r of table.rows)
     if (r.hierarchyOps && health.servers[r.name]) Object.assign(health.servers[r.name]!, { hierarchy_ops: [...r.hierarchyOps], hierarchy_ops_from: 'row' });
+  for (const r of table.rows)
+    if (r.editOps && health.servers[r.name]) Object.assign(health.servers[r.name]!, { edit_ops: [...r.editOps], edit_ops_from: 'row' });
   for (const [name, av] of Object.entries(health.servers)) {
     if (av.available) log.info({ server: name, version: av.version }, 'language server available');
     else log.warn({ server: name, reason: av.reason }, 'language server unavailable');

@@ -3,13 +3,13 @@
 // paths, coordinates, previews, scrubbing, caps and encodings. Nothing here maps a
 // path or touches server text itself.
 // Requests: https://microsoft.github.io/language-server-protocol/specifications/lsp/3.17/specification/#languageFeatures
-import { graphOps, type GraphOp, type LspOp, type LspQuery } from '../schemas.js';
+import { editOps, graphOps, type EditOp, type GraphOp, type LspOp, type LspQuery } from '../schemas.js';
 import { errors, isAppError } from '../errors.js';
 import { declarationAnchor, type Anchor } from './graph-anchor.js';
 import { projectGraph, type GraphAnswer, type GraphShape } from './answer/call-graph.js';
 import type { FileCoordinate } from './answer/coordinates.js';
 import { fromUtf16Index, toUtf16Index, type Encoding } from './wire/encoding.js';
-import { isObject, type Position } from './wire/lsp-types.js';
+import { isObject, isRange, type Position } from './wire/lsp-types.js';
 import {
   projectDiagnostics,
   projectHover,
@@ -29,6 +29,7 @@ import { isMethodNotFound } from './wire/transport.js';
 import { createResolver } from './answer/coordinates.js';
 import { EditError } from '../edit/text-edits.js';
 import { renderWorkspaceEdit, type RenderedEdit } from '../edit/workspace-edit.js';
+import { renderCodeActions, type CodeActionsAnswer } from '../edit/code-actions.js';
 
 /** The server capability each op needs (diagnostics: push always works, pull when offered). */
 const PROVIDER: Record<LspOp, string | undefined> = {
@@ -45,6 +46,7 @@ const PROVIDER: Record<LspOp, string | undefined> = {
   supertypes: 'typeHierarchyProvider',
   subtypes: 'typeHierarchyProvider',
   rename: 'renameProvider',
+  codeActions: 'codeActionProvider',
 };
 
 /** A graph op: the prepare request at the position, then one expansion request per node. */
@@ -92,7 +94,8 @@ export type OpResult =
   | SymbolsResult
   | { kind: 'diagnostics'; answer: DiagnosticsAnswer; complete: boolean }
   | { kind: 'graph'; answer: GraphAnswer; complete: boolean }
-  | { kind: 'edit'; answer: RenderedEdit; complete: boolean };
+  | { kind: 'edit'; answer: RenderedEdit; complete: boolean }
+  | { kind: 'actions'; answer: CodeActionsAnswer; complete: boolean };
 export type SymbolsResult = { kind: 'symbols'; answer: SymbolsAnswer; complete: boolean };
 
 export function checkSupported(session: Session, op: LspOp): void {
@@ -110,15 +113,34 @@ export function hierarchyOpsOf(session: Session): GraphOp[] {
   return graphOps.filter((op) => session.supports(PROVIDER[op]!));
 }
 
-/** The caller's position, checked against the file and converted to the server's units. */
-export function serverPosition(q: LspQuery, target: TargetFile, serverEncoding: Encoding): Position {
-  const line = q.line!;
+/** The edit ops a ready session's server answers, by its initialize capabilities. */
+export function editOpsOf(session: Session): EditOp[] {
+  return editOps.filter((op) => session.supports(PROVIDER[op]!));
+}
+
+/** The caller's position (or another of the query's, `at`), checked against the file and converted to the server's units. */
+export function serverPosition(q: LspQuery, target: TargetFile, serverEncoding: Encoding, at = { line: q.line!, character: q.character! }): Position {
+  const { line, character } = at;
   const text = target.lines[line];
   if (text === undefined) throw errors.badRequest(`line ${line} is past the end of ${q.path} (${target.lines.length} lines).`);
   const width = fromUtf16Index(text, text.length, q.encoding);
-  if (q.character! > width) throw errors.badRequest(`character ${q.character} is past the end of line ${line} (${width} ${q.encoding} units).`);
-  const index = toUtf16Index(text, q.character!, q.encoding);
+  if (character > width) throw errors.badRequest(`character ${character} is past the end of line ${line} (${width} ${q.encoding} units).`);
+  const index = toUtf16Index(text, character, q.encoding);
   return { line, character: fromUtf16Index(text, index, serverEncoding) };
+}
+
+/**
+ * The file's diagnostics as the server gave them (server units, unprojected): pulled
+ * where the server answers pulls (TS 7 publishes nothing unasked), else the pushed ones
+ * within the window. `complete` false: nothing was published in the window ("unknown").
+ */
+async function serverDiagnostics(c: OpContext): Promise<{ raw: unknown; complete: boolean }> {
+  const { session, uri, deadline } = c;
+  if (session.pullsDiagnostics) return { raw: await session.request('textDocument/diagnostic', { textDocument: { uri } }, deadline), complete: true };
+  const windowMs = Math.max(0, Math.min(c.limits.diagnosticsWindowMs, c.deadlineAt - Date.now()));
+  const pub = await session.pushedDiagnostics(uri, windowMs, deadline);
+  if (deadline.aborted) throw deadline.reason as Error;
+  return { raw: pub?.items ?? [], complete: pub !== undefined };
 }
 
 export async function runOp(c: OpContext): Promise<OpResult> {
@@ -161,19 +183,7 @@ export async function runOp(c: OpContext): Promise<OpResult> {
       return { kind: 'symbols', answer, complete: true };
     }
     case 'diagnostics': {
-      let raw: unknown;
-      let complete = true;
-      if (session.pullsDiagnostics) {
-        // TS 7 publishes nothing unasked; it answers a pull (LSP 3.17 textDocument/diagnostic).
-        raw = await session.request('textDocument/diagnostic', { textDocument }, deadline);
-      } else {
-        const windowMs = Math.max(0, Math.min(c.limits.diagnosticsWindowMs, c.deadlineAt - Date.now()));
-        const pub = await session.pushedDiagnostics(uri, windowMs, deadline);
-        if (deadline.aborted) throw deadline.reason as Error;
-        // Nothing published within the window is "unknown", never "clean".
-        complete = pub !== undefined;
-        raw = pub?.items ?? [];
-      }
+      const { raw, complete } = await serverDiagnostics(c);
       const answer = await projectDiagnostics(raw, { ...c.projection, document: c.document, maxLocations: c.limits.maxLocations, scrub: c.scrub });
       return { kind: 'diagnostics', answer, complete };
     }
@@ -181,6 +191,8 @@ export async function runOp(c: OpContext): Promise<OpResult> {
       return workspaceSymbols(c);
     case 'rename':
       return { kind: 'edit', answer: await rename(c), complete: true };
+    case 'codeActions':
+      return codeActions(c);
     case 'incomingCalls':
     case 'outgoingCalls':
     case 'supertypes':
@@ -226,6 +238,57 @@ export async function workspaceSymbols(c: OpContext): Promise<SymbolsResult> {
   return { kind: 'symbols', answer, complete: true };
 }
 
+/** At most this many of the range's diagnostics go to the server as the actions' context. */
+const MAX_CONTEXT_DIAGNOSTICS = 64;
+
+/**
+ * codeActions: the range's diagnostics (pulled or pushed, as `diagnostics` gets them)
+ * go in the request's context, so quick fixes for them come back; each action's edit,
+ * resolved where the server defers it, is rendered as a patch (src/edit/code-actions.ts).
+ * `incomplete` when the diagnostics were unknown: quick fixes may be missing.
+ */
+async function codeActions(c: OpContext): Promise<OpResult> {
+  const { q, session, uri, deadline } = c;
+  const start = serverPosition(q, c.target, session.encoding);
+  const end = q.endLine === undefined ? start : serverPosition(q, c.target, session.encoding, { line: q.endLine, character: q.endCharacter! });
+  const range = { start, end };
+  const { raw, complete } = await serverDiagnostics(c);
+  const all: unknown[] = Array.isArray(raw) ? raw : isObject(raw) && Array.isArray(raw.items) ? raw.items : [];
+  // A diagnostic touches the range when neither ends before the other starts (server units, same file).
+  const before = (a: Position, b: Position) => a.line < b.line || (a.line === b.line && a.character < b.character);
+  const diagnostics = all
+    .filter((d): d is { range: { start: Position; end: Position } } => isObject(d) && isRange(d.range))
+    .filter((d) => !before(d.range.end, range.start) && !before(range.end, d.range.start))
+    .slice(0, MAX_CONTEXT_DIAGNOSTICS);
+  const context = { diagnostics, triggerKind: 1, ...(q.only ? { only: q.only } : {}) };
+  const answerRaw = await session.request('textDocument/codeAction', { textDocument: { uri }, range, context }, deadline);
+  const caps = session.capability('codeActionProvider');
+  const resolve = resolverOf(c);
+  const answer = await renderCodeActions(answerRaw, {
+    ...(q.only ? { only: q.only } : {}),
+    canResolve: isObject(caps) && caps.resolveProvider === true,
+    ...(session.row.editCommands ? { editCommands: session.row.editCommands } : {}),
+    resolve: (action) => session.request('codeAction/resolve', action, deadline),
+    render: (edit) =>
+      renderWorkspaceEdit(edit, { resolve, readTree: (p) => c.readTree(p), serverEncoding: session.encoding, encoding: q.encoding, scrub: c.scrub }),
+    fixes: async (ds) => {
+      const p = await projectDiagnostics(ds, { ...c.projection, document: c.document, maxLocations: MAX_CONTEXT_DIAGNOSTICS, scrub: c.scrub });
+      return p.diagnostics.map((d) => ({ message: d.message, range: d.range }));
+    },
+    scrub: c.scrub,
+  });
+  return { kind: 'actions', answer, complete };
+}
+
+/** Maps a server URI to the tree, a dependency or neither (an edit's files). */
+function resolverOf(c: OpContext) {
+  return createResolver({
+    ...(c.projection.readPackageVersion ? { readPackageVersion: c.projection.readPackageVersion } : {}),
+    ...(c.projection.readComposerVersion ? { readComposerVersion: c.projection.readComposerVersion } : {}),
+    ...(c.projection.readPythonDist ? { readPythonDist: c.projection.readPythonDist } : {}),
+  });
+}
+
 /**
  * rename: the server's prepareRename decides what can be renamed (where it offers
  * one), then its WorkspaceEdit is rendered as a patch of the tree. Every refusal, the
@@ -250,11 +313,7 @@ async function rename(c: OpContext): Promise<RenderedEdit> {
   const raw = await session.request('textDocument/rename', { textDocument, position, newName: q.newName }, deadline).catch((err: unknown) => {
     throw serverSaid(err);
   });
-  const resolve = createResolver({
-    ...(c.projection.readPackageVersion ? { readPackageVersion: c.projection.readPackageVersion } : {}),
-    ...(c.projection.readComposerVersion ? { readComposerVersion: c.projection.readComposerVersion } : {}),
-    ...(c.projection.readPythonDist ? { readPythonDist: c.projection.readPythonDist } : {}),
-  });
+  const resolve = resolverOf(c);
   let out: RenderedEdit;
   try {
     out = await renderWorkspaceEdit(raw, {

@@ -26,7 +26,7 @@ import { ResultCache } from './cache.js';
 import { awaitDependencies, dependencyMounts, dependencyNote, type DependencyNote, type DependencySource } from './session/dependencies.js';
 import type { ExternalCoordinate, FileCoordinate } from './answer/coordinates.js';
 import { readRefOf } from './answer/file-read.js';
-import { hierarchyOpsOf, runOp, workspaceSymbols, type OpResult, type SymbolsResult } from './lsp-ops.js';
+import { editOpsOf, hierarchyOpsOf, runOp, workspaceSymbols, type OpResult, type SymbolsResult } from './lsp-ops.js';
 import { treeJailPath } from './answer/paths.js';
 import type { Lease, SessionPool } from './session/pool.js';
 import { capAnswer } from './answer/projection.js';
@@ -272,6 +272,7 @@ export class QueryService {
       });
       await lease.session.whenReady(w.deadline);
       this.noteHierarchyOps(row, lease.session);
+      this.noteEditOps(row, lease.session);
       releaseSlot = await lease.session.slot(w.deadline);
       admitted();
       return await fn(lease.session);
@@ -295,6 +296,18 @@ export class QueryService {
     if (!av || row.hierarchyOps || session.state.kind !== 'ready' || av.hierarchy_ops_from === 'session') return;
     av.hierarchy_ops = hierarchyOpsOf(session);
     av.hierarchy_ops_from = 'session';
+  }
+
+  /**
+   * /readyz's edit ops of a row, from its first ready session on: the capabilities
+   * (renameProvider, codeActionProvider) decide every edit query, so they replace the
+   * row's declaration, which only says it before any session started.
+   */
+  private noteEditOps(row: ServerRow, session: Session): void {
+    const av = this.deps.health.servers[row.name];
+    if (!av || session.state.kind !== 'ready' || av.edit_ops_from === 'session') return;
+    av.edit_ops = editOpsOf(session);
+    av.edit_ops_from = 'session';
   }
 
   /** Take a waiting place for `org`, or 503 busy: the queue is full, or the org is past its share of it. */

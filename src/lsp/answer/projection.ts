@@ -278,7 +278,8 @@ function groupLocations(page: Item[], locations: RenderedLocation[], counts: Map
 }
 
 // `nodes` (call-graph.ts) are in breadth-first order: dropping from the end drops the deepest first.
-const LIST_FIELDS = ['locations', 'symbols', 'diagnostics', 'nodes'] as const;
+// `actions` (code actions) are dropped whole: a patch cut short would apply wrongly.
+const LIST_FIELDS = ['locations', 'symbols', 'diagnostics', 'nodes', 'actions'] as const;
 const size = (v: unknown) => utf8Length(JSON.stringify(v));
 
 /**

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { DEFAULT_DEBIAN13_ROOT, type Config } from '../../config.js';
 import type { ServerAvailability } from '../../health.js';
 import type { Language } from '../../languages.js';
-import type { GraphOp } from '../../schemas.js';
+import type { EditOp, GraphOp } from '../../schemas.js';
 import type { Bind } from '../../jail/types.js';
 import type { Ecosystem } from '../../fetch/types.js';
 import { JAIL_NODE_MODULES, PROJECT_DIR } from '../../jail/policy.js';
@@ -106,6 +106,14 @@ export interface ServerRow {
    * own capabilities replace it there, and decide every query. Absent: not known.
    */
   hierarchyOps?: readonly GraphOp[];
+  /** The edit ops (rename, codeActions) its pinned version answers, as hierarchyOps: for /readyz before a session; a session's capabilities replace it. */
+  editOps?: readonly EditOp[];
+  /**
+   * Commands the server means its client to run whose first argument is the action's
+   * WorkspaceEdit (typescript-language-server's `_typescript.applyWorkspaceEdit`): lspd
+   * reads the edit from it and renders it as a patch; it never runs the command.
+   */
+  editCommands?: readonly string[];
   /** Position encodings offered at initialize, preferred first (LSP 3.17 general.positionEncodings). */
   encodings: readonly Encoding[];
   /** Most requests in flight on one session; more wait in the pool's queue. */

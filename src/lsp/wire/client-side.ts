@@ -41,6 +41,19 @@ export function initializeParams(row: ServerRow, wsUri: string, wsPath: string):
         callHierarchy: { dynamicRegistration: false },
         typeHierarchy: { dynamicRegistration: false },
         rename: { dynamicRegistration: false, prepareSupport: true },
+        // Code actions as literals (not bare Commands), their edits resolved on request
+        // (codeAction/resolve) where a server defers them: lspd renders the edit as a patch.
+        codeAction: {
+          dynamicRegistration: false,
+          codeActionLiteralSupport: {
+            codeActionKind: {
+              valueSet: ['', 'quickfix', 'refactor', 'refactor.extract', 'refactor.inline', 'refactor.rewrite', 'source', 'source.organizeImports'],
+            },
+          },
+          isPreferredSupport: true,
+          dataSupport: true,
+          resolveSupport: { properties: ['edit'] },
+        },
       },
     },
   };

@@ -54,6 +54,8 @@ export function cRow(): ServerRow {
     // clangd 16 advertises callHierarchyProvider but answers callHierarchy/outgoingCalls
     // MethodNotFound (outgoing calls came in a later clangd): that op is 422 no_server.
     hierarchyOps: ['incomingCalls', 'supertypes', 'subtypes'],
+    // clangd 16's refactors (tweaks) are commands (clangd.applyTweak): listed without a patch; its quick fixes carry edits.
+    editOps: ['rename', 'codeActions'],
     encodings: ['utf-16'],
     maxInFlight: 16,
     probe: () =>

@@ -66,6 +66,7 @@ export function goRow(): ServerRow {
     settings: { gopls: { hoverKind: 'FullDocumentation', linksInHover: false } },
     readiness: { kind: 'progress', expectProgress: true, graceMs: 0 },
     hierarchyOps: ['incomingCalls', 'outgoingCalls'],
+    editOps: ['rename', 'codeActions'],
     encodings: ['utf-16'],
     maxInFlight: 16,
     sessionFiles: (ws) => goSessionNotes(ws, GOROOT),

@@ -36,6 +36,8 @@ export function phpRow(p: ServerPaths): ServerRow {
     // was only waited, on every cold start.
     readiness: { kind: 'progress', expectProgress: true, graceMs: 0 },
     hierarchyOps: [],
+    // The free intelephense (no licence key) advertises neither rename nor code actions (measured 2026-12-02).
+    editOps: [],
     encodings: ['utf-16'],
     maxInFlight: 16,
   });

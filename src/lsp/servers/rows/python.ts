@@ -47,6 +47,7 @@ export function pythonRow(p: ServerPaths): ServerRow {
     // a progress token for every references request: those are not indexing.
     readiness: { kind: 'progress', ignoreTitles: /^(Finding references|Searching|Renaming)/i },
     hierarchyOps: ['incomingCalls', 'outgoingCalls'],
+    editOps: ['rename', 'codeActions'],
     encodings: ['utf-16'],
     maxInFlight: 32,
   });

@@ -123,6 +123,8 @@ export function rustRow(root: string): ServerRow {
     readiness: { kind: 'progress', expectProgress: true },
     // rust-analyzer 1.85's capabilities: call hierarchy, no type hierarchy (test/lang-rust).
     hierarchyOps: ['incomingCalls', 'outgoingCalls'],
+    // Its session advertises renameProvider and codeActionProvider (test/lang-rust).
+    editOps: ['rename', 'codeActions'],
     encodings: ['utf-16', 'utf-8'],
     maxInFlight: 16,
     probe: () => probeRustAnalyzer(root),

@@ -33,6 +33,7 @@ export function shellRow(p: ServerPaths): ServerRow {
     },
     readiness: { kind: 'logMessage', pattern: /BackgroundAnalysis: (Completed|skipping|stopped|failed)/ },
     hierarchyOps: [],
+    editOps: ['rename', 'codeActions'],
     encodings: ['utf-16'],
     maxInFlight: 16,
   });

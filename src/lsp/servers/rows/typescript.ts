@@ -36,6 +36,7 @@ export function typescriptRows(p: ServerPaths): ServerRow[] {
       // behind it: the first answer is already right (94 ms cold on the fixture).
       readiness: { kind: 'progress', queuesFromStart: true },
       hierarchyOps: ['incomingCalls', 'outgoingCalls'],
+      editOps: ['rename', 'codeActions'],
       // It negotiates utf-8 when offered; we offer utf-16 first and convert if not.
       encodings: ['utf-16', 'utf-8'],
       maxInFlight: 32,
@@ -74,6 +75,9 @@ export function typescriptRows(p: ServerPaths): ServerRow[] {
       // the right answer: wait for the document's first semantic diagnostics.
       readiness: { kind: 'documentDiagnostics' },
       hierarchyOps: ['incomingCalls', 'outgoingCalls'],
+      editOps: ['rename', 'codeActions'],
+      // Its quick fixes carry their edit as this client-side command's argument, not as `edit`.
+      editCommands: ['_typescript.applyWorkspaceEdit'],
       encodings: ['utf-16'],
       maxInFlight: 32,
       selectedWhen: (c) => c.typescriptServer === 'tsserver',
