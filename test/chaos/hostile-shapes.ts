@@ -95,7 +95,8 @@ export function stallUpload(url: string, path: string, base: string, prefix: Buf
       await r.body.text().catch(() => '');
       return { status: r.statusCode };
     })
-    .catch((err: unknown) => ({ status: 0, code: String((err as { code?: string }).code ?? (err as Error).name) }))
+    // An abort of ours is 'aborted'; anything else is the daemon cutting the connection (undici's code, e.g. UND_ERR_SOCKET).
+    .catch((err: unknown) => ({ status: 0, code: ac.signal.aborted ? 'aborted' : String((err as { code?: string }).code ?? (err as Error).name) }))
     .finally(() => (done = true));
   return {
     settled,
