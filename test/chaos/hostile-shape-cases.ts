@@ -58,7 +58,7 @@ export interface ShapeContext {
 
 /** Heap a shape may add while it runs: a fixed allowance for garbage not yet collected, plus this much per entry of the tar. */
 const HEAP_SLACK_BYTES = 48 * MiB;
-const HEAP_PER_ENTRY_BYTES = 4 * 1024;
+const HEAP_PER_ENTRY_BYTES = 2 * 1024;
 /**
  * Stalled layers send no tar to parse: the heap they may hold is what one base index
  * costs at most (uploads waiting on their bodies are a bounded pool, or decode

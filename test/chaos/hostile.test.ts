@@ -15,7 +15,7 @@ hostileSuite({
     longPathFiles: 2_000,
     longPathBytes: 1_000,
     linkTargets: 8_000,
-    linkDepth: 300,
+    linkDepth: 550,
     stallBaseFiles: 20_000,
     stalls: 6,
   },
