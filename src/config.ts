@@ -48,6 +48,14 @@ export const configSchema = z.object({
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('pino log level.'),
   shutdownGraceMs: int(10_000).describe('How long SIGTERM waits for in-flight requests before closing sessions.'),
   jsonBodyLimitBytes: int(1 * MiB, 1024).describe('Largest JSON request body accepted.'),
+  heapBudgetFraction: z.coerce
+    .number()
+    .gt(0)
+    .max(1)
+    .default(0.75)
+    .describe(
+      "Part of V8's heap limit (node --max-old-space-size, else V8's default for the host) the daemon's heap may reach before new uploads, diffs and tree walks are refused with 503 busy and Retry-After; queries, file reads and deletes still answer. A quarter is left for what admitted work grows to and for garbage not yet collected: past the limit V8 aborts the process, every org's sessions with it.",
+    ),
 
   // --- tree store ---
   maxTreeBytes: int(4 * GiB, 1).describe('Largest total size of the files of one uploaded tree (bytes, uncompressed).'),
@@ -100,6 +108,9 @@ export const configSchema = z.object({
   ),
   diagnosticsWindowMs: int(4_000, 100).describe('How long to wait for pushed diagnostics after didOpen.'),
   maxSessions: int(64, 1).describe('Most live language-server sessions; past it the least recently used idle one is stopped.'),
+  repoSessionsKept: int(2, 1).describe(
+    "Sessions of one server and workspace kept across the commits of one repo: when a newer commit's session starts, idle ones of older commits past this many (most recently used kept) are stopped. CI pushes commit after commit; each held a TS session of its own (two commits of playwright: 6 sessions, 3.3 GiB).",
+  ),
   spawnBackoffMaxMs: int(60_000, 100).describe('Longest back-off after repeated spawn failures (never a permanent mark).'),
   stderrRingBytes: int(64 * 1024, 1024).describe('Bytes of each server stderr kept (a ring).'),
   warmMaxSessions: int(4, 0).describe(
@@ -175,6 +186,18 @@ export const configSchema = z.object({
     'static.crates.io:443',
   ]).describe('host:port pairs the FETCH egress proxy lets through; nothing else leaves.'),
   fetchTimeoutMs: int(15 * 60_000, 1000).describe('Deadline of one root dependency fetch.'),
+  fetchWaitMs: int(500).describe(
+    "Longest a query waits for a running dependency fetch of its server's ecosystem before it answers from the tree alone (dependencies.state running, may_change): a large monorepo's fetch takes a minute, its in-tree answers need none of it.",
+  ),
+  fetchSlots: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(16)
+    .default(2)
+    .describe(
+      "Dependency fetches running at once, fair-shared per org (LSPD_ORG_RESERVE_PERCENT): with 2, an org alone runs one and the other is kept, so another org's new root starts its fetch at once instead of waiting behind a fetch that may run LSPD_FETCH_TIMEOUT_MS. A fetch mostly waits on the network and the disk, so 2 fit a 2-core host; each is a jail with its own memory and CPU caps.",
+    ),
   fetchMaxBytes: int(8 * GiB, MiB).describe('Most bytes a fetch may write into a root dependency dir.'),
   goProxy: z.string().default('https://proxy.golang.org').describe('GOPROXY used by the Go fetcher.'),
   npmRegistry: z.string().default('https://registry.npmjs.org/').describe('npm registry used by the npm fetcher.'),

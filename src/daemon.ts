@@ -17,6 +17,7 @@ import { createLsp, type Lsp } from './lsp/create-lsp.js';
 import type { ServerRow } from './lsp/servers/server-row.js';
 import { FetchManager } from './fetch/fetch-manager.js';
 import { detectToolchains } from './fetch/toolchains.js';
+import { HeapBudget } from './heap-budget.js';
 
 export interface DaemonOptions {
   /** Bearer tokens (LSPD_TOKENS, loaded by the caller, which owns reloading it). */
@@ -85,6 +86,7 @@ export async function startDaemon(config: Config, log: Logger, o: DaemonOptions 
     pool: lsp.pool,
     table: lsp.table,
     fetcher,
+    heap: new HeapBudget({ config, metrics }),
     ...(o.tokens ? { tokens: o.tokens } : {}),
   });
   const [host, port] = splitListen(config.listen);

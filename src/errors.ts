@@ -53,7 +53,6 @@ export const errors = {
   notFoundSymbol: def('symbol_not_found', 404),
   notReady: def('not_ready', 503),
   serverUnavailable: (message: string, retryAfterS: number) => new AppError('server_unavailable', 503, message, { retry_after: retryAfterS }),
-  fetchRunning: (message: string, retryAfterS: number) => new AppError('fetch_running', 503, message, { retry_after: retryAfterS }),
   busy: (message: string, retryAfterS: number) => new AppError('busy', 503, message, { retry_after: retryAfterS }),
   insufficientStorage: def('insufficient_storage', 507),
   timeout: def('timeout', 504),

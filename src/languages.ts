@@ -2,7 +2,8 @@
 // report a tree's `languages`; the server table (src/lsp/servers/server-table.ts) maps each
 // language to the servers that can serve it. One table, so the two never disagree.
 
-export type Language = 'typescript' | 'javascript' | 'python' | 'go' | 'rust' | 'c' | 'cpp' | 'php' | 'shell' | 'java' | 'ruby';
+export const LANGUAGES = ['typescript', 'javascript', 'python', 'go', 'rust', 'c', 'cpp', 'php', 'shell', 'java', 'ruby'] as const;
+export type Language = (typeof LANGUAGES)[number];
 
 export interface LanguageRow {
   language: Language;

@@ -1,6 +1,7 @@
 // Every Prometheus metric lspd exports, declared once on a registry that is
 // passed in (no global default registry, so tests can run several daemons).
 // Names follow lspd_<area>_<thing>_{total,seconds,bytes}.
+import { getHeapStatistics } from 'node:v8';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { configSchema, type Config } from './config.js';
 import { OrgLabels } from './org-labels.js';
@@ -46,6 +47,28 @@ export function createMetrics(config?: Pick<Config, 'metricsMaxOrgs'>) {
     roots: gauge('lspd_store_roots', 'Stored roots.'),
     evictions: counter('lspd_store_evictions_total', 'Roots evicted by the disk quota.'),
     rejected: counter('lspd_http_rejected_total', 'Requests refused for load (503 busy).', ['route']),
+    // Read at scrape time: the daemon's own memory, whatever sampled it last (src/heap-budget.ts).
+    heapBytes: new Gauge({
+      name: 'lspd_daemon_heap_bytes',
+      help: "V8 heap in use by the daemon (used_heap_size); new uploads, diffs and tree walks are refused past LSPD_HEAP_BUDGET_FRACTION of V8's limit.",
+      registers,
+      collect() {
+        this.set(getHeapStatistics().used_heap_size);
+      },
+    }),
+    heapLimitBytes: new Gauge({
+      name: 'lspd_daemon_heap_limit_bytes',
+      help: "V8's heap limit (heap_size_limit): past it the process aborts.",
+      registers,
+      collect() {
+        this.set(getHeapStatistics().heap_size_limit);
+      },
+    }),
+    heapRefusals: counter(
+      'lspd_daemon_heap_refusals_total',
+      "Work refused (503 busy) while the daemon's heap was past its budget, by work: upload, diff, walk.",
+      ['work'],
+    ),
     // Per org: every `org` label goes through `orgLabels.of` (or `fold` for gauges),
     // so the label set stays bounded by metricsMaxOrgs (+ OTHER_ORG).
     orgLabels: new OrgLabels(config?.metricsMaxOrgs ?? configSchema.shape.metricsMaxOrgs.parse(undefined)),

@@ -158,8 +158,12 @@ export const lspAnswer = z.looseObject({
   dependency_freshness: z.string().optional(),
   dependencies: z
     .looseObject({
-      state: z.enum(['none', 'done', 'failed', 'refused']),
+      state: z.enum(['none', 'running', 'done', 'failed', 'refused']),
       error: z.string().optional(),
+      may_change: z
+        .literal(true)
+        .optional()
+        .describe('Made while the dependencies were still downloading (state running): asked again once they are there, the answer may differ.'),
       skipped: z
         .array(z.string())
         .optional()
@@ -167,7 +171,7 @@ export const lspAnswer = z.looseObject({
     })
     .optional()
     .describe(
-      "What the answering server could see of the root's dependencies: fetched (done), none to fetch, or failed/refused and why (the tree is still served).",
+      "What the answering server could see of the root's dependencies: fetched (done), none to fetch, still downloading (running: answered from the tree alone), or failed/refused and why (the tree is still served).",
     ),
   notes: z
     .array(z.string())

@@ -2,6 +2,7 @@
 // them, /v1/tools and OpenAPI are generated from them, and the typed client infers
 // its types from them: one definition, so the four never drift apart.
 import { z } from 'zod';
+import { LANGUAGES } from './languages.js';
 
 export const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 export const SHA_RE = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
@@ -72,6 +73,12 @@ export const lspQuery = z
     encoding,
     includeDeclaration: z.boolean().default(true).describe('references: include the declaration itself.'),
     query: z.string().max(512).optional().describe('Symbol name filter (workspaceSymbols: required; documentSymbols: optional).'),
+    languages: z
+      .array(z.enum(LANGUAGES))
+      .min(1)
+      .max(LANGUAGES.length)
+      .optional()
+      .describe("workspaceSymbols: ask only the servers of these languages (of the root's); default: every language the root holds."),
     context: z.number().int().min(0).max(20).default(0).describe('Lines of context around each location preview.'),
     limit: z.number().int().min(1).max(1000).optional().describe('Most locations to return in this page.'),
     cursor: z.string().max(200).optional().describe('Cursor from a previous truncated answer, to get the next page.'),
@@ -84,6 +91,8 @@ export const lspQuery = z
     if (q.op !== 'workspaceSymbols' && q.path === undefined) ctx.addIssue({ code: 'custom', message: `op ${q.op} needs a path`, path: ['path'] });
     if (q.op === 'workspaceSymbols' && q.path !== undefined) ctx.addIssue({ code: 'custom', message: 'workspaceSymbols takes no path', path: ['path'] });
     if (q.op === 'workspaceSymbols' && q.query === undefined) ctx.addIssue({ code: 'custom', message: 'workspaceSymbols needs a query', path: ['query'] });
+    if (q.op !== 'workspaceSymbols' && q.languages !== undefined)
+      ctx.addIssue({ code: 'custom', message: `op ${q.op} takes no languages (the path decides the server)`, path: ['languages'] });
     if (positional && (q.line === undefined || q.character === undefined))
       ctx.addIssue({ code: 'custom', message: `op ${q.op} needs line and character`, path: ['line'] });
   });

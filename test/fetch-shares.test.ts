@@ -26,12 +26,14 @@ describe('fetch slots are shared fairly between orgs', () => {
   const env = (extra: Record<string, string> = {}) =>
     fetchEnv({ LSPD_NPM_REGISTRY: hang.url, LSPD_FETCH_REGISTRIES: hang.authority, ...jailUidEnv(16), ...extra });
 
-  it('alone, an org runs one of two slots; another org starts at once in the other', async (t) => {
+  it('the default two slots: alone, an org runs one; another org starts at once in the other (fetch-slot-hold)', async (t) => {
     const e: FetchEnv = await env();
     try {
       if (e.skipReason) return t.skip(e.skipReason);
       if (!e.tools.npm || !e.tools.node) return t.skip(skipOrFail('npm/node are not installed under /usr'));
-      const m = e.manager({ concurrency: 2 });
+      assert.equal(e.config.fetchSlots, 2, 'LSPD_FETCH_SLOTS defaults to 2');
+      // The daemon's own configuration, as startDaemon builds the manager: no override.
+      const m = e.manager();
       const a = [keyOf('alpha'), keyOf('alpha'), keyOf('alpha')];
       for (const k of a) {
         e.store.put(k, join(fixtures, 'npm-dep'));
@@ -54,11 +56,11 @@ describe('fetch slots are shared fairly between orgs', () => {
   });
 
   it('one slot: jobs start round-robin between orgs, not in upload order', async (t) => {
-    const e: FetchEnv = await env({ LSPD_FETCH_TIMEOUT_MS: '1500' });
+    const e: FetchEnv = await env({ LSPD_FETCH_TIMEOUT_MS: '1500', LSPD_FETCH_SLOTS: '1' });
     try {
       if (e.skipReason) return t.skip(e.skipReason);
       if (!e.tools.npm || !e.tools.node) return t.skip(skipOrFail('npm/node are not installed under /usr'));
-      const m = e.manager({ concurrency: 1 });
+      const m = e.manager();
       const order: string[] = [];
       m.onDone((k) => order.push(`${k.org}:${k.sha.replace(/^0+/, '')}`));
       const keys = [keyOf('alpha'), keyOf('alpha'), keyOf('alpha'), keyOf('beta')];

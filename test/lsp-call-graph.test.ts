@@ -106,6 +106,13 @@ describe('call graphs in the SERVE jail', { skip }, () => {
       assert.equal(a.truncated, false);
     });
 
+    test('incomingCalls at an import specifier answers as at the declaration it imports', async () => {
+      const atDecl = await graph(TS, 'typescript', { op: 'incomingCalls', ...leafAt });
+      const atImport = await graph(TS, 'typescript', { op: 'incomingCalls', ...at(TS, 'src/main.ts', 'leaf, mid }', 0) });
+      assert.deepEqual(atImport.nodes.map(fmt), atDecl.nodes.map(fmt));
+      assert.equal(atImport.nodes.length, 3, 'leaf and its two callers');
+    });
+
     test('incomingCalls, depth 2: callers of callers, under their parent', async () => {
       const { a, nodes } = await graph(TS, 'typescript', { op: 'incomingCalls', ...leafAt, depth: 2 });
       assert.deepEqual(nodes.map(fmt), [
@@ -191,6 +198,13 @@ describe('call graphs in the SERVE jail', { skip }, () => {
       const two = await graph(PY, 'pyright', { op: 'incomingCalls', ...leafAt, depth: 2 });
       assert.deepEqual(two.nodes.map(fmt).slice(3), [`2 2 top ${L('pkg/main.py', 'def top')}`, `2 2 other ${L('pkg/main.py', 'def other')}`]);
       assert.deepEqual(sites(two.nodes[4]!), [L('pkg/main.py', 'mid(3)')]);
+    });
+
+    test('incomingCalls at an import answers as at the declaration it imports', async () => {
+      const atDecl = await graph(PY, 'pyright', { op: 'incomingCalls', ...at(PY, 'pkg/util.py', 'def leaf', 'def '.length) });
+      const atImport = await graph(PY, 'pyright', { op: 'incomingCalls', ...at(PY, 'pkg/main.py', 'leaf, mid', 0) });
+      assert.deepEqual(atImport.nodes.map(fmt), atDecl.nodes.map(fmt));
+      assert.equal(atImport.nodes.length, 3, 'leaf and its two callers');
     });
 
     test('outgoingCalls at depth 1 and 2', async () => {

@@ -12,6 +12,7 @@ import { request } from 'undici';
 import type { FastifyInstance } from 'fastify';
 import { loadConfig } from '../src/config.js';
 import { Health } from '../src/health.js';
+import { HeapBudget } from '../src/heap-budget.js';
 import { buildServer } from '../src/http/server.js';
 import type { Deps } from '../src/http/deps.js';
 import { errors } from '../src/errors.js';
@@ -44,7 +45,8 @@ export async function startServer(opts: { dataDir?: string; env?: Record<string,
   health.store = await store.checkWritable();
   // LSPD_TOKENS in env turns auth on, as in the daemon.
   const tokens = config.tokensFile ? TokenSet.load(config.tokensFile) : undefined;
-  const app = await buildServer({ config, log, metrics, health, store, ...storeOnly(), ...(tokens ? { tokens } : {}) });
+  const heap = new HeapBudget({ config, metrics });
+  const app = await buildServer({ config, log, metrics, health, store, heap, ...storeOnly(), ...(tokens ? { tokens } : {}) });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   const close = async () => {
     await app.close();

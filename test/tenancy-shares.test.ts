@@ -5,8 +5,9 @@
 // Twice, with two kinds of slow root, each slow for as long as the test needs:
 //  - the real daemon (a child process, as operators run it), real jails, the real
 //    TypeScript server; the root's npm dependencies are being fetched from a
-//    registry that never answers, so its queries wait for the fetch (they count as
-//    queued: before shares they were not counted at all);
+//    registry that never answers, and queries may wait for it as long as they like
+//    (LSPD_FETCH_WAIT_MS), so they wait for the fetch (they count as queued: before
+//    shares they were not counted at all);
 //  - the in-process daemon with a server that never answers initialize (the
 //    never-init fault fake, as in the original reproduction: queries wait for the
 //    server), the other org on the real TypeScript server.
@@ -76,8 +77,10 @@ describe('reproduction 3: one org flooding a slow root does not starve another o
         LSPD_JAIL_UID_COUNT: String(DAEMON_UIDS.count),
         LSPD_NPM_REGISTRY: registry.url,
         LSPD_FETCH_REGISTRIES: registry.authority,
-        // The flood waits on the fetch for half its budget: longer than this test.
+        // The flood waits on the fetch for half its budget (an operator may let queries
+        // wait that long: LSPD_FETCH_WAIT_MS): longer than this test.
         LSPD_QUERY_TIMEOUT_MS: '600000',
+        LSPD_FETCH_WAIT_MS: '600000',
         LSPD_RESULT_CACHE_ENTRIES: '0',
       },
       timeoutMs: 60_000,

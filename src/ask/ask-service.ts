@@ -18,8 +18,9 @@ import { resolveName, type Candidate, type Resolution } from './resolve-name.js'
 import type { AskContext, AskLimits, Loc, LspRequest } from './types.js';
 import type { LspAnswer } from '../responses.js';
 import { pageLocations } from './paging.js';
-import { filesMentioning } from './use-scan.js';
+import { filesMentioning, type Mentions } from './use-scan.js';
 import { RootCache } from '../store/root-cache.js';
+import type { Language } from '../languages.js';
 
 /** The query service's one entry point (src/lsp/query-service.ts), as /ask uses it. */
 export type LspCall = (q: LspQuery, signal: AbortSignal) => Promise<LspAnswer>;
@@ -37,12 +38,16 @@ export interface AskServiceOptions {
   files: TreeFiles;
   /** Which upload of the key the stored root is (RootInfo.generation); undefined when none is stored. */
   generationOf: (root: RootKey) => string | undefined;
+  /** The languages of the stored root (RootInfo.languages); empty when none is stored. */
+  languagesOf: (root: RootKey) => readonly Language[];
   log: Logger;
   /** The whole-query deadline: config.queryTimeoutMs less the cleanup reserve, as the query service counts it. */
   deadlineMs: number;
   /** Default page size of locate (config.maxLocations). */
   maxLocations: number;
   limits?: Partial<AskLimits>;
+  /** Before a scan of the tree's files starts (not for one already cached): throws 503 busy while the daemon's heap is past its budget. */
+  admitWalk: (root: RootKey) => void;
 }
 
 export const defaultAskLimits: AskLimits = {
@@ -113,7 +118,7 @@ export class AskService {
    * Files mentioning a name, per root: a root is immutable, so a scan stays true
    * for as long as it exists; keyed by its generation too and dropped with it.
    */
-  readonly #mentions = new RootCache<Promise<string[]>>({ max: 2000 });
+  readonly #mentions = new RootCache<Promise<Mentions>>({ max: 2000 });
 
   constructor(o: AskServiceOptions) {
     this.#o = o;
@@ -125,12 +130,13 @@ export class AskService {
     this.#mentions.dropRoot(rootId);
   }
 
-  #filesMentioning(root: RootKey, leaf: string, qualifier: string | undefined): Promise<string[]> {
+  #filesMentioning(root: RootKey, leaf: string, qualifier: string | undefined): Promise<Mentions> {
     const generation = this.#o.generationOf(root);
     const ref = { id: `${root.org}/${root.repo}/${root.sha}`, generation: generation ?? '' };
     const key = JSON.stringify([leaf, qualifier ?? null]);
     let p = generation === undefined ? undefined : this.#mentions.get(ref, key);
     if (!p) {
+      this.#o.admitWalk(root);
       const { files } = this.#o;
       // Read for the scan only: the texts are not kept (a scan may read tens of MiB).
       const src = {
@@ -220,6 +226,7 @@ export class AskService {
       readText: (root, path) => memo.text(path, () => files.readText(root, path, limits.maxScanFileBytes)),
       // The scan is shared (cached) and runs to its bound; this query stops waiting at its deadline.
       filesMentioning: (root, leaf, qualifier) => raceAbort(this.#filesMentioning(root, leaf, qualifier), signal),
+      languagesOf: (root) => this.#o.languagesOf(root),
       map: (items, fn) => mapLimit(items, limits.perQueryConcurrency, fn),
     };
   }

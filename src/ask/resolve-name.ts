@@ -21,6 +21,7 @@ import { chainOf, leafOf, matchQualifiers, parseSymbolName, select, type ParsedN
 import { findNameFrom, findOccurrences, fromUtf16, splitLines, toUtf16, type Encoding, type Pos } from './text-scan.js';
 import type { AskContext, Loc, Range } from './types.js';
 import type { LspAnswer } from '../responses.js';
+import { languageOf, type Language } from '../languages.js';
 
 export interface Probe {
   /** Root-relative file and a position on the name, in the caller's encoding. */
@@ -78,7 +79,8 @@ export async function resolveName(ctx: AskContext, input: ResolveInput): Promise
     );
   }
 
-  const ws = await ctx.lsp({ ...rootOf(input), op: 'workspaceSymbols', query: name.leaf, encoding: input.encoding });
+  const languages = await languagesMentioning(ctx, input, name);
+  const ws = await ctx.lsp({ ...rootOf(input), op: 'workspaceSymbols', query: name.leaf, encoding: input.encoding, ...(languages ? { languages } : {}) });
   const symbols = ((ws.symbols ?? []) as SymbolLike[]).filter((x): x is Sym => typeof x.path === 'string' && x.range !== undefined);
   await fillContainers(ctx, input, name, symbols);
   const sel = select(name, symbols);
@@ -101,7 +103,7 @@ export async function resolveName(ctx: AskContext, input: ResolveInput): Promise
     if (answer) return answer;
   }
   // Not declared in the tree under that name: find a use of it and ask the server.
-  const files = await ctx.filesMentioning(input.root, name.leaf, name.qualifiers[0]);
+  const { files } = await ctx.filesMentioning(input.root, name.leaf, name.qualifiers[0]);
   const used = await fromUseSites(ctx, input, name, files);
   if (used.some((c) => c.exact)) return finish(ctx, name, used, 'use-site');
   if (sel.tier === 'loose') {
@@ -237,6 +239,25 @@ async function definitionsAt(ctx: AskContext, input: ResolveInput, p: Probe): Pr
  * (bounded), kept when the definition fits the qualifiers: a probe written with
  * its qualifier (`dep.Greet`) fits as written; otherwise the target's chain must.
  */
+/**
+ * The languages whose servers can know the name: those of the files that mention its
+ * leaf. Undefined (ask every server of the root) when the root has one language, when
+ * the scan was cut by its bounds (absence proves nothing then), or when no file mentions
+ * it (every server's near names are the best answer a misspelling gets). Asking only
+ * these keeps a Python name on a polyglot monorepo from waking TypeScript, clangd and bash.
+ */
+async function languagesMentioning(ctx: AskContext, input: ResolveInput, name: ParsedName): Promise<Language[] | undefined> {
+  if (ctx.languagesOf(input.root).length <= 1) return undefined;
+  const scan = await ctx.filesMentioning(input.root, name.leaf, name.qualifiers[0]);
+  if (!scan.complete || scan.files.length === 0) return undefined;
+  const found = new Set<Language>();
+  for (const f of scan.files) {
+    const l = languageOf(f);
+    if (l) found.add(l.language);
+  }
+  return found.size > 0 ? [...found].sort() : undefined;
+}
+
 async function fromUseSites(ctx: AskContext, input: ResolveInput, name: ParsedName, files: string[]): Promise<Candidate[]> {
   const probes: { probe: Probe; qualified: boolean; rank: number }[] = [];
   for (const path of files) {

@@ -4,6 +4,8 @@
 import type { z } from 'zod';
 import type { location, LspAnswer } from '../responses.js';
 import type { RootKey, lspQuery } from '../schemas.js';
+import type { Language } from '../languages.js';
+import type { Mentions } from './use-scan.js';
 
 export type Loc = z.infer<typeof location>;
 export type Range = Loc['range'];
@@ -32,7 +34,9 @@ export interface AskContext {
   lsp(q: LspRequest): Promise<LspAnswer>;
   readText(root: RootKey, path: string): Promise<string | undefined>;
   /** Source files of the root that contain `leaf` (those also naming `qualifier` first); bounded, cached per root. */
-  filesMentioning(root: RootKey, leaf: string, qualifier: string | undefined): Promise<string[]>;
+  filesMentioning(root: RootKey, leaf: string, qualifier: string | undefined): Promise<Mentions>;
+  /** The languages the stored root holds (empty when it is not stored). */
+  languagesOf(root: RootKey): readonly Language[];
   /** Like Promise.all(items.map(fn)) with at most perQueryConcurrency in flight; results in input order. */
   map<T, R>(items: readonly T[], fn: (item: T) => Promise<R>): Promise<R[]>;
   limits: AskLimits;

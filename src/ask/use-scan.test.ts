@@ -25,15 +25,17 @@ test('only source files outside dependency and build dirs; qualifier mentions fi
     },
     reads,
   );
-  assert.deepEqual(await filesMentioning(src, root, 'greet', 'greeter', defaultAskLimits), ['a/imports.ts', 'z/uses.ts']);
+  assert.deepEqual(await filesMentioning(src, root, 'greet', 'greeter', defaultAskLimits), { files: ['a/imports.ts', 'z/uses.ts'], complete: true });
   assert.deepEqual(reads.sort(), ['a/imports.ts', 'b/other.ts', 'z/uses.ts']);
 });
 
 test('bounded by files and bytes', async () => {
   const files = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`f${String(i).padStart(2, '0')}.py`, 'x'.repeat(100) + ' name']));
   const few = await filesMentioning(source(files), root, 'name', undefined, { ...defaultAskLimits, maxScanFiles: 10 });
-  assert.equal(few.length, 10);
+  assert.equal(few.files.length, 10);
+  assert.equal(few.complete, false, 'cut by the file bound');
   const reads: string[] = [];
-  await filesMentioning(source(files, reads), root, 'name', undefined, { ...defaultAskLimits, maxScanBytes: 1000 });
+  const cut = await filesMentioning(source(files, reads), root, 'name', undefined, { ...defaultAskLimits, maxScanBytes: 1000 });
+  assert.equal(cut.complete, false, 'cut by the byte bound');
   assert.ok(reads.length < 20, `read ${reads.length} files past a 1000-byte budget`);
 });

@@ -16,15 +16,25 @@ export interface ScanSource {
   readText(root: RootKey, path: string): Promise<string | undefined>;
 }
 
+export interface Mentions {
+  /** Files that contain the leaf, those also naming the qualifier first. */
+  files: string[];
+  /**
+   * Every source file was read (but those past maxScanFileBytes or not UTF-8: generated
+   * bundles, which no answer should hinge on): a name absent from `files` is absent from
+   * the tree's sources. False when the file or byte bound cut the scan.
+   */
+  complete: boolean;
+}
+
 /**
  * Source files a server could serve, outside dependency and build directories,
  * that contain `leaf`; those that also mention `qualifier` (`dep`, `greeter`)
  * first. At most limits.maxScanFiles files and about limits.maxScanBytes read.
  */
-export async function filesMentioning(src: ScanSource, root: RootKey, leaf: string, qualifier: string | undefined, limits: AskLimits): Promise<string[]> {
-  const all = (await src.listFiles(root))
-    .filter((p) => languageOf(p) !== undefined && !p.split('/').some((s) => NOT_SOURCE.has(s)))
-    .slice(0, limits.maxScanFiles);
+export async function filesMentioning(src: ScanSource, root: RootKey, leaf: string, qualifier: string | undefined, limits: AskLimits): Promise<Mentions> {
+  const sources = (await src.listFiles(root)).filter((p) => languageOf(p) !== undefined && !p.split('/').some((s) => NOT_SOURCE.has(s)));
+  const all = sources.slice(0, limits.maxScanFiles);
   const first: string[] = [];
   const rest: string[] = [];
   let read = 0;
@@ -42,5 +52,5 @@ export async function filesMentioning(src: ScanSource, root: RootKey, leaf: stri
   };
   await Promise.all(Array.from({ length: 8 }, worker));
   // Workers finish in any order; the answer must not depend on it.
-  return [...first.sort(), ...rest.sort()];
+  return { files: [...first.sort(), ...rest.sort()], complete: sources.length === all.length && next >= all.length };
 }

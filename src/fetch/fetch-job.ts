@@ -241,7 +241,8 @@ async function runStep(deps: RunDeps, ctx: StepContext, step: StepStatus, o: Run
     spawn = await fetcher.prepare(ctx, step.dir);
   } catch (err) {
     observe('failed');
-    const msg = (err as Error).message;
+    // A fetcher's error may quote a host path (an errno on a file of the tree): labelled as the tail is.
+    const msg = tail.label((err as Error).message);
     tail.line(`lspd: preparing failed: ${msg}`);
     return { state: 'failed', reason: `could not prepare the workspace (${msg})` };
   }

@@ -1,5 +1,5 @@
 // The FETCH phase as the rest of lspd sees it: one job per root, queued after
-// upload and run in the background, at most `concurrency` at a time.
+// upload and run in the background, at most LSPD_FETCH_SLOTS at a time.
 //
 // - States per root: none | queued | running | done | failed | refused (types.ts),
 //   persisted as <deps>/fetch.json on every change, written by rename so a crash
@@ -35,6 +35,7 @@ export interface FetchManagerOptions {
   config: Pick<
     Config,
     | 'fetchTimeoutMs'
+    | 'fetchSlots'
     | 'fetchMaxBytes'
     | 'goProxy'
     | 'npmRegistry'
@@ -51,8 +52,6 @@ export interface FetchManagerOptions {
   store: FetchStore;
   /** Pinned toolchains (in-jail paths); an absent one makes its ecosystem refused. */
   tools: Toolchains;
-  /** Jobs running at once: 1 or 2 (each is a network- and disk-heavy process tree). */
-  concurrency?: 1 | 2;
   /**
    * Whether jobs may start (main.ts: the FETCH canary passed). While false, jobs
    * stay queued rather than fail on a jail that is not proved; call `resume` once it
@@ -88,7 +87,9 @@ export class FetchManager {
   private readonly log: Logger;
 
   constructor(private readonly o: FetchManagerOptions) {
-    this.concurrency = Math.min(2, Math.max(1, o.concurrency ?? 1));
+    // One slot let one org's fetch (up to its deadline) hold every other org's new
+    // roots; with two or more, the fair share keeps one for an org that arrives.
+    this.concurrency = o.config.fetchSlots;
     this.slots = new FairShare(shareLimits(this.concurrency, { orgCap: o.config.orgMaxFetches, reservePercent: o.config.orgReservePercent, floor: 1 }));
     this.log = o.log;
     // The store awaits this before it deletes the files: no jail still writes them.

@@ -28,10 +28,15 @@ export class LogTail {
     this.append(s.endsWith('\n') ? s : s + '\n');
   }
 
-  tail(): string {
-    let t = this.text;
+  /** `s` with every known host directory replaced by its label, as the tail shows it (a step's reason quotes the same errors). */
+  label(s: string): string {
+    let t = s;
     for (const [p, label] of this.labels) t = t.split(p).join(label);
-    t = scrubHome(t);
+    return scrubHome(t);
+  }
+
+  tail(): string {
+    let t = this.label(this.text);
     if (Buffer.byteLength(t) <= this.maxBytes) return t;
     // Cut on a character boundary: slice the string, not the bytes, then re-check.
     let cut = t.slice(-this.maxBytes);

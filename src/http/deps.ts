@@ -11,6 +11,7 @@ import type { QueryService } from '../lsp/query-service.js';
 import type { SessionPool } from '../lsp/session/pool.js';
 import type { ServerTable } from '../lsp/servers/server-table.js';
 import type { FetchManager } from '../fetch/fetch-manager.js';
+import type { HeapBudget } from '../heap-budget.js';
 
 export interface Deps {
   config: Config;
@@ -28,6 +29,8 @@ export interface Deps {
   table: Pick<ServerTable, 'choose'>;
   /** The FETCH phase: PUT queues a root's fetch, GET shows its state, file reads see its binds. */
   fetcher: Pick<FetchManager, 'enqueue' | 'state' | 'serveBinds'>;
+  /** The daemon's memory budget: uploads, diffs and tree walks are admitted through it (503 busy past it). */
+  heap: Pick<HeapBudget, 'admit'>;
 }
 
 /** What the routes ask of the query service (src/lsp/query-service.ts). */

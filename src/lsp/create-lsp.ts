@@ -80,7 +80,12 @@ export async function createLsp(deps: LspDeps): Promise<Lsp> {
     const finished = view.finishedAt === undefined ? Infinity : Date.parse(view.finishedAt);
     const stale = (s: { createdAt: number }) => !(s.createdAt >= finished);
     const n = pool.restartRoot(rootId(k), (s) => s.row.ecosystem !== undefined && ecosystems.has(s.row.ecosystem) && stale(s));
-    if (n > 0) log.info({ root: rootId(k), sessions: n }, 'sessions restarted after the fetch');
+    if (n > 0) {
+      log.info({ root: rootId(k), sessions: n }, 'sessions restarted after the fetch');
+      // They were running (warmed, or asked while the fetch ran): their successors are
+      // what the next query needs, so they are warmed now rather than by that query.
+      service.warm(k);
+    }
   });
   const off = store.onRemove?.(async (k) => {
     service.dropRoot(rootId(k));

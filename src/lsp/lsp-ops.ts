@@ -4,7 +4,8 @@
 // path or touches server text itself.
 // Requests: https://microsoft.github.io/language-server-protocol/specifications/lsp/3.17/specification/#languageFeatures
 import { graphOps, type GraphOp, type LspOp, type LspQuery } from '../schemas.js';
-import { errors } from '../errors.js';
+import { errors, isAppError } from '../errors.js';
+import { declarationAnchor, type Anchor } from './graph-anchor.js';
 import { projectGraph, type GraphAnswer, type GraphShape } from './answer/call-graph.js';
 import type { FileCoordinate } from './answer/coordinates.js';
 import { fromUtf16Index, toUtf16Index, type Encoding } from './wire/encoding.js';
@@ -184,16 +185,26 @@ export async function runOp(c: OpContext): Promise<OpResult> {
           if (isMethodNotFound(err)) throw errors.noServer(`${session.row.name} does not answer ${q.op}.`);
           throw err;
         });
-      const prepared = await ask(g.prepare, { textDocument, position });
-      const answer = await projectGraph(prepared, {
-        ...c.projection,
-        shape: g.shape,
-        depth: q.depth ?? 1,
-        maxNodes: c.limits.maxCallNodes,
-        scrub: c.scrub,
-        expand: (item) => ask(g.expand, { item }),
+      const walk = async (at: Anchor) =>
+        projectGraph(await ask(g.prepare, at), {
+          ...c.projection,
+          shape: g.shape,
+          depth: q.depth ?? 1,
+          maxNodes: c.limits.maxCallNodes,
+          scrub: c.scrub,
+          expand: (item) => ask(g.expand, { item }),
+        });
+      const answer = await walk({ textDocument, position });
+      if (answer.nodes.some((n) => n.depth > 0)) return { kind: 'graph', answer, complete: true };
+      // Nothing below the roots: the position may be an import or a use; ask at the declaration.
+      const declared = await declarationAnchor(session, { textDocument, position }, deadline);
+      if (!declared) return { kind: 'graph', answer, complete: true };
+      const again = await walk(declared).catch((err: unknown) => {
+        // A server that cannot prepare there (a file it has not opened) keeps the first answer.
+        if (deadline.aborted || isAppError(err)) throw err;
+        return undefined;
       });
-      return { kind: 'graph', answer, complete: true };
+      return { kind: 'graph', answer: again && again.nodes.length > 0 ? again : answer, complete: true };
     }
   }
 }

@@ -10,7 +10,6 @@
 // The deadline is queryTimeoutMs minus cleanupReserveMs, counted from arrival; the
 // reserve is for $/cancelRequest and cleanup. A client that disconnects aborts the
 // query the same way (`signal`).
-import { homedir } from 'node:os';
 import { envName, type Config } from '../config.js';
 import { deadline } from '../deadline.js';
 import { AppError, errors, isAppError } from '../errors.js';
@@ -23,7 +22,6 @@ import type { LspQuery, RootKey } from '../schemas.js';
 import type { LspAnswer } from '../responses.js';
 import { RootCache, rootScope, type RootRef } from '../store/root-cache.js';
 import type { RootInfo } from '../store/types.js';
-import { PROJECT_DIR } from '../jail/policy.js';
 import { ResultCache } from './cache.js';
 import { awaitDependencies, dependencyMounts, dependencyNote, type DependencyNote, type DependencySource } from './session/dependencies.js';
 import type { ExternalCoordinate, FileCoordinate } from './answer/coordinates.js';
@@ -33,6 +31,7 @@ import { treeJailPath } from './answer/paths.js';
 import type { Lease, SessionPool } from './session/pool.js';
 import { capAnswer } from './answer/projection.js';
 import { createScrubber, type Scrubber } from './answer/scrub.js';
+import { knownHostPaths, ownTextScrubber, scrubbedError } from './answer/own-text.js';
 import type { ServerRow } from './servers/server-row.js';
 import type { ServerTable } from './servers/server-table.js';
 import { SessionFailedError, type Session } from './session/session.js';
@@ -88,6 +87,8 @@ export class QueryService {
   private readonly targets = new TargetCache();
   /** One scrubber per root (building one compiles its known-path matchers). */
   private readonly scrubbers = new RootCache<Scrubber>({ max: 256 });
+  /** lspd's own text that is about no one root (readiness reasons): scrubbed as server text is. */
+  private readonly ownText: Scrubber;
   /**
    * Queries admitted and waiting for a server (its dependencies, spawn, an in-flight
    * slot), per org: one org's flood on a slow root stops at its share and leaves
@@ -100,6 +101,7 @@ export class QueryService {
   constructor(deps: QueryServiceDeps) {
     this.deps = deps;
     const c = deps.config;
+    this.ownText = ownTextScrubber(c.dataDir);
     this.waiting = new FairShare(shareLimits(c.maxQueuedQueries, { orgCap: c.orgMaxQueuedQueries, reservePercent: c.orgReservePercent, floor: 1 }));
     this.cache = new ResultCache<LspAnswer>(deps.config.resultCacheEntries, deps.metrics);
     this.warmUp = new WarmUp({
@@ -137,7 +139,8 @@ export class QueryService {
   /** 503 not_ready until the jail is proved: nothing is served before. */
   assertServing(): void {
     const { health } = this.deps;
-    if (!health.jailReady) throw errors.notReady(`Nothing is served: ${health.reason ?? 'the jail is not proved'}.`);
+    // The reason may quote the host (a bwrap path, an errno naming a file under the data dir).
+    if (!health.jailReady) throw errors.notReady(`Nothing is served: ${this.ownText(health.reason ?? 'the jail is not proved')}.`);
   }
 
   /** The checks every answer about one root starts with, in this order: the jail proved (503), the root stored (409 need_tree). */
@@ -201,7 +204,7 @@ export class QueryService {
       return { ...out, complete: out.complete && complete, notes: session.notes };
     });
     const answer = this.finish(w, row.name, r, dependencyNote(this.deps.dependencies, q, row));
-    this.cache.set(w.root, key, answer);
+    this.remember(w, key, answer);
     return answer;
   }
 
@@ -219,7 +222,7 @@ export class QueryService {
     const row = this.deps.table.choose(lang.language);
     if (!row) throw errors.noServer(`No language server for ${lang.language} is configured.`);
     const av = this.deps.health.servers[row.name];
-    if (av && !av.available) throw errors.noServer(`The ${lang.language} server (${row.name}) is unavailable: ${av.reason ?? 'not installed'}.`);
+    if (av && !av.available) throw errors.noServer(`The ${lang.language} server (${row.name}) is unavailable: ${this.ownText(av.reason ?? 'not installed')}.`);
     return row;
   }
 
@@ -240,11 +243,10 @@ export class QueryService {
     let lease: Lease | undefined;
     let releaseSlot: (() => void) | undefined;
     try {
-      // A fetch still bringing what this server reads is waited for (bounded), so
-      // no session starts without dependencies that are about to be there. The
-      // query counts as waiting meanwhile: a flood on a root whose fetch hangs is
-      // bounded like one on a slow server.
-      await awaitDependencies(this.deps.dependencies, w.q, row, w.deadlineAt, w.deadline);
+      // A fetch still bringing what this server reads is waited for briefly (it may
+      // be about to end); past that the session starts on the tree alone and is
+      // replaced when the fetch ends. The query counts as waiting meanwhile.
+      await awaitDependencies(this.deps.dependencies, w.q, row, w.deadlineAt, w.deadline, this.deps.config.fetchWaitMs);
       const workspace = await workspaceOf;
       lease = pool.acquire({
         row,
@@ -344,7 +346,7 @@ export class QueryService {
   private scrubberFor(w: Work): Scrubber {
     let s = this.scrubbers.get(w.root, w.treeDir);
     if (!s) {
-      s = createScrubber({ treeHostDirs: [w.treeDir], knownPaths: [this.deps.config.dataDir, PROJECT_DIR, homedir()] });
+      s = createScrubber({ treeHostDirs: [w.treeDir], knownPaths: knownHostPaths(this.deps.config.dataDir) });
       this.scrubbers.set(w.root, w.treeDir, s);
     }
     return s;
@@ -357,11 +359,13 @@ export class QueryService {
    */
   private async workspaceSymbolsAnswer(w: Work): Promise<LspAnswer> {
     const rows: ServerRow[] = [];
-    for (const lang of w.languages) {
+    const asked = w.q.languages;
+    for (const lang of asked ? w.languages.filter((l) => asked.includes(l)) : w.languages) {
       const row = this.deps.table.choose(lang);
       if (row && this.deps.health.servers[row.name]?.available !== false && !rows.includes(row)) rows.push(row);
     }
-    if (rows.length === 0) throw errors.noServer('No language server serves any language of this root.');
+    if (rows.length === 0)
+      throw errors.noServer(asked ? `No language server serves ${asked.join(', ')} in this root.` : 'No language server serves any language of this root.');
     rows.sort((a, b) => this.deps.table.rows.indexOf(a) - this.deps.table.rows.indexOf(b));
     const name = rows.map((r) => r.name).join(',');
     const key = ResultCache.keyOf(name, w.q);
@@ -399,8 +403,18 @@ export class QueryService {
       notes: got.flatMap((p) => p.notes),
     };
     const answer = this.finish(w, name, merged, rows.length === 1 ? dependencyNote(this.deps.dependencies, w.q, rows[0]!) : undefined);
-    this.cache.set(w.root, key, answer);
+    this.remember(w, key, answer);
     return answer;
+  }
+
+  /**
+   * Cache an answer, but not one made while its dependencies were downloading: the
+   * fetch's end drops the root's answers, and one finishing just after that drop
+   * would otherwise stay, saying `running`, for as long as the root.
+   */
+  private remember(w: Work, key: string, answer: LspAnswer): void {
+    if ((answer.dependencies as { state?: string } | undefined)?.state === 'running') return;
+    this.cache.set(w.root, key, answer);
   }
 
   /** The common fields of every answer, then the size cap. */
@@ -411,7 +425,8 @@ export class QueryService {
         server,
         elapsed_ms: 0,
         ...r.answer,
-        ...(r.notes.length ? { notes: [...r.notes] } : {}),
+        // lspd's own notes quote what the tree gave (a removed compile argument, its host path with it): scrubbed as server text is.
+        ...(r.notes.length ? { notes: r.notes.map(this.scrubberFor(w)) } : {}),
         incomplete: !r.complete,
         untrusted: true,
         dependency_freshness: DEPENDENCY_FRESHNESS,
@@ -426,7 +441,8 @@ export class QueryService {
 
   /** Turn what went wrong into the API's error, naming the server and never a host path. */
   private mapError(err: unknown, row: ServerRow, w: Work): unknown {
-    if (isAppError(err)) return err;
+    // A start that keeps failing is refused with its last error, which quotes the jail's spawn (host paths).
+    if (isAppError(err)) return err.code === 'server_unavailable' ? scrubbedError(err, this.scrubberFor(w)) : err;
     const { config } = this.deps;
     if (w.client.aborted) return errors.timeout('The client went away; the query was cancelled.');
     if (w.deadline.aborted) {
@@ -437,10 +453,9 @@ export class QueryService {
       const extra: Record<string, unknown> = { retry_after: 1, server: row.name };
       const tail = err.stderrTail.trim();
       if (tail) extra.server_stderr = this.scrubberFor(w)(tail.slice(-1024));
+      const why = this.scrubberFor(w)(err.message);
       const msg =
-        err.phase === 'start'
-          ? `${row.name} failed to start: ${err.message}.`
-          : `${row.name} failed while answering: ${err.message}; the next query starts a fresh one.`;
+        err.phase === 'start' ? `${row.name} failed to start: ${why}.` : `${row.name} failed while answering: ${why}; the next query starts a fresh one.`;
       return new AppError('server_unavailable', 503, msg, extra);
     }
     if (err instanceof ResponseError) {

@@ -19,9 +19,11 @@ export const askServiceOf = perServer((deps): AskService => {
     lsp: lspCallOf(deps),
     files: treeFilesOf(deps),
     generationOf: (k) => deps.store.get(k)?.generation,
+    languagesOf: (k) => deps.store.get(k)?.languages ?? [],
     log: deps.log.child({ mod: 'ask' }),
     deadlineMs: deps.config.queryTimeoutMs - deps.config.cleanupReserveMs,
     maxLocations: deps.config.maxLocations,
+    admitWalk: (root) => deps.heap.admit('walk', root.org),
   });
   // What /ask learned about a root goes with it (the service lives as long as the server).
   deps.store.onRemove((k) => svc.dropRoot(rootId(k)));

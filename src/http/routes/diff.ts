@@ -35,6 +35,8 @@ export const diffServiceOf = perServer((deps): DiffService => {
 export async function answerDiff(deps: Deps, body: unknown, signal: AbortSignal): Promise<unknown> {
   const q = parse(diffQuery, body);
   deps.lsp.assertServing();
+  // As the query service orders its checks: busy before need_tree.
+  deps.heap.admit('diff', q.org);
   storedRoots(deps.store, q);
   return diffServiceOf(deps).diff(q, signal);
 }

@@ -36,6 +36,8 @@ export async function rootRoutes(app: FastifyInstance, deps: Deps): Promise<void
         uploadIsGzip(req.headers['content-type'], req.headers['content-encoding']);
         warmWanted(req.query.warm);
         const { base } = uploadOptions(key, req.query, req.headers[GIT_TREE_HEADER]);
+        // Before a byte of the body is read; a root already stored takes nothing new.
+        if (!store.get(key)) deps.heap.admit('upload', key.org);
         if (base !== undefined && !store.get(key) && !store.get({ ...key, sha: base })) throw baseMissing(key, base);
       },
     },

@@ -47,6 +47,17 @@ test('host paths: system roots, homes, temp, proc', () => {
   ]);
 });
 
+test('paths glued to command-line options (lspd quotes removed compile arguments)', () => {
+  scrubs([
+    ['removed: "-B/opt/cross/bin" "@/home/ci/args.rsp" "-fplugin=/srv/ci/evil.so"', 'removed: "-B<path>" "@<path>" "-fplugin=<path>"'],
+    ['-I/usr/include -isystem/usr/lib/gcc/x86_64-linux-gnu/12/include', '-I<path> -isystem<path>'],
+    ['--sysroot/home/alice/sdk and -I/src/include', '--sysroot<path> and -Iinclude'],
+    ['clang @/var/lib/lspd/x.rsp', 'clang @<path>'],
+  ]);
+  // An option before something that is not a host path, and mid-word dashes, stay.
+  keeps(['use -w/--warn', 'x-y/z', 'a -- /api/users route', 'email a@b.c', '-I/api/users']);
+});
+
 test('text that only looks like a path stays', () => {
   keeps([
     'GET /api/users returns a list',
@@ -194,6 +205,10 @@ test('adversarial 64 KiB inputs complete (linear scanning)', () => {
     '/var/lib/lspd',
     '%2fvar%2flib%2flspd',
     '"/home/x' + ' '.repeat(100),
+    '-I/',
+    '@/home/a ',
+    ' -',
+    ' --' + 'a'.repeat(60) + '/',
   ];
   const inputs = [
     ...units.map(fill),

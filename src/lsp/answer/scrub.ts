@@ -18,6 +18,9 @@
 //   UNC paths (`\\server\share`); `%2F`-encoded and JSON-escaped (`\/home\/x`) absolute paths.
 // - A quoted string (" ' `) that starts like a path is taken whole up to its closing
 //   quote on the same line, so a path with spaces goes in one piece.
+// - A path glued to a command-line option (`-I/usr/include`, `-B/opt/cross/bin`,
+//   `@/home/ci/args.rsp`): lspd's own notes quote a compile database's arguments, and
+//   compilers and servers print them so; the path after the option is scrubbed as above.
 // What stays: URLs with an authority (`https://host/…`), path parts included, so
 // documentation links survive; markdown link text. A `scheme:///path` URL (no
 // authority, so no documentation) has its path scrubbed.
@@ -117,6 +120,8 @@ const SCHEME = /[A-Za-z][A-Za-z0-9+.-]{1,31}:/y;
 const LINE_FRAGMENT = /^#L\d{1,9}(?:[,:C]\d{1,9})?(?:-L?\d{1,9}(?:[,:C]\d{1,9})?)?$/;
 const HOME_USER = /~[a-z_][a-z0-9_.-]{0,31}/y;
 const HOME_TOKEN = /^~(?:\/|[a-z_][a-z0-9_.-]{1,31}(?:\/|$))/;
+/** A command-line option a path may be glued to: `-I`, `--sysroot`, `-fplugin-arg-x` (bounded: linear scanning). */
+const OPTION_PREFIX = /-{1,2}[A-Za-z][A-Za-z0-9_-]{0,40}/y;
 
 interface Hit {
   /** Where the replaced part starts (default: the scan position). */
@@ -250,7 +255,18 @@ export function createScrubber(opts: ScrubOptions = {}): Scrubber {
         continue;
       }
       let hit: Hit | undefined;
-      if (c === 34 || c === 39 || c === 96) hit = quoted(s, i, c, quoteScanned);
+      if (c === 45 /* - */ || c === 64 /* @ */) {
+        // an option with a path glued on: the path's '/' counts as a boundary
+        let j = i + 1;
+        if (c === 45) {
+          OPTION_PREFIX.lastIndex = i;
+          j = OPTION_PREFIX.exec(s) ? OPTION_PREFIX.lastIndex : i;
+        }
+        if (j > i && s.charCodeAt(j) === 47) {
+          forced = j;
+          hit = { end: j };
+        }
+      } else if (c === 34 || c === 39 || c === 96) hit = quoted(s, i, c, quoteScanned);
       else if (c === 47 || c === 37 /* % */) {
         const j = tokenEnd(s, i, endsPath);
         const k = trimPunct(s, i, j);

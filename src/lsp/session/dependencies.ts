@@ -2,12 +2,13 @@
 // and the three decisions made with it:
 // - before a session is used: does this query wait for a fetch still queued or
 //   running (only when it is fetching what this row's server reads), and for how
-//   long; past that it answers 503 fetch_running rather than answer without them.
+//   long (LSPD_FETCH_WAIT_MS, short); past that it answers from the tree alone, and
+//   the answer says the dependencies are still running and that it may change. A
+//   session started so is replaced when the fetch ends (create-lsp.ts).
 // - the binds and env a new session gets (the checked mounts of a finished fetch).
 // - what every answer says of its dependencies (`dependencies: {state, error?}`):
 //   a failed or refused fetch still serves the tree, and says so.
 import { deadline } from '../../deadline.js';
-import { errors } from '../../errors.js';
 import type { Ecosystem, FetchView, StepStatus } from '../../fetch/types.js';
 import type { Bind } from '../../jail/types.js';
 import type { RootKey } from '../../store/types.js';
@@ -28,8 +29,10 @@ export interface DependencySource {
 
 /** What an answer says about the dependencies its server could see. */
 export type DependencyNote = {
-  state: 'none' | 'done' | 'failed' | 'refused';
+  state: 'none' | 'running' | 'done' | 'failed' | 'refused';
   error?: string;
+  /** The answer was made without dependencies that are on their way: asked again once they are there, it may differ. */
+  may_change?: true;
 } & Record<string, unknown>;
 
 const unsettled = (s: StepStatus['state']) => s === 'queued' || s === 'running';
@@ -49,9 +52,11 @@ export function fetchingFor(view: FetchView, row: ServerRow): boolean {
 }
 
 /**
- * Wait for the root's fetch when it is fetching what `row` reads: at most half of
- * what is left of the query's budget, so an answer still has the other half; then
- * 503 fetch_running (the caller retries) rather than an answer without them.
+ * Wait for the root's fetch when it is fetching what `row` reads: at most `maxWaitMs`
+ * and half of what is left of the query's budget. A fetch that ends within it gives
+ * the answer its dependencies; one that does not is left to run, and the query is
+ * answered from the tree alone (its note says `running`). Never refuses: a monorepo's
+ * in-tree answers must not wait a minute for packages they do not read.
  */
 export async function awaitDependencies(
   src: DependencySource | undefined,
@@ -59,21 +64,19 @@ export async function awaitDependencies(
   row: ServerRow,
   deadlineAt: number,
   signal: AbortSignal,
+  maxWaitMs: number,
 ): Promise<void> {
   if (!src) return;
-  let view = src.state(key);
-  if (!fetchingFor(view, row)) return;
-  const waitMs = Math.max(0, Math.floor((deadlineAt - Date.now()) / 2));
+  if (!fetchingFor(src.state(key), row)) return;
+  const waitMs = Math.max(0, Math.min(maxWaitMs, Math.floor((deadlineAt - Date.now()) / 2)));
+  if (waitMs === 0) return;
   const dl = deadline(signal, waitMs);
   try {
-    view = await src.wait(key, dl.signal);
+    await src.wait(key, dl.signal);
   } finally {
     dl.clear();
   }
   if (signal.aborted) throw signal.reason as Error;
-  if (fetchingFor(view, row)) {
-    throw errors.fetchRunning(`This root's dependencies are still being fetched (${view.state}); retry shortly.`, 5);
-  }
 }
 
 /** The read-only dependency binds, env and settings for a new session of `row` on this root. */
@@ -97,6 +100,8 @@ export function dependencyNote(src: DependencySource | undefined, key: RootKey, 
     // Nothing of this ecosystem was planned; a whole-root failure still says why.
     return view.state === 'failed' && !view.ecosystems?.length ? { state: 'failed', ...(view.error ? { error: view.error } : {}) } : { state: 'none' };
   }
+  // Still on their way (a job is published whole, so any unsettled step means none are mounted yet).
+  if (fetchingFor(view, row)) return { state: 'running', may_change: true };
   const bad = steps.find((s) => s.state === 'failed' || s.state === 'skipped' || unsettled(s.state));
   if (bad) return { state: 'failed', error: bad.reason ?? view.error ?? 'the dependency fetch did not finish' };
   const refused = steps.find((s) => s.state === 'refused');

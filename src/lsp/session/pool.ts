@@ -150,8 +150,30 @@ export class SessionPool {
   private spawn(key: string, spec: SessionSpec): Session {
     const s = this.newSession(key, spec);
     this.sessions.set(key, s);
+    this.retireOlderCommits(s);
     this.updateGauge();
     return s;
+  }
+
+  /**
+   * A session of a newer commit started: the same server on the same workspace of
+   * older commits of the repo is what it supersedes. Their idle sessions past
+   * repoSessionsKept (this one included; the most recently used kept: a review bot
+   * may still ask about the base) are stopped now, not when the pool is full, so ten
+   * pushes of one repo hold about two commits' memory, not ten. Leased ones serve on.
+   */
+  private retireOlderCommits(fresh: Session): void {
+    const repo = repoOfRoot(fresh.key.rootId);
+    const older: [string, Session][] = [];
+    for (const e of this.sessions) {
+      const s = e[1];
+      if (s === fresh || s.key.server !== fresh.key.server || s.key.workspace !== fresh.key.workspace) continue;
+      if (s.key.rootId !== fresh.key.rootId && repoOfRoot(s.key.rootId) === repo) older.push(e);
+    }
+    const keep = this.deps.config.repoSessionsKept - 1;
+    if (older.length <= keep) return;
+    older.sort((a, b) => b[1].lastUsed - a[1].lastUsed);
+    for (const [key, s] of older.slice(keep)) if (s.leases === 0) this.retireKey(key, s, 'older commit');
   }
 
   /** A session for `key`, not yet in the map (spawn puts it there; a successor goes there once ready). */
@@ -467,6 +489,11 @@ export class SessionPool {
 const RECYCLE_RETRY_MS = 30_000;
 
 /** A root id is `org/repo/sha`. */
+/** `org/repo` of a root id (`org/repo/sha`). */
+function repoOfRoot(rootId: string): string {
+  return rootId.slice(0, rootId.lastIndexOf('/'));
+}
+
 function orgOfRoot(rootId: string): string {
   const i = rootId.indexOf('/');
   return i < 0 ? rootId : rootId.slice(0, i);

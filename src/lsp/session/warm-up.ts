@@ -2,8 +2,10 @@
 // the cold start (spawn, initialize, the server's first indexing) is paid in the
 // background before the first query rather than by it.
 //
-// When a root is stored (PUT without ?warm=false), once its fetch settled (a
-// session started without its dependencies would be restarted when they land),
+// When a root is stored (PUT without ?warm=false), at once (after at most
+// LSPD_FETCH_WAIT_MS for a fetch that may be about to end: a monorepo's minute of
+// downloads must not keep its in-tree answers cold; a session started without its
+// dependencies is replaced when they land, and warmed again then, create-lsp.ts),
 // each server chosen for the root's languages gets its largest workspaces (most
 // source files; LSPD_WARM_WORKSPACES of them) started through SessionPool.warm,
 // a representative file opened and the server driven to readiness (the row's own
@@ -101,11 +103,11 @@ export class WarmUp {
   private async plan(key: RootKey): Promise<void> {
     const { config, store, dependencies } = this.deps;
     const deadlineAt = Date.now() + config.warmTimeoutMs;
-    // After the fetch: a session started before it ends is restarted when it does.
-    if (dependencies) {
+    // Not after the fetch: a session started before it ends is replaced when it does.
+    if (dependencies && config.fetchWaitMs > 0) {
       const view = dependencies.state(key);
       if (view.state === 'queued' || view.state === 'running' || view.state === 'none') {
-        const dl = deadline(this.closed.signal, config.warmTimeoutMs);
+        const dl = deadline(this.closed.signal, Math.min(config.fetchWaitMs, config.warmTimeoutMs));
         try {
           await dependencies.wait(key, dl.signal);
         } finally {
