@@ -168,12 +168,14 @@ export async function hostileShapes(o: ShapesOptions): Promise<string[]> {
   const peak = Math.max(...results.map((r) => r.peakHeap));
   const worstP99 = Math.max(...results.map((r) => r.polite.p99 / o.idle.p99));
   const charges = results.filter((r) => r.du > 0).map((r) => Math.abs(r.charged / r.du - 1));
+  const refusals = (await scrape(o.url, o.agent)).refusals;
   return [
     `hostile shapes${o.quick ? ' (--quick: a tenth of the reproductions)' : " (the issue's reproduction sizes)"}, each while the polite org asks; idle p99 ${o.idle.p99} ms`,
     '| shape | polite n | p50 ms | p99 ms | p99/idle | refused/wrong | daemon heap MiB (start → peak) | charged MiB | du MiB | charged/du | uploads answered |',
     '|---|---|---|---|---|---|---|---|---|---|---|',
     ...results.map(row),
     '',
+    `work refused 503 busy over the run, by reason (lspd_org_refusals_total): ${JSON.stringify(refusals)}`,
     `goals: polite p99 within 2x of idle: worst ${worstP99.toFixed(2)}x ${worstP99 <= 2 ? 'met' : 'MISSED'}; peak heap under 1 GiB: ${Math.round(peak / MiB)} MiB ${peak < 1024 * MiB ? 'met' : 'MISSED'}; charge within 10% of du: worst ${(Math.max(...charges) * 100).toFixed(1)}% off ${Math.max(...charges) <= 0.1 ? 'met' : 'MISSED'}`,
   ];
 }
