@@ -61,6 +61,12 @@ export const configSchema = z.object({
   maxTreeBytes: int(4 * GiB, 1).describe('Largest total size of the files of one uploaded tree (bytes, uncompressed).'),
   maxTreeFiles: int(200_000, 1).describe('Most entries one uploaded tree may hold.'),
   maxFileBytes: int(256 * MiB, 1).describe('Largest single file in an uploaded tree.'),
+  maxHardLinksPerFile: int(1000, 1).describe(
+    "Most names one file may have in an uploaded tree (the file and its tar hard links); a tree with more is refused 422. Every root composed on it links each name again, and ext4 stops at 65,000 links per inode, after which a compose must copy the file: a bound here keeps that at least 65 roots away (and those copies are charged and checked against the org's room). No source tree needs more: git records no hard links.",
+  ),
+  diskBlockBytes: int(4096, 512).describe(
+    "The data dir's filesystem block (ext4: 4096). The quota charges what ext4 allocates, so an org's charge stays within 10% of `du -sB1` of its roots: a file's data in whole blocks, a directory one block and 1.5x its entries' bytes past it, a symlink with a target of 60 bytes or more one block, tree.idx and meta.json in blocks. A tree of empty directories or empty files with long names is charged the blocks it holds, not zero.",
+  ),
   diskQuotaBytes: int(50 * GiB, 1).describe(
     'Disk for roots and their dependency caches; past it, unheld roots of orgs above their share are evicted, least recently used first.',
   ),

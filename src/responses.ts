@@ -26,7 +26,7 @@ const rootSize = {
     .int()
     .optional()
     .describe(
-      "File bytes this root added to the disk (what it is charged against the quota while its base is stored): all of `bytes`, or an incremental upload's layer (its other files are links to the base's).",
+      "File bytes this root wrote: all of `bytes`, or an incremental upload's layer (its other files are links to the base's). The quota charges a root its disk, metadata included, as `du` counts it.",
     ),
   base: sha.optional().describe('The root an incremental upload was composed on.'),
   git_tree: z

@@ -95,7 +95,10 @@ describe('fetch reuse for incremental roots', () => {
     const pkg = 'left-pad-lite/package.json';
     assert.equal(statSync(join(nodeModules(key(2)), pkg)).ino, statSync(join(nodeModules(key(1)), pkg)).ino, "a link to the base's file");
     assert.deepEqual(fetcher.serveBinds(key(2), '/src'), [{ host: nodeModules(key(2)), at: '/src/node_modules' }], 'the head binds its own copy');
-    assert.equal(await gauge(), before + r.info.storedBytes, 'the shared dependencies are charged nothing');
+    // The shared files are charged nothing; the directories linkTree made are the head's own.
+    const depsOwn = (await gauge()) - before - r.info.ownDiskBytes!;
+    assert.equal(depsOwn, await dirBytes(store.depsDir(key(2)), true));
+    assert.ok(depsOwn <= (await dirBytes(store.depsDir(key(2)))) - 4096, `the head's deps are charged ${depsOwn} B`);
 
     const lock = JSON.parse(fixture('package-lock.json')) as Record<string, unknown>;
     await put(key(3), [{ name: 'package-lock.json', data: JSON.stringify(lock, null, 4) + '\n' }], SHA(1));
@@ -112,7 +115,7 @@ describe('fetch reuse for incremental roots', () => {
     // With their base gone, both heads are charged their whole tree and dependencies.
     const whole = async () => {
       let n = 0;
-      for (const k of [key(2), key(3)]) n += store.get(k)!.bytes + (await dirBytes(store.depsDir(k)));
+      for (const k of [key(2), key(3)]) n += store.get(k)!.diskBytes! + (await dirBytes(store.depsDir(k)));
       return n;
     };
     const expected = await whole();

@@ -15,10 +15,10 @@ describe('disk quota with held sessions', { skip: cannotJail() }, () => {
   let d: Lspd;
   let fixtureBytes = 0;
   before(async () => {
-    // Learn the fixture's stored size on a throwaway daemon, then size the quota to two roots.
+    // Learn what the fixture is charged on a throwaway daemon, then size the quota to two roots.
     const probe = await startLspd();
     await uploadFixture(probe.url, key(0), FX);
-    fixtureBytes = probe.store.get(key(0))!.bytes;
+    fixtureBytes = probe.store.orgUsage().get(key(0).org)!;
     await probe.close();
     d = await startLspd({ env: { LSPD_DISK_QUOTA_BYTES: String(Math.floor(fixtureBytes * 2.5)) } });
   });

@@ -124,7 +124,10 @@ describe('incremental roots', () => {
     assert.equal(r.body.git_tree, treeOf(repo, b));
     assert.equal(r.body.base, a);
     assert.equal(r.body.stored_bytes, layerBytes, "only the layer's bytes were written");
-    assert.equal(await gauge(), before + layerBytes, 'the quota is charged what the root added');
+    // Charged its own disk (its directories, names and tree.idx, its layer's data), never the base's files it links.
+    const info = s.store.get({ org: 'acme', repo: 'api', sha: b })!;
+    assert.equal(await gauge(), before + info.ownDiskBytes!, 'the quota is charged what the root added');
+    assert.ok(info.ownDiskBytes! >= layerBytes && info.ownDiskBytes! < info.diskBytes!, `own ${info.ownDiskBytes}, whole ${info.diskBytes}`);
 
     const full = await put(s.url, `acme/full/${b}`, archiveOf(repo, b), withTree(treeOf(repo, b)));
     assert.equal(full.status, 201, JSON.stringify(full.body));
@@ -319,14 +322,14 @@ describe('incremental roots', () => {
 
   it('keeps the head whole when the base is deleted, and then charges it in full', async () => {
     const want = snapshot(s.store.treeDir(head()));
-    const headBytes = s.store.get(head())!.bytes;
+    const { diskBytes: headBytes, ownDiskBytes: headOwn } = s.store.get(head())!;
     const before = await gauge();
-    const baseBytes = s.store.get(base())!.bytes;
+    const baseBytes = s.store.get(base())!.diskBytes!;
     assert.equal((await call(s.url, 'DELETE', `/v1/roots/acme/api/${a}`)).status, 204);
     assert.equal(s.store.get(base()), undefined);
     assert.deepEqual(snapshot(s.store.treeDir(head())), want);
     assert.equal(statSync(join(s.store.treeDir(head()), 'src/sub/c.ts')).nlink, 1, "the linked file is the head's alone now");
-    assert.equal(await gauge(), before - baseBytes - layerBytes + headBytes);
+    assert.equal(await gauge(), before - baseBytes - headOwn! + headBytes!);
     // And the head can be a base in turn.
     const r = await put(s.url, `acme/api/${SHA(5)}?base=${b}`, await packTar([{ name: 'src/more.ts', data: 'export {};\n' }]));
     assert.equal(r.status, 201, JSON.stringify(r.body));

@@ -16,6 +16,11 @@ const key = (sha: string, org = 'acme', repo = 'api'): RootKey => ({ org, repo, 
 const small = () => packTar([{ name: 'a.ts', data: 'export const a = 1;\n' }]);
 /** A tree of exactly `bytes` bytes of file content. */
 const sized = (bytes: number) => packTar([{ name: 'blob.bin', data: Buffer.alloc(bytes, 7) }]);
+/** Disk blocks; a root of one file at its top takes 5 beside its data: the tree's top, tree.idx, meta.json, the root and deps dirs. */
+const BLOCK = 4096;
+const ROOT_BLOCKS = 5;
+/** A root of one file of `blocks` blocks is charged this (store/disk-charge.ts). */
+const charged = (blocks: number) => (ROOT_BLOCKS + blocks) * BLOCK;
 
 describe('GET, DELETE and list', () => {
   let s: TestServer;
@@ -42,7 +47,7 @@ describe('GET, DELETE and list', () => {
       createdAt: got.body.createdAt,
       fetch: { state: 'none' },
       sessions: [],
-      org_disk: { bytes: 20, quota_bytes: 50 * 1024 ** 3 },
+      org_disk: { bytes: charged(1), quota_bytes: 50 * 1024 ** 3 },
     });
     assert.match(String(got.body.git_tree), /^[0-9a-f]{40}$/);
     assert.ok(!Number.isNaN(Date.parse(String(got.body.createdAt))));
@@ -164,10 +169,12 @@ describe('restart', () => {
 });
 
 describe('disk quota', () => {
+  const QUOTA = charged(10) * 2.5;
   let s: TestServer;
   const removed: string[] = [];
   before(async () => {
-    s = await startServer({ env: { LSPD_DISK_QUOTA_BYTES: '2500' } });
+    // Two roots of 10 blocks of data and a half.
+    s = await startServer({ env: { LSPD_DISK_QUOTA_BYTES: String(QUOTA) } });
     s.store.onRemove((k, reason) => void removed.push(`${reason}:${k.sha}`));
   });
   after(() => s.destroy());
@@ -175,18 +182,18 @@ describe('disk quota', () => {
   const evictions = async () => (await s.metrics.evictions.get()).values[0]?.value ?? 0;
 
   it('evicts the least recently used unheld root past the quota, and says so', async () => {
-    assert.equal((await put(s.url, `acme/q/${SHA(1)}`, await sized(1000))).status, 201);
-    assert.equal((await put(s.url, `acme/q/${SHA(2)}`, await sized(1000))).status, 201);
+    assert.equal((await put(s.url, `acme/q/${SHA(1)}`, await sized(10 * BLOCK))).status, 201);
+    assert.equal((await put(s.url, `acme/q/${SHA(2)}`, await sized(10 * BLOCK))).status, 201);
     await new Promise((r) => setTimeout(r, 5));
     s.store.touch(key(SHA(1), 'acme', 'q')); // 1 is now more recent than 2
-    assert.equal((await put(s.url, `acme/q/${SHA(3)}`, await sized(1000))).status, 201);
+    assert.equal((await put(s.url, `acme/q/${SHA(3)}`, await sized(10 * BLOCK))).status, 201);
     assert.equal(s.store.get(key(SHA(2), 'acme', 'q')), undefined);
     assert.ok(s.store.get(key(SHA(1), 'acme', 'q')));
     assert.ok(s.store.get(key(SHA(3), 'acme', 'q')));
     assert.deepEqual(removed, [`evicted:${SHA(2)}`]);
     assert.equal(await evictions(), 1);
     assert.equal((await s.metrics.roots.get()).values[0]?.value, 2);
-    assert.equal((await s.metrics.rootsBytes.get()).values[0]?.value, 2000);
+    assert.equal((await s.metrics.rootsBytes.get()).values[0]?.value, 2 * charged(10));
     await until(
       () => !existsSync(join(s.dataDir, 'roots/acme/q', SHA(2))) && readdirSync(join(s.dataDir, 'trash')).length === 0,
       5000,
@@ -198,24 +205,24 @@ describe('disk quota', () => {
     s.store.setHoldCheck((k) => k.sha === SHA(3)); // 3 is the oldest now, but held
     await new Promise((r) => setTimeout(r, 5));
     s.store.touch(key(SHA(1), 'acme', 'q'));
-    assert.equal((await put(s.url, `acme/q/${SHA(4)}`, await sized(1000))).status, 201);
+    assert.equal((await put(s.url, `acme/q/${SHA(4)}`, await sized(10 * BLOCK))).status, 201);
     assert.ok(s.store.get(key(SHA(3), 'acme', 'q')), 'held root kept');
     assert.equal(s.store.get(key(SHA(1), 'acme', 'q')), undefined, 'the oldest unheld root went');
     assert.equal(await evictions(), 2);
   });
 
   it('refuses (507) a tree its org has no room for, leaving nothing; one that fits evicts the older roots, never itself', async () => {
-    // The org quota defaults to the global one: 2500 bytes, 1000 of them held.
-    const refused = await put(s.url, `acme/q/${SHA(5)}`, await sized(2000));
+    // The org quota defaults to the global one, one root of it held: a root of 20 blocks does not fit what is left.
+    const refused = await put(s.url, `acme/q/${SHA(5)}`, await sized(20 * BLOCK));
     assert.equal(refused.status, 507);
     assert.equal(refused.body.error, 'insufficient_storage');
     assert.equal(refused.body.limit, 'org_disk_quota');
-    assert.match(String(refused.body.message), /org "acme".*quota is 2500 bytes, 1000 of which are held/);
+    assert.match(String(refused.body.message), new RegExp(`org "acme".*quota is ${QUOTA} bytes, ${charged(10)} of which are held`));
     assert.deepEqual(readdirSync(join(s.dataDir, 'staging')), []);
     assert.ok(!existsSync(join(s.dataDir, 'roots/acme/q', SHA(5))));
     s.store.setHoldCheck(() => false);
-    assert.equal((await put(s.url, `acme/q/${SHA(5)}`, await sized(3000))).status, 507, 'bigger than the whole quota');
-    assert.equal((await put(s.url, `acme/q/${SHA(5)}`, await sized(2450))).status, 201);
+    assert.equal((await put(s.url, `acme/q/${SHA(5)}`, await sized(35 * BLOCK))).status, 507, 'bigger than the whole quota');
+    assert.equal((await put(s.url, `acme/q/${SHA(5)}`, await sized(32 * BLOCK))).status, 201);
     assert.ok(s.store.get(key(SHA(5), 'acme', 'q')));
     assert.equal(s.store.get(key(SHA(3), 'acme', 'q')), undefined);
     assert.equal(s.store.get(key(SHA(4), 'acme', 'q')), undefined);
@@ -225,11 +232,12 @@ describe('disk quota', () => {
   it('counts the dependency cache once it is measured', async () => {
     s.store.setHoldCheck(() => false);
     assert.equal((await put(s.url, `acme/q/${SHA(6)}`, await sized(100))).status, 201);
-    // 5 (2450 bytes) was evicted to fit 6 in; 6 is alone at 100 bytes.
+    // 5 (32 blocks) was evicted to fit 6 in; 6 is alone at one block of data.
     assert.equal(s.store.get(key(SHA(5), 'acme', 'q')), undefined);
     writeFileSync(join(s.store.depsDir(key(SHA(6), 'acme', 'q')), 'dep.tgz'), Buffer.alloc(1500));
     await s.store.refreshUsage(key(SHA(6), 'acme', 'q'));
-    assert.equal((await s.metrics.rootsBytes.get()).values[0]?.value, 1600);
+    // Its deps are charged their blocks too.
+    assert.equal((await s.metrics.rootsBytes.get()).values[0]?.value, charged(1) + BLOCK);
   });
 });
 

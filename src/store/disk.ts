@@ -29,9 +29,15 @@ export async function fsyncDir(dir: string): Promise<void> {
   }
 }
 
-/** Sum of the sizes of everything under `dir` (links are counted, never followed); 0 if absent. */
-export async function dirBytes(dir: string): Promise<number> {
+/**
+ * Disk the entries under `dir` hold, as `du` counts it: allocated blocks, each
+ * inode once (hard links within it share), directories included; links are
+ * counted, never followed; 0 if absent. One operation at a time (a fetch wrote it).
+ * `ownOnly`: leave out files with names elsewhere too (links to another root's).
+ */
+export async function dirBytes(dir: string, ownOnly = false): Promise<number> {
   let total = 0;
+  const seen = new Set<number>();
   const stack = [dir];
   while (stack.length > 0) {
     const d = stack.pop()!;
@@ -45,8 +51,12 @@ export async function dirBytes(dir: string): Promise<number> {
       const p = join(d, name);
       const st = await lstat(p).catch(() => undefined);
       if (!st) continue;
+      if (st.nlink > 1 && !st.isDirectory()) {
+        if (ownOnly || seen.has(st.ino)) continue;
+        seen.add(st.ino);
+      }
+      total += st.blocks * 512;
       if (st.isDirectory()) stack.push(p);
-      else total += st.size;
     }
   }
   return total;

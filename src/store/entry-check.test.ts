@@ -144,7 +144,9 @@ describe('EntryChecker', () => {
   });
 
   it("refuses past the org's room on disk with 507 and its reason, a tree limit first", () => {
-    const c = new EntryChecker({ ...limits, room: { bytes: 250, why: 'No room for org "x".' } });
+    // In 512-byte blocks: the root's own blocks, and one a file.
+    const empty = new EntryChecker({ ...limits, blockBytes: 512 }).disk.bytes;
+    const c = new EntryChecker({ ...limits, blockBytes: 512, room: { bytes: empty + 3 * 512, why: 'No room for org "x".' } });
     c.admit(file('a', 100));
     c.admit(file('b', 100));
     c.admit(file('c', 50));
@@ -160,6 +162,34 @@ describe('EntryChecker', () => {
       () => tight.admit(file('big', 101)),
       (e: unknown) => isAppError(e) && e.code === 'too_large',
     );
+  });
+
+  it('charges a directory its block against the room, and a file whole blocks', () => {
+    const empty = new EntryChecker({ ...limits, blockBytes: 512 }).disk.bytes;
+    const c = new EntryChecker({ ...limits, blockBytes: 512, room: { bytes: empty + 2 * 512, why: 'full' } });
+    c.admit(dir('d1/'));
+    c.admit(file('d1/empty', 0));
+    c.admit(dir('d2/'));
+    assert.equal(c.disk.bytes, empty + 2 * 512);
+    assert.throws(
+      () => c.admit(dir('d3/')),
+      (e: unknown) => isAppError(e) && e.status === 507,
+    );
+    assert.throws(
+      () => c.admit(file('d1/f', 1)),
+      (e: unknown) => isAppError(e) && e.status === 507,
+    );
+  });
+
+  it('refuses a file with more names than maxHardLinksPerFile, a link to a link counting against the same file', () => {
+    const lim = { ...limits, maxHardLinksPerFile: 3 };
+    assert.equal(run([file('f'), hard('a', 'f'), hard('b', 'a')], true, lim), 'ok');
+    for (const last of [hard('c', 'f'), hard('c', 'a'), hard('c', 'b')]) {
+      const r = run([file('f'), hard('a', 'f'), hard('b', 'a'), last], true, lim);
+      assert.equal(typeof r === 'object' && r.code, 'unsafe_entry');
+      assert.match(String(typeof r === 'object' && r.reason), /file "f" would have more than 3 names \(LSPD_MAX_HARD_LINKS_PER_FILE\)/);
+    }
+    assert.equal(run([file('f'), file('g'), hard('a', 'f'), hard('b', 'f'), hard('c', 'g'), hard('d', 'g')], true, lim), 'ok');
   });
 
   it('refuses a directory entry that carries data', () => {

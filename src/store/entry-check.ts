@@ -6,6 +6,7 @@
 import { errors } from '../errors.js';
 import { languageOf, type Language } from '../languages.js';
 import { LinkWalker, type WalkRefusal } from './link-walk.js';
+import { TreeCharge, fileDiskBytes, symlinkDiskBytes } from './disk-charge.js';
 import { nextTurn } from '../event-loop.js';
 
 /** The header fields the checks need (tar-stream's header, after PAX/GNU long names are applied). */
@@ -28,6 +29,10 @@ export interface EntryLimits {
    * what is short is disk, not a limit on trees.
    */
   room?: { bytes: number; why: string };
+  /** The filesystem block the disk charge counts in (disk-charge.ts; 4096 when absent). */
+  blockBytes?: number;
+  /** Most names one file may have (itself and its tar hard links); unbounded when absent. */
+  maxHardLinksPerFile?: number;
 }
 
 /** What to do with one admitted entry; paths are normalized, root-relative, `/`-separated. */
@@ -141,11 +146,18 @@ export class EntryChecker {
   files = 0;
   /** Bytes of regular-file content stored (a hard link adds none: it shares its target's data). */
   bytes = 0;
+  /** What the tree takes on disk so far, metadata included: checked against the org's room entry by entry. */
+  readonly disk: TreeCharge;
+  /** Names each hard-linked file has so far, by its first name; and each hard link's first name. */
+  private readonly linkNames = new Map<string, number>();
+  private readonly firstName = new Map<string, string>();
 
   constructor(
     private readonly limits: EntryLimits,
     private readonly opts: CheckerOptions = {},
-  ) {}
+  ) {
+    this.disk = new TreeCharge(limits.blockBytes ?? 4096);
+  }
 
   /** Steps spent resolving symlink targets so far (the work the budget bounds). */
   get resolveSteps(): number {
@@ -202,7 +214,10 @@ export class EntryChecker {
       if (prev === Kind.Dir) throw errors.unsafeEntry(entry, 'duplicate entry');
       if (prev === Kind.File || prev === Kind.Symlink) throw errors.unsafeEntry(entry, 'entry replaces a file with a directory');
       this.ensureParents(path, entry);
-      if (prev === undefined) this.count(entry);
+      if (prev === undefined) {
+        this.count(entry);
+        this.charge(path, 'dir', 0);
+      }
       this.kinds.set(path, Kind.Dir);
       return { kind: 'dir', path };
     }
@@ -216,6 +231,7 @@ export class EntryChecker {
       const target = h.linkname ?? '';
       this.checkLinkTarget(entry, path, target);
       this.count(entry);
+      this.charge(path, 'symlink', symlinkDiskBytes(target, this.disk.blockBytes), target);
       this.kinds.set(path, Kind.Symlink);
       this.links.push(path);
       this.walker.add(path, target);
@@ -230,7 +246,9 @@ export class EntryChecker {
       if (raw === '') throw errors.unsafeEntry(entry, 'hard link without a target');
       const target = normalizeName(raw, entry);
       if (this.kinds.get(target) !== Kind.File) throw errors.unsafeEntry(entry, 'hard link target is not a file stored earlier in this archive');
+      this.countName(entry, path, target);
       this.count(entry);
+      this.charge(path, 'file', 0);
       this.kinds.set(path, Kind.File);
       this.files++;
       this.noteLanguage(path);
@@ -243,9 +261,8 @@ export class EntryChecker {
     if (this.bytes + size > this.limits.maxTreeBytes) {
       throw errors.tooLarge(`The tree is larger than the ${this.limits.maxTreeBytes}-byte limit.`, 'tree_bytes');
     }
-    const room = this.limits.room;
-    if (room && this.bytes + size > room.bytes) throw errors.insufficientStorage(room.why, { limit: 'org_disk_quota' });
     this.count(entry);
+    this.charge(path, 'file', fileDiskBytes(size, this.disk.blockBytes));
     this.kinds.set(path, Kind.File);
     this.files++;
     this.bytes += size;
@@ -331,8 +348,43 @@ export class EntryChecker {
     }
     for (const dir of missing) {
       this.count(entry);
+      this.charge(dir, 'dir', 0);
       this.kinds.set(dir, Kind.ImplicitDir);
     }
+  }
+
+  /**
+   * Count an entry's disk (disk-charge.ts) before it is written; past the org's
+   * room the upload is refused 507, whatever the entry holds: a directory's block
+   * and every name's slot are disk as much as a file's bytes.
+   */
+  private charge(path: string, kind: 'dir' | 'file' | 'symlink', dataBytes: number, target?: string): void {
+    this.disk.add(path, kind, target);
+    this.disk.dataBytes += dataBytes;
+    // Counted before the check: past it the whole upload fails, so what the count says after does not matter.
+    const room = this.limits.room;
+    if (room && this.disk.bytes > room.bytes) throw errors.insufficientStorage(room.why, { limit: 'org_disk_quota' });
+  }
+
+  /**
+   * A hard link is one more name of its file's inode (counted by the file's first
+   * name, so a link to a link counts against the same file). Refused past the
+   * bound rather than stored as a copy per so many names: a real tree never needs
+   * it, and each root composed on this one would add as many links again, toward
+   * ext4's 65,000 per inode where composing must copy (config.ts).
+   */
+  private countName(entry: string, path: string, target: string): void {
+    const first = this.firstName.get(target) ?? target;
+    const names = (this.linkNames.get(first) ?? 1) + 1;
+    const max = this.limits.maxHardLinksPerFile ?? Infinity;
+    if (names > max) {
+      throw errors.unsafeEntry(
+        entry,
+        `file ${JSON.stringify(first)} would have more than ${max} names (LSPD_MAX_HARD_LINKS_PER_FILE); store the copies as files, or raise the bound`,
+      );
+    }
+    this.linkNames.set(first, names);
+    this.firstName.set(path, first);
   }
 
   /**

@@ -2,9 +2,11 @@
 // store.ts: finding the base an upload composes on, the git tree check, and how a
 // composed root is charged against the disk quota.
 //
-// Charging: a composed root's unchanged files are hard links to its base's, so
-// while the base is stored the root is charged only the bytes its layer added
-// (`storedBytes`), and a dependency dir it shares with its base (fetch reuse,
+// Charging: a root is charged the disk it takes, metadata included
+// (disk-charge.ts: `diskBytes`). A composed root's unchanged files are hard links
+// to its base's, so while the base is stored it is charged only its own disk
+// (`ownDiskBytes`: every directory and name of its tree, its tree.idx, the data its
+// layer wrote and what composing had to copy), and a dependency dir it shares with its base (fetch reuse,
 // src/fetch/fetch-reuse.ts) nothing. Once the base is gone those inodes are the
 // root's own, so it is charged in full. The sum over roots is then never less than
 // the disk really used (a file still shared with another relative is counted
@@ -36,9 +38,13 @@ export function checkGitTree(entries: Iterable<TreeEntry>, expected: string | un
   return computed;
 }
 
-/** The tree bytes a root is charged: what it added while its base is stored, all of it otherwise. */
+/**
+ * The tree bytes a root is charged: its own disk while its base is stored, all
+ * of it otherwise. A root stored before lspd counted disk is charged its file bytes.
+ */
 export function treeCharge(info: RootInfo, baseStored: boolean): number {
-  return info.base !== undefined && baseStored ? info.storedBytes : info.bytes;
+  if (info.base !== undefined && baseStored) return info.ownDiskBytes ?? info.storedBytes;
+  return info.diskBytes ?? info.bytes;
 }
 
 /** In a root's deps dir (the daemon's alone, like fetch.json): the base sha whose fetched dependencies it links. */
@@ -48,11 +54,15 @@ export async function markDepsReused(depsDir: string, baseSha: string): Promise<
   await writeFile(join(depsDir, REUSED_DEPS_FILE), baseSha + '\n');
 }
 
-/** The deps bytes a root is charged: none while it shares its stored base's, else what the dir holds. */
+/**
+ * The deps bytes a root is charged: while it shares its stored base's, only what
+ * is its own (its directories, symlinks, and files a link could not share:
+ * fetch-reuse copies past EMLINK); else all the dir holds.
+ */
 export async function depsCharge(depsDir: string, info: RootInfo, baseStored: boolean): Promise<number> {
   if (info.base !== undefined && baseStored) {
     const from = await readFile(join(depsDir, REUSED_DEPS_FILE), 'utf8').catch(() => '');
-    if (from.trim() === info.base) return 0;
+    if (from.trim() === info.base) return dirBytes(depsDir, true);
   }
   return dirBytes(depsDir);
 }

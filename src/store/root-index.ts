@@ -70,6 +70,8 @@ async function readEntry(dir: string, metaName: string, names: RootKey): Promise
       generation: typeof m.generation === 'string' && m.generation !== '' ? m.generation : legacyGeneration(dir, createdAt, st.ino),
       // Roots stored before incremental uploads existed wrote all their bytes and name no base or tree id.
       storedBytes: typeof m.storedBytes === 'number' ? m.storedBytes : m.bytes,
+      ...(typeof m.diskBytes === 'number' ? { diskBytes: m.diskBytes } : {}),
+      ...(typeof m.ownDiskBytes === 'number' ? { ownDiskBytes: m.ownDiskBytes } : {}),
       ...(typeof m.base === 'string' && SHA_RE.test(m.base) ? { base: m.base } : {}),
       ...(typeof m.gitTree === 'string' && /^[0-9a-f]{40}$/.test(m.gitTree) ? { gitTree: m.gitTree } : {}),
     };

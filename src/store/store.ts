@@ -366,7 +366,8 @@ export class RootStore {
         createdAt: new Date(createdMs).toISOString(),
         generation: `${createdMs.toString(36)}-${randomBytes(8).toString('hex')}`,
         storedBytes: r.storedBytes,
-        ...(opts.base !== undefined ? { base: opts.base } : {}),
+        diskBytes: r.diskBytes,
+        ...(opts.base !== undefined ? { ownDiskBytes: r.ownDiskBytes, base: opts.base } : {}),
         gitTree,
       };
       await writeFile(join(staging, TREE_INDEX), encodeTreeIndex(r.entries), { flag: 'wx', mode: 0o644 });
@@ -415,6 +416,8 @@ export class RootStore {
         files: info.files,
         bytes: info.bytes,
         storedBytes: info.storedBytes,
+        diskBytes: info.diskBytes,
+        ownDiskBytes: info.ownDiskBytes,
         base: info.base,
         languages: info.languages,
         ms,
@@ -452,19 +455,20 @@ export class RootStore {
   /**
    * The entry limits of an upload by `org`: the configured ones, and the room the
    * org has: its quota less what it stores that cannot be evicted now (held roots).
+   * The room is always given: a tree within every limit can still take more disk
+   * than its file bytes (200,000 directories are 800 MB of blocks).
    */
   private limitsFor(org: string): EntryLimits {
-    const { maxTreeBytes, maxTreeFiles, maxFileBytes } = this.deps.config;
+    const { maxTreeBytes, maxTreeFiles, maxFileBytes, diskBlockBytes: blockBytes, maxHardLinksPerFile } = this.deps.config;
     const quota = this.orgQuotaBytes;
     let held = 0;
     for (const e of this.index.values()) if (e.key.org === org && this.holdCheck(e.key)) held += e.treeBytes + e.depsBytes;
     const room = Math.max(0, quota - held);
-    if (room >= maxTreeBytes) return { maxTreeBytes, maxTreeFiles, maxFileBytes };
     const why =
       `The tree does not fit org ${JSON.stringify(org)}'s disk: its quota is ${quota} bytes` +
       (held > 0 ? `, ${held} of which are held by roots in use, leaving ${room}` : '') +
       '; delete roots of this org or upload a smaller tree.';
-    return { maxTreeBytes, maxTreeFiles, maxFileBytes, room: { bytes: room, why } };
+    return { maxTreeBytes, maxTreeFiles, maxFileBytes, blockBytes, maxHardLinksPerFile, room: { bytes: room, why } };
   }
 
   /**
@@ -538,7 +542,7 @@ export class RootStore {
   private chargeDependents(gone: IndexEntry): void {
     for (const e of this.index.values()) {
       if (e.info.base !== gone.key.sha || e.key.org !== gone.key.org || e.key.repo !== gone.key.repo) continue;
-      e.treeBytes = e.info.bytes;
+      e.treeBytes = treeCharge(e.info, false);
       this.track(
         depsCharge(join(e.dir, 'deps'), e.info, false).then(
           (n) => {

@@ -16,12 +16,14 @@
 //
 // The request body is never destroyed here: after a refusal the route still
 // answers on the same connection, so ingest only stops reading it.
+import { stat } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { createGunzip, type Gunzip } from 'node:zlib';
 import tar from 'tar-stream';
 import type { Language } from '../languages.js';
 import { errors, isAppError } from '../errors.js';
 import { compose, type Composition } from './compose.js';
+import { composedCharge } from './disk-charge.js';
 import { EntryChecker, type EntryHeader, type EntryLimits } from './entry-check.js';
 import { withParents, type FileEntry, type SymlinkEntry, type TreeEntry } from './tree-index.js';
 import { SMALL_FILE_BYTES, TreeWriter, storageError } from './tree-writer.js';
@@ -71,6 +73,10 @@ export interface IngestResult {
   storedBytes: number;
   /** Incremental: the paths the layer added, replaced or removed. */
   changed?: string[];
+  /** Disk the root takes holding every file itself (disk-charge.ts): its charge once no base shares its files. */
+  diskBytes: number;
+  /** Disk it takes beside its base (its own metadata, its layer's data, what composing copied): its charge while the base is stored. */
+  ownDiskBytes: number;
 }
 
 /** tar-stream's header also says where the entry's data starts in the tar. */
@@ -146,7 +152,7 @@ class Ingest {
       parsed.catch(() => {}); // a failure is reported through `failed` first
       await Promise.race([parsed, failed]);
       const base = this.opts.base;
-      let composition: Composition | undefined;
+      let composition: (Composition & { disk: { own: number; whole: number } }) | undefined;
       if (base) {
         this.baseCharge = DECODED_INDEX_PER_BYTE * (await base.indexBytes());
         this.charge();
@@ -157,9 +163,10 @@ class Ingest {
       if (this.failure !== undefined) throw this.failure;
       this.fillIds();
       if (composition) {
-        const { files, bytes, languages, entries, changed } = composition;
+        const { files, bytes, languages, entries, changed, disk } = composition;
         const resolveSteps = this.checker.resolveSteps + composition.resolveSteps;
-        return { files, bytes, languages, resolveSteps, entries, storedBytes: this.checker.bytes, changed };
+        const own = disk.own + this.writer.copiedBytes;
+        return { files, bytes, languages, resolveSteps, entries, storedBytes: this.checker.bytes, changed, diskBytes: disk.whole, ownDiskBytes: own };
       }
     } catch (err) {
       this.fail(err);
@@ -179,13 +186,31 @@ class Ingest {
       resolveSteps: this.checker.resolveSteps,
       entries: withParents(this.written),
       storedBytes: this.checker.bytes,
+      diskBytes: this.checker.disk.bytes,
+      ownDiskBytes: this.checker.disk.bytes,
     };
   }
 
-  /** Compose the parsed layer with the base (throws what it refuses), then queue the base's kept entries. */
-  private async compose(base: readonly TreeEntry[]): Promise<Composition> {
+  /**
+   * Compose the parsed layer with the base (throws what it refuses), check the
+   * composed root's disk against the org's room before anything is linked, then
+   * queue the base's kept entries, with what is left of the room for copies.
+   */
+  private async compose(base: readonly TreeEntry[]): Promise<Composition & { disk: { own: number; whole: number } }> {
     if (this.failure !== undefined) throw this.failure;
     const c = await compose(base, { entries: this.written, whiteouts: this.whiteouts, opaques: this.opaques }, this.opts.limits);
+    const block = this.checker.disk.blockBytes;
+    // Every directory and name of the new tree is its own, not only the layer's.
+    const disk = composedCharge(c.entries, c.fromBase, this.checker.disk.dataBytes, block);
+    const room = this.opts.limits.room;
+    // A base on another filesystem shares nothing: every kept file will be copied (EXDEV), so it is charged whole, up front.
+    const [from, to] = await Promise.all([stat(this.opts.base!.treeDir), stat(this.opts.dir)]);
+    const copies = from.dev !== to.dev ? disk.whole - disk.own : 0;
+    if (room && disk.own + copies > room.bytes) throw errors.insufficientStorage(room.why, { limit: 'org_disk_quota' });
+    const copyWhy =
+      'Composing on the base had to copy files the filesystem would not link again (ext4 allows 65,000 links to one file), and the copies do not fit' +
+      (room ? `: ${room.why}` : '.');
+    this.writer.copyRoom(room ? room.bytes - disk.own : Infinity, block, () => errors.insufficientStorage(copyWhy, room ? { limit: 'org_disk_quota' } : {}));
     // Records of 40,000 links are queued in one go; asking for room per record (an
     // await each) cost more than the links themselves, so it is asked per slice.
     const SLICE = 1024;
@@ -198,7 +223,7 @@ class Ingest {
         else this.writer.linkIn(e.path);
       }
     }
-    return c;
+    return { ...c, disk };
   }
 
   /** Charge the memory lease what is held now: every admitted header's names (their picture, trie and index entries) and the base's index. */

@@ -7,7 +7,7 @@
 // which pauses the request body, so memory does not grow with the upload.
 import { errors } from '../errors.js';
 import { openLane, takeBuffer, type WriterLane } from './write-pool.js';
-import { Op, strBytes, type WriteReply } from './write-protocol.js';
+import { COPY_ROOM_CODE, Op, strBytes, type WriteReply } from './write-protocol.js';
 
 /** Files up to this size are read whole before they are queued. */
 export const SMALL_FILE_BYTES = 64 * 1024;
@@ -46,6 +46,9 @@ export class TreeWriter {
   private lost = false;
   /** Blob ids the thread answered (20 bytes each, in record order: FILE, CLOSE, SYMLINK). */
   private readonly digestChunks: Buffer[] = [];
+  /** Disk the thread's LINKIN copies took (EMLINK, EXDEV), and the error a copy past copyRoom() becomes. */
+  private copied = 0;
+  private copyRefusal: (() => unknown) | undefined;
 
   /**
    * @param root the empty directory to fill
@@ -124,6 +127,24 @@ export class TreeWriter {
     // allocating them cost as much as the links; in one batch the thread would
     // start only when the last link is queued.
     this.end(1 / 8);
+  }
+
+  /**
+   * LINKIN records after this may copy at most `bytes` of disk in all (whole
+   * `blockBytes` blocks) when a link fails; a copy past it fails the upload with
+   * `refusal()`, before it is made. Without it a LINKIN never copies.
+   */
+  copyRoom(bytes: number, blockBytes: number, refusal: () => unknown): void {
+    this.copyRefusal = refusal;
+    if (!this.begin(Op.CopyRoom, 8 + 4)) return;
+    this.used = this.buf!.writeDoubleLE(bytes, this.used);
+    this.used = this.buf!.writeUInt32LE(blockBytes, this.used);
+    this.end();
+  }
+
+  /** Disk LINKIN copies took so far (final after close()). */
+  get copiedBytes(): number {
+    return this.copied;
   }
 
   /** After close(): the blob ids of every file and symlink written, 20 bytes each, in the order they were queued. */
@@ -219,6 +240,7 @@ export class TreeWriter {
     this.pendingBytes -= this.unanswered.get(r.seq) ?? 0;
     this.unanswered.delete(r.seq);
     if (r.digests) this.digestChunks.push(Buffer.from(r.digests));
+    if (r.copiedBytes !== undefined) this.copied = Math.max(this.copied, r.copiedBytes);
     if (r.error) this.fail(Object.assign(new Error(r.error.message), { code: r.error.code }));
     else if (!this.closed && this.used > 0 && this.unanswered.size < IN_FLIGHT) this.flush();
     this.wake();
@@ -232,7 +254,8 @@ export class TreeWriter {
 
   private fail(err: unknown): void {
     if (this.failure !== undefined) return;
-    this.failure = storageError(err);
+    const code = (err as NodeJS.ErrnoException)?.code;
+    this.failure = code === COPY_ROOM_CODE && this.copyRefusal ? this.copyRefusal() : storageError(err);
     this.onError(this.failure);
   }
 

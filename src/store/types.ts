@@ -20,6 +20,13 @@ export interface RootInfo {
   generation: string;
   /** File bytes this root added to the disk: all of `bytes`, or an incremental upload's layer (the rest are links to its base's). */
   storedBytes: number;
+  /**
+   * Disk the root takes holding all its files itself, metadata included
+   * (disk-charge.ts); absent in roots stored before lspd counted it.
+   */
+  diskBytes?: number;
+  /** A composed root's disk beside its base: its directories, names, tree.idx, layer and any copies. */
+  ownDiskBytes?: number;
   /** The root an incremental upload was composed on (same org and repo). */
   base?: string;
   /** The git tree id of the stored tree (roots stored before lspd kept blob ids have none). */

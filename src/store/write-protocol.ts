@@ -12,12 +12,18 @@
 //   SYMLINK  path, target
 //   LINK     path, target                              target: a path already written
 //   LINKIN   path                                      hard link <base>/path (the job's base tree) to path
+//   COPYROOM f64 bytes, u32 block                      what LINKINs that must copy may take in all (before them)
 //
 // FILE, CLOSE and SYMLINK each yield the git blob id of what they wrote (git-tree.ts),
 // answered 20 bytes apiece in record order with the batch that completed them.
+// A LINKIN that cannot link (EMLINK, EXDEV) copies, and only within its COPYROOM:
+// a copy that would pass it fails the job with COPY_ROOM_CODE before a byte is copied.
 
 // write-worker.js repeats these codes (it imports nothing of ours).
-export const Op = { Dir: 1, File: 2, Open: 3, Append: 4, Close: 5, Symlink: 6, Link: 7, LinkIn: 8 } as const;
+export const Op = { Dir: 1, File: 2, Open: 3, Append: 4, Close: 5, Symlink: 6, Link: 7, LinkIn: 8, CopyRoom: 9 } as const;
+
+/** The error code of a LINKIN copy refused for want of room (write-worker.js repeats it). */
+export const COPY_ROOM_CODE = 'ELSPD_COPY_ROOM';
 
 export interface WriteBatch {
   job: number;
@@ -43,6 +49,8 @@ export interface WriteReply {
   data: ArrayBuffer;
   /** Blob ids (20 bytes each) of the FILE, CLOSE and SYMLINK records this batch completed, in order. */
   digests?: ArrayBuffer;
+  /** Disk the job's LINKIN copies took so far (whole blocks), when any did. */
+  copiedBytes?: number;
 }
 
 /** Bytes a string takes as a record field. */

@@ -39,6 +39,11 @@ const OP_CLOSE = 5;
 const OP_SYMLINK = 6;
 const OP_LINK = 7;
 const OP_LINKIN = 8;
+const OP_COPYROOM = 9;
+/** write-protocol.ts COPY_ROOM_CODE. */
+const COPY_ROOM_CODE = 'ELSPD_COPY_ROOM';
+/** A symlink target this long or longer takes a block (disk-charge.ts). */
+const FAST_SYMLINK_BYTES = 60;
 
 const DIR_MODE = 0o755;
 
@@ -55,8 +60,12 @@ const DIR_MODE = 0o755;
  *   hash: import('node:crypto').Hash | undefined,
  *   digests: Buffer[],
  *   failed: WriteReply['error'],
+ *   copyRoom: number,
+ *   blockBytes: number,
+ *   copied: number,
  * }} Job  dirs: directories this job made (and the root); fd, fdMode, hash: the large file
- *   being streamed; digests: blob ids completed in the current batch
+ *   being streamed; digests: blob ids completed in the current batch; copyRoom: the disk
+ *   LINKIN copies may take (0 until a COPYROOM record), copied: what they took
  */
 
 /** @type {Map<number, Job>} */
@@ -88,6 +97,9 @@ function handle(b) {
       hash: undefined,
       digests: [],
       failed: undefined,
+      copyRoom: 0,
+      blockBytes: 4096,
+      copied: 0,
     };
     jobs.set(b.job, job);
   }
@@ -114,6 +126,7 @@ function handle(b) {
     job.digests.forEach((d, i) => out.set(d, i * 20));
     reply.digests = out.buffer;
   }
+  if (job.copied > 0) reply.copiedBytes = job.copied;
   job.digests = [];
   if (b.end) {
     closeOpen(job);
@@ -202,7 +215,13 @@ function apply(job, buf) {
         const path = str();
         if (job.base === undefined) throw new Error('writer thread: LINKIN without a base');
         ensureDir(job, parentOf(path));
-        linkIn(join(job.base, path), join(job.root, path));
+        linkIn(job, join(job.base, path), join(job.root, path), path);
+        break;
+      }
+      case OP_COPYROOM: {
+        job.copyRoom = buf.readDoubleLE(off);
+        off += 8;
+        job.blockBytes = u32();
         break;
       }
       default:
@@ -224,18 +243,29 @@ function create(job, path, mode) {
 /**
  * Hard-link a base file. A file linked by too many roots (EMLINK: ext4 allows
  * 65000 links) or a base on another filesystem (EXDEV) is copied instead, with its
- * mode (a reflink where the filesystem can).
+ * mode (a reflink where the filesystem can), but only while the copies fit the
+ * job's COPYROOM: a copy is real disk the org is charged, and checked before it
+ * is made (a reflink is charged as a copy too: it may be one).
+ * @param {Job} job
  * @param {string} from
  * @param {string} to
+ * @param {string} path
  */
-function linkIn(from, to) {
+function linkIn(job, from, to, path) {
   try {
     fs.linkSync(from, to);
   } catch (err) {
     const code = /** @type {NodeJS.ErrnoException} */ (err).code;
     if (code !== 'EMLINK' && code !== 'EXDEV') throw err;
-    if (fs.lstatSync(from).isSymbolicLink()) fs.symlinkSync(fs.readlinkSync(from), to);
+    const st = fs.lstatSync(from);
+    const link = st.isSymbolicLink();
+    const cost = link ? (st.size >= FAST_SYMLINK_BYTES ? job.blockBytes : 0) : Math.ceil(st.size / job.blockBytes) * job.blockBytes;
+    if (job.copied + cost > job.copyRoom) {
+      throw Object.assign(new Error(`copying ${path} (${code}) would pass the room left for copies`), { code: COPY_ROOM_CODE });
+    }
+    if (link) fs.symlinkSync(fs.readlinkSync(from), to);
     else fs.copyFileSync(from, to, fs.constants.COPYFILE_EXCL | fs.constants.COPYFILE_FICLONE);
+    job.copied += cost;
   }
 }
 
