@@ -120,8 +120,20 @@ export function duBytes(dir: string): number {
   return Number(r.stdout.split('\t')[0]);
 }
 
-/** `du` of everything one org keeps under a data dir (its roots, their trees, deps, indexes and meta). */
-export const orgDuBytes = (dataDir: string, org: string): number => duBytes(join(dataDir, 'roots', org));
+/**
+ * `du` of one org's roots (each root's dir: tree, deps, tree.idx, meta.json), in one
+ * `du` so a file hard-linked between two of them counts once; the org and repo
+ * directories above them are not a root's.
+ */
+export function orgDuBytes(dataDir: string, org: string): number {
+  const orgDir = join(dataDir, 'roots', org);
+  if (!existsSync(orgDir)) return 0;
+  const roots = readdirSync(orgDir).flatMap((repo) => readdirSync(join(orgDir, repo)).map((sha) => join(orgDir, repo, sha)));
+  if (roots.length === 0) return 0;
+  const r = spawnSync('du', ['-scB1', ...roots], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`du ${orgDir}: ${r.stderr}`);
+  return Number(r.stdout.trim().split('\n').at(-1)!.split('\t')[0]);
+}
 
 /** Entries left in the data dir's staging/ (an upload cut or refused must leave none). */
 export function stagingLeft(dataDir: string): string[] {
