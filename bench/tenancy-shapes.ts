@@ -148,15 +148,20 @@ export async function hostileShapes(o: ShapesOptions): Promise<string[]> {
     const base = keyOf(org, 'base');
     const stored = await put(o, base, await tarOfShape(stallBase(sizes.stallBaseFiles, 1000)));
     results.push(
-      await measure(o, `6 stalled layers (512 B each, base of ${sizes.stallBaseFiles} files)`, org, async () => {
+      await measure(o, `6 stalled layers (512 B each, base of ${sizes.stallBaseFiles} files), until cut`, org, async () => {
         const stalled = Array.from({ length: 6 }, (_, i) => stallUpload(o.url, rootPath(keyOf(org, `stalled-${i}`)), base.sha, stalledPrefix()));
-        // Held as long as a polite phase lasts; then whatever the daemon did with them, and what staging kept.
-        await sleep(o.seconds * 1000);
+        // Held until the daemon cuts them (its read timeout, LSPD_UPLOAD_READ_TIMEOUT_MS: 60 s by default), 90 s at most;
+        // what staging held while they stalled, and after.
+        const t0 = Date.now();
+        await sleep(Math.min(o.seconds * 1000, 5_000));
+        const stagedWhile = stagingLeft(o.dataDir).length;
+        while (Date.now() - t0 < 90_000 && !stalled.every((s) => s.done)) await sleep(250);
+        const heldMs = Date.now() - t0;
         const cut = stalled.filter((s) => s.done).length;
-        const staged = stagingLeft(o.dataDir).length;
         for (const s of stalled) s.abort();
         const settled = await Promise.all(stalled.map((s) => s.settled));
-        return `base ${stored}; after ${o.seconds} s ${cut}/6 cut by the daemon (${settled.map((s) => s.status || s.code).join(' ')}), ${staged} staging dirs held`;
+        await sleep(1_000);
+        return `base ${stored}; ${cut}/6 cut by the daemon within ${(heldMs / 1000).toFixed(0)} s (${settled.map((s) => s.status || s.code).join(' ')}); staging dirs ${stagedWhile} while stalled, ${stagingLeft(o.dataDir).length} after`;
       }),
     );
   }
