@@ -1,13 +1,16 @@
 // Question: while one org floods the daemon, how much slower are a polite org's
 // queries than on an idle daemon? (issue 13; goal: the polite org's p99 within 2x
-// of its idle p99.)
-//   node --import tsx bench/tenancy.ts [--seconds N] [--flood-clients N] [--flood-roots N] [--slow-clients N] [--quick] [--shares-off] [--hostile]
+// of its idle p99.) With --hostile, the same question of issue 30's hostile shapes
+// (bench/tenancy-shapes.ts): the polite org's p99 during each, the daemon's peak heap,
+// the hostile org's charge beside du of its roots.
+//   node --import tsx bench/tenancy.ts [--seconds N] [--flood-clients N] [--flood-roots N] [--slow-clients N] [--quick] [--shares-off] [--resend] [--hostile]
 // Defaults: 30 s per phase; the flooding org has 300 clients on a slow root (its npm
 // dependencies come from a registry that never answers, so its queries wait: they
 // fill the flooder's share of the wait queue) and 400 more on 4 warm roots (more
 // than their sessions' in-flight slots). A refused client waits its Retry-After, as
-// lspd's own client does; --hostile sends again at once (then the daemon's one event
-// loop spends its time refusing, and everyone's latency suffers). --quick is 8 s phases;
+// lspd's own client does; --resend sends again at once (then the daemon's one event
+// loop spends its time refusing, and everyone's latency suffers; this was --hostile
+// before the shapes took that name). --quick is 8 s phases (and shapes a tenth the size);
 // --shares-off runs the daemon with LSPD_ORG_RESERVE_PERCENT=0 (first come, first
 // served, as before shares: the polite org is then refused).
 // One daemon (the result cache off, so every query reaches a language server), in
@@ -18,6 +21,7 @@
 //            client's own timing by seconds)
 //   idle, after   the first again, once the flood is over (the host's own load
 //            drifts: a 2-core VM shared with other work)
+// --hostile: idle, then each shape while the polite org asks, then idle after (no flood).
 // Printed: the polite org's n/p50/p99/max per phase (as its client saw them, and
 // the daemon's own elapsed_ms), the ratios, what the daemon counted of the flood
 // while the polite phase ran, what the flooder was told, and the load average.
@@ -32,6 +36,7 @@ import { startHangingServer } from '../test/chaos/hanging-server.js';
 import { shaOf, tarOf } from '../test/helpers/ask-harness.js';
 import { scratchDir } from '../test/helpers/fetch-env.js';
 import { jailUidEnv } from '../test/helpers/uids.js';
+import { hostileShapes } from './tenancy-shapes.js';
 
 const args = process.argv.slice(2);
 const flag = (name: string, def: number) => {
@@ -43,6 +48,7 @@ const seconds = flag('--seconds', quick ? 8 : 30);
 const floodClients = flag('--flood-clients', 400);
 const sharesOff = args.includes('--shares-off');
 const slowClients = flag('--slow-clients', 300);
+const resend = args.includes('--resend');
 const hostile = args.includes('--hostile');
 const floodRoots = flag('--flood-roots', 4);
 const OPS = 4; // tsCall's questions 0..3: definition, hover, references, documentSymbols
@@ -68,15 +74,20 @@ type Root = { org: string; repo: string; sha: string };
  */
 const politeAgent = new Agent({ connections: 1 });
 
-/** The polite org: one definition after another for `ms`, each judged. */
-async function politePhase(url: string, root: { org: string; repo: string; sha: string }, ms: number): Promise<PhaseFigures> {
+/** The polite org: one definition after another for `ms` (and until `work` settles, if given), each judged. */
+async function politePhase(url: string, root: { org: string; repo: string; sha: string }, ms: number, work?: Promise<unknown>): Promise<PhaseFigures> {
   const agent = politeAgent;
   const lat: number[] = [];
   const server: number[] = [];
   let wrong = 0;
   let refused = 0;
   const until = Date.now() + ms;
-  while (Date.now() < until) {
+  let settled = work === undefined;
+  void work?.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  while (Date.now() < until || !settled) {
     const r = await send(url, tsCall(root, 0), { timeoutMs: 80_000, dispatcher: agent });
     if (r.outcome === 'answered' && !r.wrong) {
       lat.push(r.ms);
@@ -113,7 +124,7 @@ class SampledFigures extends Figures {
  * (its connections go with it, so the daemon drops what it still held for them).
  */
 async function floodWorker(url: string, roots: Root[], slow: Root): Promise<void> {
-  /** `concurrency` clients sending `next(i)` one after the other; a refused one waits Retry-After first, unless hostile. */
+  /** `concurrency` clients sending `next(i)` one after the other; a refused one waits Retry-After first, unless resending. */
   const load = (next: (i: number) => ReturnType<typeof tsCall>, concurrency: number) => {
     const figures = new SampledFigures();
     const agent = new Agent({ connections: concurrency });
@@ -123,7 +134,7 @@ async function floodWorker(url: string, roots: Root[], slow: Root): Promise<void
         for (;;) {
           const r = await send(url, next(i++), { timeoutMs: 80_000, dispatcher: agent });
           figures.add(r);
-          if (r.status === 503 && !hostile) await sleep(Number(r.retryAfter ?? 1) * 1000);
+          if (r.status === 503 && !resend) await sleep(Number(r.retryAfter ?? 1) * 1000);
         }
       })();
     }
@@ -188,7 +199,7 @@ async function startFlood(url: string, roots: Root[], slow: Root): Promise<Flood
     String(floodClients),
     '--slow-clients',
     String(slowClients),
-    ...(hostile ? ['--hostile'] : []),
+    ...(resend ? ['--resend'] : []),
   ];
   const child = spawn(process.execPath, argv, { stdio: ['pipe', 'pipe', 'inherit'] });
   let out = '';
@@ -221,14 +232,15 @@ async function main(): Promise<void> {
     if (d.notReady) throw new Error(`the daemon is not ready: ${d.notReady}`);
     const tar = await fixtureTar('ts-basic');
     const polite = { org: 'polite', repo: 'ts-basic', sha: shaOf('bench-tenancy-polite') };
-    const flood = Array.from({ length: floodRoots }, (_, i) => ({ org: 'flood', repo: `ts${i}`, sha: shaOf(`bench-tenancy-flood-${i}`) }));
+    // --hostile runs no flood: its roots are neither stored nor warmed.
+    const flood = Array.from({ length: hostile ? 0 : floodRoots }, (_, i) => ({ org: 'flood', repo: `ts${i}`, sha: shaOf(`bench-tenancy-flood-${i}`) }));
     for (const r of [polite, ...flood]) await putTar(d.url, r, tar);
     // The slow root: ts-basic with an npm lockfile; its fetch hangs for the whole run.
     const slow = { org: 'flood', repo: 'slow', sha: shaOf('bench-tenancy-slow') };
     const slowTree = scratchDir('lspd-bench-slow-');
     cpSync(join(fixturesDir, 'ts-basic'), slowTree, { recursive: true });
     for (const f of ['package.json', 'package-lock.json']) cpSync(join(fixturesDir, 'npm-dep', f), join(slowTree, f));
-    await putTar(d.url, slow, await bufferOf(tarOf(slowTree)));
+    if (!hostile) await putTar(d.url, slow, await bufferOf(tarOf(slowTree)));
     // Warm every root: a session each, TS 7 loaded, the file open.
     for (const r of [polite, ...flood]) {
       const w = await send(d.url, tsCall(r, 0), { timeoutMs: 80_000 });
@@ -239,6 +251,32 @@ async function main(): Promise<void> {
     const load0 = loadavg()[0]!;
     const idle = await politePhase(d.url, polite, seconds * 1000);
     const loadIdle = loadavg()[0]!;
+    if (hostile) {
+      const shapes = await hostileShapes({
+        url: d.url,
+        dataDir: d.daemon.dataDir,
+        agent: politeAgent,
+        politeWhile: (work, minMs) => politePhase(d.url, polite, minMs, work),
+        idle,
+        quick,
+        seconds,
+      });
+      const loadShapes = loadavg()[0]!;
+      const idleAfter = await politePhase(d.url, polite, seconds * 1000);
+      const row = (name: string, f: PhaseFigures, load: string) =>
+        `| ${name} | ${f.n} | ${f.p50} | ${f.p99} | ${f.max} | ${f.refused} | ${f.wrong} | ${load} |`;
+      const lines = [
+        `polite org: sequential definitions on a warm ts-basic root (cache off), ${seconds} s idle phases`,
+        '| phase | n | p50 ms | p99 ms | max ms | refused | wrong | load avg (1 min) |',
+        '|---|---|---|---|---|---|---|---|',
+        row('idle daemon', idle, `${load0.toFixed(1)} → ${loadIdle.toFixed(1)}`),
+        row('idle daemon, after the shapes', idleAfter, `${loadShapes.toFixed(1)} → ${loadavg()[0]!.toFixed(1)}`),
+        '',
+        ...shapes,
+      ];
+      process.stdout.write(lines.join('\n') + '\n');
+      return;
+    }
 
     const floodOn = await startFlood(d.url, flood, slow);
     await sleep(2000); // the flood reaches its level before measuring
@@ -259,7 +297,7 @@ async function main(): Promise<void> {
     const row = (name: string, f: PhaseFigures, load: string) =>
       `| ${name} | ${f.n} | ${f.p50} | ${f.p99} | ${f.max} | ${f.serverP50} | ${f.serverP99} | ${f.refused} | ${f.wrong} | ${load} |`;
     const lines = [
-      `polite org: sequential definitions on a warm ts-basic root (cache off), ${seconds} s per phase${sharesOff ? '; fair shares OFF' : ''}; the flood ${hostile ? 'resends refused queries at once (hostile)' : 'waits Retry-After when refused'}`,
+      `polite org: sequential definitions on a warm ts-basic root (cache off), ${seconds} s per phase${sharesOff ? '; fair shares OFF' : ''}; the flood ${resend ? 'resends refused queries at once (--resend)' : 'waits Retry-After when refused'}`,
       '| phase | n | p50 ms | p99 ms | max ms | daemon p50 ms | daemon p99 ms | refused | wrong | load avg (1 min) |',
       '|---|---|---|---|---|---|---|---|---|---|',
       row('idle daemon', idle, `${load0.toFixed(1)} → ${loadIdle.toFixed(1)}`),

@@ -22,6 +22,7 @@ import { fixtureTar, fixturesDir, rootPath, shaOf, tsCall, type Root } from './d
 import { Figures, report, send, waitFor, type Call, type Result } from './harness.js';
 import { MiB, jailProcs, rssBytes } from './procs.js';
 import type { UidRange } from '../helpers/uids.js';
+import { shapeCases, type ShapeSizes } from './hostile-shape-cases.js';
 import { jailUids } from '../helpers/uids.js';
 
 export interface HostileSuiteOptions {
@@ -32,12 +33,17 @@ export interface HostileSuiteOptions {
   depth: number;
   /** Links in the memo-defeating symlink tar (refused past its step budget). */
   bumpLinks: number;
+  /** Sizes of issue 30's five shapes (hostile-shape-cases.ts). */
+  shapes: ShapeSizes;
 }
 
 /** Jail uids of this suite: the helper's fixed range (300000-309999), apart from store-hostile's. */
 const UIDS: UidRange = jailUids(64);
 /** The generated compile database's bound for this daemon: small, so the cut is quick to reach. */
 const CDB_BYTES = 1 * MiB;
+
+/** How long this daemon lets an upload's body stall before cutting it (a stalled layer waits this long). */
+const STALL_CUT_MS = 5_000;
 
 /** c-basic's files, for trees built around it. */
 function cBasic(): PackEntry[] {
@@ -97,6 +103,7 @@ export function hostileSuite(o: HostileSuiteOptions): void {
           LSPD_JAIL_UID_COUNT: String(UIDS.count),
           LSPD_RESULT_CACHE_ENTRIES: '0',
           LSPD_MAX_COMPILE_DB_BYTES: String(CDB_BYTES),
+          LSPD_UPLOAD_READ_TIMEOUT_MS: String(STALL_CUT_MS),
         },
         timeoutMs: 60_000,
       });
@@ -234,6 +241,8 @@ export function hostileSuite(o: HostileSuiteOptions): void {
           /package-lock\.json is \d+ MiB, over the 32 MiB bound for a lockfile or manifest: not parsed, dependencies not fetched/,
         );
     });
+
+    shapeCases({ label: o.label, daemon: () => d, good: () => good, figures: f, stallCutMs: STALL_CUT_MS }, o.shapes);
 
     test('the daemon stayed responsive and another org is still answered right', async (t) => {
       for (let i = 0; i < 5; i++) {
