@@ -259,7 +259,10 @@ def run_pip(args, reqs, require_hashes):
         "--progress-bar", "off", "--no-compile", "--no-warn-script-location",
         "--only-binary=:all:", "--no-deps",
         "--target", args.target, "--index-url", args.index_url,
-        "--retries", "2", "--timeout", "30",
+        # An index that does not answer fails the workspace in well under a minute:
+        # the egress proxy answers 504 after 10 s without a connection, and pip's
+        # defaults (5 retries, 15 s reads) would wait minutes on it.
+        "--retries", "1", "--timeout", "15",
     ]
     if args.trusted_host:
         cmd += ["--trusted-host", args.trusted_host]
@@ -276,11 +279,26 @@ def run_pip(args, reqs, require_hashes):
 
 
 def classify(out):
-    """(fatal, reason) for a failed pip run."""
+    """(fatal, reason) for a failed pip run.
+
+    The egress proxy's status tells the causes apart (src/jail/egress-proxy.ts): 403
+    the index host is not an allowed registry, 502 it could not be reached, 504 it
+    did not answer in time. pip prints that status ("Tunnel connection failed: 403
+    Forbidden" through CONNECT, "403 Client Error" for a plain-http index, "too many
+    502 error responses" after its retries), then often "No matching distribution":
+    so the proxy's answers are read before pip's conclusion, or a refused host would
+    read as a package with no wheel. Keep in step with src/fetch/registry-reason.ts.
+    """
     if "DO NOT MATCH THE HASHES" in out or "do not match the hashes" in out:
         return True, "a downloaded wheel does not match the hashes in the lock"
-    if re.search(r"Retrying \(Retry\(|ProxyError|Max retries exceeded|Connection refused|Tunnel connection failed", out):
-        return True, "the index could not be reached"
+    if re.search(r"\b403\b[^\n]*Forbidden|403 Client Error", out):
+        return True, "the index host is not an allowed fetch registry"
+    if re.search(r"\b504\b|Gateway Time-?out|Read timed out|timed out", out):
+        return True, "the index host did not answer in time"
+    if re.search(r"\b502\b|Bad Gateway|Retrying \(Retry\(|ProxyError|Max retries exceeded|Connection refused|Tunnel connection failed", out):
+        return True, "the index host could not be reached"
+    if re.search(r"404 Client Error|\b404\b[^\n]*Not Found", out):
+        return False, "not found in the package index (404)"
     if "No matching distribution found" in out or "Could not find a version that satisfies" in out:
         return False, NO_WHEEL
     return True, "pip failed (see the log)"
@@ -306,6 +324,8 @@ def install(args, reqs, require_hashes, report):
         culprit = failing_name(out, pending) or (pending[0] if len(pending) == 1 else None)
         if fatal:
             report["failed"].append(f"{culprit['name']}=={culprit['version']}: {reason}" if culprit else reason)
+            # The daemon's hint reads this line (src/fetch/python.ts pythonHint).
+            print(f"lspd: failed: {reason}", flush=True)
             return
         if culprit is None:
             # Not attributable to one requirement: one at a time, so each says for itself.
