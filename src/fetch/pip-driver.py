@@ -24,6 +24,8 @@ import re
 import subprocess
 import sys
 import tempfile
+import urllib.error
+import urllib.request
 
 try:
     import tomllib
@@ -278,6 +280,37 @@ def run_pip(args, reqs, require_hashes):
     return p.returncode, out
 
 
+def probe_index(index_url, name):
+    """Why the index cannot serve us, or None: one request for one project page.
+
+    pip says nothing of an index it cannot reach but "No matching distribution"
+    (its retries and the proxy's status are logged only with -v), which reads as a
+    package with no wheel. So the index is asked once first, through the same egress
+    proxy (urllib reads HTTP(S)_PROXY as pip does), and the proxy's status names the
+    cause: 403 not an allowed registry, 502 not reachable, 504 no answer in time.
+    """
+    url = index_url.rstrip("/") + "/" + norm(name) + "/"
+    try:
+        with urllib.request.urlopen(url, timeout=15):
+            return None
+    except urllib.error.HTTPError as e:
+        body = e.read(512).decode("utf-8", errors="replace")
+        if e.code == 403 and "not an allowed fetch registry" in body:
+            return "the index host is not an allowed fetch registry"
+        if e.code == 502:
+            return "the index host could not be reached"
+        if e.code == 504:
+            return "the index host did not answer in time"
+        return None  # the index answered (a 404 is one project it lacks): pip says the rest
+    except (urllib.error.URLError, OSError) as e:
+        text = str(getattr(e, "reason", e))
+        if re.search(r"\b403\b", text):
+            return "the index host is not an allowed fetch registry"
+        if re.search(r"\b504\b|timed out", text):
+            return "the index host did not answer in time"
+        return "the index host could not be reached"
+
+
 def classify(out):
     """(fatal, reason) for a failed pip run.
 
@@ -365,6 +398,13 @@ def main():
     for n in plan.notes:
         print(f"lspd: {n}", flush=True)
     os.makedirs(args.target, exist_ok=True)
+    if plan.reqs:
+        reason = probe_index(args.index_url, plan.reqs[0]["name"])
+        if reason:
+            report["failed"].append(reason)
+            write_report(args.report, report)
+            print(f"lspd: failed: {reason}", flush=True)
+            return 3
     # pip's hash mode is all or nothing per run: requirements with hashes are
     # installed in a run that requires them, the rest in a run of their own.
     hashed = [r for r in plan.reqs if r["hashes"]]
