@@ -100,7 +100,7 @@ describe('a fetch is per workspace: partial, reasons, reuse by workspace', { ski
     // An allowed host that does not answer, and a host the proxy refused: two different reasons.
     assert.match(py.reason!, /could not be reached/, JSON.stringify(py));
     assert.doesNotMatch(py.reason!, /not an allowed/);
-    assert.match(web.reason!, /not an allowed fetch registry/, JSON.stringify(web));
+    assert.match(web.reason!, /not an allowed registry/, JSON.stringify(web));
     assert.match(one.error!, /python in utils\/doclint: [^.]*could not be reached/);
     assert.match(one.error!, /npm in web: [^.]*not an allowed/);
     assert.ok(
@@ -110,7 +110,7 @@ describe('a fetch is per workspace: partial, reasons, reuse by workspace', { ski
     // The top workspace's packages are served; the answer says its ecosystem is partial, and why.
     const deps = await leftPadDefinition(d.url, root(1));
     assert.equal(deps.state, 'partial');
-    assert.match(deps.error!, /^web: [^.]*not an allowed fetch registry/);
+    assert.match(deps.error!, /^web: [^.]*not an allowed registry/);
 
     // The next commit, uploaded whole: its top workspace's inputs are unchanged, so it is linked, not fetched.
     const hits = registry.hits.length;

@@ -296,7 +296,7 @@ def probe_index(index_url, name):
     except urllib.error.HTTPError as e:
         body = e.read(512).decode("utf-8", errors="replace")
         if e.code == 403 and "not an allowed fetch registry" in body:
-            return "the index host is not an allowed fetch registry"
+            return "the index host is not an allowed registry (not in LSPD_FETCH_REGISTRIES)"
         if e.code == 502:
             return "the index host could not be reached"
         if e.code == 504:
@@ -305,7 +305,7 @@ def probe_index(index_url, name):
     except (urllib.error.URLError, OSError) as e:
         text = str(getattr(e, "reason", e))
         if re.search(r"\b403\b", text):
-            return "the index host is not an allowed fetch registry"
+            return "the index host is not an allowed registry (not in LSPD_FETCH_REGISTRIES)"
         if re.search(r"\b504\b|timed out", text):
             return "the index host did not answer in time"
         return "the index host could not be reached"
@@ -325,7 +325,7 @@ def classify(out):
     if "DO NOT MATCH THE HASHES" in out or "do not match the hashes" in out:
         return True, "a downloaded wheel does not match the hashes in the lock"
     if re.search(r"\b403\b[^\n]*Forbidden|403 Client Error", out):
-        return True, "the index host is not an allowed fetch registry"
+        return True, "the index host is not an allowed registry (not in LSPD_FETCH_REGISTRIES)"
     if re.search(r"\b504\b|Gateway Time-?out|Read timed out|timed out", out):
         return True, "the index host did not answer in time"
     if re.search(r"\b502\b|Bad Gateway|Retrying \(Retry\(|ProxyError|Max retries exceeded|Connection refused|Tunnel connection failed", out):

@@ -93,7 +93,7 @@ export async function pythonSkipped(ctx: Pick<StepContext, 'depsDir'>, ws: strin
 export function pythonHint(output: string): string | undefined {
   // The driver's own conclusion first (pip-driver.py classify): it read pip's output whole.
   // Only its fixed sentences: the rest of the output is pip's, and pip echoes what the tree wrote.
-  const failed = /^lspd: failed: (the index host [a-z ]+|a downloaded wheel does not match the hashes in the lock)$/m.exec(output)?.[1];
+  const failed = /^lspd: failed: (the index host [A-Za-z_ ()]+|a downloaded wheel does not match the hashes in the lock)$/m.exec(output)?.[1];
   if (failed) return `${failed}.`;
   if (/the lock could not be read/.test(output)) return 'the lock file could not be read.';
   return registryReason(output);

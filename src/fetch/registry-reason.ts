@@ -12,7 +12,7 @@
 export type RegistryFailure = 'not_allowed' | 'timed_out' | 'unreachable' | 'not_found' | 'integrity';
 
 export const registryReasons: Record<RegistryFailure, string> = {
-  not_allowed: 'the registry host is not an allowed fetch registry (LSPD_FETCH_REGISTRIES): the egress proxy refused it.',
+  not_allowed: 'the registry host is not an allowed registry (not in LSPD_FETCH_REGISTRIES): the egress proxy refused it.',
   timed_out: 'the registry host did not answer in time.',
   unreachable: 'the registry host could not be reached (connection refused or name not resolved).',
   not_found: 'a locked package was not found in the registry (404).',
