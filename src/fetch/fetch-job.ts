@@ -202,6 +202,13 @@ export async function runJob(deps: RunDeps, o: RunOptions): Promise<RunResult> {
     tail.line(`lspd: dependency dir used ${bytes} bytes, over the bound of ${o.maxBytes}; fetched files removed`);
     await removeOutputs(o.ctx.depsDir);
     bytes = await diskUsage(o.ctx.depsDir);
+    // Nothing of it is served: no workspace is done (the root's fetch is failed, not partial).
+    for (const st of steps) {
+      if (st.state !== 'done') continue;
+      st.state = 'failed';
+      st.reason = 'removed: the dependencies took more bytes than allowed';
+      delete st.reused;
+    }
     return { steps, stopped, error: `the dependencies took more than ${o.maxBytes} bytes`, aborted: 'bytes', bytes, log: tail.tail(), mounts: [] };
   }
   if (aborted === 'timeout') error = 'the fetch did not finish within its deadline';

@@ -232,7 +232,7 @@ export class FetchManager {
           );
           const job = new FetchJob({ name: 'queued', steps, attempt: attempt + 1 });
           this.jobs.set(id, { key, job });
-          this.startLinking(key, job);
+          this.queueOrLink(key, job);
           this.log.info({ root: id, attempt: attempt + 1 }, 'fetch re-queued after restart');
         }
         continue;
@@ -306,7 +306,7 @@ export class FetchManager {
     // The view before linking and pump(): the PUT answer says queued even when a slot
     // is free and the job starts (or its workspaces are linked) at once.
     const view = job.view();
-    if (job.state.name === 'queued') this.startLinking(key, job);
+    if (job.state.name === 'queued') this.queueOrLink(key, job);
     return view;
   }
 
@@ -426,6 +426,17 @@ export class FetchManager {
    * is. A composed root's base is tried first and, while its fetch runs, waited for
    * when it would give something; other roots count once settled.
    */
+  private queueOrLink(key: RootKey, job: FetchJob): void {
+    const id = rootId(key);
+    const earlier = [...this.jobs.values()].some(
+      ({ key: k, job: j }) => k.org === key.org && k.repo === key.repo && k.sha !== key.sha && (j.state.name === 'done' || j.state.name === 'failed'),
+    );
+    if (this.reuseFrom.has(id) || earlier) return this.startLinking(key, job);
+    // Nothing it could link: queued in this turn, as a first commit always was.
+    this.queue.push(key.org, id);
+    this.pump();
+  }
+
   private startLinking(key: RootKey, job: FetchJob): void {
     const id = rootId(key);
     const abort = new AbortController();
