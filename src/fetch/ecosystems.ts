@@ -7,6 +7,7 @@
 // at fetch time, and the answer would describe a tree nobody built.
 import { lstat, readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { recordOf } from './ecosystems/table.js';
 import type { Ecosystem, PlanItem, Toolchains } from './types.js';
 
 export interface DetectLimits {
@@ -30,12 +31,6 @@ export interface DetectLimits {
 export const MAX_LOCKFILE_BYTES = 32 * 1024 * 1024;
 
 export const defaultDetectLimits: DetectLimits = { maxEntries: 200_000, maxDepth: 32, maxWorkspaces: 16, maxLockfileBytes: MAX_LOCKFILE_BYTES };
-
-/** Files whose size bounds the fetch they drive, by ecosystem. */
-const FETCH_INPUTS: Record<'go' | 'npm', readonly string[]> = {
-  go: ['go.mod', 'go.sum'],
-  npm: ['package.json', 'package-lock.json', 'npm-shrinkwrap.json'],
-};
 
 /**
  * Directories never searched: installed dependencies (node_modules, vendor) are not
@@ -87,7 +82,7 @@ export async function detect(treeDir: string, tools: Toolchains, limits: DetectL
       const hasVendor = entries.some((e) => e.name === 'vendor' && e.isDirectory());
       const bareComposer =
         rel === '' && !hasVendor && files.has('composer.json') && !files.has('composer.lock') && (await requiresPackages(join(treeDir, 'composer.json')));
-      found.push(...(await bounded(treeDir, rel, planDir(rel, files, tools, bareNpm, bareComposer), limits.maxLockfileBytes ?? MAX_LOCKFILE_BYTES)));
+      found.push(...(await bounded(treeDir, rel, files, planDir(rel, files, tools, bareNpm, bareComposer), limits.maxLockfileBytes ?? MAX_LOCKFILE_BYTES)));
       for (const e of entries) {
         // Dirent.isDirectory() is false for a symlink, so links are never followed.
         if (e.isDirectory() && !skipDirs.has(e.name)) next.push(rel === '' ? e.name : `${rel}/${e.name}`);
@@ -157,15 +152,16 @@ async function declaresDependencies(file: string): Promise<boolean> {
 }
 
 /** Fetches whose lockfile or manifest is over the bound become refusals naming the file and its size. */
-async function bounded(treeDir: string, dir: string, items: PlanItem[], maxBytes: number): Promise<PlanItem[]> {
+async function bounded(treeDir: string, dir: string, files: Set<string>, items: PlanItem[], maxBytes: number): Promise<PlanItem[]> {
   const out: PlanItem[] = [];
   for (const it of items) {
-    if (it.action !== 'fetch' || (it.ecosystem !== 'go' && it.ecosystem !== 'npm')) {
+    const locks = it.action === 'fetch' ? recordOf(it.ecosystem)?.lockfiles : undefined;
+    if (!locks) {
       out.push(it);
       continue;
     }
     let over: string | undefined;
-    for (const name of FETCH_INPUTS[it.ecosystem]) {
+    for (const name of [...files].filter((f) => locks.some((l) => (typeof l === 'string' ? l === f : l.test(f)))).sort()) {
       const st = await lstat(join(treeDir, dir, name)).catch(() => undefined);
       if (st?.isFile() && st.size > maxBytes) {
         over = `${name} is ${mib(st.size)}, over the ${mib(maxBytes)} bound for a lockfile or manifest: not parsed, dependencies not fetched.`;

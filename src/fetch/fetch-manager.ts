@@ -28,10 +28,9 @@ import { FetchAbort, FetchJob, abortCause, initialSteps, runJob, serveMounts, ty
 import { dropReuse, fetchInputEntries, linkOutput, reuseUnits, unitRels, workspaceDigest, type InputEntry, type ReuseCandidate } from './fetch-reuse.js';
 import { markDepsReused } from '../store/incremental.js';
 import { isPlainDir } from './ecosystems.js';
-import { goServeEnv } from './go.js';
 import type { ServeMount } from './step.js';
 import type { Ecosystem, FetchStore, FetchView, StepStatus, Toolchains } from './types.js';
-import { GOPATH_AT } from '../jail/layout.js';
+import { recordOf } from './ecosystems/table.js';
 
 export interface FetchManagerOptions {
   config: Pick<
@@ -187,8 +186,8 @@ export class FetchManager {
 
   /** Dependency-related environment for a SERVE jail of this root running `ecosystem`'s server. */
   serveEnv(key: RootKey, ecosystem: Ecosystem): Record<string, string> {
-    if (ecosystem !== 'go') return {};
-    return goServeEnv(this.serveBinds(key, '/').some((b) => b.at.startsWith(`${GOPATH_AT}/`)));
+    const env = recordOf(ecosystem)?.serveEnv;
+    return env ? env(this.serveBinds(key, '/')) : {};
   }
 
   /**

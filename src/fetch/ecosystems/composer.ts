@@ -8,6 +8,7 @@ const INPUTS = new Set(['composer.json', 'composer.lock', 'auth.json']);
 export const composer: EcosystemRecord = {
   name: 'composer',
   command: 'composer install',
+  lockfiles: ['composer.json', 'composer.lock'],
   prepare: prepareComposer,
   hint: composerHint,
   outputRel: (ws) => wsRel('composer', ws),

@@ -1,5 +1,6 @@
 // Go: `go mod download all` per module into one module cache per root (../go.ts has the why).
-import { goHint, goServeMounts, prepareGo } from '../go.js';
+import { goHint, goServeEnv, goServeMounts, prepareGo } from '../go.js';
+import { GOPATH_AT } from '../../jail/layout.js';
 import { GO_MODCACHE_REL } from '../step.js';
 import { baseName, type EcosystemRecord } from './record.js';
 
@@ -9,9 +10,11 @@ const INPUTS = new Set(['go.mod', 'go.sum', 'go.work', 'go.work.sum']);
 export const go: EcosystemRecord = {
   name: 'go',
   command: 'go mod download',
+  lockfiles: ['go.mod', 'go.sum'],
   prepare: prepareGo,
   hint: goHint,
   outputRel: () => GO_MODCACHE_REL,
   serveMounts: (_tree, depsDir) => goServeMounts(depsDir),
+  serveEnv: (binds) => goServeEnv(binds.some((b) => b.at.startsWith(`${GOPATH_AT}/`))),
   readsInput: (path) => INPUTS.has(baseName(path)) || path.split('/').includes('vendor'),
 };

@@ -14,6 +14,7 @@ const ANYWHERE = /\.(txt|in)$/;
 export const python: EcosystemRecord = {
   name: 'python',
   command: 'pip install',
+  lockfiles: ['uv.lock', 'poetry.lock', 'Pipfile.lock', /^requirements[\w.-]*\.txt$/],
   prepare: preparePython,
   hint: pythonHint,
   skipped: pythonSkipped,

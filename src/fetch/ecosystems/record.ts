@@ -12,6 +12,12 @@ export interface EcosystemRecord {
   name: Ecosystem;
   /** What the caller is told ran, when it failed without a hint. */
   command: string;
+  /**
+   * The workspace's lockfiles and manifests (names in its dir, or a pattern) that
+   * drive its fetch: one larger than the bound (MAX_LOCKFILE_BYTES) refuses that
+   * workspace's fetch, unparsed, naming the file (../ecosystems.ts bounded).
+   */
+  lockfiles: readonly (string | RegExp)[];
   /** Host-side preparation of workspace `ws` into a FETCH-jail spawn. */
   prepare(ctx: StepContext, ws: string): Promise<StepSpawn>;
   /** One sentence for the caller from the step's output (registry-reason.ts for registry failures). */
@@ -24,6 +30,8 @@ export interface EcosystemRecord {
    * for reuse: linked together from one earlier root, or fetched together.
    */
   outputRel(ws: string): string;
+  /** Environment for a SERVE jail of this ecosystem's server on a root, given the root's dependency binds (in-jail `at`). */
+  serveEnv?(binds: readonly { at: string }[]): Record<string, string>;
   /** SERVE mounts of a done workspace (checked: plain dirs, no links). */
   serveMounts(treeDir: string, depsDir: string, ws: string, notes?: (line: string) => void): Promise<ServeMount[]>;
   /**
