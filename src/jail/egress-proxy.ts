@@ -89,6 +89,8 @@ export interface EgressProxyOptions {
   share?: { orgCap: number; reservePercent: number };
   /** Told of every connection refused for load (metrics). */
   onRefused?: (org: string) => void;
+  /** How long a registry may take to accept a connection before the client is answered 504 (CONNECT_TIMEOUT_MS). */
+  connectTimeoutMs?: number;
 }
 
 /** One FETCH jail's way in to the proxy: a unix socket whose connections are counted for its org. */
@@ -122,6 +124,7 @@ export function createEgressProxy(opts: EgressProxyOptions): EgressProxy {
     allow.add(c);
   }
   const log = opts.log;
+  const connectTimeoutMs = opts.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
   const share = new FairShare(shareLimits(MAX_CONNECTIONS, { orgCap: 0, reservePercent: 0, ...opts.share, floor: ORG_EGRESS_FLOOR }));
   const listeners = new Set<EgressListener>();
 
@@ -182,11 +185,11 @@ export function createEgressProxy(opts: EgressProxyOptions): EgressProxy {
       // The status says which failure it was (a fetcher's hint reads it, src/fetch/registry-reason.ts):
       // 403 not allowed (above), 502 refused or unresolvable, 504 no answer in time.
       const onConnectTimeout = () => {
-        log.warn({ dest: req.authority, ms: CONNECT_TIMEOUT_MS }, 'egress upstream timed out');
+        log.warn({ dest: req.authority, ms: connectTimeoutMs }, 'egress upstream timed out');
         upstream.destroy();
-        if (!client.destroyed) refuse(client, '504 Gateway Timeout', `${req.authority} did not answer within ${CONNECT_TIMEOUT_MS / 1000} s`);
+        if (!client.destroyed) refuse(client, '504 Gateway Timeout', `${req.authority} did not answer within ${connectTimeoutMs / 1000} s`);
       };
-      upstream.setTimeout(CONNECT_TIMEOUT_MS, onConnectTimeout);
+      upstream.setTimeout(connectTimeoutMs, onConnectTimeout);
       const connectFailed = (err: Error) => {
         log.warn({ dest: req.authority, code: (err as NodeJS.ErrnoException).code }, 'egress upstream failed');
         if (!client.destroyed) refuse(client, '502 Bad Gateway', `cannot reach ${req.authority}`);
