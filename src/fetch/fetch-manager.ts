@@ -25,9 +25,8 @@ import { rootId, type RootKey } from '../store/types.js';
 import { defaultDetectLimits, detect, type DetectLimits } from './ecosystems.js';
 import { readStateFile, writeStateFile, type StateFile } from './state-file.js';
 import { FetchAbort, FetchJob, abortCause, initialSteps, runJob, serveMounts, type JobState, type RunResult } from './fetch-job.js';
-import { dropReuse, fetchInputEntries, linkOutput, reuseUnits, unitRels, workspaceDigest, type InputEntry, type ReuseCandidate } from './fetch-reuse.js';
-import { markDepsReused } from '../store/incremental.js';
-import { isPlainDir } from './ecosystems.js';
+import { dropReuse, type ReuseCandidate } from './fetch-reuse.js';
+import { Donors, linkDonations, markLinked } from './donors.js';
 import type { ServeMount } from './step.js';
 import type { Ecosystem, FetchStore, FetchView, StepStatus, Toolchains } from './types.js';
 import { recordOf } from './ecosystems/table.js';
@@ -81,8 +80,7 @@ export class FetchManager {
   private readonly writes = new Map<string, Promise<void>>();
   /** Composed roots: the base whose workspaces they link first, waited for while its fetch runs (fetch-reuse.ts). */
   private readonly reuseFrom = new Map<string, RootKey>();
-  /** Each root's fetch inputs from its tree index (fetch-reuse.ts), read once: roots are immutable. */
-  private readonly inputs = new Map<string, Promise<InputEntry[] | undefined>>();
+  private readonly donors: Donors;
   /** Jobs linking earlier roots' workspaces before they queue (no slot held): cancel and close stop them. */
   private readonly linking = new Map<string, { abort: AbortController; done: Promise<void> }>();
   private closed = false;
@@ -95,6 +93,14 @@ export class FetchManager {
     this.concurrency = o.config.fetchSlots;
     this.slots = new FairShare(shareLimits(this.concurrency, { orgCap: o.config.orgMaxFetches, reservePercent: o.config.orgReservePercent, floor: 1 }));
     this.log = o.log;
+    this.donors = new Donors({
+      treeDir: (k) => o.store.treeDir(k),
+      depsDir: (k) => o.store.depsDir(k),
+      jobs: () => this.jobs.values(),
+      job: (k) => this.jobs.get(rootId(k))?.job,
+      wait: (k, signal) => this.wait(k, signal),
+      written: (k) => this.writes.get(rootId(k)),
+    });
     // The store awaits this before it deletes the files: no jail still writes them.
     o.store.onRemove((key) => this.cancel(key));
   }
@@ -246,7 +252,7 @@ export class FetchManager {
     const id = rootId(key);
     await this.pendingEnqueue.get(id)?.catch(() => undefined);
     this.reuseFrom.delete(id);
-    this.inputs.delete(id);
+    this.donors.forget(key);
     const linking = this.linking.get(id);
     if (linking) {
       linking.abort.abort(new FetchAbort('cancelled'));
@@ -456,43 +462,27 @@ export class FetchManager {
     const id = rootId(key);
     const q = job.state;
     if (q.name !== 'queued') return;
-    const found = await this.donorsFor(key, q.steps, signal);
+    const base = this.reuseFrom.get(id);
+    this.reuseFrom.delete(id);
+    const found = await this.donors.find(key, q.steps, base, signal);
     if (found.length === 0 || signal.aborted || this.jobs.get(id)?.job !== job) return;
     const depsDir = this.o.store.depsDir(key);
     const treeDir = this.o.store.treeDir(key);
     const donors = [...new Set(found.map((f) => f.donor.sha))];
-    const allLinked = found.reduce((n, f) => n + f.unit.length, 0) === q.steps.filter((s) => s.state === 'queued').length;
-    // The marker first: a crash half-way is cleaned by the next start (resume → dropReuse).
-    // It names the base only when the base gave everything (the store charges such a head nothing for its deps).
-    await mkdir(depsDir, { recursive: true });
-    await markDepsReused(depsDir, allLinked && donors.length === 1 ? donors[0]! : 'several');
-    try {
-      for (const { donor, unit } of found) {
-        for (const rel of unitRels(unit)) await linkOutput(this.o.store.depsDir(donor), depsDir, rel);
-      }
-    } catch (err) {
-      // An earlier root went away meanwhile, or the disk refused: fetch them all for real.
-      await dropReuse(depsDir);
-      throw err;
-    }
+    await linkDonations(found, depsDir, (k) => this.o.store.depsDir(k), q.steps.filter((s) => s.state === 'queued').length);
+    // Mounts first, then every change below in one turn: a query must never see a
+    // workspace done (so not waited for) whose mounts are not published yet.
+    const given = new Set(found.flatMap((f) => f.unit));
+    const asDone = (steps: StepStatus[]) => steps.map((s) => (given.has(s) ? { ...s, state: 'done' as const } : s));
+    const early = await serveMounts(treeDir, depsDir, asDone([...given]));
+    const mounts = await serveMounts(treeDir, depsDir, asDone(q.steps));
     if (signal.aborted || this.jobs.get(id)?.job !== job) return;
-    const linked: StepStatus[] = [];
-    for (const { donor, unit, from } of found) {
-      for (const s of unit) {
-        const d = from.find((x) => x.ecosystem === s.ecosystem && x.dir === s.dir);
-        s.state = 'done';
-        s.reused = donor.sha;
-        if (d?.skipped) s.skipped = [...d.skipped];
-        linked.push(s);
-      }
-    }
-    const early = await serveMounts(treeDir, depsDir, linked);
+    const linked = markLinked(found);
     this.log.info({ root: id, from: donors, workspaces: linked.length }, 'fetch reused');
     const finished = new Date().toISOString();
     if (q.steps.every((s) => s.state !== 'queued')) {
       const bytes = donors.length === 1 ? (this.stateOf(found[0]!.donor)?.bytes ?? 0) : 0;
       job.to({ name: 'running', startedAt: finished, abort: new AbortController(), steps: q.steps, attempt: q.attempt });
-      const mounts = await serveMounts(treeDir, depsDir, q.steps);
       job.to({ name: 'done', steps: q.steps, attempt: q.attempt, startedAt: finished, finishedAt: finished, bytes, log: linkedLog(q.steps), mounts });
     } else q.early = early;
     // Sessions started before the link lack its mounts: the listeners restart them
@@ -500,59 +490,6 @@ export class FetchManager {
     this.notifyDone(key, { state: 'done', ecosystems: linked.map(({ reused: _r, ...s }) => s), finishedAt: finished });
     this.wake(id);
     await this.persist(key, job);
-  }
-
-  /** For each unit of the job's queued workspaces, the first earlier root that fetched it with the same inputs. */
-  private async donorsFor(key: RootKey, steps: StepStatus[], signal: AbortSignal): Promise<{ donor: RootKey; unit: StepStatus[]; from: StepStatus[] }[]> {
-    const id = rootId(key);
-    const units = reuseUnits(steps.filter((s) => s.state === 'queued'));
-    const base = this.reuseFrom.get(id);
-    this.reuseFrom.delete(id);
-    if (units.length === 0) return [];
-    const mine = await this.inputsOf(key);
-    if (!mine) return [];
-    const same = async (other: RootKey, unit: StepStatus[]) => {
-      const theirs = await this.inputsOf(other);
-      return !!theirs && unit.every((s) => workspaceDigest(mine, s) !== undefined && workspaceDigest(mine, s) === workspaceDigest(theirs, s));
-    };
-    // The base's fetch still running: waited for (holding no slot) only when some unit would come from it.
-    if (base && this.jobs.get(rootId(base)) && !this.jobs.get(rootId(base))!.job.settled) {
-      let useful = false;
-      for (const u of units) if (await same(base, u)) useful = true;
-      if (useful) await this.wait(base, signal);
-    }
-    const candidates = [...this.jobs.values()]
-      .filter(({ key: k, job }) => k.org === key.org && k.repo === key.repo && k.sha !== key.sha && (job.state.name === 'done' || job.state.name === 'failed'))
-      .sort((a, b) => (base && a.key.sha === base.sha ? -1 : base && b.key.sha === base.sha ? 1 : finishedAt(b.job) - finishedAt(a.job)));
-    const out: { donor: RootKey; unit: StepStatus[]; from: StepStatus[] }[] = [];
-    for (const unit of units) {
-      for (const c of candidates) {
-        if (signal.aborted) return [];
-        // Linked only once its state file says so: a root a crash left "running" would fetch again at the next start, through dirs we now share.
-        await this.writes.get(rootId(c.key));
-        const cs = c.job.state;
-        if (cs.name !== 'done' && cs.name !== 'failed') continue;
-        const doneThere = unit.every((s) => cs.steps.some((d) => d.ecosystem === s.ecosystem && d.dir === s.dir && d.state === 'done'));
-        if (!doneThere || !(await same(c.key, unit))) continue;
-        const donorDeps = this.o.store.depsDir(c.key);
-        let present = true;
-        for (const rel of unitRels(unit)) if (!(await isPlainDir(donorDeps, rel))) present = false;
-        if (!present) continue; // its output was removed (over the byte bound)
-        out.push({ donor: c.key, unit, from: cs.steps });
-        break;
-      }
-    }
-    return out;
-  }
-
-  private inputsOf(key: RootKey): Promise<InputEntry[] | undefined> {
-    const id = rootId(key);
-    let d = this.inputs.get(id);
-    if (!d) {
-      d = fetchInputEntries(this.o.store.treeDir(key)).catch(() => undefined);
-      this.inputs.set(id, d);
-    }
-    return d;
   }
 
   private stateOf(key: RootKey): { bytes?: number } | undefined {
@@ -640,11 +577,6 @@ export class FetchManager {
         return { name: 'none' };
     }
   }
-}
-
-function finishedAt(job: FetchJob): number {
-  const s = job.state;
-  return s.name === 'done' || s.name === 'failed' ? Date.parse(s.finishedAt) || 0 : 0;
 }
 
 /** The log lines that say which workspaces were linked, and from where. */
