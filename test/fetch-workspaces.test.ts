@@ -9,27 +9,18 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { copyFileSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { scratchDir } from './helpers/fetch-env.js';
 import { cannotJail, fetchSettled, fixturesDir, lspQuery, position, shaOf, uploadDir, type Lspd, startLspd } from './helpers/lsp-harness.js';
 import { assertLeftPadDefinition } from './helpers/npm-dep.js';
 import { startNpmRegistry, type NpmRegistry } from './helpers/npm-registry.js';
+import { closedPort } from './helpers/ports.js';
 
 const skip = cannotJail();
 const root = (n: number) => ({ org: 'acme', repo: 'mono', sha: shaOf(`mono-${n}`) });
 
 type Step = { ecosystem: string; dir: string; state: string; reason?: string; reused?: string };
-
-/** A port nothing listens on (bound, then closed). */
-async function closedPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 /** npm-dep at the top; web/ locks its package on a host that is not allowed; utils/doclint pins a wheel. */
 function monorepo(forbidden: number, extra: Record<string, string> = {}): string {
