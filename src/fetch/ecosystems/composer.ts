@@ -1,5 +1,6 @@
 // PHP: `composer install --no-scripts --no-plugins`, dists only (../composer.ts has the why).
 import { composerHint, composerServeMounts, prepareComposer } from '../composer.js';
+import { registryReason } from '../registry-reason.js';
 import { wsRel } from '../step.js';
 import { baseName, inside, type EcosystemRecord } from './record.js';
 
@@ -10,7 +11,7 @@ export const composer: EcosystemRecord = {
   command: 'composer install',
   lockfiles: ['composer.json', 'composer.lock'],
   prepare: prepareComposer,
-  hint: composerHint,
+  hint: (output) => composerHint(output) ?? registryReason(output),
   outputRel: (ws) => wsRel('composer', ws),
   serveMounts: composerServeMounts,
   readsInput: (path, ws) => inside(path, ws) && (INPUTS.has(baseName(path)) || path.split('/').includes('vendor')),
