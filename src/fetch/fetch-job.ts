@@ -12,7 +12,7 @@ import { removeTree } from '../store/remove-tree.js';
 import { diskUsage } from './disk-usage.js';
 import { recordOf } from './ecosystems/table.js';
 import { LogTail } from './log-tail.js';
-import { openForJail, seal } from './perms.js';
+import { openForJail, seal, sealParents } from './perms.js';
 import { OUTPUT_DIRS, SCRATCH_DIRS, type ServeMount, type StepContext, type StepSpawn } from './step.js';
 import type { FetchView, PlanItem, StepStatus } from './types.js';
 import { IllegalTransition } from '../state-machine.js';
@@ -193,7 +193,11 @@ export async function runJob(deps: RunDeps, o: RunOptions): Promise<RunResult> {
   for (const rel of SCRATCH_DIRS) await removeTree(join(o.ctx.depsDir, rel));
   // Only what this job's jails wrote: a workspace linked from an earlier root is that root's, sealed when it was fetched.
   const ran = new Set(steps.filter((s) => s.reused === undefined && s.state !== 'refused').map((s) => recordOf(s.ecosystem)?.outputRel(s.dir)));
-  for (const rel of ran) if (rel !== undefined) await seal(join(o.ctx.depsDir, rel));
+  for (const rel of ran) {
+    if (rel === undefined) continue;
+    await sealParents(o.ctx.depsDir, rel);
+    await seal(join(o.ctx.depsDir, rel));
+  }
   let bytes = await diskUsage(o.ctx.depsDir);
   const aborted = signal.aborted ? abortCause(signal) : undefined;
   if (aborted === 'bytes' || bytes > o.maxBytes) {
