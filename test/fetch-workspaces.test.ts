@@ -8,11 +8,12 @@
 // dependency at once, with no fetch of its own.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { copyFileSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { scratchDir } from './helpers/fetch-env.js';
-import { cannotJail, fetchSettled, fixturesDir, lspQuery, position, shaOf, uploadDir, type Lspd, startLspd } from './helpers/lsp-harness.js';
+import { cannotJail, fetchSettled, fixturesDir, lspQuery, position, shaOf, uploadDir, waitFor, type Lspd, startLspd } from './helpers/lsp-harness.js';
 import { assertLeftPadDefinition } from './helpers/npm-dep.js';
 import { startNpmRegistry, type NpmRegistry } from './helpers/npm-registry.js';
 import { closedPort } from './helpers/ports.js';
@@ -56,22 +57,25 @@ describe('a fetch is per workspace: partial, reasons, reuse by workspace', { ski
   let d: Lspd;
   let registry: NpmRegistry;
   let forbidden: number;
+  let dataDir: string;
+  let env: Record<string, string>;
   before(async () => {
     registry = await startNpmRegistry();
     const unreachable = await closedPort();
     forbidden = await closedPort();
-    d = await startLspd({
-      env: {
-        LSPD_NPM_REGISTRY: registry.url,
-        LSPD_PIP_INDEX_URL: `http://127.0.0.1:${unreachable}/simple/`,
-        LSPD_FETCH_REGISTRIES: `${registry.authority},127.0.0.1:${unreachable}`,
-        // The head's first query waits for its link however loaded the host is; what is asserted is counted.
-        LSPD_FETCH_WAIT_MS: '30000',
-      },
-    });
+    dataDir = mkdtempSync(join(tmpdir(), 'lspd-ws-'));
+    env = {
+      LSPD_NPM_REGISTRY: registry.url,
+      LSPD_PIP_INDEX_URL: `http://127.0.0.1:${unreachable}/simple/`,
+      LSPD_FETCH_REGISTRIES: `${registry.authority},127.0.0.1:${unreachable}`,
+      // The head's first query waits for its link however loaded the host is; what is asserted is counted.
+      LSPD_FETCH_WAIT_MS: '30000',
+    };
+    d = await startLspd({ env, dataDir });
   });
   after(async () => {
     await d?.close();
+    rmSync(dataDir, { recursive: true, force: true });
     await registry?.close();
   });
 
@@ -156,5 +160,18 @@ describe('a fetch is per workspace: partial, reasons, reuse by workspace', { ski
     assert.equal(theirs.state, 'done');
     assert.equal(step(theirs, 'npm', '').reused, undefined);
     assert.ok(registry.hits.length > hits, 'the other org downloaded');
+  });
+
+  test('after a restart: partial and reused are read back, and the linked packages still answer', async () => {
+    await d.close();
+    d = await startLspd({ env, dataDir });
+    // The daemon reads the state files back after it starts listening.
+    const back = () => [1, 2].every((n) => d.fetcher.state(root(n)).state !== 'none');
+    assert.ok(await waitFor(back, 60_000), 'the fetch states were read back');
+    const one = await fetchSettled(d.url, root(1));
+    assert.equal(one.state, 'partial', JSON.stringify(one));
+    const two = await fetchSettled(d.url, root(2));
+    assert.equal(step(two, 'npm', '').reused, root(1).sha, JSON.stringify(two));
+    assert.equal((await leftPadDefinition(d.url, root(2))).state, 'partial');
   });
 });
