@@ -162,6 +162,25 @@ describe('a fetch is per workspace: partial, reasons, reuse by workspace', { ski
     assert.ok(registry.hits.length > hits, 'the other org downloaded');
   });
 
+  test("a head uploaded while its base still fetches waits for the base's fetch, holding no slot, and links it", async () => {
+    const base = { org: 'acme', repo: 'early', sha: shaOf('early-1') };
+    const head = { org: 'acme', repo: 'early', sha: shaOf('early-2') };
+    const tree = scratchDir('lspd-ws-early-');
+    for (const f of ['package.json', 'package-lock.json', 'index.js']) copyFileSync(join(fixturesDir, 'npm-dep', f), join(tree, f));
+    const tarballs = () => registry.hits.filter((h) => h.endsWith('.tgz')).length;
+    const before = tarballs();
+    await uploadDir(d.url, base, tree);
+    const layer = scratchDir('lspd-ws-layer-');
+    writeFileSync(join(layer, 'extra.js'), 'module.exports = 1;\n');
+    await uploadDir(d.url, head, layer, `?base=${base.sha}`);
+    const h = await fetchSettled(d.url, head, 180_000);
+    assert.equal(h.state, 'done', JSON.stringify(h));
+    assert.equal(step(h, 'npm', '').reused, base.sha, JSON.stringify(h));
+    assert.equal((await fetchSettled(d.url, base, 180_000)).state, 'done');
+    assert.equal(tarballs(), before + 1, 'one download, by the base');
+    await assertLeftPadDefinition(d.url, head);
+  });
+
   test('after a restart: partial and reused are read back, and the linked packages still answer', async () => {
     await d.close();
     d = await startLspd({ env, dataDir });
