@@ -22,8 +22,9 @@ export interface DetectLimits {
 }
 
 /**
- * The largest lockfile or manifest that drives a fetch (package-lock.json,
- * npm-shrinkwrap.json, package.json, go.mod, go.sum). The daemon parses an npm
+ * The largest lockfile or manifest that drives a fetch (each record's `lockfiles`,
+ * src/fetch/ecosystems/: package.json and its lock, go.mod, go.sum, composer.json
+ * and .lock, Python locks and requirements files). The daemon parses an npm
  * lockfile on its own thread (for workspace members) and a tool parses each in the
  * jail: past this, the fetch is refused with the reason, nothing parsed. The
  * largest real lockfiles are a few tens of MiB.
