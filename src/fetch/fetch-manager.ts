@@ -1,6 +1,10 @@
 // The FETCH phase as the rest of lspd sees it: one job per root, queued after
 // upload and run in the background, at most LSPD_FETCH_SLOTS at a time.
 //
+// - Per workspace: each fetches and fails on its own (a job with a failed workspace
+//   and a done one shows `partial`), and one whose inputs match a workspace an
+//   earlier root of the org and repo fetched is linked from it before the job queues
+//   (donors.ts, fetch-reuse.ts), holding no slot.
 // - States per root: none | queued | running | done | failed | refused (types.ts),
 //   persisted as <deps>/fetch.json on every change, written by rename so a crash
 //   leaves the old or the new file. At the next start `resume` re-queues a job a
@@ -109,14 +113,13 @@ export class FetchManager {
    * After an upload: detect what the tree needs and queue it. Idempotent: a root
    * that already has a job answers that job's view. Resolves with the state the
    * PUT answer shows ('queued', 'none' or 'refused'). `reuse`: the root was
-   * composed on a base; when nothing a fetcher reads changed, its job links the
-   * base's finished fetch instead of fetching.
+   * composed on a base, whose workspaces are tried first for linking (donors.ts).
    */
   enqueue(key: RootKey, reuse?: ReuseCandidate): Promise<FetchView> {
     const id = rootId(key);
-    if (reuse && reuse.base.org === key.org && reuse.base.repo === key.repo) this.reuseFrom.set(id, reuse.base);
     const have = this.jobs.get(id);
     if (have) return Promise.resolve(have.job.view());
+    if (reuse && reuse.base.org === key.org && reuse.base.repo === key.repo) this.reuseFrom.set(id, reuse.base);
     let p = this.pendingEnqueue.get(id);
     if (!p) {
       p = this.detectAndQueue(key, 1).finally(() => this.pendingEnqueue.delete(id));
