@@ -15,7 +15,7 @@ export const errorBody = z
   })
   .describe('Every error answer.');
 
-export const fetchState = z.enum(['none', 'queued', 'running', 'done', 'failed', 'refused']);
+export const fetchState = z.enum(['none', 'queued', 'running', 'done', 'partial', 'failed', 'refused']);
 
 /** What every answer describing a stored root says of its size and provenance. */
 const rootSize = {
@@ -182,7 +182,7 @@ export const lspAnswer = z.looseObject({
   dependency_freshness: z.string().optional(),
   dependencies: z
     .looseObject({
-      state: z.enum(['none', 'running', 'done', 'failed', 'refused']),
+      state: z.enum(['none', 'running', 'done', 'partial', 'failed', 'refused']),
       error: z.string().optional(),
       may_change: z
         .literal(true)
@@ -195,7 +195,7 @@ export const lspAnswer = z.looseObject({
     })
     .optional()
     .describe(
-      "What the answering server could see of the root's dependencies: fetched (done), none to fetch, still downloading (running: answered from the tree alone), or failed/refused and why (the tree is still served).",
+      "What the answering server could see of the root's dependencies: fetched (done), none to fetch, still downloading (running: answered from the tree alone), some workspaces of its ecosystem fetched and others not (partial, error names them), or failed/refused and why (the tree is still served).",
     ),
   notes: z
     .array(z.string())

@@ -90,7 +90,7 @@ describe('fetch reuse for incremental roots', () => {
     const head = await settled(key(2));
     assert.equal(head.state, 'done', head.log);
     assert.match(head.log!, new RegExp(`linked from ${SHA(1)}`));
-    assert.deepEqual(head.ecosystems, [{ ecosystem: 'npm', dir: '', state: 'done' }]);
+    assert.deepEqual(head.ecosystems, [{ ecosystem: 'npm', dir: '', state: 'done', reused: SHA(1) }]);
     assert.equal(downloads(), fetched, 'nothing was downloaded again');
     const pkg = 'left-pad-lite/package.json';
     assert.equal(statSync(join(nodeModules(key(2)), pkg)).ino, statSync(join(nodeModules(key(1)), pkg)).ino, "a link to the base's file");

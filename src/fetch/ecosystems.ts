@@ -7,6 +7,7 @@
 // at fetch time, and the answer would describe a tree nobody built.
 import { lstat, readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { recordOf } from './ecosystems/table.js';
 import type { Ecosystem, PlanItem, Toolchains } from './types.js';
 
 export interface DetectLimits {
@@ -21,8 +22,9 @@ export interface DetectLimits {
 }
 
 /**
- * The largest lockfile or manifest that drives a fetch (package-lock.json,
- * npm-shrinkwrap.json, package.json, go.mod, go.sum). The daemon parses an npm
+ * The largest lockfile or manifest that drives a fetch (each record's `lockfiles`,
+ * src/fetch/ecosystems/: package.json and its lock, go.mod, go.sum, composer.json
+ * and .lock, Python locks and requirements files). The daemon parses an npm
  * lockfile on its own thread (for workspace members) and a tool parses each in the
  * jail: past this, the fetch is refused with the reason, nothing parsed. The
  * largest real lockfiles are a few tens of MiB.
@@ -30,13 +32,6 @@ export interface DetectLimits {
 export const MAX_LOCKFILE_BYTES = 32 * 1024 * 1024;
 
 export const defaultDetectLimits: DetectLimits = { maxEntries: 200_000, maxDepth: 32, maxWorkspaces: 16, maxLockfileBytes: MAX_LOCKFILE_BYTES };
-
-/** Files whose size bounds the fetch they drive, by ecosystem. */
-const FETCH_INPUTS: Record<'go' | 'npm' | 'cargo', readonly string[]> = {
-  go: ['go.mod', 'go.sum'],
-  cargo: ['Cargo.toml', 'Cargo.lock'],
-  npm: ['package.json', 'package-lock.json', 'npm-shrinkwrap.json'],
-};
 
 /**
  * Directories never searched: installed dependencies (node_modules, vendor) are not
@@ -90,7 +85,9 @@ export async function detect(treeDir: string, tools: Toolchains, limits: DetectL
       const bareCargo = rel === '' && files.has('Cargo.toml') && !files.has('Cargo.lock') && (await declaresCrates(join(treeDir, 'Cargo.toml')));
       const bareComposer =
         rel === '' && !hasVendor && files.has('composer.json') && !files.has('composer.lock') && (await requiresPackages(join(treeDir, 'composer.json')));
-      found.push(...(await bounded(treeDir, rel, planDir(rel, files, tools, bareNpm, bareComposer, bareCargo), limits.maxLockfileBytes ?? MAX_LOCKFILE_BYTES)));
+      found.push(
+        ...(await bounded(treeDir, rel, files, planDir(rel, files, tools, bareNpm, bareComposer, bareCargo), limits.maxLockfileBytes ?? MAX_LOCKFILE_BYTES)),
+      );
       for (const e of entries) {
         // Dirent.isDirectory() is false for a symlink, so links are never followed.
         if (e.isDirectory() && !skipDirs.has(e.name)) next.push(rel === '' ? e.name : `${rel}/${e.name}`);
@@ -188,15 +185,16 @@ async function declaresDependencies(file: string): Promise<boolean> {
 }
 
 /** Fetches whose lockfile or manifest is over the bound become refusals naming the file and its size. */
-async function bounded(treeDir: string, dir: string, items: PlanItem[], maxBytes: number): Promise<PlanItem[]> {
+async function bounded(treeDir: string, dir: string, files: Set<string>, items: PlanItem[], maxBytes: number): Promise<PlanItem[]> {
   const out: PlanItem[] = [];
   for (const it of items) {
-    if (it.action !== 'fetch' || (it.ecosystem !== 'go' && it.ecosystem !== 'npm' && it.ecosystem !== 'cargo')) {
+    const locks = it.action === 'fetch' ? recordOf(it.ecosystem)?.lockfiles : undefined;
+    if (!locks) {
       out.push(it);
       continue;
     }
     let over: string | undefined;
-    for (const name of FETCH_INPUTS[it.ecosystem]) {
+    for (const name of [...files].filter((f) => locks.some((l) => (typeof l === 'string' ? l === f : l.test(f)))).sort()) {
       const st = await lstat(join(treeDir, dir, name)).catch(() => undefined);
       if (st?.isFile() && st.size > maxBytes) {
         over = `${name} is ${mib(st.size)}, over the ${mib(maxBytes)} bound for a lockfile or manifest: not parsed, dependencies not fetched.`;

@@ -10,15 +10,11 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { removeTree } from '../store/remove-tree.js';
 import { diskUsage } from './disk-usage.js';
-import { cargoHint, cargoServeMounts, prepareCargo } from './cargo.js';
-import { composerHint, composerServeMounts, prepareComposer } from './composer.js';
-import { goHint, goServeMounts, prepareGo } from './go.js';
+import { recordOf } from './ecosystems/table.js';
 import { LogTail } from './log-tail.js';
-import { npmHint, npmServeMounts, prepareNpm } from './npm.js';
-import { openForJail, seal } from './perms.js';
-import { preparePython, pythonHint, pythonServeMounts, pythonSkipped } from './python.js';
+import { openForJail, seal, sealParents } from './perms.js';
 import { OUTPUT_DIRS, SCRATCH_DIRS, type ServeMount, type StepContext, type StepSpawn } from './step.js';
-import type { Ecosystem, FetchView, PlanItem, StepStatus } from './types.js';
+import type { FetchView, PlanItem, StepStatus } from './types.js';
 import { IllegalTransition } from '../state-machine.js';
 
 /** Why a running job was stopped; each ends differently (see FetchManager). */
@@ -39,8 +35,9 @@ interface Common {
 /** The job's states; a field exists only where it means something. */
 export type JobState =
   | { name: 'none' }
-  | ({ name: 'queued' } & Common)
-  | ({ name: 'running'; startedAt: string; abort: AbortController } & Common)
+  // early: mounts of workspaces linked from an earlier root, served while the rest waits or runs.
+  | ({ name: 'queued'; early?: ServeMount[] } & Common)
+  | ({ name: 'running'; startedAt: string; abort: AbortController; early?: ServeMount[] } & Common)
   | ({ name: 'done'; startedAt: string; finishedAt: string; bytes: number; log: string; mounts: ServeMount[] } & Common)
   | ({ name: 'failed'; error: string; startedAt?: string; finishedAt: string; bytes?: number; log: string; mounts: ServeMount[] } & Common)
   | ({ name: 'refused'; error: string } & Common)
@@ -90,7 +87,8 @@ export class FetchJob {
         return { state: 'done', ecosystems: copy(s.steps), log: s.log, startedAt: s.startedAt, finishedAt: s.finishedAt, bytes: s.bytes };
       case 'failed':
         return {
-          state: 'failed',
+          // Workspaces fail on their own: what finished is served (serveMounts) and said so.
+          state: s.steps.some((st) => st.state === 'done') ? 'partial' : 'failed',
           error: s.error,
           ecosystems: copy(s.steps),
           log: s.log,
@@ -147,22 +145,6 @@ export interface RunResult {
   mounts: ServeMount[];
 }
 
-interface Fetcher {
-  prepare(ctx: StepContext, ws: string): Promise<StepSpawn>;
-  hint(output: string): string | undefined;
-  /** What the caller is told ran, when it failed without a hint. */
-  command: string;
-  /** After a step that exited 0: locked dependencies it left out, each named with why. */
-  skipped?(ctx: StepContext, ws: string): Promise<string[]>;
-}
-const fetchers: Partial<Record<Ecosystem, Fetcher>> = {
-  go: { prepare: prepareGo, hint: goHint, command: 'go mod download' },
-  npm: { prepare: prepareNpm, hint: npmHint, command: 'npm ci' },
-  composer: { prepare: prepareComposer, hint: composerHint, command: 'composer install' },
-  python: { prepare: preparePython, hint: pythonHint, command: 'pip install', skipped: pythonSkipped },
-  cargo: { prepare: prepareCargo, hint: cargoHint, command: 'cargo fetch' },
-};
-
 /** Run every queued step of a job in turn. Never throws for a step's failure; the result says. */
 export async function runJob(deps: RunDeps, o: RunOptions): Promise<RunResult> {
   const tail = new LogTail(o.logTailBytes, o.scrub);
@@ -173,7 +155,8 @@ export async function runJob(deps: RunDeps, o: RunOptions): Promise<RunResult> {
   const bytesCtl = new AbortController();
   const signal = AbortSignal.any([o.signal, bytesCtl.signal]);
   const watcher = watchBytes(o.ctx.depsDir, o.maxBytes, o.byteCheckIntervalMs, signal, () => bytesCtl.abort(new FetchAbort('bytes')));
-  let error: string | undefined;
+  // Each workspace fails on its own and the next still runs: the error names them all (a few).
+  const failures: string[] = [];
   const stopped: StepStatus[] = [];
   try {
     for (const step of steps) {
@@ -192,13 +175,15 @@ export async function runJob(deps: RunDeps, o: RunOptions): Promise<RunResult> {
         step.state = 'failed';
         step.reason = reason;
         if (end.state === 'stopped') stopped.push(step);
-        error ??= `${step.ecosystem} in ${step.dir || '.'}: ${reason}`;
+        failures.push(`${step.ecosystem} in ${step.dir || '.'}: ${reason}`);
       }
       o.onStep();
     }
   } finally {
     watcher.stop();
   }
+  let error =
+    failures.length === 0 ? undefined : failures.length <= 4 ? failures.join(' ') : `${failures.slice(0, 4).join(' ')} … and ${failures.length - 4} more.`;
   const early = signal.aborted ? abortCause(signal) : undefined;
   if (early === 'cancelled' || early === 'shutdown') {
     // The root is being deleted, or the daemon is stopping within its grace: no
@@ -206,7 +191,13 @@ export async function runJob(deps: RunDeps, o: RunOptions): Promise<RunResult> {
     return { steps, stopped, aborted: early, bytes: 0, log: tail.tail(), mounts: [] };
   }
   for (const rel of SCRATCH_DIRS) await removeTree(join(o.ctx.depsDir, rel));
-  for (const rel of OUTPUT_DIRS) await seal(join(o.ctx.depsDir, rel));
+  // Only what this job's jails wrote: a workspace linked from an earlier root is that root's, sealed when it was fetched.
+  const ran = new Set(steps.filter((s) => s.reused === undefined && s.state !== 'refused').map((s) => recordOf(s.ecosystem)?.outputRel(s.dir)));
+  for (const rel of ran) {
+    if (rel === undefined) continue;
+    await sealParents(o.ctx.depsDir, rel);
+    await seal(join(o.ctx.depsDir, rel));
+  }
   let bytes = await diskUsage(o.ctx.depsDir);
   const aborted = signal.aborted ? abortCause(signal) : undefined;
   if (aborted === 'bytes' || bytes > o.maxBytes) {
@@ -215,6 +206,13 @@ export async function runJob(deps: RunDeps, o: RunOptions): Promise<RunResult> {
     tail.line(`lspd: dependency dir used ${bytes} bytes, over the bound of ${o.maxBytes}; fetched files removed`);
     await removeOutputs(o.ctx.depsDir);
     bytes = await diskUsage(o.ctx.depsDir);
+    // Nothing of it is served: no workspace is done (the root's fetch is failed, not partial).
+    for (const st of steps) {
+      if (st.state !== 'done') continue;
+      st.state = 'failed';
+      st.reason = 'removed: the dependencies took more bytes than allowed';
+      delete st.reused;
+    }
     return { steps, stopped, error: `the dependencies took more than ${o.maxBytes} bytes`, aborted: 'bytes', bytes, log: tail.tail(), mounts: [] };
   }
   if (aborted === 'timeout') error = 'the fetch did not finish within its deadline';
@@ -230,7 +228,7 @@ type StepEnd = { state: 'done' } | { state: 'failed'; reason: string } | { state
 
 /** One workspace in the FETCH jail. */
 async function runStep(deps: RunDeps, ctx: StepContext, step: StepStatus, o: RunOptions, signal: AbortSignal, tail: LogTail): Promise<StepEnd> {
-  const fetcher = fetchers[step.ecosystem];
+  const fetcher = recordOf(step.ecosystem);
   const started = performance.now();
   const observe = (result: string) => deps.metrics.fetchSeconds.observe({ ecosystem: step.ecosystem, result }, (performance.now() - started) / 1000);
   if (!fetcher) {
@@ -365,13 +363,16 @@ export async function removeOutputs(depsDir: string): Promise<void> {
 /** SERVE mounts of every step that finished (a failed job still serves what did finish). */
 export async function serveMounts(treeDir: string, depsDir: string, steps: StepStatus[], notes?: (line: string) => void): Promise<ServeMount[]> {
   const out: ServeMount[] = [];
-  if (steps.some((s) => s.ecosystem === 'go' && s.state === 'done')) out.push(...(await goServeMounts(depsDir)));
-  if (steps.some((s) => s.ecosystem === 'cargo' && s.state === 'done')) out.push(...(await cargoServeMounts(depsDir)));
+  const seen = new Set<string>();
   for (const s of steps) {
     if (s.state !== 'done') continue;
-    if (s.ecosystem === 'npm') out.push(...(await npmServeMounts(treeDir, depsDir, s.dir, notes)));
-    else if (s.ecosystem === 'composer') out.push(...(await composerServeMounts(treeDir, depsDir, s.dir, notes)));
-    else if (s.ecosystem === 'python') out.push(...(await pythonServeMounts(depsDir, s.dir)));
+    // Per workspace; a root-wide mount (Go's one module cache) comes once.
+    for (const m of (await recordOf(s.ecosystem)?.serveMounts(treeDir, depsDir, s.dir, notes)) ?? []) {
+      const k = `${m.host}\u0000${m.at}`;
+      if (seen.has(k)) continue;
+      seen.add(k);
+      out.push(m);
+    }
   }
   return out;
 }

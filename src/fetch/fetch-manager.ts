@@ -1,6 +1,10 @@
 // The FETCH phase as the rest of lspd sees it: one job per root, queued after
 // upload and run in the background, at most LSPD_FETCH_SLOTS at a time.
 //
+// - Per workspace: each fetches and fails on its own (a job with a failed workspace
+//   and a done one shows `partial`), and one whose inputs match a workspace an
+//   earlier root of the org and repo fetched is linked from it before the job queues
+//   (donors.ts, fetch-reuse.ts), holding no slot.
 // - States per root: none | queued | running | done | failed | refused (types.ts),
 //   persisted as <deps>/fetch.json on every change, written by rename so a crash
 //   leaves the old or the new file. At the next start `resume` re-queues a job a
@@ -25,12 +29,11 @@ import { rootId, type RootKey } from '../store/types.js';
 import { defaultDetectLimits, detect, type DetectLimits } from './ecosystems.js';
 import { readStateFile, writeStateFile, type StateFile } from './state-file.js';
 import { FetchAbort, FetchJob, abortCause, initialSteps, runJob, serveMounts, type JobState, type RunResult } from './fetch-job.js';
-import { coveredSteps, dropReuse, fetchInputsDigest, linkBaseDeps, touchesFetchInputs, type ReuseCandidate } from './fetch-reuse.js';
-import { cargoServeEnv } from './cargo.js';
-import { goServeEnv } from './go.js';
+import { dropReuse, type ReuseCandidate } from './fetch-reuse.js';
+import { Donors, linkDonations, markLinked } from './donors.js';
 import type { ServeMount } from './step.js';
 import type { Ecosystem, FetchStore, FetchView, StepStatus, Toolchains } from './types.js';
-import { CARGO_HOME_AT, GOPATH_AT } from '../jail/layout.js';
+import { recordOf } from './ecosystems/table.js';
 
 export interface FetchManagerOptions {
   config: Pick<
@@ -80,10 +83,11 @@ export class FetchManager {
   private readonly doneListeners = new Set<(key: RootKey, view: FetchView) => void>();
   private readonly settleWaiters = new Map<string, Set<() => void>>();
   private readonly writes = new Map<string, Promise<void>>();
-  /** Composed roots whose layer touched no fetch input: the base whose finished fetch they may link (fetch-reuse.ts). */
+  /** Composed roots: the base whose workspaces they link first, waited for while its fetch runs (fetch-reuse.ts). */
   private readonly reuseFrom = new Map<string, RootKey>();
-  /** Each root's fetch-inputs digest (fetch-reuse.ts), computed once: roots are immutable. */
-  private readonly digests = new Map<string, Promise<string | undefined>>();
+  private readonly donors: Donors;
+  /** Jobs linking earlier roots' workspaces before they queue (no slot held): cancel and close stop them. */
+  private readonly linking = new Map<string, { abort: AbortController; done: Promise<void> }>();
   private closed = false;
   private readonly concurrency: number;
   private readonly log: Logger;
@@ -94,6 +98,14 @@ export class FetchManager {
     this.concurrency = o.config.fetchSlots;
     this.slots = new FairShare(shareLimits(this.concurrency, { orgCap: o.config.orgMaxFetches, reservePercent: o.config.orgReservePercent, floor: 1 }));
     this.log = o.log;
+    this.donors = new Donors({
+      treeDir: (k) => o.store.treeDir(k),
+      depsDir: (k) => o.store.depsDir(k),
+      jobs: () => this.jobs.values(),
+      job: (k) => this.jobs.get(rootId(k))?.job,
+      wait: (k, signal) => this.wait(k, signal),
+      written: (k) => this.writes.get(rootId(k)),
+    });
     // The store awaits this before it deletes the files: no jail still writes them.
     o.store.onRemove((key) => this.cancel(key));
   }
@@ -102,14 +114,13 @@ export class FetchManager {
    * After an upload: detect what the tree needs and queue it. Idempotent: a root
    * that already has a job answers that job's view. Resolves with the state the
    * PUT answer shows ('queued', 'none' or 'refused'). `reuse`: the root was
-   * composed on a base; when nothing a fetcher reads changed, its job links the
-   * base's finished fetch instead of fetching.
+   * composed on a base, whose workspaces are tried first for linking (donors.ts).
    */
   enqueue(key: RootKey, reuse?: ReuseCandidate): Promise<FetchView> {
     const id = rootId(key);
-    if (reuse && !touchesFetchInputs(reuse.changed)) this.reuseFrom.set(id, reuse.base);
     const have = this.jobs.get(id);
     if (have) return Promise.resolve(have.job.view());
+    if (reuse && reuse.base.org === key.org && reuse.base.repo === key.repo) this.reuseFrom.set(id, reuse.base);
     let p = this.pendingEnqueue.get(id);
     if (!p) {
       p = this.detectAndQueue(key, 1).finally(() => this.pendingEnqueue.delete(id));
@@ -172,15 +183,21 @@ export class FetchManager {
    */
   serveBinds(key: RootKey, treeAt: string): Bind[] {
     const s = this.jobs.get(rootId(key))?.job.state;
-    const mounts: ServeMount[] = s && (s.name === 'done' || s.name === 'failed') ? s.mounts : [];
+    // While the rest runs, the workspaces linked from an earlier root are served already.
+    const mounts: ServeMount[] = !s
+      ? []
+      : s.name === 'done' || s.name === 'failed'
+        ? s.mounts
+        : s.name === 'queued' || s.name === 'running'
+          ? (s.early ?? [])
+          : [];
     return mounts.map((m) => ({ host: m.host, at: m.treeRel ? `${treeAt}/${m.at}` : m.at }));
   }
 
   /** Dependency-related environment for a SERVE jail of this root running `ecosystem`'s server. */
   serveEnv(key: RootKey, ecosystem: Ecosystem): Record<string, string> {
-    if (ecosystem === 'cargo') return cargoServeEnv(this.serveBinds(key, '/').some((b) => b.at === CARGO_HOME_AT));
-    if (ecosystem !== 'go') return {};
-    return goServeEnv(this.serveBinds(key, '/').some((b) => b.at.startsWith(`${GOPATH_AT}/`)));
+    const env = recordOf(ecosystem)?.serveEnv;
+    return env ? env(this.serveBinds(key, '/')) : {};
   }
 
   /**
@@ -217,8 +234,14 @@ export class FetchManager {
             }),
           );
         } else {
-          const steps = (view.ecosystems ?? []).map((s) => (s.state === 'running' ? { ...s, state: 'queued' as const } : s));
-          this.add(key, new FetchJob({ name: 'queued', steps, attempt: attempt + 1 }));
+          // What a reuse linked before the crash is linked again (or fetched): never half-kept.
+          const relinked = await dropReuse(this.o.store.depsDir(key));
+          const steps = (view.ecosystems ?? []).map((s) =>
+            s.state === 'running' || (relinked && s.reused !== undefined) ? { ecosystem: s.ecosystem, dir: s.dir, state: 'queued' as const } : s,
+          );
+          const job = new FetchJob({ name: 'queued', steps, attempt: attempt + 1 });
+          this.jobs.set(id, { key, job });
+          this.queueOrLink(key, job);
           this.log.info({ root: id, attempt: attempt + 1 }, 'fetch re-queued after restart');
         }
         continue;
@@ -233,7 +256,12 @@ export class FetchManager {
     const id = rootId(key);
     await this.pendingEnqueue.get(id)?.catch(() => undefined);
     this.reuseFrom.delete(id);
-    this.digests.delete(id);
+    this.donors.forget(key);
+    const linking = this.linking.get(id);
+    if (linking) {
+      linking.abort.abort(new FetchAbort('cancelled'));
+      await linking.done;
+    }
     const entry = this.jobs.get(id);
     if (!entry) return;
     this.jobs.delete(id);
@@ -254,6 +282,8 @@ export class FetchManager {
    */
   async close(): Promise<void> {
     this.closed = true;
+    for (const l of this.linking.values()) l.abort.abort(new FetchAbort('shutdown'));
+    await Promise.allSettled([...this.linking.values()].map((l) => l.done));
     for (const { job } of this.jobs.values()) {
       const s = job.state;
       if (s.name === 'running') s.abort.abort(new FetchAbort('shutdown'));
@@ -280,20 +310,13 @@ export class FetchManager {
       });
     } else job = new FetchJob({ name: 'queued', steps, attempt });
     if (this.closed) return job.view();
-    if (job.state.name === 'queued') this.add(key, job);
-    else this.jobs.set(rootId(key), { key, job });
+    this.jobs.set(rootId(key), { key, job });
     await this.persist(key, job);
-    // The view before pump(): the PUT answer says queued even when a slot is free
-    // and the job starts at once.
+    // The view before linking and pump(): the PUT answer says queued even when a slot
+    // is free and the job starts (or its workspaces are linked) at once.
     const view = job.view();
-    this.pump();
+    if (job.state.name === 'queued') this.queueOrLink(key, job);
     return view;
-  }
-
-  private add(key: RootKey, job: FetchJob): void {
-    const id = rootId(key);
-    this.jobs.set(id, { key, job });
-    this.queue.push(key.org, id);
   }
 
   private pump(): void {
@@ -324,39 +347,38 @@ export class FetchManager {
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(new FetchAbort('timeout')), this.o.config.fetchTimeoutMs);
     const startedAt = new Date().toISOString();
-    job.to({ name: 'running', startedAt, abort, steps: q.steps, attempt: q.attempt });
+    job.to({ name: 'running', startedAt, abort, steps: q.steps, attempt: q.attempt, ...(q.early ? { early: q.early } : {}) });
     const depsDir = this.o.store.depsDir(key);
     const treeDir = this.o.store.treeDir(key);
     this.log.info({ root: id, attempt: q.attempt }, 'fetch started');
     try {
       await mkdir(depsDir, { recursive: true });
       await this.persist(key, job);
-      const result =
-        (await this.shareBase(key, q.steps, abort.signal)) ??
-        (await runJob(
-          { jail: this.o.jail, log: this.log, metrics: this.o.metrics },
-          {
-            org: key.org,
-            ctx: {
-              treeDir,
-              depsDir,
-              goProxy: this.o.config.goProxy,
-              npmRegistry: this.o.config.npmRegistry,
-              pipIndexUrl: this.o.config.pipIndexUrl,
-              composerRepo: this.o.config.composerRepo,
-              cargoRegistry: this.o.config.cargoRegistry,
-              tools: this.o.tools,
-            },
-            steps: q.steps,
-            signal: abort.signal,
-            maxBytes: this.o.config.fetchMaxBytes,
-            byteCheckIntervalMs: this.o.byteCheckIntervalMs ?? 1000,
-            logTailBytes: this.o.logTailBytes ?? 16 * 1024,
-            stderrRingBytes: this.o.config.stderrRingBytes,
-            scrub: { [depsDir]: '<deps>', [treeDir]: '<tree>', [this.o.config.dataDir]: '<data>', ...goProxyLabels(this.o.config.goProxy) },
-            onStep: () => void this.persist(key, job),
+      const run = await runJob(
+        { jail: this.o.jail, log: this.log, metrics: this.o.metrics },
+        {
+          org: key.org,
+          ctx: {
+            treeDir,
+            depsDir,
+            goProxy: this.o.config.goProxy,
+            npmRegistry: this.o.config.npmRegistry,
+            pipIndexUrl: this.o.config.pipIndexUrl,
+            composerRepo: this.o.config.composerRepo,
+            cargoRegistry: this.o.config.cargoRegistry,
+            tools: this.o.tools,
           },
-        ));
+          steps: q.steps,
+          signal: abort.signal,
+          maxBytes: this.o.config.fetchMaxBytes,
+          byteCheckIntervalMs: this.o.byteCheckIntervalMs ?? 1000,
+          logTailBytes: this.o.logTailBytes ?? 16 * 1024,
+          stderrRingBytes: this.o.config.stderrRingBytes,
+          scrub: { [depsDir]: '<deps>', [treeDir]: '<tree>', [this.o.config.dataDir]: '<data>', ...goProxyLabels(this.o.config.goProxy) },
+          onStep: () => void this.persist(key, job),
+        },
+      );
+      const result = { ...run, log: linkedLog(q.steps) + run.log };
       if (job.state.name !== 'running') return;
       const cause = result.aborted;
       if (cause === 'shutdown') {
@@ -383,14 +405,7 @@ export class FetchManager {
       // the same turn as the state change: a GET that sees `done`, and any query after
       // it, never meets a session without the fetch. Persisting is after; a crash
       // before it runs the fetch again, which is harmless.
-      const view = job.view();
-      for (const l of this.doneListeners) {
-        try {
-          l(key, view);
-        } catch (err) {
-          this.log.error({ err, root: id }, 'fetch onDone listener threw');
-        }
-      }
+      this.notifyDone(key, job.view());
       await this.persist(key, job);
     } catch (err) {
       // An internal error (not a fetcher's failure, which runJob reports): fail the job, say so.
@@ -415,67 +430,86 @@ export class FetchManager {
   }
 
   /**
-   * A root whose base's fetch finished (waited for while it runs) and covers its
-   * plan gets that fetch as hard links (fetch-reuse.ts); otherwise undefined, and
-   * the deps dir is ready for a real fetch.
+   * Before a job queues (it holds no slot meanwhile): link each unit of its
+   * workspaces that an earlier root of the org and repo fetched with the same
+   * inputs (fetch-reuse.ts), then queue what is left, or settle done when nothing
+   * is. A composed root's base is tried first and, while its fetch runs, waited for
+   * when it would give something; other roots count once settled.
    */
-  private async shareBase(key: RootKey, steps: StepStatus[], signal: AbortSignal): Promise<RunResult | undefined> {
+  private queueOrLink(key: RootKey, job: FetchJob): void {
     const id = rootId(key);
-    const depsDir = this.o.store.depsDir(key);
-    let base = this.reuseFrom.get(id);
-    this.reuseFrom.delete(id);
-    let why = 'no lockfile or manifest changed';
-    if (!base) {
-      base = await this.twinOf(key);
-      why = 'the same lockfiles and manifests';
-    }
-    if (base) {
-      if (this.jobs.get(rootId(base))?.job.state.name === 'running') await this.wait(base, signal);
-      // Linked only once the base's state file says done: a base a crash left "running"
-      // would fetch again at the next start, through dirs the head now shares.
-      await this.writes.get(rootId(base));
-      const b = this.jobs.get(rootId(base))?.job.state;
-      const covered = b?.name === 'done' ? coveredSteps(steps, b.steps) : undefined;
-      if (b?.name === 'done' && covered && !signal.aborted) {
-        try {
-          const mounts = await linkBaseDeps(this.o.store.depsDir(base), depsDir, this.o.store.treeDir(key), base.sha, covered);
-          this.log.info({ root: id, base: base.sha, why }, 'fetch reused');
-          const log = `${b.log}${b.log.endsWith('\n') || b.log === '' ? '' : '\n'}lspd: dependencies linked from ${base.sha}: ${why}\n`;
-          return { steps: covered, stopped: [], bytes: b.bytes, log, mounts };
-        } catch (err) {
-          // The base went away meanwhile, or the disk refused: fetch for real.
-          this.log.warn({ err, root: id, base: base.sha }, 'fetch reuse failed; fetching');
+    const earlier = [...this.jobs.values()].some(
+      ({ key: k, job: j }) => k.org === key.org && k.repo === key.repo && k.sha !== key.sha && (j.state.name === 'done' || j.state.name === 'failed'),
+    );
+    if (this.reuseFrom.has(id) || earlier) return this.startLinking(key, job);
+    // Nothing it could link: queued in this turn, as a first commit always was.
+    this.queue.push(key.org, id);
+    this.pump();
+  }
+
+  private startLinking(key: RootKey, job: FetchJob): void {
+    const id = rootId(key);
+    const abort = new AbortController();
+    const done = this.linkEarlier(key, job, abort.signal)
+      .catch((err: unknown) => this.log.warn({ err, root: id }, 'fetch reuse failed; fetching'))
+      .finally(() => {
+        this.linking.delete(id);
+        if (this.closed || this.jobs.get(id)?.job !== job || job.state.name !== 'queued') return;
+        if (job.state.steps.some((s) => s.state === 'queued')) {
+          this.queue.push(key.org, id);
+          this.pump();
         }
+      });
+    this.linking.set(id, { abort, done });
+  }
+
+  private async linkEarlier(key: RootKey, job: FetchJob, signal: AbortSignal): Promise<void> {
+    const id = rootId(key);
+    const q = job.state;
+    if (q.name !== 'queued') return;
+    const base = this.reuseFrom.get(id);
+    this.reuseFrom.delete(id);
+    const found = await this.donors.find(key, q.steps, base, signal);
+    if (found.length === 0 || signal.aborted || this.jobs.get(id)?.job !== job) return;
+    const depsDir = this.o.store.depsDir(key);
+    const treeDir = this.o.store.treeDir(key);
+    const donors = [...new Set(found.map((f) => f.donor.sha))];
+    await linkDonations(found, depsDir, (k) => this.o.store.depsDir(k), q.steps.filter((s) => s.state === 'queued').length);
+    // Mounts first, then every change below in one turn: a query must never see a
+    // workspace done (so not waited for) whose mounts are not published yet.
+    const given = new Set(found.flatMap((f) => f.unit));
+    const asDone = (steps: StepStatus[]) => steps.map((s) => (given.has(s) ? { ...s, state: 'done' as const } : s));
+    const early = await serveMounts(treeDir, depsDir, asDone([...given]));
+    const mounts = await serveMounts(treeDir, depsDir, asDone(q.steps));
+    if (signal.aborted || this.jobs.get(id)?.job !== job) return;
+    const linked = markLinked(found);
+    this.log.info({ root: id, from: donors, workspaces: linked.length }, 'fetch reused');
+    const finished = new Date().toISOString();
+    if (q.steps.every((s) => s.state !== 'queued')) {
+      const bytes = donors.length === 1 ? (this.stateOf(found[0]!.donor)?.bytes ?? 0) : 0;
+      job.to({ name: 'running', startedAt: finished, abort: new AbortController(), steps: q.steps, attempt: q.attempt });
+      job.to({ name: 'done', steps: q.steps, attempt: q.attempt, startedAt: finished, finishedAt: finished, bytes, log: linkedLog(q.steps), mounts });
+    } else q.early = early;
+    // Sessions started before the link lack its mounts: the listeners restart them
+    // (reused steps, named without `reused`, count as fetched for this one event).
+    this.notifyDone(key, { state: 'done', ecosystems: linked.map(({ reused: _r, ...s }) => s), finishedAt: finished });
+    this.wake(id);
+    await this.persist(key, job);
+  }
+
+  private stateOf(key: RootKey): { bytes?: number } | undefined {
+    const s = this.jobs.get(rootId(key))?.job.state;
+    return s && (s.name === 'done' || s.name === 'failed') ? s : undefined;
+  }
+
+  private notifyDone(key: RootKey, view: FetchView): void {
+    for (const l of this.doneListeners) {
+      try {
+        l(key, view);
+      } catch (err) {
+        this.log.error({ err, root: rootId(key) }, 'fetch onDone listener threw');
       }
     }
-    await dropReuse(depsDir);
-    return undefined;
-  }
-
-  /**
-   * A root of the same org and repo whose fetch is done and read exactly what this
-   * one's would (same fetch-inputs digest), the most recently finished first;
-   * undefined when none. Never another org's or repo's.
-   */
-  private async twinOf(key: RootKey): Promise<RootKey | undefined> {
-    const candidates = [...this.jobs.values()]
-      .filter(({ key: k, job }) => k.org === key.org && k.repo === key.repo && k.sha !== key.sha && job.state.name === 'done')
-      .sort((a, b) => finishedAt(b.job) - finishedAt(a.job));
-    if (candidates.length === 0) return undefined;
-    const mine = await this.digestOf(key);
-    if (mine === undefined) return undefined;
-    for (const c of candidates) if ((await this.digestOf(c.key)) === mine) return c.key;
-    return undefined;
-  }
-
-  private digestOf(key: RootKey): Promise<string | undefined> {
-    const id = rootId(key);
-    let d = this.digests.get(id);
-    if (!d) {
-      d = fetchInputsDigest(this.o.store.treeDir(key)).catch(() => undefined);
-      this.digests.set(id, d);
-    }
-    return d;
   }
 
   private settle(key: RootKey, job: FetchJob): void {
@@ -529,6 +563,7 @@ export class FetchManager {
           log: v.log ?? '',
           mounts: await this.mountsOf(key, steps),
         };
+      case 'partial':
       case 'failed':
         return {
           name: 'failed',
@@ -549,9 +584,12 @@ export class FetchManager {
   }
 }
 
-function finishedAt(job: FetchJob): number {
-  const s = job.state;
-  return s.name === 'done' ? Date.parse(s.finishedAt) || 0 : 0;
+/** The log lines that say which workspaces were linked, and from where. */
+function linkedLog(steps: readonly StepStatus[]): string {
+  return steps
+    .filter((s) => s.reused !== undefined)
+    .map((s) => `lspd: ${s.ecosystem} ${s.dir || '.'}: dependencies linked from ${s.reused}: the same lockfiles and manifests\n`)
+    .join('');
 }
 
 function goProxyLabels(goProxy: string): Record<string, string> {

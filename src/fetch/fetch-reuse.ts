@@ -1,27 +1,25 @@
-// Fetch reuse for incremental roots: a root composed on a base (store/compose.ts)
-// whose layer touched none of the files a fetcher reads has the same dependencies
-// as its base, so instead of running the fetchers again its deps dir becomes a
-// hard-linked copy of the base's fetched output. Links, not a reference: deleting
-// or evicting the base later removes its names, never the head's. The copy is
-// shared read-only in effect: SERVE binds it read-only, and no FETCH jail ever
-// writes a dir that holds links (a job that falls back to a real fetch first
-// removes whatever a reuse left, see `dropReuse`; `openForJail` would otherwise
-// chmod the base's inodes through them).
-//
-// Full uploads too: a new commit whose fetch inputs (every lockfile, manifest and
-// committed node_modules file, by path and git blob id from its tree index) are
-// those of a root of the same org and repo whose fetch is done gets that fetch
-// the same way ("twin"). Never across orgs, nor repos: a fetch is the org's.
+// Fetch reuse, per workspace: a workspace (an npm lockfile dir, a Python lock, a
+// composer.lock; all Go modules of a root together, they share one module cache)
+// whose fetch inputs (every file its fetch reads, by path and git blob id from the
+// root's tree index, ./ecosystems/<name>.ts readsInput) are those of a workspace an
+// earlier root of the same org and repo fetched (done) gets that fetch as a
+// hard-linked copy of its output dir, even when another workspace of that root
+// failed. Links, not a reference: deleting or evicting the earlier root later
+// removes its names, never ours. The copy is read-only in effect: SERVE binds it
+// read-only, and no FETCH jail ever writes a dir that holds links (each step binds
+// only its own output dir, and dirs that nest are linked or fetched together; a job
+// that falls back to a real fetch first removes whatever a reuse left, `dropReuse`:
+// `openForJail` would otherwise chmod the earlier root's inodes through them).
+// Never across orgs, nor repos: a fetch is the org's.
 import { chmod, constants, copyFile, link, lstat, mkdir, readdir, readlink, rm, symlink } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { dirname, join } from 'node:path';
-import { markDepsReused, REUSED_DEPS_FILE } from '../store/incremental.js';
+import { REUSED_DEPS_FILE } from '../store/incremental.js';
 import { readTreeIndex } from '../store/tree-index.js';
 import type { RootKey } from '../store/types.js';
-import { removeOutputs, serveMounts } from './fetch-job.js';
-import type { ServeMount } from './step.js';
-import { OUTPUT_DIRS } from './step.js';
-import type { StepStatus } from './types.js';
+import { ecosystemTable, recordOf } from './ecosystems/table.js';
+import { removeOutputs } from './fetch-job.js';
+import type { Workspace } from './types.js';
 
 /** What an incremental upload tells the fetcher: its base, and the paths its layer added, replaced or removed. */
 export interface ReuseCandidate {
@@ -29,94 +27,89 @@ export interface ReuseCandidate {
   changed: readonly string[];
 }
 
-/**
- * Names detection and the fetchers read (ecosystems.ts planDir, npm.ts, go.ts;
- * keep in step): lockfiles, manifests and the configuration beside them. A path
- * inside a node_modules dir counts too (a committed one changes what is planned
- * and where SERVE mounts).
- */
-const FETCH_INPUTS = new Set([
-  'go.mod',
-  'go.sum',
-  'go.work',
-  'go.work.sum',
-  'package.json',
-  'package-lock.json',
-  'npm-shrinkwrap.json',
-  'yarn.lock',
-  'pnpm-lock.yaml',
-  '.npmrc',
-  'composer.json',
-  'composer.lock',
-  'Cargo.toml',
-  'Cargo.lock',
-  'requirements.txt',
-  'pyproject.toml',
-  'setup.py',
-  'Pipfile',
-  'poetry.lock',
-]);
+/** A tree file some ecosystem's fetch may read: path, kind and git blob id ('' when the index has none). */
+export interface InputEntry {
+  path: string;
+  kind: string;
+  id: string;
+}
 
+/** True when any changed path is a file some workspace's fetch reads. */
 export function touchesFetchInputs(changed: Iterable<string>): boolean {
-  for (const p of changed) {
-    const segs = p.split('/');
-    if (FETCH_INPUTS.has(segs[segs.length - 1]!) || segs.includes('node_modules')) return true;
-  }
+  for (const p of changed) if (ecosystemTable.some((r) => r.readsInput(p, ''))) return true;
   return false;
 }
 
-/**
- * A digest of what the fetch of the tree at `treeDir` reads: each fetch input's
- * path, kind and git blob id, from the root's tree index. Equal digests, equal
- * plans and equal dependencies. undefined without an index (a root stored before
- * lspd kept one) or with an id missing: then no reuse is claimed.
- */
-export async function fetchInputsDigest(treeDir: string): Promise<string | undefined> {
+/** The tree's fetch inputs from its index (never a walk of the tree); undefined without an index (a root stored before lspd kept one). */
+export async function fetchInputEntries(treeDir: string): Promise<InputEntry[] | undefined> {
   const entries = await readTreeIndex(dirname(treeDir));
   if (!entries) return undefined;
+  return entries.flatMap((e) => (e.kind !== 'dir' && touchesFetchInputs([e.path]) ? [{ path: e.path, kind: e.kind, id: e.id ?? '' }] : []));
+}
+
+/** A digest of what workspace `ws`'s fetch reads; equal digests, equal fetch. undefined when an input has no blob id: then no reuse is claimed. */
+export function workspaceDigest(entries: readonly InputEntry[], ws: Workspace): string | undefined {
+  const rec = recordOf(ws.ecosystem);
+  if (!rec) return undefined;
   const parts: string[] = [];
   for (const e of entries) {
-    if (e.kind === 'dir' || !touchesFetchInputs([e.path])) continue;
+    if (!rec.readsInput(e.path, ws.dir)) continue;
     if (!e.id) return undefined;
     parts.push(`${e.kind}\u0000${e.path}\u0000${e.id}`);
   }
   parts.sort();
-  return createHash('sha256').update(parts.join('\n')).digest('hex');
+  return createHash('sha256')
+    .update(`${ws.ecosystem}\u0000${ws.dir}\n${parts.join('\n')}`)
+    .digest('hex');
 }
 
-/** A done base's steps cover the head's plan: every step the head would run, the base ran and finished. */
-export function coveredSteps(head: readonly StepStatus[], base: readonly StepStatus[]): StepStatus[] | undefined {
-  const out: StepStatus[] = [];
-  for (const h of head) {
-    if (h.state !== 'queued') {
-      out.push({ ...h });
-      continue;
-    }
-    const b = base.find((s) => s.ecosystem === h.ecosystem && s.dir === h.dir);
-    if (!b || b.state !== 'done') return undefined;
-    out.push({ ecosystem: h.ecosystem, dir: h.dir, state: 'done' });
-  }
-  return out;
-}
+const nests = (a: string, b: string) => a === b || a.startsWith(`${b}/`) || b.startsWith(`${a}/`);
 
 /**
- * Link the base's fetched output into the head's deps dir and answer the head's
- * serve mounts (checked against the head's own tree). The marker goes first, so
- * the store charges the head nothing for what it shares, and a crash half-way is
- * cleaned up by the next run (`dropReuse`).
+ * Workspaces in units that are reused or fetched whole: those whose output dirs are
+ * equal or nest (every Go module: one module cache; an npm workspace inside
+ * another's dir), since linking one and fetching the other would hand a FETCH jail
+ * a dir holding links.
  */
-export async function linkBaseDeps(baseDeps: string, headDeps: string, headTree: string, baseSha: string, steps: StepStatus[]): Promise<ServeMount[]> {
-  await markDepsReused(headDeps, baseSha);
-  for (const rel of OUTPUT_DIRS) await linkTree(join(baseDeps, rel), join(headDeps, rel));
-  return serveMounts(headTree, headDeps, steps);
+export function reuseUnits<W extends Workspace>(steps: readonly W[]): W[][] {
+  const units: { rels: string[]; steps: W[] }[] = [];
+  for (const s of steps) {
+    const rel = recordOf(s.ecosystem)?.outputRel(s.dir);
+    if (rel === undefined) continue;
+    const hit = units.filter((u) => u.rels.some((r) => nests(r, rel)));
+    const merged = { rels: [rel, ...hit.flatMap((u) => u.rels)], steps: [...hit.flatMap((u) => u.steps), s] };
+    for (const h of hit) units.splice(units.indexOf(h), 1);
+    units.push(merged);
+  }
+  return units.map((u) => u.steps);
 }
 
-/** Before a real fetch: remove what a reuse left (its links must never be handed to a FETCH jail). */
-export async function dropReuse(depsDir: string): Promise<void> {
+/** The <deps>-relative output dirs of a unit, outermost first, each once. */
+export function unitRels(unit: readonly Workspace[]): string[] {
+  const rels = [...new Set(unit.map((s) => recordOf(s.ecosystem)?.outputRel(s.dir)).filter((r): r is string => r !== undefined))].sort();
+  return rels.filter((r) => !rels.some((o) => o !== r && r.startsWith(`${o}/`)));
+}
+
+/** Link output dir `rel` of an earlier root's deps dir into ours (parents made 0755, as the SERVE uid must read them). */
+export async function linkOutput(fromDeps: string, toDeps: string, rel: string): Promise<void> {
+  let p = toDeps;
+  for (const seg of dirname(rel) === '.' ? [] : dirname(rel).split('/')) {
+    p = join(p, seg);
+    await mkdir(p, { mode: 0o755 }).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EEXIST') throw err;
+    });
+    await chmod(p, 0o755);
+  }
+  await linkTree(join(fromDeps, rel), join(toDeps, rel));
+}
+
+/** Before a real fetch of a root a crash left half-linked: remove what a reuse left (its links must never be handed to a FETCH jail). */
+export async function dropReuse(depsDir: string): Promise<boolean> {
   const marker = await lstat(join(depsDir, REUSED_DEPS_FILE)).catch(() => undefined);
-  if (!marker) return;
+  if (!marker) return false;
   await removeOutputs(depsDir);
   await rm(join(depsDir, REUSED_DEPS_FILE), { force: true });
+  return true;
 }
 
 /** Copy a directory tree as hard links (symlinks recreated, directories made 0755); links are never followed. */

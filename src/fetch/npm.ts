@@ -26,6 +26,7 @@
 import { copyFile, lstat, mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { MAX_LOCKFILE_BYTES, isMountPoint, isPlainDir, isRegularFile, isSafeRelDir } from './ecosystems.js';
+import { registryReason } from './registry-reason.js';
 import { NPM_CACHE_REL, baseEnv, npmRel, under, writableDepsDir, type ServeMount, type StepContext, type StepSpawn } from './step.js';
 
 export async function prepareNpm(ctx: StepContext, ws: string): Promise<StepSpawn> {
@@ -61,6 +62,9 @@ export async function prepareNpm(ctx: StepContext, ws: string): Promise<StepSpaw
       npm_config_fetch_retries: '2',
       npm_config_fetch_retry_mintimeout: '2000',
       npm_config_fetch_retry_maxtimeout: '10000',
+      // npm's default waits 5 minutes for one response; the egress proxy answers 504
+      // within 10 s for a host that accepts nothing, this covers one that accepts and stalls.
+      npm_config_fetch_timeout: '60000',
     },
     binds: [out, cache],
     cwd: out.at,
@@ -109,11 +113,8 @@ export async function npmServeMounts(treeDir: string, depsDir: string, ws: strin
 }
 
 export function npmHint(output: string): string | undefined {
-  if (/\b403\b|Forbidden/.test(output)) return 'a package URL in the lockfile is on a host that is not an allowed registry.';
-  if (/EINTEGRITY|integrity checksum failed/.test(output)) return 'a downloaded package does not match the integrity hash in the lockfile.';
   if (/npm ci` can only install packages when your package.json and package-lock.json|are in sync/.test(output)) {
     return 'package.json and the lockfile disagree; npm ci installs only from a lockfile in sync.';
   }
-  if (/ENOTFOUND|ECONNREFUSED|ETIMEDOUT|EAI_AGAIN/.test(output)) return 'the registry could not be reached.';
-  return undefined;
+  return registryReason(output);
 }

@@ -38,6 +38,23 @@ export async function openForJail(dir: string): Promise<void> {
   });
 }
 
+/**
+ * The dirs between `base` and `base/rel` (not `rel` itself, nor below it): root-owned
+ * and 0755 as `seal` leaves dirs, so a SERVE uid can traverse to a sealed output
+ * whatever the umask made them. Root only; nothing follows a link.
+ */
+export async function sealParents(base: string, rel: string): Promise<void> {
+  if (!isRoot()) return;
+  let p = base;
+  for (const seg of rel.split('/').slice(0, -1)) {
+    p = join(p, seg);
+    const st = await lstat(p).catch(() => undefined);
+    if (!st?.isDirectory()) return;
+    await chmod(p, 0o755);
+    await lchown(p, 0, 0);
+  }
+}
+
 /** Root-owned, 0755 dirs and executables, 0644 files, no special bits (root only; see header). */
 export async function seal(dir: string): Promise<void> {
   if (!isRoot()) return;

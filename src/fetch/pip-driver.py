@@ -24,6 +24,8 @@ import re
 import subprocess
 import sys
 import tempfile
+import urllib.error
+import urllib.request
 
 try:
     import tomllib
@@ -259,7 +261,10 @@ def run_pip(args, reqs, require_hashes):
         "--progress-bar", "off", "--no-compile", "--no-warn-script-location",
         "--only-binary=:all:", "--no-deps",
         "--target", args.target, "--index-url", args.index_url,
-        "--retries", "2", "--timeout", "30",
+        # An index that does not answer fails the workspace in well under a minute:
+        # the egress proxy answers 504 after 10 s without a connection, and pip's
+        # defaults (5 retries, 15 s reads) would wait minutes on it.
+        "--retries", "1", "--timeout", "15",
     ]
     if args.trusted_host:
         cmd += ["--trusted-host", args.trusted_host]
@@ -275,12 +280,58 @@ def run_pip(args, reqs, require_hashes):
     return p.returncode, out
 
 
+def probe_index(index_url, name):
+    """Why the index cannot serve us, or None: one request for one project page.
+
+    pip says nothing of an index it cannot reach but "No matching distribution"
+    (its retries and the proxy's status are logged only with -v), which reads as a
+    package with no wheel. So the index is asked once first, through the same egress
+    proxy (urllib reads HTTP(S)_PROXY as pip does), and the proxy's status names the
+    cause: 403 not an allowed registry, 502 not reachable, 504 no answer in time.
+    """
+    url = index_url.rstrip("/") + "/" + norm(name) + "/"
+    try:
+        with urllib.request.urlopen(url, timeout=15):
+            return None
+    except urllib.error.HTTPError as e:
+        body = e.read(512).decode("utf-8", errors="replace")
+        if e.code == 403 and "not an allowed fetch registry" in body:
+            return "the index host is not an allowed registry (not in LSPD_FETCH_REGISTRIES)"
+        if e.code == 502:
+            return "the index host could not be reached"
+        if e.code == 504:
+            return "the index host did not answer in time"
+        return None  # the index answered (a 404 is one project it lacks): pip says the rest
+    except (urllib.error.URLError, OSError) as e:
+        text = str(getattr(e, "reason", e))
+        if re.search(r"\b403\b", text):
+            return "the index host is not an allowed registry (not in LSPD_FETCH_REGISTRIES)"
+        if re.search(r"\b504\b|timed out", text):
+            return "the index host did not answer in time"
+        return "the index host could not be reached"
+
+
 def classify(out):
-    """(fatal, reason) for a failed pip run."""
+    """(fatal, reason) for a failed pip run.
+
+    The egress proxy's status tells the causes apart (src/jail/egress-proxy.ts): 403
+    the index host is not an allowed registry, 502 it could not be reached, 504 it
+    did not answer in time. pip prints that status ("Tunnel connection failed: 403
+    Forbidden" through CONNECT, "403 Client Error" for a plain-http index, "too many
+    502 error responses" after its retries), then often "No matching distribution":
+    so the proxy's answers are read before pip's conclusion, or a refused host would
+    read as a package with no wheel. Keep in step with src/fetch/registry-reason.ts.
+    """
     if "DO NOT MATCH THE HASHES" in out or "do not match the hashes" in out:
         return True, "a downloaded wheel does not match the hashes in the lock"
-    if re.search(r"Retrying \(Retry\(|ProxyError|Max retries exceeded|Connection refused|Tunnel connection failed", out):
-        return True, "the index could not be reached"
+    if re.search(r"\b403\b[^\n]*Forbidden|403 Client Error", out):
+        return True, "the index host is not an allowed registry (not in LSPD_FETCH_REGISTRIES)"
+    if re.search(r"\b504\b|Gateway Time-?out|Read timed out|timed out", out):
+        return True, "the index host did not answer in time"
+    if re.search(r"\b502\b|Bad Gateway|Retrying \(Retry\(|ProxyError|Max retries exceeded|Connection refused|Tunnel connection failed", out):
+        return True, "the index host could not be reached"
+    if re.search(r"404 Client Error|\b404\b[^\n]*Not Found", out):
+        return False, "not found in the package index (404)"
     if "No matching distribution found" in out or "Could not find a version that satisfies" in out:
         return False, NO_WHEEL
     return True, "pip failed (see the log)"
@@ -306,6 +357,8 @@ def install(args, reqs, require_hashes, report):
         culprit = failing_name(out, pending) or (pending[0] if len(pending) == 1 else None)
         if fatal:
             report["failed"].append(f"{culprit['name']}=={culprit['version']}: {reason}" if culprit else reason)
+            # The daemon's hint reads this line (src/fetch/python.ts pythonHint).
+            print(f"lspd: failed: {reason}", flush=True)
             return
         if culprit is None:
             # Not attributable to one requirement: one at a time, so each says for itself.
@@ -345,6 +398,13 @@ def main():
     for n in plan.notes:
         print(f"lspd: {n}", flush=True)
     os.makedirs(args.target, exist_ok=True)
+    if plan.reqs:
+        reason = probe_index(args.index_url, plan.reqs[0]["name"])
+        if reason:
+            report["failed"].append(reason)
+            write_report(args.report, report)
+            print(f"lspd: failed: {reason}", flush=True)
+            return 3
     # pip's hash mode is all or nothing per run: requirements with hashes are
     # installed in a run that requires them, the rest in a run of their own.
     hashed = [r for r in plan.reqs if r["hashes"]]

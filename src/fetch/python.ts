@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { PROJECT_DIR } from '../jail/policy.js';
 import { isPlainDir, isRegularFile } from './ecosystems.js';
+import { registryReason } from './registry-reason.js';
 import { PYTHON_TMP_REL, baseEnv, under, writableDepsDir, wsRel, type ServeMount, type StepContext, type StepSpawn } from './step.js';
 import { DEPS_AT, TREE_AT } from '../jail/layout.js';
 
@@ -90,11 +91,12 @@ export async function pythonSkipped(ctx: Pick<StepContext, 'depsDir'>, ws: strin
 }
 
 export function pythonHint(output: string): string | undefined {
-  if (/does not match the hashes|DO NOT MATCH THE HASHES/.test(output)) return 'a downloaded wheel does not match the hashes in the lock.';
-  if (/\b403\b|Forbidden|Tunnel connection failed/.test(output)) return 'the package index is on a host that is not an allowed registry.';
-  if (/the index could not be reached|ProxyError|Max retries exceeded/.test(output)) return 'the package index could not be reached.';
+  // The driver's own conclusion first (pip-driver.py classify): it read pip's output whole.
+  // Only its fixed sentences: the rest of the output is pip's, and pip echoes what the tree wrote.
+  const failed = /^lspd: failed: (the index host [A-Za-z_ ()]+|a downloaded wheel does not match the hashes in the lock)$/m.exec(output)?.[1];
+  if (failed) return `${failed}.`;
   if (/the lock could not be read/.test(output)) return 'the lock file could not be read.';
-  return undefined;
+  return registryReason(output);
 }
 
 /** The site-packages of a done workspace, bound read-only at its fixed in-jail path. */

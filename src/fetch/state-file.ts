@@ -15,7 +15,7 @@ export interface StateFile {
   attempt: number;
 }
 
-const states = new Set(['none', 'queued', 'running', 'done', 'failed', 'refused']);
+const states = new Set(['none', 'queued', 'running', 'done', 'partial', 'failed', 'refused']);
 
 export async function writeStateFile(depsDir: string, file: StateFile): Promise<void> {
   const path = join(depsDir, STATE_FILE);

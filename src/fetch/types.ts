@@ -6,8 +6,11 @@ import type { RootKey } from '../schemas.js';
 /** The closed set of ecosystems lspd knows how to fetch (or knows it must refuse). */
 export type Ecosystem = 'go' | 'npm' | 'composer' | 'cargo' | 'python';
 
-/** A root's fetch, as API.md names it. */
-export type FetchStateName = 'none' | 'queued' | 'running' | 'done' | 'failed' | 'refused';
+/**
+ * A root's fetch, as API.md names it. `partial`: some workspaces were fetched and
+ * are served, others failed (each step says why); `failed`: nothing fetched is usable.
+ */
+export type FetchStateName = 'none' | 'queued' | 'running' | 'done' | 'partial' | 'failed' | 'refused';
 
 /** One unit of work: an ecosystem in one workspace (a tree-relative dir, '' = top). */
 export interface Workspace {
@@ -30,12 +33,14 @@ export interface StepStatus extends Workspace {
    * composer package with no dist archive. Bounded; never host paths.
    */
   skipped?: string[];
+  /** Done by linking this workspace's fetch from an earlier root of the org and repo (its sha): same lockfiles and manifests. */
+  reused?: string;
 }
 
 /** The JSON a caller sees; fields beyond `state`/`error` are additions API.md allows. */
 export interface FetchView {
   state: FetchStateName;
-  /** failed: what went wrong; refused: why nothing was fetched. */
+  /** failed, partial: which workspaces failed and why; refused: why nothing was fetched. */
   error?: string;
   ecosystems?: StepStatus[];
   /** The bounded, host-path-scrubbed tail of the fetchers' output. */

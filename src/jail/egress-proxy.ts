@@ -20,7 +20,12 @@ import type { Logger } from '../log.js';
 const MAX_HEAD_BYTES = 16 * 1024;
 const HEAD_TIMEOUT_MS = 30_000;
 const IDLE_TIMEOUT_MS = 5 * 60_000;
-const CONNECT_TIMEOUT_MS = 30_000;
+/**
+ * A registry that accepts no connection in this long is down for a fetch: the
+ * fetchers' own retries (npm 2, pip 1) then fail their workspace in well under a
+ * minute, with a reason, instead of minutes of waiting.
+ */
+const CONNECT_TIMEOUT_MS = 10_000;
 /** Client connections (tunnels) open at once, all orgs together. */
 const MAX_CONNECTIONS = 512;
 
@@ -84,6 +89,8 @@ export interface EgressProxyOptions {
   share?: { orgCap: number; reservePercent: number };
   /** Told of every connection refused for load (metrics). */
   onRefused?: (org: string) => void;
+  /** How long a registry may take to accept a connection before the client is answered 504 (CONNECT_TIMEOUT_MS). */
+  connectTimeoutMs?: number;
 }
 
 /** One FETCH jail's way in to the proxy: a unix socket whose connections are counted for its org. */
@@ -117,6 +124,7 @@ export function createEgressProxy(opts: EgressProxyOptions): EgressProxy {
     allow.add(c);
   }
   const log = opts.log;
+  const connectTimeoutMs = opts.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
   const share = new FairShare(shareLimits(MAX_CONNECTIONS, { orgCap: 0, reservePercent: 0, ...opts.share, floor: ORG_EGRESS_FLOOR }));
   const listeners = new Set<EgressListener>();
 
@@ -174,7 +182,14 @@ export function createEgressProxy(opts: EgressProxyOptions): EgressProxy {
       const upstream = connect({ host: host.replace(/^\[|\]$/g, ''), port: Number(port), allowHalfOpen: true });
       live.add(upstream);
       upstream.on('close', () => live.delete(upstream));
-      upstream.setTimeout(CONNECT_TIMEOUT_MS, () => upstream.destroy());
+      // The status says which failure it was (a fetcher's hint reads it, src/fetch/registry-reason.ts):
+      // 403 not allowed (above), 502 refused or unresolvable, 504 no answer in time.
+      const onConnectTimeout = () => {
+        log.warn({ dest: req.authority, ms: connectTimeoutMs }, 'egress upstream timed out');
+        upstream.destroy();
+        if (!client.destroyed) refuse(client, '504 Gateway Timeout', `${req.authority} did not answer within ${connectTimeoutMs / 1000} s`);
+      };
+      upstream.setTimeout(connectTimeoutMs, onConnectTimeout);
       const connectFailed = (err: Error) => {
         log.warn({ dest: req.authority, code: (err as NodeJS.ErrnoException).code }, 'egress upstream failed');
         if (!client.destroyed) refuse(client, '502 Bad Gateway', `cannot reach ${req.authority}`);
@@ -183,6 +198,7 @@ export function createEgressProxy(opts: EgressProxyOptions): EgressProxy {
       upstream.once('connect', () => {
         // From here an error is a broken tunnel, not an answer to give: see `both`.
         upstream.off('error', connectFailed);
+        upstream.off('timeout', onConnectTimeout);
         log.info({ dest: req.authority, method: req.method }, 'egress allowed');
         if (req.connect) client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
         else upstream.write(req.upstreamHead!, 'latin1');

@@ -29,7 +29,7 @@ export interface DependencySource {
 
 /** What an answer says about the dependencies its server could see. */
 export type DependencyNote = {
-  state: 'none' | 'running' | 'done' | 'failed' | 'refused';
+  state: 'none' | 'running' | 'done' | 'partial' | 'failed' | 'refused';
   error?: string;
   /** The answer was made without dependencies that are on their way: asked again once they are there, it may differ. */
   may_change?: true;
@@ -48,7 +48,9 @@ const MAX_SKIPPED_NOTED = 20;
 export function fetchingFor(view: FetchView, row: ServerRow): boolean {
   if (view.state !== 'queued' && view.state !== 'running') return false;
   if (!row.ecosystem) return false;
-  return (view.ecosystems ?? []).some((s) => s.ecosystem === row.ecosystem);
+  const mine = (view.ecosystems ?? []).filter((s) => s.ecosystem === row.ecosystem);
+  // Workspaces linked from an earlier commit are served while the rest still run (FetchManager.serveBinds).
+  return mine.length > 0 && !mine.every((s) => s.state === 'done' && s.reused !== undefined);
 }
 
 /**
@@ -102,8 +104,20 @@ export function dependencyNote(src: DependencySource | undefined, key: RootKey, 
   }
   // Still on their way (a job is published whole, so any unsettled step means none are mounted yet).
   if (fetchingFor(view, row)) return { state: 'running', may_change: true };
-  const bad = steps.find((s) => s.state === 'failed' || s.state === 'skipped' || unsettled(s.state));
-  if (bad) return { state: 'failed', error: bad.reason ?? view.error ?? 'the dependency fetch did not finish' };
+  const bad = steps.filter((s) => s.state === 'failed' || s.state === 'skipped' || unsettled(s.state));
+  if (bad.length > 0) {
+    // Workspaces fail on their own: with one of this ecosystem's fetched, its packages are served and the note says which are not.
+    const state = steps.some((s) => s.state === 'done') ? 'partial' : 'failed';
+    const error = bad
+      .slice(0, 4)
+      .map((s) =>
+        steps.length > 1
+          ? `${s.dir || '.'}: ${s.reason ?? 'the dependency fetch did not finish'}`
+          : (s.reason ?? view.error ?? 'the dependency fetch did not finish'),
+      )
+      .join(' ');
+    return { state, error };
+  }
   const refused = steps.find((s) => s.state === 'refused');
   if (refused) return { state: 'refused', ...(refused.reason ? { error: refused.reason } : {}) };
   // Done, but some locked dependencies could not be had (no wheel, no dist): say which.
@@ -111,7 +125,11 @@ export function dependencyNote(src: DependencySource | undefined, key: RootKey, 
   return skipped.length > 0 ? { state: 'done', skipped: skipped.slice(0, MAX_SKIPPED_NOTED) } : { state: 'done' };
 }
 
-/** Ecosystems a finished fetch brought (or failed to bring) dependencies for: their sessions restart. */
+/**
+ * Ecosystems a finished fetch brought (or failed to bring) dependencies for: their sessions restart.
+ * Not those of workspaces linked from an earlier root: that was told (and its sessions restarted) when
+ * they were linked, and sessions started since already have them.
+ */
 export function fetchedEcosystems(view: FetchView): Set<Ecosystem> {
-  return new Set((view.ecosystems ?? []).filter((s) => s.state === 'done' || s.state === 'failed').map((s) => s.ecosystem));
+  return new Set((view.ecosystems ?? []).filter((s) => (s.state === 'done' || s.state === 'failed') && s.reused === undefined).map((s) => s.ecosystem));
 }

@@ -1,0 +1,20 @@
+// The closed list of ecosystems lspd fetches, one record each (./record.ts), as
+// src/lsp/servers/server-table.ts lists the server rows. Adding one: a record file
+// here, a line below, its detection in ../ecosystems.ts (planDir) and its output
+// dir in ../step.ts OUTPUT_DIRS.
+import type { Ecosystem } from '../types.js';
+import { cargo } from './cargo.js';
+import { composer } from './composer.js';
+import { go } from './go.js';
+import { npm } from './npm.js';
+import { python } from './python.js';
+import type { EcosystemRecord } from './record.js';
+
+export const ecosystemTable: readonly EcosystemRecord[] = [go, npm, composer, python, cargo];
+
+const byName = new Map<Ecosystem, EcosystemRecord>(ecosystemTable.map((r) => [r.name, r]));
+
+/** The record of a fetched ecosystem; undefined for one lspd only refuses. */
+export function recordOf(name: Ecosystem): EcosystemRecord | undefined {
+  return byName.get(name);
+}
