@@ -247,9 +247,18 @@ export class CheckService {
       // The stored text first, as a query would open it, so the server's view before the change is the root's.
       for (const f of g.files) if (f.old !== undefined) stored.set(f.patch.path, f.old);
       let ready = true;
+      const fresh: string[] = [];
       for (const [path, text] of stored) {
+        if (!s.isOpen(path)) fresh.push(path);
         const uri = s.open(path, idOf(path), text);
         ready &&= await c.waitReady(uri);
+      }
+      // A pushing server's first push for a document just opened describes the stored
+      // text; taken here, it cannot be mistaken for the patched text's (not every
+      // server says which version a push is for). Once per document per session.
+      if (!s.pullsDiagnostics) {
+        const windowMs = Math.max(0, Math.min(c.diagnosticsWindowMs, c.deadlineAt - Date.now()));
+        await Promise.all(fresh.map((path) => s.pushedDiagnostics(treeFileUri(path), windowMs, c.deadline)));
       }
       const since = Date.now();
       const versions = new Map<string, number>();
