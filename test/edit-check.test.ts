@@ -168,7 +168,7 @@ describe('POST /v1/check, in the SERVE jail', { skip }, () => {
     );
     assert.ok(
       fresh.some((x) => x.path === 'pkg/util.py' && /"y"/.test(x.message)),
-      JSON.stringify(fresh),
+      JSON.stringify(r.body),
     );
     assert.deepEqual(r.body.fixed, []);
     const plain = await lspQuery(d.url, { ...rootOf('callgraph-py'), op: 'diagnostics', path: 'pkg/main.py', context: 3 });

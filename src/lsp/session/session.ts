@@ -361,8 +361,12 @@ export class Session {
    * `version` of it: a push for the text before a check's change (or before its undo)
    * can arrive after the change and must not be read as the answer.
    */
-  pushedSince(uri: string, since: number, version: number, maxMs: number, signal: AbortSignal): Promise<Published | undefined> {
-    return this.tracker.waitDiagnostics(uri, since, maxMs, signal, version);
+  async pushedSince(uri: string, since: number, version: number, maxMs: number, signal: AbortSignal): Promise<Published | undefined> {
+    const first = await this.tracker.waitDiagnostics(uri, since, maxMs, signal, version);
+    if (!first) return undefined;
+    // As pushedDiagnostics: pyright pushes a changed file twice (an empty set first, then its analysis).
+    await this.tracker.changed(Math.min(this.deps.config.diagnosticsSettleMs, maxMs), signal);
+    return this.tracker.diagnosticsFor(uri) ?? first;
   }
 
   /** How many documents it has opened (GET on a root shows it). */
