@@ -84,6 +84,7 @@ async function main(): Promise<void> {
         newName: `deadline${run}`,
       });
       const rename = performance.now() - t0;
+      if (!String(r.patch).includes(`deadline${run}(`)) throw new Error(`run ${run}: the rename's patch does not use its new name`);
       t.check!.push(check);
       t.plain!.push(plain);
       t.rename!.push(rename);

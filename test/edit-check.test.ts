@@ -113,7 +113,7 @@ describe('POST /v1/check, in the SERVE jail', { skip }, () => {
     assert.deepEqual(again.body.new, r.body.new);
   });
 
-  test('a patch that does not apply is 422 naming the file and hunk; a malformed one is 400; a path out of the root is 400', async () => {
+  test('a patch that does not apply is 422 naming the file and hunk; malformed or out of the root 400; too large 413', async () => {
     const stale = breaking.replace('export function greet(name: string): string', 'export function greet(nom: string): string');
     const r = await check('ts-basic', stale);
     assert.equal(r.status, 422, JSON.stringify(r.body));
@@ -126,6 +126,9 @@ describe('POST /v1/check, in the SERVE jail', { skip }, () => {
     assert.match(String(bad.body.message), /patch/);
     const out = await check('ts-basic', '--- a/../x.ts\n+++ b/../x.ts\n@@ -1 +1 @@\n-x\n+y\n');
     assert.equal(out.status, 400, JSON.stringify(out.body));
+    const huge = await check('ts-basic', '+'.repeat(d.config.maxPatchBytes + 1));
+    assert.equal(huge.status, 413, JSON.stringify(huge.body));
+    assert.equal(huge.body.limit, 'patch');
     const missing = await postJson(d.url, '/v1/check', { ...rootOf('ts-basic'), sha: shaOf('never'), patch: breaking });
     assert.equal(missing.status, 409, JSON.stringify(missing.body));
   });

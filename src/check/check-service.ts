@@ -54,6 +54,8 @@ export interface CheckLimits {
   concurrency: number;
   /** The whole check's deadline, as one query's. */
   deadlineMs: number;
+  /** LSPD_MAX_ANSWER_BYTES. */
+  maxAnswerBytes: number;
 }
 
 /** A diagnostic as the answer gives it: the diagnostics op's projection with its path. */
@@ -130,16 +132,24 @@ export class CheckService {
         all.unchanged += r.unchanged;
         all.files.push(...r.files);
       }
-      return {
+      const answer = {
         new: all.new,
         fixed: all.fixed,
         unchanged: all.unchanged,
         files: all.files,
         incomplete,
-        untrusted: true,
+        untrusted: true as const,
         ...(notes.length ? { notes } : {}),
-        elapsed_ms: Math.round((performance.now() - t0) * 10) / 10,
-      } as CheckAnswer;
+        elapsed_ms: 0,
+      };
+      // Bounded as every answer is: the longer list loses its last half until it fits (said by truncated).
+      while (Buffer.byteLength(JSON.stringify(answer)) > L.maxAnswerBytes && answer.new.length + answer.fixed.length > 0) {
+        const longer = answer.new.length >= answer.fixed.length ? answer.new : answer.fixed;
+        longer.length = Math.floor(longer.length / 2);
+        (answer as { truncated?: boolean }).truncated = true;
+      }
+      answer.elapsed_ms = Math.round((performance.now() - t0) * 10) / 10;
+      return answer as CheckAnswer;
     } catch (err) {
       if (dl.signal.aborted && !isAppError(err)) throw errors.timeout(`The check did not finish within ${L.deadlineMs} ms; it was cancelled.`);
       throw err;
@@ -276,29 +286,35 @@ export class CheckService {
       const texts = new Map(g.files.map((f) => [f.patch.path, f.text]));
       let incomplete = !ready;
       const diags: CheckDiag[] = [];
-      const read = async (path: string) => {
+      const pushed = async (path: string): Promise<unknown> => {
+        // The changed files' own push for their new version; a dependent's next push, else its last.
         const uri = treeFileUri(path);
-        let raw: unknown;
-        if (s.pullsDiagnostics) raw = await s.request('textDocument/diagnostic', { textDocument: { uri } }, c.deadline);
-        else {
-          // Pushed: the changed files' own push for their new version; a dependent's next push, else its last.
-          const changed = versions.get(path);
-          const windowMs = Math.max(0, Math.min(c.diagnosticsWindowMs, c.deadlineAt - Date.now()));
-          const pub =
-            changed !== undefined
-              ? await s.pushedSince(uri, since, changed, windowMs, c.deadline)
-              : ((await s.pushedSince(uri, since, s.versionOf(path), Math.min(windowMs, DEPENDENT_PUSH_MS), c.deadline)) ??
-                (await s.pushedDiagnostics(uri, windowMs, c.deadline)));
-          if (!pub) incomplete = true;
-          raw = pub?.items ?? [];
-        }
+        const changed = versions.get(path);
+        const windowMs = Math.max(0, Math.min(c.diagnosticsWindowMs, c.deadlineAt - Date.now()));
+        const pub =
+          changed !== undefined
+            ? await s.pushedSince(uri, since, changed, windowMs, c.deadline)
+            : ((await s.pushedSince(uri, since, s.versionOf(path), Math.min(windowMs, DEPENDENT_PUSH_MS), c.deadline)) ??
+              (await s.pushedDiagnostics(uri, windowMs, c.deadline)));
+        if (!pub) incomplete = true;
+        return pub?.items ?? [];
+      };
+      const project = async (path: string, raw: unknown) => {
         if (c.deadline.aborted) throw c.deadline.reason as Error;
         const text = texts.get(path);
         const a = await c.diagnostics(raw, path, text === undefined ? undefined : linesOf(text).map((l) => l.replace(/\r?\n$|\r$/, '')));
         for (const d of a.diagnostics) diags.push({ path, ...d });
       };
-      // Changed files first: a pushing server analyses them before their dependents.
-      for (const path of checked) await read(path);
+      if (s.pullsDiagnostics) {
+        // All at once: the server checks them together, and what it sends meanwhile
+        // (progress, refresh requests) is shared among the requests waiting (the
+        // transport's per-request budget), not charged to one.
+        const raws = await Promise.all(checked.map((path) => s.request('textDocument/diagnostic', { textDocument: { uri: treeFileUri(path) } }, c.deadline)));
+        for (const [i, path] of checked.entries()) await project(path, raws[i]);
+      } else {
+        // Changed files first: a pushing server analyses them before their dependents.
+        for (const path of checked) await project(path, await pushed(path));
+      }
       return { diags, incomplete };
     } finally {
       for (const u of undo.reverse()) {

@@ -27,6 +27,7 @@ export const checkServiceOf = perServer(
         maxDeclarations: 50,
         concurrency: 4,
         deadlineMs: deps.config.queryTimeoutMs - deps.config.cleanupReserveMs,
+        maxAnswerBytes: deps.config.maxAnswerBytes,
       },
       log: deps.log.child({ mod: 'check' }),
     }),
