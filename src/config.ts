@@ -103,6 +103,14 @@ export const configSchema = z.object({
   ),
   maxHoverBytes: int(64 * 1024, 256).describe('Longest hover text returned.'),
   maxAnswerBytes: int(1 * MiB, 1024).describe('Largest answer body.'),
+  maxPatchBytes: int(512 * 1024, 1024).describe(
+    'Largest patch POST /v1/check takes (413 past it; the JSON body around it is bounded by LSPD_JSON_BODY_LIMIT_BYTES too).',
+  ),
+  maxPatchFiles: int(50, 1).describe('Most files one checked patch may change (413 past it).'),
+  maxPatchHunks: int(500, 1).describe('Most hunks one checked patch may hold (413 past it).'),
+  maxCheckDependents: int(30, 0).describe(
+    'Most files that depend on the changed ones a check also checks (found by references at their top-level declarations).',
+  ),
   queryTimeoutMs: int(70_000, 100).describe('Deadline for one query in all, cleanup included.'),
   cleanupReserveMs: int(3_000, 0).describe('Part of the query deadline kept for cancelling and cleanup.'),
   maxQueuedQueries: int(256, 1).describe('Queries waiting for a server past which new ones get 503 with Retry-After.'),

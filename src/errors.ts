@@ -51,6 +51,7 @@ export const errors = {
   notUtf8: def('not_utf8', 415),
   noServer: def('no_server', 422),
   cannotRename: def('cannot_rename', 422),
+  patchDoesNotApply: (message: string, path: string, hunk: number) => new AppError('patch_does_not_apply', 422, message, { path, hunk }),
   notFoundSymbol: def('symbol_not_found', 404),
   notReady: def('not_ready', 503),
   serverUnavailable: (message: string, retryAfterS: number) => new AppError('server_unavailable', 503, message, { retry_after: retryAfterS }),

@@ -22,14 +22,14 @@ import { errors } from './errors.js';
 import type { Metrics } from './metrics.js';
 
 /** What the budget admits or refuses; also the bounded `work` label of its refusals. */
-export type HeapWork = 'upload' | 'diff' | 'walk';
+export type HeapWork = 'upload' | 'diff' | 'walk' | 'check';
 
 const SAMPLE_MS = 100;
 /** Seconds a refused caller waits: long enough for a GC and for admitted work to finish. */
 const RETRY_AFTER_S = 5;
 
-const WHAT: Record<HeapWork, string> = { upload: 'uploads', diff: 'diffs', walk: 'tree walks' };
-const ROUTE: Record<HeapWork, string> = { upload: '/v1/roots/:org/:repo/:sha', diff: '/v1/diff', walk: '/ask' };
+const WHAT: Record<HeapWork, string> = { upload: 'uploads', diff: 'diffs', walk: 'tree walks', check: 'patch checks' };
+const ROUTE: Record<HeapWork, string> = { upload: '/v1/roots/:org/:repo/:sha', diff: '/v1/diff', walk: '/ask', check: '/v1/check' };
 
 export class HeapBudget {
   /** V8's heap limit (heap_size_limit: --max-old-space-size, else V8's default for the host). */

@@ -232,3 +232,20 @@ export const diffQuery = z
   })
   .strict();
 export type DiffQuery = z.infer<typeof diffQuery>;
+
+/** POST /v1/check: a patch checked against a stored root, in memory only. */
+export const checkQuery = z
+  .object({
+    org: orgName,
+    repo: repoName,
+    sha: sha.describe('The stored root the patch applies to.'),
+    // The byte bound is LSPD_MAX_PATCH_BYTES (413), checked by the service: the schema's is only the body's.
+    patch: z
+      .string()
+      .min(1)
+      .describe(
+        'A unified diff (git diff, or diff -u with a/ and b/ paths) of modified, added and deleted files, relative to the root. It is never written anywhere.',
+      ),
+  })
+  .strict();
+export type CheckQuery = z.infer<typeof checkQuery>;

@@ -21,6 +21,7 @@ const runner: ToolRunner = {
   ask: async (body) => (calls.push({ kind: 'ask', body }), { ok: true }),
   readFile: async (body) => (calls.push({ kind: 'readFile', body }), { ok: true }),
   diff: async (body) => (calls.push({ kind: 'diff', body }), { ok: true }),
+  check: async (body) => (calls.push({ kind: 'check', body }), { ok: true }),
   assertOrg: (org) => {
     if (org !== 'acme') throw new AppError('forbidden', 403, 'no');
   },
@@ -84,6 +85,7 @@ test('every input schema compiles (ajv strict) and accepts/refuses what the rout
     lsp_diagnostics: { ...root, path: 'a.ts' },
     read_file: { ...root, path: 'deps/npm/top/node_modules/zod/lib/types.d.ts', from: 'deps', start: 3, end: 40 },
     diff: { org: root.org, repo: root.repo, base: root.sha, head: 'b'.repeat(40) },
+    check_patch: { ...root, patch: '--- a/a.ts\n+++ b/a.ts\n@@ -1 +1 @@\n-x\n+y\n' },
   };
   for (const t of tools) {
     const validate = ajv.compile(t.inputSchema);

@@ -10,7 +10,7 @@ import { errors, isAppError } from './errors.js';
 import { validate } from './validation.js';
 import type { Health } from './health.js';
 import { knownSuffixes, languageOf, type Language } from './languages.js';
-import { askBatch, askBatchItem, askQuery, diffQuery, lspQuery, readFileArgs, type LspOp, type LspQuery, type ReadFileArgs } from './schemas.js';
+import { askBatch, askBatchItem, askQuery, checkQuery, diffQuery, lspQuery, readFileArgs, type LspOp, type LspQuery, type ReadFileArgs } from './schemas.js';
 
 /** One tool as /v1/tools and MCP's tools/list publish it. */
 export interface ToolDefinition {
@@ -30,6 +30,8 @@ export interface ToolRunner {
   readFile(args: ReadFileArgs, signal: AbortSignal): Promise<unknown>;
   /** POST /v1/diff with this body, checks included. */
   diff(body: unknown, signal: AbortSignal): Promise<unknown>;
+  /** POST /v1/check with this body, checks included. */
+  check(body: unknown, signal: AbortSignal): Promise<unknown>;
   /** Throws 403 when the caller may not touch this org. */
   assertOrg(org: string): void;
 }
@@ -214,6 +216,16 @@ const specs: ToolSpec[] = [
       'Both commits must have been uploaded (else need_tree names the missing one). incomplete: true means a server was not ready: do not read missing errors as none.',
     input: diffQuery,
     run: (args, runner, signal) => runner.diff(check(diffQuery, args), signal),
+  },
+  {
+    name: 'check_patch',
+    about:
+      'Check a patch before writing it: patch is a unified diff (git diff output: modified, added and deleted files, a/ and b/ paths relative to the tree) applied to this commit in memory only; ' +
+      'nothing is written and no other query ever sees it. The answer lists new (diagnostics the patch adds), fixed (those it removes) and unchanged (a count), ' +
+      'in the changed files and the files that use their top-level declarations (files). Diagnostics are matched by file, message and code, so an error that only moved is not new. ' +
+      'A patch whose lines are not in the commit is patch_does_not_apply naming the file and hunk. incomplete: true means a server was not ready or a bound cut the files checked (see notes).',
+    input: checkQuery,
+    run: (args, runner, signal) => runner.check(check(checkQuery, args), signal),
   },
 ];
 

@@ -85,6 +85,13 @@ test('each tool over MCP answers like its HTTP route', { timeout: 180_000 }, asy
     },
     // A diff names its two roots itself (a root diffed with itself changes nothing).
     { tool: 'diff', args: { base: root.sha, head: root.sha }, route: '/v1/diff', body: { base: root.sha, head: root.sha } },
+    // A check adds a file with one error, in memory only: asked three times, answered alike.
+    {
+      tool: 'check_patch',
+      args: { patch: "--- /dev/null\n+++ b/src/extra.ts\n@@ -0,0 +1 @@\n+export const n: number = 'one';\n" },
+      route: '/v1/check',
+      body: { patch: "--- /dev/null\n+++ b/src/extra.ts\n@@ -0,0 +1 @@\n+export const n: number = 'one';\n" },
+    },
     { tool: 'lsp_incoming_calls', args: { ...pos, depth: 2 }, route: '/v1/code/lsp', body: { op: 'incomingCalls', ...pos, depth: 2 } },
     { tool: 'lsp_outgoing_calls', args: pos, route: '/v1/code/lsp', body: { op: 'outgoingCalls', ...pos } },
     { tool: 'lsp_locate', args: { symbol: 'Server.close', op: 'callers', depth: 2 }, route: '/ask', body: { symbol: 'Server.close', op: 'callers', depth: 2 } },

@@ -76,7 +76,14 @@ function storeOnly(): Pick<Deps, 'lsp' | 'pool' | 'table' | 'fetcher'> {
     throw errors.serverUnavailable('This test server stores roots only; it runs no language server.', 5);
   };
   return {
-    lsp: { lsp: async () => unserved(), assertServing: unserved, checkRoot: unserved, warm: () => {} },
+    lsp: {
+      lsp: async () => unserved(),
+      assertServing: unserved,
+      checkRoot: unserved,
+      warm: () => {},
+      scratch: async () => unserved(),
+      readStored: async () => unserved(),
+    },
     pool: { sessionsOf: () => [] },
     table: { choose: () => undefined },
     fetcher: { enqueue: async () => ({ state: 'none' }), state: () => ({ state: 'none' }), serveBinds: () => [] },

@@ -77,6 +77,11 @@ test('/v1/tools: schemas compile and agree with the routes on real arguments', {
     },
     lsp_symbols: { args: { ...root, path: 'src/server.ts' }, route: '/v1/code/lsp', body: { op: 'documentSymbols', path: 'src/server.ts' } },
     lsp_diagnostics: { args: { ...root, path: 'src/main.ts' }, route: '/v1/code/lsp', body: { op: 'diagnostics', path: 'src/main.ts' } },
+    check_patch: {
+      args: { ...root, patch: "--- /dev/null\n+++ b/src/extra.ts\n@@ -0,0 +1 @@\n+export const n: number = 'one';\n" },
+      route: '/v1/check',
+      body: { patch: "--- /dev/null\n+++ b/src/extra.ts\n@@ -0,0 +1 @@\n+export const n: number = 'one';\n" },
+    },
     // A GET route: the root key is in its path, `body` is its query.
     read_file: { args: { ...root, path: 'src/main.ts', start: 0, end: 2 }, route: 'GET /files/src/main.ts', body: { start: 0, end: 2 } },
     // Two roots, not one: the body names them itself (a root diffed with itself changes nothing).

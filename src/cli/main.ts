@@ -1,4 +1,4 @@
-// The `lspd` command line: push | status | ask | lsp | rename | actions | show | diff | config | token | jail.
+// The `lspd` command line: push | status | ask | lsp | rename | actions | show | diff | check | config | token | jail.
 // Built on the typed client (lspd/client); every daemon error is printed with its
 // message and code and exits 1; usage errors exit 2. The daemon's own entry point
 // is src/main.ts, not this.
@@ -29,13 +29,15 @@ const HELP = `usage: lspd <command> [flags]
            external location's read.path reads the fetched dependency
   diff     BASE HEAD: what the change does (symbols, callers at base that may break, new diagnostics at head);
            exit 1 when head brings new errors, so CI can gate a merge        [--upload --limit N --cursor C]
+  check    < PATCH: a unified diff (git diff) checked against this checkout's HEAD (or --sha) in memory only:
+           the diagnostics it adds and removes; exit 1 when it adds errors                     [--upload]
   config   --markdown: the table of every daemon variable
   token    new --name N --orgs a,b|* --permissions upload,query,read,delete | hash (token on stdin)
   jail     the jail's own tool (src/cli/jail.ts)
 
 common flags: --url (LSPD_URL, default http://127.0.0.1:7420), --token (LSPD_TOKEN; prefer the variable:
 argv is visible to other users), --json (print the daemon's answer as JSON).
-ask/lsp/show/diff take --org/--repo like push (ask/lsp/show: --sha too) (default: this checkout) and --upload (on 409 need_tree,
+ask/lsp/show/diff/check take --org/--repo like push (ask/lsp/show/check: --sha too) (default: this checkout) and --upload (on 409 need_tree,
 upload this checkout and retry). push --spread N uploads under each of a hot repo's N route keys
 (lspd/client's \`spread\`; README "Scale-out").`;
 
@@ -315,6 +317,35 @@ async function diff(argv: string[]): Promise<number> {
   }
 }
 
+async function check(argv: string[]): Promise<number> {
+  const { values: v, positionals } = args(argv, { upload: { type: 'boolean', default: false } });
+  if (positionals.length > 0) throw new UsageError('usage: lspd check < patch.diff [--sha REV] [--upload]');
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  const patch = Buffer.concat(chunks).toString('utf8');
+  if (!patch.trim()) throw new UsageError('lspd check reads a unified diff on stdin (e.g. git diff | lspd check).');
+  const { key, opts } = await queryTarget(v);
+  const c = client(v);
+  try {
+    const a = await c.check({ ...key, patch }, opts);
+    const line = (d: { path: string; range: { start: { line: number; character: number } }; severity?: unknown; message: string }) =>
+      `  ${d.path}:${d.range.start.line + 1}:${d.range.start.character + 1} ${String(d.severity ?? 'error')}: ${d.message}`;
+    if (v.json) out(JSON.stringify(a, null, 2));
+    else {
+      const lines = [
+        `${a.files.length} files checked: ${a.new.length} new, ${a.fixed.length} fixed, ${a.unchanged} unchanged${a.incomplete ? ' (incomplete)' : ''}`,
+      ];
+      if (a.new.length) lines.push('new:', ...a.new.map(line));
+      if (a.fixed.length) lines.push('fixed:', ...a.fixed.map(line));
+      for (const n of a.notes ?? []) lines.push(`note: ${n}`);
+      out(lines.join('\n'));
+    }
+    return a.new.some((d) => d.severity === 'error') ? 1 : 0;
+  } finally {
+    await c.close();
+  }
+}
+
 /** The README's configuration table: every variable of src/config.ts, its default and its description. */
 function configTable(): string {
   const cell = (s: string) => s.replace(/\|/g, '\\|');
@@ -368,7 +399,7 @@ async function jail(argv: string[]): Promise<number> {
   return mod.runJailCli(argv);
 }
 
-const commands: Record<string, (argv: string[]) => Promise<number>> = { push, status, ask, lsp, rename, actions, show, diff, config, token, jail };
+const commands: Record<string, (argv: string[]) => Promise<number>> = { push, status, ask, lsp, rename, actions, show, diff, check, config, token, jail };
 
 export async function run(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;

@@ -12,17 +12,38 @@
 import type { Readable } from 'node:stream';
 import { Agent, request, type Dispatcher } from 'undici';
 import type { z } from 'zod';
-import { GIT_TREE_HEADER, type askBatchItem, type askQuery, type diffQuery, type lspQuery, type readFileArgs, type RootKey } from '../schemas.js';
-import type { AskBatchAnswer, DiffAnswer, FileAnswer, LspAnswer, PutRootAnswer, ReadyAnswer, RootAnswer, RootList, ToolsAnswer } from '../responses.js';
+import {
+  GIT_TREE_HEADER,
+  type askBatchItem,
+  type askQuery,
+  type checkQuery,
+  type diffQuery,
+  type lspQuery,
+  type readFileArgs,
+  type RootKey,
+} from '../schemas.js';
+import type {
+  AskBatchAnswer,
+  CheckAnswer,
+  DiffAnswer,
+  FileAnswer,
+  LspAnswer,
+  PutRootAnswer,
+  ReadyAnswer,
+  RootAnswer,
+  RootList,
+  ToolsAnswer,
+} from '../responses.js';
 
 export type { RootKey };
-export type { AskBatchAnswer, DiffAnswer, FileAnswer, LspAnswer, PutRootAnswer, ReadyAnswer, RootAnswer, RootList, ToolsAnswer };
+export type { AskBatchAnswer, CheckAnswer, DiffAnswer, FileAnswer, LspAnswer, PutRootAnswer, ReadyAnswer, RootAnswer, RootList, ToolsAnswer };
 export type LspQuery = z.input<typeof lspQuery>;
 export type AskQuery = z.input<typeof askQuery>;
 export type AskBatchItem = z.input<typeof askBatchItem>;
 /** A file to read: a tree path, or (from: 'deps') an external location's `read`. */
 export type ReadFileQuery = z.input<typeof readFileArgs>;
 export type DiffQuery = z.input<typeof diffQuery>;
+export type CheckQuery = z.input<typeof checkQuery>;
 
 export const ROUTE_KEY_HEADER = 'x-lspd-route-key';
 export { GIT_TREE_HEADER } from '../schemas.js';
@@ -196,6 +217,14 @@ export class LspdClient {
 
   ask(query: AskQuery, opts: QueryOptions = {}): Promise<LspAnswer> {
     return this.#query<LspAnswer>('/ask', query, query, opts);
+  }
+
+  /**
+   * POST /v1/check: `patch` (a unified diff) applied to the root in memory only; what it
+   * changes in diagnostics. 422 patch_does_not_apply names `path` and `hunk`.
+   */
+  check(query: CheckQuery, opts: QueryOptions = {}): Promise<CheckAnswer> {
+    return this.#query<CheckAnswer>('/v1/check', query, query, opts);
   }
 
   askBatch(key: RootKey, queries: AskBatchItem[], opts: QueryOptions = {}): Promise<AskBatchAnswer> {

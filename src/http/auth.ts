@@ -45,6 +45,7 @@ export const accessTable: Readonly<Record<string, Access>> = {
   'POST /v1/code/lsp': { permission: 'query', org: 'body' },
   'POST /ask': { permission: 'query', org: 'body' },
   'POST /v1/diff': { permission: 'query', org: 'body' },
+  'POST /v1/check': { permission: 'query', org: 'body' },
   'GET /v1/tools': { permission: 'query', org: 'none' },
   // MCP carries the org inside each tool call's arguments, not at the top of the
   // body: the route checks each call's org itself (assertOrg), as /ask's batch does.

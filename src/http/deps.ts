@@ -21,7 +21,7 @@ export interface Deps {
   store: RootStore;
   /** Bearer tokens (LSPD_TOKENS); absent means auth is off (main then allows loopback only). */
   tokens?: TokenSet;
-  /** Answers /v1/code/lsp, /ask, /v1/diff and the tools; owns their preconditions (not_ready, busy, need_tree). */
+  /** Answers /v1/code/lsp, /ask, /v1/diff, /v1/check and the tools; owns their preconditions (not_ready, busy, need_tree). */
   lsp: QueryPort;
   /** The language-server sessions, for GET /v1/roots/{...} `sessions`. */
   pool: Pick<SessionPool, 'sessionsOf'>;
@@ -34,7 +34,7 @@ export interface Deps {
 }
 
 /** What the routes ask of the query service (src/lsp/query-service.ts). */
-export type QueryPort = Pick<QueryService, 'lsp' | 'assertServing' | 'checkRoot' | 'warm'>;
+export type QueryPort = Pick<QueryService, 'lsp' | 'assertServing' | 'checkRoot' | 'warm' | 'scratch' | 'readStored'>;
 
 /** One `T` per server (per Deps), made on first use: what lives as long as the server, never a module singleton. */
 export function perServer<T>(make: (deps: Deps) => T): (deps: Deps) => T {

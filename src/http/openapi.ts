@@ -6,8 +6,32 @@
 // the schemas go in unchanged. https://spec.openapis.org/oas/v3.1.0
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { askBatch, askQuery, diffQuery, listQuery, lspQuery, putRootHeaders, putRootQuery, readFileQuery, relPath, rootParams } from '../schemas.js';
-import { askBatchAnswer, diffAnswer, errorBody, fileAnswer, lspAnswer, putRootAnswer, readyAnswer, rootAnswer, rootList, toolsAnswer } from '../responses.js';
+import {
+  askBatch,
+  askQuery,
+  checkQuery,
+  diffQuery,
+  listQuery,
+  lspQuery,
+  putRootHeaders,
+  putRootQuery,
+  readFileQuery,
+  relPath,
+  rootParams,
+} from '../schemas.js';
+import {
+  askBatchAnswer,
+  checkAnswer,
+  diffAnswer,
+  errorBody,
+  fileAnswer,
+  lspAnswer,
+  putRootAnswer,
+  readyAnswer,
+  rootAnswer,
+  rootList,
+  toolsAnswer,
+} from '../responses.js';
 import type { Access } from './auth.js';
 
 export interface CollectedRoute {
@@ -41,6 +65,7 @@ const components: Record<string, { schema: z.ZodType; io: 'input' | 'output' }> 
   AskQuery: { schema: askQuery, io: 'input' },
   AskBatch: { schema: askBatch, io: 'input' },
   DiffQuery: { schema: diffQuery, io: 'input' },
+  CheckQuery: { schema: checkQuery, io: 'input' },
   Error: { schema: errorBody, io: 'output' },
   PutRootAnswer: { schema: putRootAnswer, io: 'output' },
   RootAnswer: { schema: rootAnswer, io: 'output' },
@@ -48,6 +73,7 @@ const components: Record<string, { schema: z.ZodType; io: 'input' | 'output' }> 
   LspAnswer: { schema: lspAnswer, io: 'output' },
   AskBatchAnswer: { schema: askBatchAnswer, io: 'output' },
   DiffAnswer: { schema: diffAnswer, io: 'output' },
+  CheckAnswer: { schema: checkAnswer, io: 'output' },
   ReadyAnswer: { schema: readyAnswer, io: 'output' },
   ToolsAnswer: { schema: toolsAnswer, io: 'output' },
   FileAnswer: { schema: fileAnswer, io: 'output' },
@@ -173,6 +199,24 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
       '409': err('need_tree: base or head is not stored (`root` and `missing` name it); upload it, then retry.'),
       '503': err('not_ready, server_unavailable or busy (Retry-After).'),
       '504': err('timeout: the diff did not finish within the query deadline.'),
+    },
+  },
+  'POST /v1/check': {
+    tag: 'queries',
+    summary: 'A patch checked against a stored root in memory only: the diagnostics it adds and removes.',
+    description:
+      "patch (a unified diff of modified, added and deleted files) is applied to the root's files in memory; the changed files and the files referencing their top-level declarations are checked on a scratch language-server session no other query uses, and every change is undone after. new and fixed are matched by file, message and code (never line). Nothing is written anywhere.",
+    body: 'CheckQuery',
+    answers: {
+      '200': { description: 'What the patch changes in diagnostics.', schema: 'CheckAnswer' },
+      '400': err('bad_sha or bad_name, else bad_request: the patch cannot be read (`line` names where), or a path in it leaves the root.'),
+      '409': err('need_tree: the root is not stored; upload it, then retry.'),
+      '413': err(
+        'too_large: the patch is past LSPD_MAX_PATCH_BYTES, LSPD_MAX_PATCH_FILES or LSPD_MAX_PATCH_HUNKS; or a changed file past the target-file bound.',
+      ),
+      '422': err("patch_does_not_apply: a hunk's old lines are not in the file (`path`, `hunk`), or a file it modifies is missing, or one it adds exists."),
+      '503': err('not_ready, server_unavailable or busy (Retry-After).'),
+      '504': err('timeout: the check did not finish within the query deadline.'),
     },
   },
   'GET /v1/tools': {

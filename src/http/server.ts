@@ -11,6 +11,7 @@ import { fileRoutes } from './routes/files.js';
 import { queryRoutes } from './routes/query.js';
 import { askRoutes } from './routes/ask.js';
 import { diffRoutes } from './routes/diff.js';
+import { checkRoutes } from './routes/check.js';
 import { toolRoutes } from './routes/tools.js';
 import { mcpRoutes } from './routes/mcp.js';
 import { UPLOAD_MEDIA } from './media-types.js';
@@ -48,6 +49,7 @@ export async function buildServer(deps: Deps): Promise<FastifyInstance> {
   await queryRoutes(app, deps);
   await askRoutes(app, deps);
   await diffRoutes(app, deps);
+  await checkRoutes(app, deps);
   await toolRoutes(app, deps);
   await mcpRoutes(app, deps);
   return app;

@@ -49,6 +49,7 @@ export class ResultCache<T extends CachedAnswer = CachedAnswer> {
       q.limit ?? '',
       q.cursor ?? '',
       isGraphOp(q.op) ? (q.depth ?? 1) : '',
+      // rename: another new name is another patch (bench/edits caught a second name answered with the first's patch).
       q.newName ?? '',
       q.endLine ?? '',
       q.endCharacter ?? '',

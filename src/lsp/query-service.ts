@@ -29,7 +29,7 @@ import { readRefOf } from './answer/file-read.js';
 import { editOpsOf, hierarchyOpsOf, runOp, workspaceSymbols, type OpResult, type SymbolsResult } from './lsp-ops.js';
 import { treeJailPath } from './answer/paths.js';
 import type { Lease, SessionPool } from './session/pool.js';
-import { capAnswer } from './answer/projection.js';
+import { capAnswer, projectDiagnostics, type DiagnosticsAnswer, type ReadLines } from './answer/projection.js';
 import { createScrubber, type Scrubber } from './answer/scrub.js';
 import { knownHostPaths, ownTextScrubber, scrubbedError } from './answer/own-text.js';
 import type { ServerRow } from './servers/server-row.js';
@@ -222,6 +222,76 @@ export class QueryService {
     return answer;
   }
 
+  /**
+   * POST /v1/check's way in (src/check/): the scratch session of `path`'s server and
+   * workspace on this root (pool key purpose 'check', which no plain query or warm-up
+   * leases), through the same checks, fair share, dependencies and error mapping as a
+   * query, held for `fn`. `fn` may change its documents and must restore them.
+   */
+  async scratch<T>(key: RootKey, path: string, deadlineAt: number, signal: AbortSignal, fn: (c: ScratchContext) => Promise<T>): Promise<T> {
+    const { store } = this.deps;
+    this.checkRoot(key);
+    const info = store.get(key)!;
+    const row = this.serverFor(path);
+    const dl = deadline(signal, deadlineAt - Date.now());
+    const q: LspQuery = { org: key.org, repo: key.repo, sha: key.sha, op: 'diagnostics', path, encoding: 'utf-16', includeDeclaration: true, context: 0 };
+    const w: Work = {
+      q,
+      root: { id: `${key.org}/${key.repo}/${key.sha}`, generation: info.generation },
+      languages: info.languages,
+      treeDir: store.treeDir(key),
+      depsDir: store.depsDir(key),
+      t0: performance.now(),
+      deadline: dl.signal,
+      deadlineAt,
+      client: signal,
+    };
+    try {
+      return await this.withSession(
+        w,
+        row,
+        this.workspaces.find(w.root, w.treeDir, path, row.rootMarkers),
+        async (session) => {
+          const budgetMs = () => Math.max(0, Math.min(this.deps.config.readyTimeoutMs, (deadlineAt - Date.now()) / 2));
+          return fn({
+            session,
+            deadline: w.deadline,
+            deadlineAt,
+            diagnosticsWindowMs: this.deps.config.diagnosticsWindowMs,
+            waitReady: (uri) => session.waitReady(uri, budgetMs(), w.deadline),
+            diagnostics: (raw, rel, lines) => {
+              const base = this.opContext(w, session, '', { path: rel } as TargetFile).projection;
+              const readLines: ReadLines = (coord, start, count) =>
+                lines && coord.kind === 'tree' && coord.path === rel ? lines.slice(start, start + count) : base.readLines(coord, start, count);
+              return projectDiagnostics(raw, {
+                ...base,
+                readLines,
+                document: { kind: 'tree', path: rel, jailPath: treeJailPath(rel) },
+                maxLocations: this.deps.config.maxLocations,
+                scrub: this.scrubberFor(w),
+              });
+            },
+          });
+        },
+        'check',
+      );
+    } finally {
+      dl.clear();
+    }
+  }
+
+  /** A stored file's text through the checks every query's target passes; undefined when the tree has no such file. */
+  async readStored(key: RootKey, path: string): Promise<string | undefined> {
+    const info = this.deps.store.get(key);
+    if (!info) throw errors.needTree();
+    try {
+      return (await this.readTarget({ id: `${key.org}/${key.repo}/${key.sha}`, generation: info.generation }, this.deps.store.treeDir(key), path)).text;
+    } catch (err) {
+      if (isAppError(err) && err.code === 'no_such_file') return undefined;
+      throw err;
+    }
+  }
+
   /** A checked target file (cached); its lines also serve the previews of answers landing in it, with no second read. */
   private async readTarget(root: RootRef, treeDir: string, rel: string): Promise<TargetFile> {
     const target = await this.targets.read(root, treeDir, rel, this.deps.config.maxTargetFileBytes);
@@ -245,7 +315,7 @@ export class QueryService {
    * for an in-flight slot, run `fn`, release. The lease is released when the whole
    * request is done, whatever happened.
    */
-  private async withSession<T>(w: Work, row: ServerRow, workspaceOf: Promise<string>, fn: (s: Session) => Promise<T>): Promise<T> {
+  private async withSession<T>(w: Work, row: ServerRow, workspaceOf: Promise<string>, fn: (s: Session) => Promise<T>, purpose?: 'check'): Promise<T> {
     const { pool } = this.deps;
     const org = w.q.org;
     this.admit(org);
@@ -269,6 +339,7 @@ export class QueryService {
         workspace,
         treeHostDir: w.treeDir,
         ...dependencyMounts(this.deps.dependencies, w.q, row),
+        ...(purpose ? { purpose } : {}),
       });
       await lease.session.whenReady(w.deadline);
       this.noteHierarchyOps(row, lease.session);
@@ -508,6 +579,18 @@ export class QueryService {
  */
 function cursorScope(root: RootRef, server: string, q: LspQuery): string {
   return rootScope(root) + ResultCache.keyOf(server, { ...q, cursor: undefined, limit: undefined });
+}
+
+/** What a check's work on its scratch session is given (QueryService.scratch). */
+export interface ScratchContext {
+  session: Session;
+  deadline: AbortSignal;
+  deadlineAt: number;
+  diagnosticsWindowMs: number;
+  /** The row's readiness for a just-opened document, bounded as a query's is; false past the bound. */
+  waitReady(uri: string): Promise<boolean>;
+  /** A raw diagnostics answer for tree file `rel` projected as the diagnostics op does; `lines` are its text when patched. */
+  diagnostics(raw: unknown, rel: string, lines?: readonly string[]): Promise<DiagnosticsAnswer>;
 }
 
 /** An op's result with its session's notes (what a bound or a refused flag changed in what its server sees). */

@@ -26,6 +26,7 @@ import { answerAsk, answerLsp } from './ask.js';
 import { clientSignal } from '../client-signal.js';
 import { answerReadFile } from './files.js';
 import { answerDiff } from './diff.js';
+import { answerCheck } from './check.js';
 
 const INSTRUCTIONS =
   'lspd answers code-intelligence questions (definition, references, hover, symbols, diagnostics, and lookups by name) ' +
@@ -80,6 +81,7 @@ function runnerFor(deps: Deps, req: FastifyRequest): ToolRunner {
       return answerReadFile(deps, args);
     },
     diff: (body, signal) => answerDiff(deps, body, signal),
+    check: (body, signal) => answerCheck(deps, body, signal),
     assertOrg: (org) => assertOrg(req, org),
   };
 }

@@ -50,6 +50,11 @@ export interface SessionSpec {
   depEnv?: Readonly<Record<string, string>>;
   /** The row's settings with them (row.dependencySettings), when it has such. */
   depSettings?: Readonly<Record<string, unknown>>;
+  /**
+   * 'check': a POST /v1/check scratch session, whose documents a check changes and
+   * restores. Part of the key, so a plain query (and a warm-up) never leases it.
+   */
+  purpose?: 'check';
 }
 
 export interface Lease {
@@ -96,8 +101,8 @@ export class SessionPool {
     this.reaper.unref();
   }
 
-  static keyOf(server: string, rootId: string, workspace: string, generation = ''): string {
-    return `${server}\u0000${rootId}\u0000${workspace}\u0000${generation}`;
+  static keyOf(server: string, rootId: string, workspace: string, generation = '', purpose = ''): string {
+    return `${server}\u0000${rootId}\u0000${workspace}\u0000${generation}\u0000${purpose}`;
   }
 
   get size(): number {
@@ -107,7 +112,7 @@ export class SessionPool {
   /** Select or create the session and lease it, in one synchronous step. */
   acquire(spec: SessionSpec): Lease {
     if (this.state !== 'open') throw errors.shuttingDown('lspd is shutting down.');
-    const key = SessionPool.keyOf(spec.row.name, spec.rootId, spec.workspace, spec.generation);
+    const key = SessionPool.keyOf(spec.row.name, spec.rootId, spec.workspace, spec.generation, spec.purpose);
     const now = Date.now();
     let s = this.sessions.get(key);
     if (s && (s.state.kind === 'failed' || s.state.kind === 'stopped')) {
@@ -167,7 +172,7 @@ export class SessionPool {
     const older: [string, Session][] = [];
     for (const e of this.sessions) {
       const s = e[1];
-      if (s === fresh || s.key.server !== fresh.key.server || s.key.workspace !== fresh.key.workspace) continue;
+      if (s === fresh || s.key.server !== fresh.key.server || s.key.workspace !== fresh.key.workspace || s.key.purpose !== fresh.key.purpose) continue;
       if (s.key.rootId !== fresh.key.rootId && repoOfRoot(s.key.rootId) === repo) older.push(e);
     }
     const keep = this.deps.config.repoSessionsKept - 1;
@@ -180,7 +185,7 @@ export class SessionPool {
   private newSession(key: string, spec: SessionSpec): Session {
     const s = new Session({
       row: spec.row,
-      key: { server: spec.row.name, rootId: spec.rootId, workspace: spec.workspace },
+      key: { server: spec.row.name, rootId: spec.rootId, workspace: spec.workspace, ...(spec.purpose ? { purpose: spec.purpose } : {}) },
       org: orgOfRoot(spec.rootId),
       jail: this.deps.jail,
       config: this.deps.config,
@@ -324,7 +329,7 @@ export class SessionPool {
    */
   warm(spec: SessionSpec): Session | undefined {
     if (this.state !== 'open') return undefined;
-    const key = SessionPool.keyOf(spec.row.name, spec.rootId, spec.workspace, spec.generation);
+    const key = SessionPool.keyOf(spec.row.name, spec.rootId, spec.workspace, spec.generation, spec.purpose);
     if (this.sessions.has(key)) return undefined;
     const b = this.backoffs.get(key);
     if (b && Date.now() < b.until) return undefined;

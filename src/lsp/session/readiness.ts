@@ -19,6 +19,8 @@ export interface Published {
   /** The server sent more than we keep. */
   cut: boolean;
   at: number;
+  /** The document version the server says these are for (publishDiagnostics' optional `version`). */
+  version?: number;
 }
 
 export class ReadinessTracker {
@@ -50,6 +52,21 @@ export class ReadinessTracker {
     // (typescript-language-server: ~0.4 s); the grace covers the gap, unless the
     // server queues requests until it can answer them anyway.
     this.quietSince = strategy.kind === 'progress' && strategy.queuesFromStart ? -Infinity : now;
+  }
+
+  /**
+   * A document was closed (a check's added file): stop keeping its diagnostics, and
+   * forget every unopened document's, which a check's edits may have changed.
+   */
+  forget(uri: string): void {
+    this.watched.delete(uri);
+    this.published.delete(uri);
+    this.early.clear();
+  }
+
+  /** A check's edits were undone: what was pushed for unopened documents meanwhile described the patched program. */
+  forgetEarly(): void {
+    this.early.clear();
   }
 
   /** Start keeping diagnostics for a document (called at didOpen). */
@@ -96,7 +113,9 @@ export class ReadinessTracker {
     const { uri, diagnostics } = params as { uri?: unknown; diagnostics?: unknown };
     if (typeof uri !== 'string' || uri.length > 8192 || !Array.isArray(diagnostics)) return;
     const cut = diagnostics.length > MAX_DIAGNOSTICS_PER_DOC;
-    const p = { items: cut ? diagnostics.slice(0, MAX_DIAGNOSTICS_PER_DOC) : diagnostics, cut, at: Date.now() };
+    const version = (params as { version?: unknown }).version;
+    const p: Published = { items: cut ? diagnostics.slice(0, MAX_DIAGNOSTICS_PER_DOC) : diagnostics, cut, at: Date.now() };
+    if (typeof version === 'number') p.version = version;
     if (!this.watched.has(uri)) {
       this.early.delete(uri);
       this.early.set(uri, p);
@@ -143,11 +162,11 @@ export class ReadinessTracker {
   }
 
   /** Wait for diagnostics published at or after `since` for `uri`, at most maxMs. */
-  async waitDiagnostics(uri: string, since: number, maxMs: number, signal?: AbortSignal): Promise<Published | undefined> {
+  async waitDiagnostics(uri: string, since: number, maxMs: number, signal?: AbortSignal, version?: number): Promise<Published | undefined> {
     const until = Date.now() + maxMs;
     for (;;) {
       const p = this.published.get(uri);
-      if (p && p.at >= since) return p;
+      if (p && p.at >= since && (version === undefined || p.version === undefined || p.version === version)) return p;
       const now = Date.now();
       if (now >= until || signal?.aborted) return undefined;
       await this.changed(until - now, signal);

@@ -32,6 +32,8 @@ export interface SessionKey {
   rootId: string;
   /** Root-relative workspace directory; '' is the tree's top. */
   workspace: string;
+  /** 'check': a POST /v1/check scratch session (pool.ts SessionSpec.purpose). */
+  purpose?: 'check';
 }
 
 export type SessionState =
@@ -116,6 +118,8 @@ export class Session {
   private log: Logger;
   private readonly tracker: ReadinessTracker;
   private readonly opened = new Set<string>();
+  /** Versions of documents changed since their didOpen (a check's scratch session). */
+  private readonly versions = new Map<string, number>();
   private readonly endListeners = new Set<(s: Session) => void>();
   private stopping: Promise<void> | undefined;
   private inFlight = 0;
@@ -306,16 +310,64 @@ export class Session {
    * didOpen, once per document per session: it is not idempotent, and a root never
    * changes, so the first text is the text for good. Returns the document's URI.
    */
-  open(rel: string, languageId: string, text: string): string {
+  open(rel: string, languageId: string, text: string, opts: { transient?: boolean } = {}): string {
     const st = this.readyState();
     const uri = treeFileUri(rel);
     if (!this.opened.has(uri)) {
       this.opened.add(uri);
-      this.firstDoc ??= { rel, languageId, text };
+      // A check's added file is not the tree's: a successor must never open it.
+      if (!opts.transient) this.firstDoc ??= { rel, languageId, text };
       this.tracker.watch(uri);
       st.conn.notify('textDocument/didOpen', { textDocument: { uri, languageId, version: 1, text } });
     }
     return uri;
+  }
+
+  /**
+   * didChange to `text` in full (a check's scratch session only, src/check/: plain
+   * sessions never change a document, the root is immutable). Returns the new version.
+   */
+  change(rel: string, text: string): number {
+    const st = this.readyState();
+    const uri = treeFileUri(rel);
+    if (!this.opened.has(uri)) throw new Error(`didChange of ${rel}, which is not open`);
+    const version = (this.versions.get(uri) ?? 1) + 1;
+    this.versions.set(uri, version);
+    st.conn.notify('textDocument/didChange', { textDocument: { uri, version }, contentChanges: [{ text }] });
+    return version;
+  }
+
+  /** didClose (a check's added file, undone); the next open of `rel` is a didOpen again. */
+  closeDocument(rel: string): void {
+    const st = this.readyState();
+    const uri = treeFileUri(rel);
+    if (!this.opened.delete(uri)) return;
+    this.versions.delete(uri);
+    this.tracker.forget(uri);
+    st.conn.notify('textDocument/didClose', { textDocument: { uri } });
+  }
+
+  /** A check's edits were undone: pushes kept for unopened documents may describe the patched program. */
+  forgetUnopenedDiagnostics(): void {
+    this.tracker.forgetEarly();
+  }
+
+  /** The version of an open document (1 from didOpen, then one more per change). */
+  versionOf(rel: string): number {
+    return this.versions.get(treeFileUri(rel)) ?? 1;
+  }
+
+  /**
+   * Diagnostics pushed for `uri` after `since` and, when the server says which, for
+   * `version` of it: a push for the text before a check's change (or before its undo)
+   * can arrive after the change and must not be read as the answer.
+   */
+  async pushedSince(uri: string, since: number, version: number, maxMs: number, signal: AbortSignal): Promise<Published | undefined> {
+    const first = await this.tracker.waitDiagnostics(uri, since, maxMs, signal, version);
+    if (!first) return undefined;
+    // As pushedDiagnostics: pyright pushes a changed file twice (an empty set first, then its analysis).
+    await this.tracker.changed(Math.min(this.deps.config.diagnosticsSettleMs, maxMs), signal);
+    return this.tracker.diagnosticsFor(uri) ?? first;
   }
 
   /** How many documents it has opened (GET on a root shows it). */

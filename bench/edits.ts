@@ -1,0 +1,121 @@
+// Question: what do the edit answers cost on a warm root of a real tree?
+// The tree is lspd's own src/ (about 150 TypeScript files) uploaded as one root.
+//   check    POST /v1/check of a 1-file patch (shareLimits in src/fair-share.ts
+//            gains a required parameter, so its callers break), after a first check
+//            has started the scratch session: the warm cost
+//   plain    the diagnostics op on the same files the check answered about, one
+//            query per file, 4 at a time as the check asks, each run with another
+//            `context` so the result cache does not answer: lspd's plain path
+//   rename   /v1/code/lsp op rename of deadline() (src/deadline.ts, used across
+//            the tree), a new name per run so the result cache does not answer
+// Goal (issue 27): a warm check within 3x the plain diagnostics of the same files.
+// lspd runs as its own process (src/main.ts); load average printed beside.
+//
+//   node --import tsx bench/edits.ts [--runs 5]
+import { chmodSync, cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { execFileSync } from 'node:child_process';
+import { LspdClient, type CheckAnswer } from '../src/client/index.js';
+import { projectDir, spawnDaemon, tempDir } from '../test/helpers/daemon.js';
+import { opt } from './upload.js';
+import { cleanUpOnSignal } from './on-signal.js';
+import { jailUidEnv } from '../test/helpers/uids.js';
+import { git } from './git.js';
+import { mapLimit } from '../src/ask/ask-service.js';
+
+const runs = Number(opt('runs', '5'));
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ');
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+async function main(): Promise<void> {
+  const work = tempDir('edits-bench-');
+  chmodSync(work, 0o755); // the jail's uids must reach the data dir below it
+  const repo = join(work, 'repo');
+  cpSync(join(projectDir, 'src'), join(repo, 'src'), { recursive: true });
+  writeFileSync(join(repo, 'package.json'), '{"name": "lspd-src", "private": true, "type": "module"}\n');
+  cpSync(join(projectDir, 'tsconfig.json'), join(repo, 'tsconfig.json'));
+  git(repo, 'init', '-q', '-b', 'main');
+  git(repo, 'add', '-A');
+  git(repo, '-c', 'commit.gpgsign=false', 'commit', '-q', '-m', 'base');
+  const sha = git(repo, 'rev-parse', 'HEAD');
+  // The patch an agent would send: git's own diff of the edited file.
+  const file = join(repo, 'src/fair-share.ts');
+  const text = readFileSync(file, 'utf8');
+  const from = 'export function shareLimits(';
+  if (!text.includes(from)) throw new Error(`${from} not in src/fair-share.ts`);
+  writeFileSync(file, text.replace(from, 'export function shareLimits(label: string, '));
+  const patch = git(repo, 'diff') + '\n';
+  git(repo, 'checkout', '-q', '--', 'src/fair-share.ts');
+
+  const daemon = await spawnDaemon({ dataDir: join(work, 'data'), env: jailUidEnv(64), timeoutMs: 120_000 });
+  cleanUpOnSignal(daemon, work);
+  const client = new LspdClient({ url: daemon.url });
+  const root = { org: 'bench', repo: 'lspd-src', sha };
+  const files = git(repo, 'ls-files')
+    .split('\n')
+    .filter((p) => p.endsWith('.ts')).length;
+  console.log(`# lspd edits bench — lspd's own src/ (${files} .ts files), ${runs} runs, load average at start ${load()}`);
+  const t: Record<string, number[]> = { check: [], plain: [], rename: [] };
+  try {
+    await client.putRoot(root, execFileSync('git', ['archive', '--format=tar', sha], { cwd: repo, maxBuffer: 256 * 1024 * 1024 }));
+    let t0 = performance.now();
+    const first = await client.check({ ...root, patch });
+    console.log(`# first check (starts the scratch session): ${(performance.now() - t0).toFixed(0)} ms; load ${load()}`);
+    let last: CheckAnswer = first;
+    for (let run = 0; run < runs; run++) {
+      t0 = performance.now();
+      last = await client.check({ ...root, patch });
+      const check = performance.now() - t0;
+      t0 = performance.now();
+      await mapLimit(last.files, 4, (path) => client.lsp({ ...root, op: 'diagnostics', path, context: 1 + (run % 20) }));
+      const plain = performance.now() - t0;
+      t0 = performance.now();
+      const r = await client.lsp({
+        ...root,
+        op: 'rename',
+        path: 'src/deadline.ts',
+        line: lineOf(repo, 'src/deadline.ts', 'export function deadline('),
+        character: 16,
+        newName: `deadline${run}`,
+      });
+      const rename = performance.now() - t0;
+      if (!String(r.patch).includes(`deadline${run}(`)) throw new Error(`run ${run}: the rename's patch does not use its new name`);
+      t.check!.push(check);
+      t.plain!.push(plain);
+      t.rename!.push(rename);
+      console.log(
+        `# run ${run}: check ${check.toFixed(0)} ms, plain diagnostics of its ${last.files.length} files ${plain.toFixed(0)} ms (x${(check / plain).toFixed(2)}), ` +
+          `rename ${rename.toFixed(0)} ms (${(r.files as unknown[] | undefined)?.length ?? 0} files); load ${load()}`,
+      );
+    }
+    console.log(
+      `# the check: ${last.files.length} files, ${last.new.length} new, ${last.fixed.length} fixed, ${last.unchanged} unchanged, incomplete ${last.incomplete}`,
+    );
+    console.log('| what | median ms | runs (ms) |');
+    console.log('|---|---|---|');
+    const row = (name: string, xs: number[]) => console.log(`| ${name} | ${median(xs).toFixed(1)} | ${xs.map((x) => x.toFixed(1)).join(', ')} |`);
+    row('lspd check, warm (1-file patch)', t.check!);
+    row('lspd diagnostics of the same files, uncached', t.plain!);
+    row('lspd rename of deadline() across src/', t.rename!);
+    console.log(`# ratio check / plain (medians): ${(median(t.check!) / median(t.plain!)).toFixed(2)} (goal <= 3)`);
+    console.log(`# load average at end ${load()}`);
+  } finally {
+    await client.close();
+    await daemon.stop();
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+function lineOf(repo: string, path: string, needle: string): number {
+  const lines = readFileSync(join(repo, path), 'utf8').split('\n');
+  const i = lines.findIndex((l) => l.includes(needle));
+  if (i < 0) throw new Error(`${needle} not in ${path}`);
+  return i;
+}
+
+await main();

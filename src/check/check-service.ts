@@ -1,0 +1,334 @@
+// POST /v1/check's engine: a patch applied to a stored root in memory only, and what
+// it changes in diagnostics, in the changed files and the files that depend on them.
+//   parse + apply   src/edit/apply-patch.ts on the stored texts (the query checks:
+//                   inside the root, ≤ maxTargetFileBytes, UTF-8); 400/413/422
+//   dependents      references at each modified or deleted file's top-level
+//                   declarations (documentSymbols), asked through the query service
+//                   on the plain sessions (the stored program, cached); at most
+//                   maxCheckDependents files, of the changed file's language
+//   before          the diagnostics op on every file checked, through the query
+//                   service (cached: the stored root never changes)
+//   after           on the root's scratch session (QueryService.scratch, pool key
+//                   purpose 'check'): the changed files didOpen'd at their stored text,
+//                   then didChange'd to the patched one (added: didOpen, deleted:
+//                   emptied), diagnostics pulled or awaited, then every change undone
+//                   (didChange back, didClose) before the session's next check runs
+//   compare         counted by file, message and code, never by line (lines move),
+//                   as /v1/diff does (diff/symbol-diff.ts newDiagnostics)
+// Isolation: no plain query ever leases a scratch session, checks on one are
+// serialized (a per-session chain), and the undo runs in `finally` as notifications,
+// which are written at once whatever the deadline; a session that fails mid-check is
+// never reused (the pool's rule). Nothing is written to the stored tree.
+import { errors, isAppError } from '../errors.js';
+import { raceAbort, deadline } from '../deadline.js';
+import { languageOf } from '../languages.js';
+import type { Logger } from '../log.js';
+import type { CheckQuery, LspQuery, RootKey } from '../schemas.js';
+import type { CheckAnswer } from '../responses.js';
+import { applyFilePatch, parsePatch, PatchApplyError, PatchSyntaxError, PatchTooLargeError, type FilePatch } from '../edit/apply-patch.js';
+import { linesOf } from '../edit/unified-diff.js';
+import { newDiagnostics, type Diag } from '../diff/symbol-diff.js';
+import { mapLimit } from '../ask/ask-service.js';
+import type { ScratchContext } from '../lsp/query-service.js';
+import type { Session } from '../lsp/session/session.js';
+import { treeFileUri } from '../lsp/answer/paths.js';
+
+type Answer = Record<string, unknown> & { incomplete?: boolean };
+
+/** What the check asks of the query service (QueryService satisfies it). */
+export interface CheckPort {
+  lsp(q: LspQuery, signal: AbortSignal): Promise<Answer>;
+  checkRoot(key: RootKey): void;
+  readStored(key: RootKey, path: string): Promise<string | undefined>;
+  scratch<T>(key: RootKey, path: string, deadlineAt: number, signal: AbortSignal, fn: (c: ScratchContext) => Promise<T>): Promise<T>;
+}
+
+export interface CheckLimits {
+  maxPatchBytes: number;
+  maxPatchFiles: number;
+  maxPatchHunks: number;
+  maxCheckDependents: number;
+  /** Top-level declarations of one changed file whose references are asked. */
+  maxDeclarations: number;
+  /** LSP questions in flight for one check's look-ups. */
+  concurrency: number;
+  /** The whole check's deadline, as one query's. */
+  deadlineMs: number;
+  /** LSPD_MAX_ANSWER_BYTES. */
+  maxAnswerBytes: number;
+}
+
+/** A diagnostic as the answer gives it: the diagnostics op's projection with its path. */
+type CheckDiag = Diag & { range: unknown; severity: string; source?: string };
+
+/** One language's part of a patch: checked on its server's scratch session. */
+interface Group {
+  files: { patch: FilePatch; old: string | undefined; text: string }[];
+  dependents: string[];
+}
+
+export class CheckService {
+  private readonly port: CheckPort;
+  private readonly limits: CheckLimits;
+  private readonly log: Logger;
+  /** The tail of each scratch session's chain of checks: one check at a time changes its documents. */
+  private readonly turns = new WeakMap<Session, Promise<void>>();
+
+  constructor(o: { port: CheckPort; limits: CheckLimits; log: Logger }) {
+    this.port = o.port;
+    this.limits = o.limits;
+    this.log = o.log;
+  }
+
+  async check(q: CheckQuery, signal: AbortSignal): Promise<CheckAnswer> {
+    const t0 = performance.now();
+    const key: RootKey = { org: q.org, repo: q.repo, sha: q.sha };
+    const L = this.limits;
+    const bytes = Buffer.byteLength(q.patch);
+    if (bytes > L.maxPatchBytes) throw errors.tooLarge(`The patch is ${bytes} bytes, past LSPD_MAX_PATCH_BYTES (${L.maxPatchBytes}).`, 'patch');
+    let patches: FilePatch[];
+    try {
+      patches = parsePatch(q.patch, { maxFiles: L.maxPatchFiles, maxHunks: L.maxPatchHunks });
+    } catch (err) {
+      if (err instanceof PatchSyntaxError) throw errors.badRequest(`patch: ${err.message}.`, { field: 'patch', line: err.line });
+      if (err instanceof PatchTooLargeError) throw errors.tooLarge(`${err.message} (LSPD_MAX_PATCH_FILES, LSPD_MAX_PATCH_HUNKS)`, 'patch');
+      throw err;
+    }
+    this.port.checkRoot(key);
+    const dl = deadline(signal, L.deadlineMs);
+    const deadlineAt = Date.now() + L.deadlineMs;
+    const notes: string[] = [];
+    try {
+      // Every file is read and patched before any server is asked: a patch that does not apply costs no LSP work.
+      const groups = new Map<string, Group>();
+      for (const p of patches) {
+        const old = await this.port.readStored(key, p.path);
+        let text: string;
+        try {
+          text = applyFilePatch(p, old);
+        } catch (err) {
+          if (err instanceof PatchApplyError) throw errors.patchDoesNotApply(`The patch does not apply: ${err.message}.`, err.path, err.hunk);
+          throw err;
+        }
+        const lang = languageOf(p.path);
+        if (!lang) {
+          notes.push(`${p.path}: no language server serves it; not checked.`);
+          continue;
+        }
+        const g = groups.get(lang.language) ?? { files: [], dependents: [] };
+        g.files.push({ patch: p, old, text });
+        groups.set(lang.language, g);
+      }
+      let incomplete = false;
+      const all = { new: [] as CheckDiag[], fixed: [] as CheckDiag[], unchanged: 0, files: [] as string[] };
+      for (const [language, g] of groups) {
+        const dep = await this.dependents(key, language, g, dl.signal, notes);
+        g.dependents = dep.paths;
+        incomplete ||= dep.incomplete;
+        const r = await this.checkGroup(key, g, deadlineAt, dl.signal);
+        incomplete ||= r.incomplete;
+        all.new.push(...r.new);
+        all.fixed.push(...r.fixed);
+        all.unchanged += r.unchanged;
+        all.files.push(...r.files);
+      }
+      const answer = {
+        new: all.new,
+        fixed: all.fixed,
+        unchanged: all.unchanged,
+        files: all.files,
+        incomplete,
+        untrusted: true as const,
+        ...(notes.length ? { notes } : {}),
+        elapsed_ms: 0,
+      };
+      // Bounded as every answer is: the longer list loses its last half until it fits (said by truncated).
+      while (Buffer.byteLength(JSON.stringify(answer)) > L.maxAnswerBytes && answer.new.length + answer.fixed.length > 0) {
+        const longer = answer.new.length >= answer.fixed.length ? answer.new : answer.fixed;
+        longer.length = Math.floor(longer.length / 2);
+        (answer as { truncated?: boolean }).truncated = true;
+      }
+      answer.elapsed_ms = Math.round((performance.now() - t0) * 10) / 10;
+      return answer as CheckAnswer;
+    } catch (err) {
+      if (dl.signal.aborted && !isAppError(err)) throw errors.timeout(`The check did not finish within ${L.deadlineMs} ms; it was cancelled.`);
+      throw err;
+    } finally {
+      dl.clear();
+    }
+  }
+
+  /**
+   * Files of `language` that reference a top-level declaration of a modified or deleted
+   * file, by the plain sessions (the stored program): bounded by maxDeclarations per
+   * file and maxCheckDependents in all; a cut is said in `notes`.
+   */
+  private async dependents(key: RootKey, language: string, g: Group, signal: AbortSignal, notes: string[]): Promise<{ paths: string[]; incomplete: boolean }> {
+    const L = this.limits;
+    const changed = new Set(g.files.map((f) => f.patch.path));
+    const base = { ...key, encoding: 'utf-16' as const, includeDeclaration: false, context: 0 };
+    let incomplete = false;
+    const anchors: { path: string; line: number; character: number }[] = [];
+    await mapLimit(
+      g.files.filter((f) => f.patch.change !== 'add'),
+      L.concurrency,
+      async (f) => {
+        const a = await this.port.lsp({ ...base, op: 'documentSymbols', path: f.patch.path }, signal);
+        incomplete ||= a.incomplete === true;
+        const top = ((a.symbols ?? []) as { container?: string; selectionRange?: { start: { line: number; character: number } } }[]).filter(
+          (s) => s.container === undefined && s.selectionRange,
+        );
+        if (top.length > L.maxDeclarations)
+          notes.push(`${f.patch.path}: references asked at its first ${L.maxDeclarations} of ${top.length} top-level declarations.`);
+        for (const s of top.slice(0, L.maxDeclarations)) anchors.push({ path: f.patch.path, ...s.selectionRange!.start });
+      },
+    );
+    const found = new Set<string>();
+    await mapLimit(anchors, L.concurrency, async (at) => {
+      const a = await this.port.lsp({ ...base, op: 'references', path: at.path, line: at.line, character: at.character, limit: 1000 }, signal);
+      incomplete ||= a.incomplete === true;
+      for (const l of (a.locations ?? []) as { path: string; external?: boolean }[]) {
+        if (!l.external && !changed.has(l.path) && languageOf(l.path)?.language === language) found.add(l.path);
+      }
+    });
+    const paths = [...found].sort();
+    if (paths.length > L.maxCheckDependents) {
+      notes.push(`${paths.length} files depend on the changed ones; the first ${L.maxCheckDependents} (LSPD_MAX_CHECK_DEPENDENTS) were checked.`);
+      incomplete = true;
+    }
+    return { paths: paths.slice(0, L.maxCheckDependents), incomplete };
+  }
+
+  /** Before (plain, cached) and after (scratch, patched) diagnostics of one group's files, compared. */
+  private async checkGroup(key: RootKey, g: Group, deadlineAt: number, signal: AbortSignal) {
+    const L = this.limits;
+    const dependents = new Map<string, string>();
+    for (const path of g.dependents) {
+      const text = await this.port.readStored(key, path);
+      if (text !== undefined) dependents.set(path, text);
+    }
+    const checked = [...g.files.filter((f) => f.patch.change !== 'delete').map((f) => f.patch.path), ...dependents.keys()];
+    const stored = [...g.files.filter((f) => f.patch.change !== 'add').map((f) => f.patch.path), ...dependents.keys()];
+    let incomplete = false;
+    const before: CheckDiag[] = [];
+    await mapLimit(stored, L.concurrency, async (path) => {
+      const a = await this.port.lsp({ ...key, op: 'diagnostics', path, encoding: 'utf-16', includeDeclaration: true, context: 0 }, signal);
+      incomplete ||= a.incomplete === true;
+      for (const d of (a.diagnostics ?? []) as Record<string, unknown>[]) before.push({ ...d, path } as CheckDiag);
+    });
+    const anchor = g.files.find((f) => f.patch.change !== 'add')?.patch.path ?? g.files[0]!.patch.path;
+    const after = await this.port.scratch(key, anchor, deadlineAt, signal, (c) =>
+      this.inTurn(c.session, signal, () => this.patched(c, g, dependents, checked)),
+    );
+    incomplete ||= after.incomplete;
+    const fresh = newDiagnostics(after.diags, before) as CheckDiag[];
+    const fixed = newDiagnostics(before, after.diags) as CheckDiag[];
+    return { new: fresh, fixed, unchanged: after.diags.length - fresh.length, files: checked, incomplete };
+  }
+
+  /** Run `fn` once every earlier check on `s` has finished (undone included). */
+  private async inTurn<T>(s: Session, signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
+    const prev = this.turns.get(s) ?? Promise.resolve();
+    let done!: () => void;
+    const mine = prev.then(() => new Promise<void>((r) => (done = r)));
+    this.turns.set(s, mine);
+    try {
+      await raceAbort(prev, signal);
+      return await fn();
+    } finally {
+      // Also when the wait was abandoned: `mine` still follows `prev`, so the order holds.
+      void prev.then(() => done());
+      if (this.turns.get(s) === mine) void mine.then(() => this.turns.get(s) === mine && this.turns.delete(s));
+    }
+  }
+
+  /** On the scratch session, in this check's turn: open, change, read diagnostics, undo. */
+  private async patched(
+    c: ScratchContext,
+    g: Group,
+    dependents: ReadonlyMap<string, string>,
+    checked: readonly string[],
+  ): Promise<{ diags: CheckDiag[]; incomplete: boolean }> {
+    const s = c.session;
+    const idOf = (path: string) => languageOf(path)!.languageId;
+    const stored = new Map(dependents);
+    const undo: (() => void)[] = [];
+    try {
+      // The stored text first, as a query would open it, so the server's view before the change is the root's.
+      for (const f of g.files) if (f.old !== undefined) stored.set(f.patch.path, f.old);
+      let ready = true;
+      const fresh: string[] = [];
+      for (const [path, text] of stored) {
+        if (!s.isOpen(path)) fresh.push(path);
+        const uri = s.open(path, idOf(path), text);
+        ready &&= await c.waitReady(uri);
+      }
+      // A pushing server's first push for a document just opened describes the stored
+      // text; taken here, it cannot be mistaken for the patched text's (not every
+      // server says which version a push is for). Once per document per session.
+      if (!s.pullsDiagnostics) {
+        const windowMs = Math.max(0, Math.min(c.diagnosticsWindowMs, c.deadlineAt - Date.now()));
+        await Promise.all(fresh.map((path) => s.pushedDiagnostics(treeFileUri(path), windowMs, c.deadline)));
+      }
+      const since = Date.now();
+      const versions = new Map<string, number>();
+      for (const f of g.files) {
+        const path = f.patch.path;
+        if (f.patch.change === 'add') {
+          undo.push(() => s.closeDocument(path));
+          s.open(path, idOf(path), f.text, { transient: true });
+          versions.set(path, 1);
+        } else {
+          undo.push(() => s.change(path, f.old!));
+          versions.set(path, s.change(path, f.text));
+        }
+      }
+      const texts = new Map(g.files.map((f) => [f.patch.path, f.text]));
+      let incomplete = !ready;
+      const diags: CheckDiag[] = [];
+      const pushed = async (path: string): Promise<unknown> => {
+        // The changed files' own push for their new version; a dependent's next push, else its last.
+        const uri = treeFileUri(path);
+        const changed = versions.get(path);
+        const windowMs = Math.max(0, Math.min(c.diagnosticsWindowMs, c.deadlineAt - Date.now()));
+        const pub =
+          changed !== undefined
+            ? await s.pushedSince(uri, since, changed, windowMs, c.deadline)
+            : ((await s.pushedSince(uri, since, s.versionOf(path), Math.min(windowMs, DEPENDENT_PUSH_MS), c.deadline)) ??
+              (await s.pushedDiagnostics(uri, windowMs, c.deadline)));
+        if (!pub) incomplete = true;
+        return pub?.items ?? [];
+      };
+      const project = async (path: string, raw: unknown) => {
+        if (c.deadline.aborted) throw c.deadline.reason as Error;
+        const text = texts.get(path);
+        const a = await c.diagnostics(raw, path, text === undefined ? undefined : linesOf(text).map((l) => l.replace(/\r?\n$|\r$/, '')));
+        for (const d of a.diagnostics) diags.push({ path, ...d });
+      };
+      if (s.pullsDiagnostics) {
+        // All at once: the server checks them together, and what it sends meanwhile
+        // (progress, refresh requests) is shared among the requests waiting (the
+        // transport's per-request budget), not charged to one.
+        const raws = await Promise.all(checked.map((path) => s.request('textDocument/diagnostic', { textDocument: { uri: treeFileUri(path) } }, c.deadline)));
+        for (const [i, path] of checked.entries()) await project(path, raws[i]);
+      } else {
+        // Changed files first: a pushing server analyses them before their dependents.
+        for (const path of checked) await project(path, await pushed(path));
+      }
+      return { diags, incomplete };
+    } finally {
+      for (const u of undo.reverse()) {
+        try {
+          u();
+        } catch (err) {
+          // The session ended: nothing to undo on it, and the pool never reuses it.
+          this.log.debug({ err: (err as Error).message }, 'check undo on an ended session');
+        }
+      }
+      if (s.state.kind === 'ready') s.forgetUnopenedDiagnostics();
+    }
+  }
+}
+
+/** How long a pushing server is given to push a dependent again after a change before its last push is taken. */
+const DEPENDENT_PUSH_MS = 1000;

@@ -1,0 +1,13 @@
+// The result cache's key holds every field that changes an answer: a rename to another
+// name is another patch (bench/edits found the second name answered with the first's).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ResultCache } from './cache.js';
+import { lspQuery } from '../schemas.js';
+
+test('rename: another newName is another key; the same query is the same key', () => {
+  const q = (newName: string) =>
+    lspQuery.parse({ org: 'acme', repo: 'r', sha: 'a'.repeat(40), op: 'rename', path: 'src/a.ts', line: 1, character: 2, newName });
+  assert.notEqual(ResultCache.keyOf('typescript', q('one')), ResultCache.keyOf('typescript', q('two')));
+  assert.equal(ResultCache.keyOf('typescript', q('one')), ResultCache.keyOf('typescript', q('one')));
+});
