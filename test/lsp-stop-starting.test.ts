@@ -54,7 +54,9 @@ describe('a session stopped during its start', { skip }, () => {
       if (Date.now() > end) assert.fail(`not within ${ms} ms: ${what}`);
   };
   const count = async (name: 'spawns' | 'restarts', labels: Record<string, string>) =>
-    (await d.metrics[name].get()).values.filter((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x)).reduce((n, v) => n + v.value, 0);
+    (await d.metrics[name].get()).values
+      .filter((v) => Object.entries(labels).every(([k, x]) => (v.labels as Record<string, unknown>)[k] === x))
+      .reduce((n, v) => n + v.value, 0);
 
   test('is not a start failure: no back-off, the next query spawns a server at once', async () => {
     const spawns0 = await count('spawns', { server: row.name });
