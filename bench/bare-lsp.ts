@@ -24,9 +24,35 @@ export interface TimelineEvent {
   detail: string;
 }
 
-/** The host equivalent of an in-jail path or string: node_modules and HOME moved to where they are here. */
-function hostify(s: string, home: string, tree: string): string {
-  return s.replaceAll(JAIL_NODE_MODULES, join(PROJECT_DIR, 'node_modules')).replaceAll(JAIL_HOME, home).replaceAll(`${TREE_AT}/`, `${tree}/`);
+/** The host equivalent of an in-jail path or string: node_modules, HOME and the row's binds moved to where they are here. */
+function hostify(s: string, home: string, tree: string, binds: ServerRow['binds'] = []): string {
+  let out = s.replaceAll(JAIL_NODE_MODULES, join(PROJECT_DIR, 'node_modules')).replaceAll(JAIL_HOME, home).replaceAll(`${TREE_AT}/`, `${tree}/`);
+  for (const b of binds ?? []) out = out.replaceAll(b.at, b.host);
+  return out;
+}
+
+/**
+ * argv as run bare. A row with a system root of its own (the Rust row's Debian 13
+ * root) runs its binary over that root's /usr, as its jail does, in a bwrap that is
+ * a chroot and nothing else: the host's whole tree bound as it is (merged-/usr here,
+ * so /bin and /lib follow /usr), the root's /usr and linker cache over the host's,
+ * a private /tmp (the jail's is a tmpfs) with the bare HOME bound back into it. No
+ * user, PID or network namespace, no seccomp, no cgroup, no uid drop: lspd's jail
+ * policy is none of it. The same binary, libraries and std sources as the row's.
+ */
+function bareArgv(row: ServerRow, argv: string[], home: string): string[] {
+  if (row.systemRoot === undefined) return argv;
+  const root = row.systemRoot;
+  return [
+    'bwrap',
+    ...['--dev-bind', '/', '/'],
+    ...['--ro-bind', join(root, 'usr'), '/usr'],
+    ...['--ro-bind', join(root, 'etc', 'ld.so.cache'), '/etc/ld.so.cache'],
+    ...['--tmpfs', '/tmp', '--bind', home, home],
+    '--die-with-parent',
+    '--',
+    ...argv,
+  ];
 }
 
 export class BareServer {
@@ -51,9 +77,13 @@ export class BareServer {
       mkdirSync(dirname(p), { recursive: true });
       writeFileSync(p, text);
     }
-    const argv = row.argv.map((a) => hostify(a, this.home, workspace));
+    const argv = bareArgv(
+      row,
+      row.argv.map((a) => hostify(a, this.home, workspace, row.binds)),
+      this.home,
+    );
     const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries(row.env)) env[k] = hostify(v, this.home, workspace);
+    for (const [k, v] of Object.entries(row.env)) env[k] = hostify(v, this.home, workspace, row.binds);
     env.TMPDIR = this.home;
     this.cp = spawn(argv[0]!, argv.slice(1), { cwd: workspace, env, stdio: ['pipe', 'pipe', 'pipe'] });
     this.cp.stderr.on('data', (d: Buffer) => (this.stderr = (this.stderr + d.toString()).slice(-4096)));
@@ -132,7 +162,7 @@ export class BareServer {
       typeof this.row.initializationOptions === 'function'
         ? (this.row.initializationOptions as (at: string) => unknown)(this.workspace)
         : this.row.initializationOptions;
-    const opts = raw === undefined ? undefined : (JSON.parse(hostify(JSON.stringify(raw), this.home, this.workspace)) as unknown);
+    const opts = raw === undefined ? undefined : (JSON.parse(hostify(JSON.stringify(raw), this.home, this.workspace, this.row.binds)) as unknown);
     const r = (await this.request('initialize', {
       processId: null,
       rootUri: uri,

@@ -35,6 +35,8 @@ const QUESTIONS: Record<string, Omit<Case, 'row'>> = {
   clangd: q('c-basic', 'src/main.c', 'greet(buf, sizeof buf, "world")', 'src/greet.c', 'int greet('),
   intelephense: q('php-basic', 'index.php', "greet('world')", 'src/Greeter.php', 'public function greet('),
   'bash-language-server': q('sh-basic', 'main.sh', 'greet world', 'lib/greet.sh', 'greet() {'),
+  // std only (no registry dependency): its fetch has nothing to get, and the bare run needs no CARGO_HOME.
+  'rust-analyzer': q('rust-basic', 'src/main.rs', 'greet("world")', 'src/greet.rs', 'pub fn greet('),
 };
 
 /** Every available-here row that has a question, in table order. */

@@ -458,7 +458,9 @@ export class Session {
 
   private fail(error: SessionFailedError): SessionFailedError {
     const st = this.st;
-    if (st.kind !== 'starting' && st.kind !== 'ready') return st.kind === 'failed' ? st.error : error;
+    // Already stopped: what broke (initialize's connection, closed by the stop) is the
+    // stop, so the error says so and the pool does not back the key off for it.
+    if (st.kind !== 'starting' && st.kind !== 'ready') return st.kind === 'failed' ? st.error : this.endedError();
     // While we stop it, a server exiting is the point, not a failure.
     const stopping = this.stopping !== undefined;
     this.transition(stopping ? { kind: 'stopped' } : { kind: 'failed', error });
