@@ -23,6 +23,8 @@ export interface MonorepoShape {
   packages: number;
   filesPerPackage: number;
   deps: number;
+  /** Unpacked size of each registry package, about (playwright's 682 lockfile packages: 550 MB, 800 KiB each). */
+  depKiB: number;
 }
 
 const pad = (n: number) => String(n).padStart(3, '0');
@@ -53,8 +55,10 @@ function depChildren(k: number, deps: number): number[] {
   return [2 * k + 1, 2 * k + 2].filter((c) => c < deps);
 }
 
-/** Write dep-000..dep-<deps-1> as `<name>-1.0.0.tgz` into dir; their lockfile entries. */
-export async function writeRegistryPackages(dir: string, deps: number): Promise<Record<string, unknown>> {
+/** Write dep-000..dep-<deps-1> as `<name>-1.0.0.tgz` into dir, of about depKiB each unpacked; their lockfile entries. */
+export async function writeRegistryPackages(dir: string, deps: number, depKiB: number): Promise<Record<string, unknown>> {
+  // 8 parts of ~67-byte filler lines make up the size.
+  const linesPerPart = Math.max(1, Math.round((depKiB * 1024) / 8 / 67));
   const entries: Record<string, unknown> = {};
   for (let k = 0; k < deps; k++) {
     const children = Object.fromEntries(depChildren(k, deps).map((c) => [depName(c), '1.0.0']));
@@ -65,7 +69,7 @@ export async function writeRegistryPackages(dir: string, deps: number): Promise<
     );
     files.set('package/index.d.ts', `/** ${depName(k)}'s one function. */\nexport declare function ${depFn(k)}(x: number): number;\n`);
     files.set('package/index.js', `exports.${depFn(k)} = function (x) {\n  return x + ${k};\n};\n`);
-    for (let f = 0; f < 4; f++) files.set(`package/lib/part${f}.js`, `module.exports = function part${f}() {\n${filler(`${k}/${f}`, 60)}\n};\n`);
+    for (let f = 0; f < 8; f++) files.set(`package/lib/part${f}.js`, `module.exports = function part${f}() {\n${filler(`${k}/${f}`, linesPerPart)}\n};\n`);
     files.set('package/README.md', `# ${depName(k)}\n\n${filler(`readme ${k}`, 20)}\n`);
     const tgz = gzipSync(await tarOfFiles(files));
     writeFileSync(join(dir, `${depName(k)}-1.0.0.tgz`), tgz);

@@ -1,6 +1,6 @@
 // Question (issue 26): what does a CI job or a bot see on a fresh commit of a large
 // monorepo, while its dependencies download, and on a one-file commit on top?
-//   node --import tsx bench/monorepo.ts [--packages 40] [--files 20] [--deps 300] [--delay-ms 30] [--commits 10]
+//   node --import tsx bench/monorepo.ts [--packages 40] [--files 20] [--deps 300] [--dep-kib 400] [--delay-ms 30] [--commits 10]
 //   node --import tsx bench/monorepo.ts --tar <git-archive.tar> --spec <questions.json> [--commits N] [--label name]
 // Generated (default): bench/monorepo-tree.ts's monorepo (npm workspaces, tsconfig
 // `paths` aliases between packages, a package-lock.json of --deps packages) whose
@@ -228,10 +228,10 @@ async function main(): Promise<void> {
     label = opt('--label') ?? 'real';
     console.log(`tree: ${tarFile} (${mib(tar.length)} MiB tar), questions ${specFile}; dependencies from the daemon's default registries`);
   } else {
-    const shape = { packages: num('--packages', 40), filesPerPackage: num('--files', 20), deps: num('--deps', 300) };
+    const shape = { packages: num('--packages', 40), filesPerPackage: num('--files', 20), deps: num('--deps', 300), depKiB: num('--dep-kib', 400) };
     const delayMs = num('--delay-ms', 30);
     pkgDir = mkdtempSync(join(tmpdir(), 'lspd-monorepo-registry-'));
-    const depEntries = await writeRegistryPackages(pkgDir, shape.deps);
+    const depEntries = await writeRegistryPackages(pkgDir, shape.deps, shape.depKiB);
     registry = await startNpmRegistry(pkgDir);
     front = await delayedFront(registry, delayMs);
     const made = monorepoTree(shape, depEntries);
@@ -242,7 +242,7 @@ async function main(): Promise<void> {
     Object.assign(env, { LSPD_NPM_REGISTRY: front.url, LSPD_FETCH_REGISTRIES: front.authority });
     console.log(
       `tree: generated, ${shape.packages} npm workspaces x ${shape.filesPerPackage} .ts files, ${made.files.size} files, ${mib(tar.length)} MiB; ` +
-        `lockfile of ${shape.deps} packages from a local registry, ${delayMs} ms per request`,
+        `lockfile of ${shape.deps} packages of ~${shape.depKiB} KiB from a local registry, ${delayMs} ms per request`,
     );
   }
   const text = (p: string) => texts.get(p)!;
