@@ -250,7 +250,9 @@ async function main(): Promise<void> {
   const expectLine = positionOf(text(spec.inTree.expect.path), spec.inTree.expect.needle, 0, spec.inTree.expect.path).line;
   const depAt = positionOf(text(spec.dependency.path), spec.dependency.needle, spec.dependency.offset, spec.dependency.path);
   const inTreeRight = (locs: Loc[]) => locs.some((l) => !l.external && l.path === spec.inTree.expect.path && l.range.start.line === expectLine);
-  const depRight = (locs: Loc[]) => locs.some((l) => l.external === true && l.module === spec.dependency.module);
+  // Package names as registries compare them (PEP 503: case, '-', '_' and '.' alike).
+  const norm = (m?: string) => m?.toLowerCase().replace(/[-_.]+/g, '-');
+  const depRight = (locs: Loc[]) => locs.some((l) => l.external === true && norm(l.module) === norm(spec.dependency.module));
 
   const uids: UidRange = jailUids(256);
   const d: Daemon = await spawnDaemon({

@@ -111,9 +111,9 @@ export class QueryService {
     });
   }
 
-  /** A root was stored: start its likely sessions in the background (PUT without ?warm=false). */
-  warm(key: RootKey): void {
-    if (this.deps.health.jailReady) this.warmUp.warm(key);
+  /** A root was stored: start its likely sessions in the background (PUT without ?warm=false); `servers`: of these servers only. */
+  warm(key: RootKey, servers?: ReadonlySet<string>): void {
+    if (this.deps.health.jailReady) this.warmUp.warm(key, servers);
   }
 
   /** Stop starting warm-ups (shutdown). */
