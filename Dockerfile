@@ -97,15 +97,18 @@ RUN set -eu; . /tmp/pins.env; \
 
 # --- runtime ----------------------------------------------------------------
 FROM node:${NODE_VERSION}-bookworm-slim AS runtime
-COPY images/pins.env /opt/lspd/images/pins.env
+COPY images/pins.env images/trixie-apt.sh /opt/lspd/images/
 # Every DEB_<NAME>=<version> and IMAGE_DEB_<NAME>=<version> of pins.env, installed
 # as <name>=<version> (NAME lower-cased, _ as -): the rows images/setup.sh installs,
 # so the runtime has bubblewrap, clangd, go, gopls, shellcheck, composer, pip... at
 # exactly the pinned versions, and the JDK and Ruby the jdtls and ruby-lsp rows run on.
 # Test-only pins (TEST_ONLY_DEB: nginx, which only the tests run) are skipped.
 # libseccomp-dev brings libseccomp2, which the jail's filter helper links.
+# Go and gopls are Debian 13's: trixie-apt.sh makes it a source for TRIXIE_PACKAGES
+# alone, as images/setup.sh does on a host.
 RUN set -eu; \
     . /opt/lspd/images/pins.env; \
+    sh /opt/lspd/images/trixie-apt.sh /opt/lspd/images/pins.env; \
     pkgs=""; \
     for var in $(sed -n 's/^\(\(IMAGE_\)\{0,1\}DEB_[A-Z0-9_]*\)=.*/\1/p' /opt/lspd/images/pins.env); do \
       case " $TEST_ONLY_DEB " in *" $var "*) continue ;; esac; \

@@ -33,6 +33,7 @@ pkgs=(
   "nginx:/usr/sbin/nginx:$DEB_NGINX"
 )
 missing=()
+present=()
 test_only=()
 for row in "${pkgs[@]}"; do
   IFS=: read -r name file version <<<"$row"
@@ -43,8 +44,16 @@ for row in "${pkgs[@]}"; do
     [ $runtime = 1 ] && continue
     test_only+=("$name")
   fi
-  [ -e "$file" ] || missing+=("$name=$version")
+  if [ -e "$file" ]; then present+=("$name=$version"); else missing+=("$name=$version"); fi
 done
+# A file proves a package is there, not which version: a bumped pin (Go 1.19 -> 1.24)
+# must be installed too. One dpkg-query for them all (tens of ms).
+if [ ${#present[@]} -gt 0 ] && command -v dpkg-query >/dev/null 2>&1; then
+  installed=$'\n'$(dpkg-query -W -f='${Package}=${Version}\n' "${present[@]%%=*}" 2>/dev/null || true)$'\n'
+  for pv in "${present[@]}"; do
+    [[ $installed == *$'\n'"$pv"$'\n'* ]] || missing+=("$pv")
+  done
+fi
 need_cc=0
 command -v cc >/dev/null 2>&1 || need_cc=1
 command -v make >/dev/null 2>&1 || need_cc=1
@@ -67,6 +76,8 @@ if [ ${#missing[@]} -gt 0 ] || [ $need_cc = 1 ]; then
     chmod 0755 /usr/sbin/policy-rc.d
     trap 'rm -f /usr/sbin/policy-rc.d' EXIT
   fi
+  # Debian 13 as a source for TRIXIE_PACKAGES alone (Go 1.24, gopls 0.16).
+  sh images/trixie-apt.sh
   apt-get update -qq
   extra=()
   [ $need_cc = 1 ] && extra+=(gcc make libc6-dev)

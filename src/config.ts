@@ -72,6 +72,15 @@ export const configSchema = z.object({
     .describe(
       "Disk one org may use for roots and dependency caches (default and most: LSPD_DISK_QUOTA_BYTES). Past it the org's own least recently used unheld roots are evicted; an upload that cannot fit is refused 507. A full store evicts only orgs above their share (this, and at most the global quota over the orgs storing roots).",
     ),
+  maxUploads: int(16, 1).describe(
+    'Uploads (PUT of a tree) running at once, from the first byte of their body to their answer, shared between orgs by the fair-share rule; past its share an org gets 503 busy.',
+  ),
+  uploadMemoryBytes: int(512 * MiB, MiB).describe(
+    "Memory uploads in progress may hold: every admitted entry's name and link target until the tree is indexed, and a composed upload's decoded base index; fair-shared between orgs. An upload past its org's share gets 503 busy; one that no share could hold, 413 too_large.",
+  ),
+  uploadReadTimeoutMs: int(60_000, 100).describe(
+    'An upload whose body brings no byte for this long while lspd waits for it is cut (400 upload_aborted): its staging is removed and nothing is charged.',
+  ),
 
   // --- query bounds (DESIGN.md "Bounds") ---
   maxTargetFileBytes: int(2 * MiB, 1).describe('Largest file a query may target.'),
@@ -91,6 +100,15 @@ export const configSchema = z.object({
     'File reads (GET …/files, the read_file tool) running at once, shared between orgs by the fair-share rule; past its share an org gets 503 busy.',
   ),
   resultCacheEntries: int(10_000, 0).describe('Entries in the result cache (roots are immutable, so a hit is exact).'),
+  resultCacheBytes: int(128 * MiB, 0).describe(
+    'Bytes the result cache holds: each answer is kept serialized and charged its length; past it the least recently used go (0: no cache).',
+  ),
+  diffCacheBytes: int(32 * MiB, 0).describe(
+    'Bytes the /v1/diff cache holds: each page answered is kept serialized and charged its length, never a whole diff (0: no cache).',
+  ),
+  fileCacheBytes: int(128 * MiB, MiB).describe(
+    'Bytes of tree text kept in memory for previews and query targets (half each), charged with the per-line overhead of the heap.',
+  ),
 
   // --- sessions ---
   typescriptServer: z
@@ -218,7 +236,7 @@ export const configSchema = z.object({
     .max(50)
     .default(12)
     .describe(
-      'Part of each shared pool (queued queries, sessions, jail uids, fetch slots, egress connections, file reads) an org past its fair share may not take: kept for another org, whose first request is then served at once. 0 turns fair shares off (first come, first served).',
+      'Part of each shared pool (queued queries, sessions, jail uids, fetch slots, egress connections, file reads, uploads) an org past its fair share may not take: kept for another org, whose first request is then served at once. 0 turns fair shares off (first come, first served).',
     ),
   orgMaxQueuedQueries: int(0).describe('Most queries of one org waiting for a server; 0: no fixed cap, its fair share of LSPD_MAX_QUEUED_QUERIES decides.'),
   orgMaxSessions: int(0).describe(

@@ -50,6 +50,7 @@ export const errors = {
   fileTooLarge: def('file_too_large', 413),
   notUtf8: def('not_utf8', 415),
   noServer: def('no_server', 422),
+  cannotRename: def('cannot_rename', 422),
   notFoundSymbol: def('symbol_not_found', 404),
   notReady: def('not_ready', 503),
   serverUnavailable: (message: string, retryAfterS: number) => new AppError('server_unavailable', 503, message, { retry_after: retryAfterS }),

@@ -14,8 +14,23 @@ export function createMetrics(config?: Pick<Config, 'metricsMaxOrgs'>) {
   const gauge = <L extends string>(name: string, help: string, labelNames: readonly L[] = []) => new Gauge<L>({ name, help, labelNames, registers });
   const histogram = <L extends string>(name: string, help: string, labelNames: readonly L[], buckets: number[]) =>
     new Histogram<L>({ name, help, labelNames, buckets, registers });
+  /** Caches whose bytes `lspd_cache_bytes` reports, read at each scrape. */
+  const cacheSources = new Map<string, () => number>();
   return {
     registry,
+    cacheBytes: new Gauge<'cache'>({
+      name: 'lspd_cache_bytes',
+      help: 'Bytes each in-memory cache holds, as it charges them against its byte budget.',
+      labelNames: ['cache'],
+      registers,
+      collect() {
+        for (const [cache, bytes] of cacheSources) this.set({ cache }, bytes());
+      },
+    }),
+    /** Report a cache's bytes in `lspd_cache_bytes{cache=name}` (the last one watched under a name wins). */
+    watchCache(name: string, bytes: () => number): void {
+      cacheSources.set(name, bytes);
+    },
     httpSeconds: histogram(
       'lspd_http_request_seconds',
       'HTTP request latency by route, op, server and status.',

@@ -121,6 +121,11 @@ export const lspAnswer = z.looseObject({
   elapsed_ms: z.number().optional(),
   locations: z.array(location).optional(),
   contents: z.string().optional().describe('hover: markdown, host paths removed.'),
+  patch: z.string().optional().describe('rename: one unified diff, `a/` and `b/` root-relative paths, that `git apply` accepts on the uploaded tree.'),
+  files: z
+    .array(z.looseObject({ path: z.string(), edits: z.array(z.looseObject({ range, newText: z.string() })) }))
+    .optional()
+    .describe("rename: the same edits per file, ranges in the caller's encoding."),
   range: range.optional(),
   symbols: z
     .array(
@@ -195,7 +200,7 @@ export const diffAnswer = z.looseObject({
   elapsed_ms: z.number().optional(),
   files: z
     .array(z.looseObject({ path: z.string(), change: z.enum(['added', 'modified', 'removed']) }))
-    .describe('Paths that differ between the two stored trees, sorted.'),
+    .describe('Paths that differ between the two stored trees, sorted: this page of them (files_total in all; next_cursor for more).'),
   files_total: z.number().int(),
   symbols: z
     .array(
@@ -210,11 +215,13 @@ export const diffAnswer = z.looseObject({
         head: symbolSide.optional(),
       }),
     )
-    .describe('Document symbols of modified (and removed) files added, removed or changed (their own text, whitespace aside).'),
+    .describe('Document symbols of modified (and removed) files added, removed or changed (their own text, whitespace aside): this page of them.'),
   symbols_total: z.number().int(),
   impact: z
     .array(location.extend({ symbol: z.string().describe('Qualified name of the removed or changed symbol referred to.'), symbol_path: z.string() }))
-    .describe('References at base to removed or changed symbols, outside the lines the change rewrote: callers that may break. Paged.'),
+    .describe(
+      'References at base to removed or changed symbols, outside the lines the change rewrote: callers that may break. This page of them (at most limit).',
+    ),
   diagnostics: z
     .array(
       z.looseObject({
@@ -226,14 +233,19 @@ export const diffAnswer = z.looseObject({
         message: z.string(),
       }),
     )
-    .describe('Diagnostics at head in changed and impacted files that base did not have (matched by file, message and code).'),
+    .describe('Diagnostics at head in changed and impacted files that base did not have (matched by file, message and code): this page of them.'),
   diagnostics_total: z.number().int(),
-  new_errors: z.number().int().describe('How many of `diagnostics` are errors (what a CI gate fails on).'),
+  new_errors: z.number().int().describe('How many of all the new diagnostics (every page) are errors: what a CI gate fails on.'),
   total: z.number().int().describe('impact locations in all.'),
-  truncated: z.boolean().describe('A bound cut a list (impact: see next_cursor; the others: see notes).'),
-  next_cursor: z.string().optional().describe('Pass back as cursor for the next page of impact.'),
+  truncated: z.boolean().describe('More follows (next_cursor), or a bound cut what was computed (see notes).'),
+  next_cursor: z
+    .string()
+    .optional()
+    .describe(
+      'Pass back as cursor for the next page. Pages walk files, then symbols, diagnostics and impact, each item once; every page is at most LSPD_MAX_ANSWER_BYTES.',
+    ),
   incomplete: z.boolean().describe("A server had not finished indexing, or said nothing about a file's diagnostics in time; such an answer is not cached."),
-  cached: z.boolean().optional().describe('Served from the diff cache (two immutable roots give one exact answer).'),
+  cached: z.boolean().optional().describe('Served from the diff cache (two immutable roots give one exact answer; pages are cached one by one).'),
   untrusted: z.literal(true),
   notes: z.array(z.string()).optional(),
 });

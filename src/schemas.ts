@@ -48,8 +48,17 @@ export const lspOps = [
   'workspaceSymbols',
   'diagnostics',
   ...graphOps,
+  'rename',
 ] as const;
 export type LspOp = (typeof lspOps)[number];
+
+/** A name a rename may give: letters, digits, `_` and `$` (PHP, JS), not starting with a digit; no spaces, dots or quotes. */
+export const newName = z
+  .string()
+  .min(1, 'newName is empty')
+  .max(256, 'newName is longer than 256 characters')
+  .regex(/^[\p{L}_$][\p{L}\p{N}_$]*$/u, 'newName is not a name (letters, digits, _ or $, not starting with a digit)')
+  .describe('rename: the new name.');
 
 export const graphDepth = z
   .number()
@@ -83,10 +92,13 @@ export const lspQuery = z
     limit: z.number().int().min(1).max(1000).optional().describe('Most locations to return in this page.'),
     cursor: z.string().max(200).optional().describe('Cursor from a previous truncated answer, to get the next page.'),
     depth: graphDepth,
+    newName: newName.optional(),
   })
   .strict()
   .superRefine((q, ctx) => {
-    const positional = ['definition', 'typeDefinition', 'implementation', 'references', 'hover'].includes(q.op) || isGraphOp(q.op);
+    const positional = ['definition', 'typeDefinition', 'implementation', 'references', 'hover', 'rename'].includes(q.op) || isGraphOp(q.op);
+    if (q.op === 'rename' && q.newName === undefined) ctx.addIssue({ code: 'custom', message: 'rename needs newName', path: ['newName'] });
+    if (q.op !== 'rename' && q.newName !== undefined) ctx.addIssue({ code: 'custom', message: `op ${q.op} takes no newName`, path: ['newName'] });
     if (q.depth !== undefined && !isGraphOp(q.op)) ctx.addIssue({ code: 'custom', message: `op ${q.op} takes no depth`, path: ['depth'] });
     if (q.op !== 'workspaceSymbols' && q.path === undefined) ctx.addIssue({ code: 'custom', message: `op ${q.op} needs a path`, path: ['path'] });
     if (q.op === 'workspaceSymbols' && q.path !== undefined) ctx.addIssue({ code: 'custom', message: 'workspaceSymbols takes no path', path: ['path'] });
@@ -98,7 +110,7 @@ export const lspQuery = z
   });
 export type LspQuery = z.infer<typeof lspQuery>;
 
-export const askOps = ['locate', 'references', 'hover', 'callers', 'callees'] as const;
+export const askOps = ['locate', 'references', 'hover', 'callers', 'callees', 'rename'] as const;
 export const askQuery = z
   .object({
     org: orgName,
@@ -108,12 +120,15 @@ export const askQuery = z
     op: z
       .enum(askOps)
       .default('locate')
-      .describe('locate (where is it defined), references, hover, callers (incomingCalls at its definition) or callees (outgoingCalls).'),
+      .describe(
+        'locate (where is it defined), references, hover, callers (incomingCalls at its definition), callees (outgoingCalls) or rename (a patch, with newName).',
+      ),
     path: relPath.optional().describe('Optional file that scopes the search to where the name is used.'),
     encoding,
     context: z.number().int().min(0).max(20).default(0),
     grouped: z.boolean().default(false).describe('references: group locations by file with counts.'),
     depth: graphDepth.describe('callers, callees: levels walked (1-3, default 1).'),
+    newName: newName.optional(),
     limit: z.number().int().min(1).max(1000).optional(),
     cursor: z.string().max(200).optional(),
   })
@@ -186,7 +201,7 @@ export const diffQuery = z
     base: sha.describe('The stored root the change starts from (e.g. the merge base).'),
     head: sha.describe('The stored root with the change (e.g. the pull request head).'),
     limit: z.number().int().min(1).max(1000).optional().describe('Most impact locations in this page.'),
-    cursor: z.string().max(200).optional().describe('next_cursor of a truncated answer: the next page of impact.'),
+    cursor: z.string().max(200).optional().describe('next_cursor of an answer with more: the next page (of files, symbols, diagnostics, then impact).'),
   })
   .strict();
 export type DiffQuery = z.infer<typeof diffQuery>;

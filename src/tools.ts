@@ -145,6 +145,14 @@ const specs: ToolSpec[] = [
     { depth: s.depth },
   ),
   positional(
+    'lsp_rename',
+    'rename',
+    'Rename: given a position on a name and newName, return the rename as a patch to review: patch is one unified diff (a/ and b/ paths relative to the tree) that git apply accepts on this commit, ' +
+      'and files lists the same edits per file. Nothing is written anywhere. What the server cannot rename (a keyword, a name from the standard library or a dependency) is a cannot_rename error with its reason; ' +
+      'a rename that would edit files outside the tree is refused the same way, never applied in part.',
+    { newName: required(s.newName) },
+  ),
+  positional(
     'lsp_hover',
     'hover',
     "Hover: given a position on an identifier, return the language server's markdown for it: its type signature and documentation comment.",
@@ -191,8 +199,9 @@ const specs: ToolSpec[] = [
     about:
       'The impact of a change between two uploaded commits of one repository (base, e.g. the merge base, and head, e.g. a pull request): ' +
       'files added, modified and removed; symbols (functions, classes, methods) added, removed or changed in the modified files, by qualified name, with signature_changed when the declaration itself changed; ' +
-      'impact: every reference at base to a removed or changed symbol outside the changed lines, i.e. callers that may break (paged: next_cursor); ' +
-      'diagnostics: the errors and warnings at head in the changed and impacted files that base did not have, and new_errors counting the errors among them. ' +
+      'impact: every reference at base to a removed or changed symbol outside the changed lines, i.e. callers that may break; ' +
+      'diagnostics: the errors and warnings at head in the changed and impacted files that base did not have, and new_errors counting the errors among them (over every page). ' +
+      'A long answer is paged: pass next_cursor back as cursor for the next page (files, then symbols, diagnostics, impact; *_total and total count them all). ' +
       'Both commits must have been uploaded (else need_tree names the missing one). incomplete: true means a server was not ready: do not read missing errors as none.',
     input: diffQuery,
     run: (args, runner, signal) => runner.diff(check(diffQuery, args), signal),

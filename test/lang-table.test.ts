@@ -42,7 +42,12 @@ describe('the table on a real daemon', { skip }, () => {
       assert.match(servers[name]!.version ?? '', /^\d+\.\d+\.\d+/, name);
     }
     // Debian packages: the version dpkg recorded (images/pins.env pins it).
-    assert.deepEqual(servers.gopls, { available: true, version: '1:0.5.0+ds-1', hierarchy_ops: ['incomingCalls', 'outgoingCalls'], hierarchy_ops_from: 'row' });
+    assert.deepEqual(servers.gopls, {
+      available: true,
+      version: '2:0.16.1+ds-1 (go 1.24.4)',
+      hierarchy_ops: ['incomingCalls', 'outgoingCalls'],
+      hierarchy_ops_from: 'row',
+    });
     // The newest clangd bookworm packages (clangd-16), not the default clangd 14.
     assert.match(servers.clangd!.version ?? '', /^1:16\./);
     // The rows only the image installs: unavailable here, saying why.

@@ -137,7 +137,7 @@ test('readiness by document diagnostics; pushes for unopened documents wait (bou
 
 test('the result cache: exact keys, incomplete answers never kept, a generation of its own, a root dropped whole', () => {
   const metrics = createMetrics();
-  const c = new ResultCache(100, metrics);
+  const c = new ResultCache({ entries: 100, bytes: 1024 * 1024 }, metrics);
   const q = lspQuery.parse({ org: 'a', repo: 'b', sha: 'c'.repeat(40), op: 'hover', path: 'x.ts', line: 1, character: 2 });
   const root = { id: 'a/b/' + q.sha, generation: 'g1' };
   const reupload = { id: root.id, generation: 'g2' };
@@ -155,6 +155,28 @@ test('the result cache: exact keys, incomplete answers never kept, a generation 
   assert.equal(c.get(root, k1), undefined);
   assert.equal(c.get(reupload, k1), undefined);
   assert.equal(c.size, 0);
+});
+
+test('the result cache is bounded in bytes: answers charged their serialized length, the least recently used evicted, a hit a copy', () => {
+  const metrics = createMetrics();
+  const budget = 64 * 1024;
+  const c = new ResultCache<{ incomplete?: boolean; text: string }>({ entries: 10_000, bytes: budget }, metrics);
+  const root = { id: 'a/b/' + 'c'.repeat(40), generation: 'g1' };
+  const answer = (i: number) => ({ incomplete: false, text: `${i} ${'x'.repeat(2000)}` });
+  for (let i = 0; i < 100; i++) c.set(root, `k${i}`, answer(i));
+  assert.ok(c.bytes <= budget, `${c.bytes} bytes held`);
+  // 100 answers of ~2 KB: the entry bound (10,000) would have kept them all.
+  assert.ok(c.size >= 25 && c.size < 32, `${c.size} answers held`);
+  assert.equal(c.get(root, 'k0'), undefined, 'the least recently used went');
+  const hit = c.get(root, 'k99')!;
+  assert.deepEqual(hit, answer(99));
+  hit.text = 'changed by a caller';
+  assert.deepEqual(c.get(root, 'k99'), answer(99), 'a kept answer cannot be changed through a hit');
+  // An answer larger than the whole budget is not kept, and costs nothing held.
+  const before = c.bytes;
+  c.set(root, 'huge', { incomplete: false, text: 'y'.repeat(budget) });
+  assert.equal(c.get(root, 'huge'), undefined);
+  assert.ok(c.bytes <= before);
 });
 
 test('target files: inside the root, regular, bounded, UTF-8', async () => {

@@ -71,6 +71,7 @@ test('each tool over MCP answers like its HTTP route', { timeout: 180_000 }, asy
     { tool: 'lsp_implementation', args: pos, route: '/v1/code/lsp', body: { op: 'implementation', ...pos } },
     { tool: 'lsp_references', args: { ...pos, context: 1 }, route: '/v1/code/lsp', body: { op: 'references', ...pos, context: 1 } },
     { tool: 'lsp_hover', args: pos, route: '/v1/code/lsp', body: { op: 'hover', ...pos } },
+    { tool: 'lsp_rename', args: { ...pos, newName: 'shutdown' }, route: '/v1/code/lsp', body: { op: 'rename', ...pos, newName: 'shutdown' } },
     { tool: 'lsp_symbols', args: { path: 'src/server.ts' }, route: '/v1/code/lsp', body: { op: 'documentSymbols', path: 'src/server.ts' } },
     { tool: 'lsp_symbols', args: { query: 'close' }, route: '/v1/code/lsp', body: { op: 'workspaceSymbols', query: 'close' } },
     { tool: 'lsp_diagnostics', args: { path: 'src/main.ts' }, route: '/v1/code/lsp', body: { op: 'diagnostics', path: 'src/main.ts' } },

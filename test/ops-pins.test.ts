@@ -122,6 +122,18 @@ describe('image pins', () => {
     assert.equal(scripts.pretest, 'bash images/setup.sh');
   });
 
+  it('takes from Debian 13 only the Go packages TRIXIE_PACKAGES names, the same way in setup.sh and the image', () => {
+    const p = pins();
+    assert.deepEqual((p.TRIXIE_PACKAGES ?? '').split(/\s+/).sort(), ['golang-1.24-go', 'golang-1.24-src', 'golang-go', 'golang-src', 'gopls']);
+    const script = read('images/trixie-apt.sh');
+    // Those at the default priority, every other trixie version never (-1), in that order (apt takes the first match).
+    assert.match(script, /Package: \$TRIXIE_PACKAGES\nPin: release n=trixie\nPin-Priority: 500\n\nPackage: \*\nPin: release n=trixie\nPin-Priority: -1/);
+    // Before the apt-get update that reads it, in both places.
+    assert.match(setup, /sh images\/trixie-apt\.sh\n\s*apt-get update/);
+    const runtimeLoop = instructions().find((l) => l.includes('/opt/lspd/images/pins.env') && l.includes('apt-get install'));
+    assert.match(runtimeLoop ?? '', /sh \/opt\/lspd\/images\/trixie-apt\.sh \/opt\/lspd\/images\/pins\.env;.*apt-get update/);
+  });
+
   it('installs no other versioned Debian package and no unpinned one in the runtime stage', () => {
     const p = pins();
     const stages = dockerfile.split(/^FROM /m).slice(1);

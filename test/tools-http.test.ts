@@ -65,6 +65,11 @@ test('/v1/tools: schemas compile and agree with the routes on real arguments', {
       body: { op: 'references', path: 'src/main.ts', ...closeAt, limit: 5 },
     },
     lsp_hover: { args: { ...root, path: 'src/main.ts', ...closeAt }, route: '/v1/code/lsp', body: { op: 'hover', path: 'src/main.ts', ...closeAt } },
+    lsp_rename: {
+      args: { ...root, path: 'src/main.ts', ...closeAt, newName: 'shutdown' },
+      route: '/v1/code/lsp',
+      body: { op: 'rename', path: 'src/main.ts', ...closeAt, newName: 'shutdown' },
+    },
     lsp_symbols: { args: { ...root, path: 'src/server.ts' }, route: '/v1/code/lsp', body: { op: 'documentSymbols', path: 'src/server.ts' } },
     lsp_diagnostics: { args: { ...root, path: 'src/main.ts' }, route: '/v1/code/lsp', body: { op: 'diagnostics', path: 'src/main.ts' } },
     // A GET route: the root key is in its path, `body` is its query.

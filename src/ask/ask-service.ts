@@ -118,7 +118,11 @@ export class AskService {
    * Files mentioning a name, per root: a root is immutable, so a scan stays true
    * for as long as it exists; keyed by its generation too and dropped with it.
    */
-  readonly #mentions = new RootCache<Promise<Mentions>>({ max: 2000 });
+  readonly #mentions = new RootCache<Mentions>({
+    max: 2000,
+    maxBytes: 16 * 1024 * 1024,
+    sizeOf: (m) => m.files.reduce((n, p) => n + 2 * p.length + 40, 48),
+  });
 
   constructor(o: AskServiceOptions) {
     this.#o = o;
@@ -130,26 +134,29 @@ export class AskService {
     this.#mentions.dropRoot(rootId);
   }
 
+  /** Bytes charged for the scans held. */
+  get cacheBytes(): number {
+    return this.#mentions.bytes;
+  }
+
   #filesMentioning(root: RootKey, leaf: string, qualifier: string | undefined): Promise<Mentions> {
     const generation = this.#o.generationOf(root);
     const ref = { id: `${root.org}/${root.repo}/${root.sha}`, generation: generation ?? '' };
     const key = JSON.stringify([leaf, qualifier ?? null]);
-    let p = generation === undefined ? undefined : this.#mentions.get(ref, key);
-    if (!p) {
+    const { files } = this.#o;
+    // Read for the scan only: the texts are not kept (a scan may read tens of MiB).
+    const src = {
+      listFiles: (r: RootKey) => files.listFiles(r),
+      readText: (r: RootKey, path: string) => files.readText(r, path, this.#limits.maxScanFileBytes),
+    };
+    // A walk not cached is new memory and I/O a caller asked for: admitted by the heap budget first.
+    const scan = () => {
       this.#o.admitWalk(root);
-      const { files } = this.#o;
-      // Read for the scan only: the texts are not kept (a scan may read tens of MiB).
-      const src = {
-        listFiles: (r: RootKey) => files.listFiles(r),
-        readText: (r: RootKey, path: string) => files.readText(r, path, this.#limits.maxScanFileBytes),
-      };
-      p = filesMentioning(src, root, leaf, qualifier, this.#limits);
-      // A root no longer stored is not remembered: the next upload of its key is another tree.
-      if (generation === undefined) return p;
-      this.#mentions.set(ref, key, p);
-      p.catch(() => this.#mentions.delete(ref, key));
-    }
-    return p;
+      return filesMentioning(src, root, leaf, qualifier, this.#limits);
+    };
+    // A root no longer stored is not remembered: the next upload of its key is another tree.
+    if (generation === undefined) return scan();
+    return this.#mentions.load(ref, key, scan);
   }
 
   /** One query. Throws AppError (404 symbol_not_found, 504 timeout, whatever the query service throws). */
@@ -181,6 +188,9 @@ export class AskService {
     const seen: Seen = { incomplete: false, servers: new Set() };
     const ctx = this.#context(q, signal, memo, seen);
     try {
+      // Checked before any server is asked (the schema cannot: a batch item omits the root).
+      if ((q.op === 'rename') !== (q.newName !== undefined))
+        throw errors.badRequest(q.op === 'rename' ? 'rename needs newName.' : `op ${q.op} takes no newName.`, { field: 'newName' });
       const res = await resolveName(ctx, { root: q, symbol: q.symbol, path: q.path, encoding: q.encoding, context: q.context });
       const body = await this.#answer(ctx, q, res);
       return {
@@ -256,6 +266,7 @@ export class AskService {
     if (q.op === 'callers' || q.op === 'callees')
       body = await ctx.lsp({ ...graphAt(c, at), op: q.op === 'callers' ? 'incomingCalls' : 'outgoingCalls', depth: q.depth });
     else if (q.op === 'hover') body = await ctx.lsp({ ...at, op: 'hover' });
+    else if (q.op === 'rename') body = await ctx.lsp({ ...at, op: 'rename', newName: q.newName });
     else if (!q.grouped) body = await ctx.lsp({ ...refs, limit: q.limit, cursor: q.cursor });
     else body = await this.#groupedReferences(ctx, q, refs);
     const { op: _op, server: _server, elapsed_ms: _ms, untrusted: _u, ...rest } = body;

@@ -1,6 +1,6 @@
 // `lspd diff`'s readable summary: what changed, what it may break, what it brings.
 // Locations as `path:line:col` 1-based (print.ts's convention); the last line is the
-// verdict a CI log is read for.
+// verdict a CI log is read for (new_errors counts every page, so any page gives it).
 import type { DiffAnswer } from '../client/index.js';
 
 type Range = { start: { line: number; character: number } };
@@ -9,8 +9,12 @@ const at = (path: string, r: Range | undefined) => (r ? `${path}:${r.start.line 
 export function formatDiff(a: DiffAnswer, label: string): string {
   const out: string[] = [];
   const count = (c: string) => a.files.filter((f) => f.change === c).length;
+  const tally = `${count('added')} added, ${count('modified')} modified, ${count('removed')} removed`;
+  // A page of a long diff lists some of the files (or none: a later page holds symbols or impact only).
   out.push(
-    `${label}: ${a.files_total} files changed (${count('added')} added, ${count('modified')} modified, ${count('removed')} removed${a.files_total > a.files.length ? `; ${a.files.length} listed` : ''})`,
+    a.files_total > a.files.length
+      ? `${label}: ${a.files_total} files changed (${a.files.length} listed here: ${tally})`
+      : `${label}: ${a.files_total} files changed (${tally})`,
   );
   for (const f of a.files) out.push(`  ${f.change.padEnd(8)} ${f.path}`);
   if (a.symbols.length) {
@@ -33,6 +37,7 @@ export function formatDiff(a: DiffAnswer, label: string): string {
     }
   }
   for (const n of a.notes ?? []) out.push(`-- ${n}`);
+  if (a.next_cursor) out.push(`-- more: this is one page of the diff; the next with --cursor ${a.next_cursor}`);
   if (a.incomplete) out.push('-- incomplete: a server was still indexing; missing errors are not proof of none');
   out.push(a.new_errors > 0 ? `FAIL: ${a.new_errors} new error${a.new_errors === 1 ? '' : 's'} at head` : 'ok: no new errors at head');
   return out.join('\n');

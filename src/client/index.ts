@@ -216,6 +216,8 @@ export class LspdClient {
   /**
    * POST /v1/diff. Both roots must be on the replica the repo's route key reaches;
    * a 409 need_tree names the missing one (`body.root`, `body.missing`) for the caller to upload.
+   * An answer is one page (at most the daemon's LSPD_MAX_ANSWER_BYTES): pass `next_cursor`
+   * back as `cursor` for the next, as for every paged answer; `new_errors` counts every page.
    */
   diff(query: DiffQuery, opts: { signal?: AbortSignal } = {}): Promise<DiffAnswer> {
     const shard = Math.floor(Math.random() * this.spreadOf(query));

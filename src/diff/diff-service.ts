@@ -9,9 +9,14 @@
 // Every LSP question goes through the query service (`lsp(q, signal)`), so a diff
 // inherits the jail, the per-org fair share of the wait queue, the result cache,
 // per-request deadlines and the `untrusted` label; the whole diff is bounded by
-// one query deadline, like a /ask name query. Two immutable roots give one exact
-// answer, so a complete one is cached, keyed by both roots' ids and generations,
-// and dropped when either goes; pages of impact are cut from it.
+// one query deadline, like a /ask name query.
+// Answers are paged in bytes like every other answer (diff-page.ts: files, symbols,
+// diagnostics, impact as one sequence under one cursor). Two immutable roots give
+// one exact answer, so a complete page is cached, serialized and charged its bytes,
+// keyed by both roots' ids and generations, the offset and the limit, and dropped
+// when either root goes. Only the page answered is kept, never the whole diff: a
+// diff of 20,000 changed paths once kept every path per cached answer (issue 30).
+// A page not cached is computed again; its LSP questions are the result cache's.
 import { AppError, errors, isAppError } from '../errors.js';
 import { deadline } from '../deadline.js';
 import { languageOf } from '../languages.js';
@@ -25,17 +30,19 @@ import { decodeCursor, encodeCursor } from '../lsp/answer/cursor.js';
 import { mapLimit } from '../ask/ask-service.js';
 import { changedBaseLines, diffSymbols, newDiagnostics, outsideChange, type Diag, type DocSymbol, type Loc, type SymbolChange } from './symbol-diff.js';
 import { diffTrees, type TreeDiff } from './tree-diff.js';
+import { cutPage, fitNotes, LEFT_OUT_NOTE_BYTES, totalOf, type DiffLists } from './diff-page.js';
+import { utf8Length } from '../lsp/wire/encoding.js';
 
 /** An answer of the query service, as the diff reads it. */
 type LspAnswer = Record<string, unknown> & { incomplete?: boolean; truncated?: boolean; next_cursor?: string };
 export type LspCall = (q: LspQuery, signal: AbortSignal) => Promise<LspAnswer>;
 
 export interface DiffLimits {
-  /** Paths listed in `files`. */
+  /** Changed paths listed in one page. */
   maxFiles: number;
   /** Modified or removed source files whose symbols are diffed. */
   maxSymbolFiles: number;
-  /** Symbol changes listed. */
+  /** Symbol changes listed in one page. */
   maxSymbols: number;
   /** Removed or changed symbols whose references are looked up. */
   maxImpactSymbols: number;
@@ -43,7 +50,7 @@ export interface DiffLimits {
   maxImpact: number;
   /** Files whose diagnostics are compared. */
   maxDiagnosticFiles: number;
-  /** New diagnostics listed. */
+  /** New diagnostics listed in one page. */
   maxDiagnostics: number;
   /** LSP questions in flight for one diff. */
   concurrency: number;
@@ -73,8 +80,12 @@ export interface DiffServiceOptions {
   maxLocations: number;
   /** Largest file read to diff its symbols (config.maxTargetFileBytes). */
   maxFileBytes: number;
-  /** Diff answers kept (0: none). */
+  /** Diff pages kept (0: none). */
   cacheEntries: number;
+  /** Bytes of serialized pages kept (0: none). */
+  cacheBytes: number;
+  /** The bound of one answer (config.maxAnswerBytes): a page never passes it. */
+  maxAnswerBytes: number;
   limits?: Partial<DiffLimits>;
 }
 
@@ -89,6 +100,10 @@ interface Full {
   servers: string[];
   notes: string[];
 }
+
+/** Prefix of a diff's cache key: the head root's id follows, so the head's removal finds its entries. */
+const HEAD_TAG = 'diff\u0000';
+const elapsedSince = (t0: number) => Math.round((performance.now() - t0) * 10) / 10;
 
 /** Errors that mean "this file has no answer" (no server, unreadable): the diff goes on without it, saying so. */
 const SKIPPED = new Set(['no_server', 'no_such_file', 'file_too_large', 'not_utf8']);
@@ -105,30 +120,33 @@ export function storedRoots(store: DiffServiceOptions['store'], q: DiffQuery): [
   return [out[0]!, out[1]!];
 }
 
+/** Notes take at most this share of an answer; the rest is for the lists. */
+const NOTES_SHARE = 8;
+
 export class DiffService {
   readonly #o: DiffServiceOptions;
   readonly #limits: DiffLimits;
-  /** Under the base root; the key names the head's id and generation. */
-  readonly #cache: RootCache<Full> | undefined;
-  /** head id → the (base, key) entries about it, so a head's removal drops them too. */
-  readonly #byHead = new Map<string, Set<string>>();
+  /** Pages, serialized, under the base root; the key names the head's id and generation, the offset and the limit. */
+  readonly #cache: RootCache<Buffer> | undefined;
 
   constructor(o: DiffServiceOptions) {
     this.#o = o;
     this.#limits = { ...defaultDiffLimits, ...o.limits };
-    this.#cache = o.cacheEntries > 0 ? new RootCache<Full>({ max: o.cacheEntries }) : undefined;
+    this.#cache =
+      o.cacheEntries > 0 && o.cacheBytes > 0 ? new RootCache<Buffer>({ max: o.cacheEntries, maxBytes: o.cacheBytes, sizeOf: (b) => b.length }) : undefined;
+  }
+
+  /** Bytes charged for the pages held. */
+  get cacheBytes(): number {
+    return this.#cache?.bytes ?? 0;
   }
 
   /** A root went away: every diff with it at either end goes. */
   dropRoot(rootId: string): void {
     this.#cache?.dropRoot(rootId);
-    const entries = this.#byHead.get(rootId);
-    if (!entries) return;
-    this.#byHead.delete(rootId);
-    for (const e of entries) {
-      const [id, generation, key] = JSON.parse(e) as [string, string, string];
-      this.#cache?.delete({ id, generation }, key);
-    }
+    // Entries about it as the head sit under their bases: their keys name it.
+    const head = `${HEAD_TAG}${rootId}\u0000`;
+    this.#cache?.dropWhere((key) => key.startsWith(head));
   }
 
   async diff(q: DiffQuery, outer: AbortSignal): Promise<DiffAnswer> {
@@ -138,65 +156,91 @@ export class DiffService {
     const [bi, hi] = storedRoots(this.#o.store, q);
     const baseRef: RootRef = { id: `${q.org}/${q.repo}/${q.base}`, generation: bi.generation };
     const headRef: RootRef = { id: `${q.org}/${q.repo}/${q.head}`, generation: hi.generation };
-    const key = `diff\u0000${headRef.id}\u0000${headRef.generation}`;
-    const scope = rootScope(baseRef) + key;
+    const diffKey = `${HEAD_TAG}${headRef.id}\u0000${headRef.generation}`;
+    const scope = rootScope(baseRef) + diffKey;
     const limit = Math.min(q.limit ?? this.#o.maxLocations, this.#o.maxLocations);
+    // The cursor's offset is checked against the diff's length once it is known; as a key it is only looked up.
+    const pageKey = `${diffKey}\u0000${q.cursor ?? ''}\u0000${limit}`;
 
-    let full = this.#cache?.get(baseRef, key);
-    const cached = full !== undefined;
-    this.#o.metrics.diffs.inc({ result: cached ? 'cached' : 'computed' });
-    if (!full) {
-      const dl = deadline(outer, this.#o.deadlineMs);
-      try {
-        full = await this.#compute(baseKey, headKey, dl.signal);
-      } catch (err) {
-        // The query service reads any abort of its signal as the client leaving; when it was this diff's own deadline, say so.
-        if (dl.signal.aborted && !outer.aborted) throw this.#timeout();
-        throw err;
-      } finally {
-        dl.clear();
-      }
-      if (!full.incomplete && this.#cache) {
-        this.#cache.set(baseRef, key, full);
-        let set = this.#byHead.get(headRef.id);
-        if (!set) this.#byHead.set(headRef.id, (set = new Set()));
-        set.add(JSON.stringify([baseRef.id, baseRef.generation, key]));
-      }
+    const hit = this.#cache?.get(baseRef, pageKey);
+    this.#o.metrics.diffs.inc({ result: hit ? 'cached' : 'computed' });
+    if (hit) return { ...(JSON.parse(hit.toString('utf8')) as DiffAnswer), elapsed_ms: elapsedSince(t0), cached: true };
+
+    const dl = deadline(outer, this.#o.deadlineMs);
+    let full: Full;
+    try {
+      full = await this.#compute(baseKey, headKey, dl.signal);
+    } catch (err) {
+      // The query service reads any abort of its signal as the client leaving; when it was this diff's own deadline, say so.
+      if (dl.signal.aborted && !outer.aborted) throw this.#timeout();
+      throw err;
+    } finally {
+      dl.clear();
     }
+    const answer = this.#page(q, full, scope, limit);
+    if (!full.incomplete && this.#cache) {
+      const json = JSON.stringify(answer);
+      // Not Buffer.from: a small one is a slice of a shared 8 KiB pool slab, which it would keep alive uncharged.
+      const b = Buffer.allocUnsafeSlow(Buffer.byteLength(json));
+      b.write(json, 'utf8');
+      this.#cache.set(baseRef, pageKey, b);
+    }
+    return { ...answer, elapsed_ms: elapsedSince(t0) };
+  }
 
-    const offset = q.cursor === undefined ? 0 : decodeCursor(q.cursor, full.impact.length, scope);
-    const page = full.impact.slice(offset, offset + limit);
-    const end = offset + page.length;
-    const diagnostics = full.diagnostics.slice(0, this.#limits.maxDiagnostics);
-    const notes = [...full.notes];
-    const filesCut = full.files.length > this.#limits.maxFiles;
-    const symbolsCut = full.symbols.length > this.#limits.maxSymbols;
-    const diagnosticsCut = full.diagnostics.length > diagnostics.length;
-    if (filesCut) notes.push(`files lists the first ${this.#limits.maxFiles} of ${full.files.length} changed paths.`);
-    if (symbolsCut) notes.push(`symbols lists the first ${this.#limits.maxSymbols} of ${full.symbols.length} symbol changes.`);
-    if (diagnosticsCut) notes.push(`diagnostics lists the first ${diagnostics.length} of ${full.diagnostics.length} new diagnostics.`);
-    return {
+  /** The page of `full` the query's cursor names, within maxAnswerBytes. */
+  #page(q: DiffQuery, full: Full, scope: string, limit: number): DiffAnswer {
+    const L = this.#limits;
+    const max = this.#o.maxAnswerBytes;
+    const lists: DiffLists = { files: full.files, symbols: full.symbols, diagnostics: full.diagnostics, impact: full.impact };
+    const total = totalOf(lists);
+    const offset = q.cursor === undefined ? 0 : decodeCursor(q.cursor, total, scope);
+    const notes = fitNotes(full.notes, Math.floor(max / NOTES_SHARE));
+    const head = (over: Record<string, unknown>): Record<string, unknown> => ({
       base: q.base,
       head: q.head,
       ...(full.servers.length ? { server: full.servers.join(',') } : {}),
-      elapsed_ms: Math.round((performance.now() - t0) * 10) / 10,
-      files: full.files.slice(0, this.#limits.maxFiles),
+      elapsed_ms: 0,
+      files: [],
       files_total: full.files.length,
-      symbols: full.symbols.slice(0, this.#limits.maxSymbols),
+      symbols: [],
       symbols_total: full.symbols.length,
-      impact: page,
+      impact: [],
       total: full.impact.length,
-      diagnostics,
+      diagnostics: [],
       diagnostics_total: full.diagnostics.length,
       new_errors: full.diagnostics.filter((d) => d.severity === 'error' || d.severity === 1).length,
-      truncated: end < full.impact.length || full.impactTruncated || filesCut || symbolsCut || diagnosticsCut,
-      ...(end < full.impact.length ? { next_cursor: encodeCursor(end, scope) } : {}),
+      truncated: false,
       incomplete: full.incomplete,
-      ...(cached ? { cached: true } : {}),
       untrusted: true,
       dependency_freshness: 'server_observed_not_attested',
-      ...(notes.length ? { notes } : {}),
-    } as unknown as DiffAnswer;
+      ...over,
+    });
+    // Every fixed field at its largest: a cursor past any offset, the cached flag a hit adds, the elapsed time, the room for a left-out note.
+    const fixedBytes =
+      utf8Length(
+        JSON.stringify(
+          head({
+            elapsed_ms: 1e12,
+            next_cursor: encodeCursor(Number.MAX_SAFE_INTEGER, scope),
+            cached: true,
+            notes: [...notes, 'x'.repeat(LEFT_OUT_NOTE_BYTES)],
+          }),
+        ),
+      ) + 1;
+    const page = cutPage(lists, offset, {
+      maxAnswerBytes: max,
+      fixedBytes,
+      perPage: { files: L.maxFiles, symbols: L.maxSymbols, diagnostics: L.maxDiagnostics, impact: limit },
+    });
+    const more = page.end < total;
+    const pageNotes = page.leftOut === undefined ? notes : [...notes, page.leftOut];
+    return head({
+      ...page.lists,
+      truncated: more || full.impactTruncated || page.leftOut !== undefined,
+      ...(more ? { next_cursor: encodeCursor(page.end, scope) } : {}),
+      ...(pageNotes.length ? { notes: pageNotes } : {}),
+    }) as unknown as DiffAnswer;
   }
 
   #timeout(): AppError {

@@ -1,7 +1,7 @@
 // The Go fetcher: `go mod download all` in each Go module of the tree, in the
 // FETCH jail, with the module cache under the root's dependency dir.
 //
-// Why each setting (go 1.19; `go help environment`, `go help module-auth`):
+// Why each setting (go 1.24; `go help environment`, `go help module-auth`):
 // - `all`, not the bare form: bare `go mod download` fetches the build list but
 //   records only go.mod hashes; `all` downloads every module providing a package
 //   the main module imports, which is what gopls needs to resolve definitions.
@@ -17,7 +17,9 @@
 //   database *before* extracting, so the module cache never holds unverified code
 //   (with GOSUMDB=off the unverified module is extracted first, then go fails to
 //   write go.sum).
-// - GOTOOLCHAIN=local (never download a toolchain), GOTELEMETRY=off, GOENV=off (no
+// - GOTOOLCHAIN=local (never download a toolchain: a go.mod `toolchain` line is
+//   then ignored, and a `go` line above the installed Go fails the fetch with go's
+//   own message, which goHint turns into the reason), GOTELEMETRY=off, GOENV=off (no
 //   user go/env file), GOWORK=off (each module on its own: a go.work would make one
 //   module's fetch depend on its neighbours), GOVCS=*:off (a `direct` in GOPROXY
 //   must not run git or hg: VCS tools are far more attack surface than the proxy
@@ -73,6 +75,10 @@ export function goProxyBinds(goProxy: string): Bind[] {
 export function goHint(output: string): string | undefined {
   if (/updating go\.sum|missing go\.sum entry|verifying [^\n]*\/lookup\//.test(output)) {
     return 'go.sum lacks entries that `go mod download all` needs; the tree is read-only, so commit a complete go.sum (go mod tidy).';
+  }
+  const newer = /go\.mod requires go >= (\S+) \(running go (\S+?);/.exec(output);
+  if (newer) {
+    return `go.mod requires go ${newer[1]}, newer than this daemon's Go ${newer[2]}; lspd runs only its pinned Go and never downloads a toolchain (GOTOOLCHAIN=local).`;
   }
   if (/SECURITY ERROR|checksum mismatch/.test(output)) return "a downloaded module does not match the hash in the tree's go.sum.";
   if (/GOVCS|disabled by GOVCS/.test(output)) return 'a module is only reachable by version control (direct), which FETCH never runs.';

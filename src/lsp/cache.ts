@@ -4,6 +4,12 @@
 // goes. The generation keeps a re-upload under the same key (after a DELETE) from
 // ever meeting an answer about the old tree. Only complete answers are kept; an
 // `incomplete` one would pin a half-indexed view.
+//
+// Answers are kept serialized (UTF-8 JSON in a Buffer) and charged their length:
+// the bytes held are then exact, not an estimate of an object graph's heap (two to
+// four times its JSON), they sit outside the V8 heap whose limit kills the daemon,
+// and no caller can change a kept answer through an object it was handed. A hit
+// pays one JSON.parse of at most LSPD_MAX_ANSWER_BYTES.
 import type { Metrics } from '../metrics.js';
 import { isGraphOp, type LspQuery } from '../schemas.js';
 import { RootCache, type RootRef } from '../store/root-cache.js';
@@ -11,13 +17,21 @@ import { RootCache, type RootRef } from '../store/root-cache.js';
 /** Any answer object; `incomplete: true` ones are never kept. */
 export type CachedAnswer = { incomplete?: boolean };
 
+export interface ResultCacheBounds {
+  /** Most answers kept (0: no cache). */
+  entries: number;
+  /** Most bytes of serialized answers (and their keys) kept. */
+  bytes: number;
+}
+
 export class ResultCache<T extends CachedAnswer = CachedAnswer> {
-  private readonly cache: RootCache<T> | undefined;
+  private readonly cache: RootCache<Buffer> | undefined;
   private readonly metrics: Metrics;
 
-  constructor(entries: number, metrics: Metrics) {
+  constructor(bounds: ResultCacheBounds, metrics: Metrics) {
     this.metrics = metrics;
-    this.cache = entries > 0 ? new RootCache<T>({ max: entries }) : undefined;
+    this.cache =
+      bounds.entries > 0 && bounds.bytes > 0 ? new RootCache<Buffer>({ max: bounds.entries, maxBytes: bounds.bytes, sizeOf: (b) => b.length }) : undefined;
   }
 
   /** Every field of a query that changes its answer about one root, in a fixed order. */
@@ -43,12 +57,16 @@ export class ResultCache<T extends CachedAnswer = CachedAnswer> {
     if (!this.cache) return undefined;
     const v = this.cache.get(root, key);
     this.metrics.cache.inc({ result: v ? 'hit' : 'miss' });
-    return v;
+    return v ? (JSON.parse(v.toString('utf8')) as T) : undefined;
   }
 
   set(root: RootRef, key: string, answer: T): void {
     if (!this.cache || answer.incomplete === true) return;
-    this.cache.set(root, key, answer);
+    const json = JSON.stringify(answer);
+    // Not Buffer.from: a small one is a slice of a shared 8 KiB pool slab, which it would keep alive uncharged.
+    const b = Buffer.allocUnsafeSlow(Buffer.byteLength(json));
+    b.write(json, 'utf8');
+    this.cache.set(root, key, b);
   }
 
   /** The root went away: its answers of every generation go with it. */
@@ -58,5 +76,10 @@ export class ResultCache<T extends CachedAnswer = CachedAnswer> {
 
   get size(): number {
     return this.cache?.size ?? 0;
+  }
+
+  /** Bytes charged for the answers held. */
+  get bytes(): number {
+    return this.cache?.bytes ?? 0;
   }
 }

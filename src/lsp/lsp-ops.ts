@@ -9,7 +9,7 @@ import { declarationAnchor, type Anchor } from './graph-anchor.js';
 import { projectGraph, type GraphAnswer, type GraphShape } from './answer/call-graph.js';
 import type { FileCoordinate } from './answer/coordinates.js';
 import { fromUtf16Index, toUtf16Index, type Encoding } from './wire/encoding.js';
-import type { Position } from './wire/lsp-types.js';
+import { isObject, type Position } from './wire/lsp-types.js';
 import {
   projectDiagnostics,
   projectHover,
@@ -26,6 +26,9 @@ import type { Scrubber } from './answer/scrub.js';
 import type { Session } from './session/session.js';
 import type { TargetFile } from './target-file.js';
 import { isMethodNotFound } from './wire/transport.js';
+import { createResolver } from './answer/coordinates.js';
+import { EditError } from '../edit/text-edits.js';
+import { renderWorkspaceEdit, type RenderedEdit } from '../edit/workspace-edit.js';
 
 /** The server capability each op needs (diagnostics: push always works, pull when offered). */
 const PROVIDER: Record<LspOp, string | undefined> = {
@@ -41,6 +44,7 @@ const PROVIDER: Record<LspOp, string | undefined> = {
   outgoingCalls: 'callHierarchyProvider',
   supertypes: 'typeHierarchyProvider',
   subtypes: 'typeHierarchyProvider',
+  rename: 'renameProvider',
 };
 
 /** A graph op: the prepare request at the position, then one expansion request per node. */
@@ -70,9 +74,11 @@ export interface OpContext {
   deadline: AbortSignal;
   /** Epoch ms at which the work deadline passes. */
   deadlineAt: number;
-  limits: { maxLocations: number; maxHoverBytes: number; diagnosticsWindowMs: number; maxCallNodes: number };
+  limits: { maxLocations: number; maxHoverBytes: number; diagnosticsWindowMs: number; maxCallNodes: number; maxAnswerBytes: number };
   /** Binds paging cursors to this exact query. */
   cursorScope: string;
+  /** A checked file of the tree, whole (an edit's patch needs the text it changes). */
+  readTree(path: string): Promise<TargetFile>;
 }
 
 /**
@@ -85,7 +91,8 @@ export type OpResult =
   | { kind: 'hover'; answer: HoverAnswer; complete: boolean }
   | SymbolsResult
   | { kind: 'diagnostics'; answer: DiagnosticsAnswer; complete: boolean }
-  | { kind: 'graph'; answer: GraphAnswer; complete: boolean };
+  | { kind: 'graph'; answer: GraphAnswer; complete: boolean }
+  | { kind: 'edit'; answer: RenderedEdit; complete: boolean };
 export type SymbolsResult = { kind: 'symbols'; answer: SymbolsAnswer; complete: boolean };
 
 export function checkSupported(session: Session, op: LspOp): void {
@@ -172,6 +179,8 @@ export async function runOp(c: OpContext): Promise<OpResult> {
     }
     case 'workspaceSymbols':
       return workspaceSymbols(c);
+    case 'rename':
+      return { kind: 'edit', answer: await rename(c), complete: true };
     case 'incomingCalls':
     case 'outgoingCalls':
     case 'supertypes':
@@ -215,4 +224,54 @@ export async function workspaceSymbols(c: OpContext): Promise<SymbolsResult> {
   const raw = await c.session.request('workspace/symbol', { query: c.q.query ?? '' }, c.deadline);
   const answer = await projectSymbols(raw, { ...c.projection, maxLocations: c.limits.maxLocations, scrub: c.scrub });
   return { kind: 'symbols', answer, complete: true };
+}
+
+/**
+ * rename: the server's prepareRename decides what can be renamed (where it offers
+ * one), then its WorkspaceEdit is rendered as a patch of the tree. Every refusal, the
+ * server's or lspd's, is 422 cannot_rename with the reason (server text scrubbed).
+ */
+async function rename(c: OpContext): Promise<RenderedEdit> {
+  const { q, session, uri, deadline } = c;
+  const textDocument = { uri };
+  const position = serverPosition(q, c.target, session.encoding);
+  const refuse = (why: string) => errors.cannotRename(`Cannot rename here: ${c.scrub(why)}.`);
+  const serverSaid = (err: unknown) => {
+    if (deadline.aborted || isAppError(err) || !(err instanceof Error) || !('code' in err)) throw err;
+    return refuse(err.message || 'the server refused');
+  };
+  const caps = session.capability('renameProvider');
+  if (isObject(caps) && caps.prepareProvider === true) {
+    const prepared = await session.request('textDocument/prepareRename', { textDocument, position }, deadline).catch((err: unknown) => {
+      throw serverSaid(err);
+    });
+    if (prepared === null || prepared === undefined) throw refuse('the server finds nothing it can rename at this position');
+  }
+  const raw = await session.request('textDocument/rename', { textDocument, position, newName: q.newName }, deadline).catch((err: unknown) => {
+    throw serverSaid(err);
+  });
+  const resolve = createResolver({
+    ...(c.projection.readPackageVersion ? { readPackageVersion: c.projection.readPackageVersion } : {}),
+    ...(c.projection.readComposerVersion ? { readComposerVersion: c.projection.readComposerVersion } : {}),
+    ...(c.projection.readPythonDist ? { readPythonDist: c.projection.readPythonDist } : {}),
+  });
+  let out: RenderedEdit;
+  try {
+    out = await renderWorkspaceEdit(raw, {
+      resolve,
+      readTree: (p) => c.readTree(p),
+      serverEncoding: session.encoding,
+      encoding: q.encoding,
+      scrub: c.scrub,
+    });
+  } catch (err) {
+    if (err instanceof EditError) throw refuse(err.message);
+    throw err;
+  }
+  // A patch cut short applies wrongly, so it is never paged or truncated: refused whole.
+  const bytes = Buffer.byteLength(JSON.stringify(out));
+  if (bytes > c.limits.maxAnswerBytes) {
+    throw errors.tooLarge(`The rename's edits take ${bytes} bytes, past LSPD_MAX_ANSWER_BYTES (${c.limits.maxAnswerBytes}).`, 'answer');
+  }
+  return out;
 }

@@ -79,14 +79,21 @@ interface Work {
   client: AbortSignal;
 }
 
+/** What one root's scrubber is charged (see `scrubbers`). */
+const SCRUBBER_BYTES = 16 * 1024;
+
 export class QueryService {
   private readonly deps: QueryServiceDeps;
   private readonly cache: ResultCache<LspAnswer>;
   private readonly workspaces = new WorkspaceFinder();
-  private readonly lines = new TreeLines();
-  private readonly targets = new TargetCache();
-  /** One scrubber per root (building one compiles its known-path matchers). */
-  private readonly scrubbers = new RootCache<Scrubber>({ max: 256 });
+  private readonly lines: TreeLines;
+  private readonly targets: TargetCache;
+  /**
+   * One scrubber per root (building one compiles its known-path matchers): a few
+   * host paths the daemon chose (data dir, project, HOME, the tree's dir), never
+   * tree input, so a flat charge is a sound estimate of its closures and regexes.
+   */
+  private readonly scrubbers = new RootCache<Scrubber>({ max: 256, maxBytes: 256 * SCRUBBER_BYTES, sizeOf: () => SCRUBBER_BYTES });
   /** lspd's own text that is about no one root (readiness reasons): scrubbed as server text is. */
   private readonly ownText: Scrubber;
   /**
@@ -103,7 +110,14 @@ export class QueryService {
     const c = deps.config;
     this.ownText = ownTextScrubber(c.dataDir);
     this.waiting = new FairShare(shareLimits(c.maxQueuedQueries, { orgCap: c.orgMaxQueuedQueries, reservePercent: c.orgReservePercent, floor: 1 }));
-    this.cache = new ResultCache<LspAnswer>(deps.config.resultCacheEntries, deps.metrics);
+    this.cache = new ResultCache<LspAnswer>({ entries: c.resultCacheEntries, bytes: c.resultCacheBytes }, deps.metrics);
+    this.lines = new TreeLines(c.fileCacheBytes / 2);
+    this.targets = new TargetCache(c.fileCacheBytes / 2);
+    deps.metrics.watchCache('result', () => this.cache.bytes);
+    deps.metrics.watchCache('tree_lines', () => this.lines.bytes);
+    deps.metrics.watchCache('targets', () => this.targets.bytes);
+    deps.metrics.watchCache('workspaces', () => this.workspaces.bytes);
+    deps.metrics.watchCache('scrubbers', () => this.scrubbers.bytes);
     this.warmUp = new WarmUp({
       ...deps,
       workspaceOf: (root, treeDir, rel, markers) => this.workspaces.find(root, treeDir, rel, markers),
@@ -278,7 +292,7 @@ export class QueryService {
       return await fn(lease.session);
     } catch (err) {
       if (err instanceof SessionFailedError) await err.tailSettled;
-      throw this.mapError(err, row, w);
+      throw this.mapError(err, row, w, lease?.session.notes ?? []);
     } finally {
       admitted();
       releaseSlot?.();
@@ -349,11 +363,13 @@ export class QueryService {
       scrub: this.scrubberFor(w),
       deadline: w.deadline,
       deadlineAt: w.deadlineAt,
+      readTree: (path: string) => this.readTarget(w.root, w.treeDir, path),
       limits: {
         maxLocations: config.maxLocations,
         maxHoverBytes: config.maxHoverBytes,
         diagnosticsWindowMs: config.diagnosticsWindowMs,
         maxCallNodes: config.maxCallNodes,
+        maxAnswerBytes: config.maxAnswerBytes,
       },
     };
   }
@@ -464,7 +480,7 @@ export class QueryService {
   }
 
   /** Turn what went wrong into the API's error, naming the server and never a host path. */
-  private mapError(err: unknown, row: ServerRow, w: Work): unknown {
+  private mapError(err: unknown, row: ServerRow, w: Work, notes: readonly string[] = []): unknown {
     // A start that keeps failing is refused with its last error, which quotes the jail's spawn (host paths).
     if (isAppError(err)) return err.code === 'server_unavailable' ? scrubbedError(err, this.scrubberFor(w)) : err;
     const { config } = this.deps;
@@ -483,7 +499,13 @@ export class QueryService {
       return new AppError('server_unavailable', 503, msg, extra);
     }
     if (err instanceof ResponseError) {
-      return errors.serverUnavailable(`${row.name} answered the request with an error (code ${err.code}).`, 1);
+      // The server's own words and the session's notes (gopls on a module whose go.mod
+      // needs a newer Go: "no package metadata", and the note saying why), scrubbed.
+      const e = errors.serverUnavailable(`${row.name} answered the request with an error (code ${err.code}).`, 1);
+      const said = this.scrubberFor(w)(err.message.slice(0, 512)).trim();
+      if (said) e.extra.server_message = said;
+      if (notes.length) e.extra.notes = [...notes];
+      return e;
     }
     return err;
   }

@@ -59,16 +59,24 @@ export async function readTarget(treeDir: string, rel: string, maxBytes: number)
   }
 }
 
+/** A line of a target file: a V8 sliced string of its text (header and pointer), and its slot in the array. */
+const LINE_SLICE_BYTES = 40;
+
 /**
  * Checked target files, kept: a root never changes, so a file that passed once
  * passes again with the same text. Bounded by the text held. Failures are not kept.
  */
 export class TargetCache {
-  private readonly cache = new RootCache<TargetFile>({
-    max: 4096,
-    maxSize: 64 * 1024 * 1024,
-    sizeCalculation: (t) => Math.max(1, t.text.length * 2),
-  });
+  private readonly cache: RootCache<TargetFile>;
+
+  /** `maxBytes`: most bytes held (LSPD_FILE_CACHE_BYTES's share): its text, and its lines (slices of the text, each with its own header). */
+  constructor(maxBytes: number) {
+    this.cache = new RootCache<TargetFile>({ max: 4096, maxBytes, sizeOf: (t) => t.text.length * 2 + t.path.length * 2 + t.lines.length * LINE_SLICE_BYTES });
+  }
+
+  get bytes(): number {
+    return this.cache.bytes;
+  }
 
   async read(root: RootRef, treeDir: string, rel: string, maxBytes: number): Promise<TargetFile> {
     const hit = this.cache.get(root, rel);
@@ -94,7 +102,12 @@ export class TargetCache {
 export const MAX_WORKSPACE_LEVELS = 128;
 
 export class WorkspaceFinder {
-  private readonly cache = new RootCache<string>({ max: 10_000 });
+  /** Keys hold a tree path (up to the store's path bound): charged by length, so long paths cannot make 10,000 entries large. */
+  private readonly cache = new RootCache<string>({ max: 10_000, maxBytes: 8 * 1024 * 1024, sizeOf: (ws) => ws.length * 2 });
+
+  get bytes(): number {
+    return this.cache.bytes;
+  }
 
   /** Root-relative workspace directory of `rel` for a server with these markers ('' = tree top). */
   async find(root: RootRef, treeDir: string, rel: string, markers: readonly string[]): Promise<string> {

@@ -9,12 +9,13 @@
 // disk quotas (global and per org, eviction.ts) by evicting least recently used
 // roots nobody holds; an upload its org has no room for is refused while it streams.
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, readdir, rename, utimes, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, rename, stat, utimes, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
 import type { Config } from '../config.js';
 import { errors, isAppError } from '../errors.js';
+import { FairShare, shareLimits } from '../fair-share.js';
 import type { PhaseVerdict } from '../health.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
@@ -29,6 +30,7 @@ import { encodeTreeIndex, TREE_INDEX, type TreeEntry } from './tree-index.js';
 import { storageError } from './tree-writer.js';
 import { stopWriterThreads, warmWriterThreads } from './write-pool.js';
 import { removeTree } from './remove-tree.js';
+import { UploadMemory } from './upload-memory.js';
 import {
   rootId,
   type HoldCheck,
@@ -64,6 +66,14 @@ export class RootStore {
   /** Org labels lspd_org_disk_bytes has shown, so an org whose roots all went reads 0, not its last value. */
   private readonly orgGaugeLabels = new Set<string>();
   private holdCheck: HoldCheck = () => false;
+  /**
+   * Uploads running (LSPD_MAX_UPLOADS), fair-shared per org: each holds a staging
+   * dir, writer-queue bytes, a root's lock and, once its layer is in, its base's
+   * index, so one org's flood of them (or of stalled ones) must not take them all.
+   */
+  private readonly uploads: FairShare;
+  /** What running uploads hold in memory (LSPD_UPLOAD_MEMORY_BYTES), fair-shared per org. */
+  private readonly memory: UploadMemory;
   private quotaRun: Promise<void> = Promise.resolve();
   private closed = false;
 
@@ -75,6 +85,12 @@ export class RootStore {
     this.rootsDir = join(d, 'roots');
     this.stagingDir = join(d, 'staging');
     this.trashDir = join(d, 'trash');
+    const c = deps.config;
+    this.uploads = new FairShare(shareLimits(c.maxUploads, { orgCap: 0, reservePercent: c.orgReservePercent, floor: 1 }));
+    const { metrics } = deps;
+    this.memory = new UploadMemory(c.uploadMemoryBytes, c.orgReservePercent, (org) =>
+      metrics.orgRefusals.inc({ org: metrics.orgLabels.of(org), reason: 'upload_memory' }),
+    );
   }
 
   /** Create the layout, remove what a crash left in staging and trash, load the index. */
@@ -216,10 +232,11 @@ export class RootStore {
     if (this.closed) throw errors.shuttingDown('The daemon is shutting down.');
     const id = rootId(key);
     const started = performance.now();
+    this.takeUploadSlot(key.org);
     const result = await this.locked(id, async (): Promise<PutResult> => {
       const existing = this.index.get(id);
       if (existing) {
-        await discard(body);
+        await discard(body, this.deps.config.uploadReadTimeoutMs);
         this.touch(key);
         this.observe('exists', started);
         // Nothing changes, but a caller that names the tree learns when the stored root is not it.
@@ -227,9 +244,29 @@ export class RootStore {
         return { created: false, info: existing.info };
       }
       return this.create(key, body, opts, started);
-    });
+    }).finally(() => this.uploads.give(key.org));
     if (result.created) await this.enforceQuota(key.org, id);
     return result;
+  }
+
+  /** Uploads running now, per org (what the fair share of LSPD_MAX_UPLOADS counts). */
+  uploadsRunning(org: string): number {
+    return this.uploads.held(org);
+  }
+
+  /** Memory the org's running uploads hold (LSPD_UPLOAD_MEMORY_BYTES' units). */
+  uploadMemoryHeld(org: string): number {
+    return this.memory.heldBytes(org);
+  }
+
+  /** An upload slot for `org`, or 503 busy before a byte of its body is read. */
+  private takeUploadSlot(org: string): void {
+    const refused = this.uploads.take(org);
+    if (!refused) return;
+    const { metrics, config } = this.deps;
+    metrics.orgRefusals.inc({ org: metrics.orgLabels.of(org), reason: 'uploads' });
+    const why = refused === 'full' ? `${config.maxUploads} uploads are running` : `org ${org} already has ${this.uploads.held(org)} uploads running`;
+    throw errors.busy(`${why}; retry shortly.`, 1);
   }
 
   /** Remove a root, its dependency cache, and (through onRemove) its sessions. False if absent. */
@@ -277,12 +314,27 @@ export class RootStore {
     let ingestMs = 0;
     let resolveSteps = 0;
     const baseKey = opts.base !== undefined ? { ...key, sha: opts.base } : undefined;
+    const memory = this.memory.lease(key.org);
     try {
-      let base: { treeDir: string; entries: TreeEntry[] } | undefined;
+      let base: { treeDir: string; indexBytes: () => Promise<number>; entries: () => Promise<TreeEntry[]> } | undefined;
       if (baseKey) {
         const b = this.index.get(rootId(baseKey));
         if (!b) throw baseMissing(key, baseKey.sha);
-        base = { treeDir: join(b.dir, 'tree'), entries: await loadBaseIndex(key, baseKey.sha, b.dir) };
+        // Read once the layer is in (tar-ingest.ts), by then the base may be gone.
+        const gone = () => this.index.get(rootId(baseKey)) !== b;
+        const entries = async () => {
+          if (gone()) throw baseMissing(key, baseKey.sha, 'was removed during the upload');
+          return loadBaseIndex(key, baseKey.sha, b.dir).catch((err: unknown) => {
+            throw gone() ? baseMissing(key, baseKey.sha, 'was removed during the upload') : err;
+          });
+        };
+        // An index that cannot be read is refused by entries(), naming why.
+        const indexBytes = () =>
+          stat(join(b.dir, TREE_INDEX)).then(
+            (st) => st.size,
+            () => 0,
+          );
+        base = { treeDir: join(b.dir, 'tree'), indexBytes, entries };
         this.touch(baseKey);
       }
       await this.mkdir755(staging);
@@ -296,6 +348,8 @@ export class RootStore {
         limits: this.limitsFor(key.org),
         fixModes: this.fixModes,
         signal: opts.signal,
+        readTimeoutMs: config.uploadReadTimeoutMs,
+        memory,
         onBodyBytes: (n) => metrics.uploadBytes.inc(n),
         ...(base ? { base } : {}),
       });
@@ -333,12 +387,20 @@ export class RootStore {
       // The base was deleted or evicted while its files were being linked: the client uploads the whole tree.
       const baseGone = baseKey !== undefined && (raw as NodeJS.ErrnoException)?.code === 'ENOENT' && !this.index.has(rootId(baseKey));
       const err = baseGone ? baseMissing(key, baseKey.sha, 'was removed during the upload') : isAppError(raw) ? raw : storageError(raw);
-      const result = !isAppError(err) ? 'failed' : err.code === 'upload_aborted' ? 'aborted' : err.status >= 500 && !isQuotaRefusal(err) ? 'failed' : 'refused';
+      const result = !isAppError(err)
+        ? 'failed'
+        : err.code === 'upload_aborted'
+          ? 'aborted'
+          : err.status >= 500 && !isQuotaRefusal(err) && err.code !== 'busy'
+            ? 'failed'
+            : 'refused';
       this.observe(result, started);
       // A refusal is the client's business and a full disk the operator's; only the rest is a bug.
       if (isAppError(err)) log[err.status >= 500 ? 'warn' : 'info']({ root: id, code: err.code, ...err.extra }, 'upload not stored');
       else log.error({ root: id, err }, 'upload not stored');
       throw err;
+    } finally {
+      memory.release();
     }
     const now = Date.now();
     const treeBytes = treeCharge(info, baseKey !== undefined && this.index.has(rootId(baseKey)));
@@ -531,13 +593,34 @@ function checkStoredTree(info: RootInfo, gitTree: string | undefined): void {
   }
 }
 
-/** Read and drop the rest of a body (an upload of a root that already exists). */
-function discard(body: Readable): Promise<void> {
-  return new Promise((resolve) => {
+/** Read and drop the rest of a body (an upload of a root that already exists); one that stalls is cut as an upload is. */
+function discard(body: Readable, readTimeoutMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
     if (body.readableEnded || body.destroyed) return resolve();
-    body.on('end', resolve);
-    body.on('close', resolve);
-    body.on('error', () => resolve());
+    let timer: NodeJS.Timeout;
+    const arm = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        detach();
+        reject(errors.uploadAborted(`The upload stalled: no data arrived for ${readTimeoutMs} ms; nothing was stored.`));
+      }, readTimeoutMs);
+    };
+    const done = () => {
+      detach();
+      resolve();
+    };
+    const detach = () => {
+      clearTimeout(timer);
+      body.off('data', arm);
+      body.off('end', done);
+      body.off('close', done);
+      body.off('error', done);
+    };
+    body.on('data', arm);
+    body.on('end', done);
+    body.on('close', done);
+    body.on('error', done);
+    arm();
     body.resume();
   });
 }

@@ -26,6 +26,14 @@ import { EntryChecker, type EntryHeader, type EntryLimits } from './entry-check.
 import { withParents, type FileEntry, type SymlinkEntry, type TreeEntry } from './tree-index.js';
 import { SMALL_FILE_BYTES, TreeWriter, storageError } from './tree-writer.js';
 import { strBytes } from './write-protocol.js';
+import type { MemoryLease } from './upload-memory.js';
+
+/**
+ * Heap a decoded tree index takes per byte of its file, with what compose builds
+ * over it (a map by path, the kept entries): index records are ~30 bytes beside
+ * their path, decoded entries ~120, and the map ~50 more.
+ */
+const DECODED_INDEX_PER_BYTE = 4;
 
 export interface IngestOptions {
   body: Readable;
@@ -36,17 +44,26 @@ export interface IngestOptions {
   /** chmod after create (the umask strips bits the jails need). */
   fixModes: boolean;
   signal?: AbortSignal;
+  /** A body that brings no byte for this long while we wait for it is cut (LSPD_UPLOAD_READ_TIMEOUT_MS). */
+  readTimeoutMs: number;
   /** Told of every body chunk (compressed bytes, as received). */
   onBodyBytes?: (n: number) => void;
-  /** The archive is a layer over this stored tree: its host dir and its index. */
-  base?: { treeDir: string; entries: readonly TreeEntry[] };
+  /**
+   * The archive is a layer over this stored tree: its host dir, and how to read its
+   * index. The index is read only once the layer has arrived, so an upload that
+   * stalls holds none of it (issue 30: six stalled uploads held 282 MiB of decoded
+   * indexes before their bodies came).
+   */
+  base?: { treeDir: string; indexBytes: () => Promise<number>; entries: () => Promise<readonly TreeEntry[]> };
+  /** Charged what the upload holds as it grows (upload-memory.ts); throws busy past the org's share. */
+  memory?: MemoryLease;
 }
 
 export interface IngestResult {
   files: number;
   bytes: number;
   languages: Language[];
-  /** Steps spent resolving symlinks (bounded by the tar's header bytes: EntryChecker). */
+  /** Steps spent resolving symlinks (bounded by the tar's header bytes: EntryChecker), a composed tree's walk included. */
   resolveSteps: number;
   /** Every entry of the stored tree, directories included, with blob ids. */
   entries: TreeEntry[];
@@ -66,9 +83,6 @@ interface EntryStream extends AsyncIterable<Buffer> {
   resume(): unknown;
 }
 type Extract = ReturnType<typeof tar.extract>;
-
-/** An upload whose body brings no byte for this long is abandoned. */
-const UPLOAD_STALL_MS = 5 * 60_000;
 
 /** A source we can pause, and a sink that says when it wants more. */
 interface Source {
@@ -99,13 +113,17 @@ class Ingest {
   private fed = 0;
   private lastEntryEnd = 0;
   private readonly maxTarBytes: number;
-  /** When the body last brought bytes or an entry began; a stalled upload holds a root's lock and a staging dir. */
+  /** When the body last brought bytes or we last stopped holding it back; a stalled upload holds a root's lock, an upload slot and a staging dir. */
   private lastProgressMs = Date.now();
+  /** Streams of the body's path paused because the next one is full: the body waits for us, not we for it. */
+  private heldBack = 0;
   /** What the archive wrote, in order; the file and symlink entries awaiting their blob ids, in record order. */
   private readonly written: TreeEntry[] = [];
   private readonly awaitingIds: (FileEntry | SymlinkEntry)[] = [];
   private readonly hardlinks: { entry: FileEntry; target: string }[] = [];
   private readonly whiteouts: string[] = [];
+  /** What the base's decoded index is charged (upload-memory.ts), once it is read. */
+  private baseCharge = 0;
   private readonly opaques: string[] = [];
 
   constructor(private readonly opts: IngestOptions) {
@@ -127,17 +145,27 @@ class Ingest {
       const parsed = this.parse();
       parsed.catch(() => {}); // a failure is reported through `failed` first
       await Promise.race([parsed, failed]);
-      const composition = this.opts.base ? await this.compose(this.opts.base.entries) : undefined;
+      const base = this.opts.base;
+      let composition: Composition | undefined;
+      if (base) {
+        this.baseCharge = DECODED_INDEX_PER_BYTE * (await base.indexBytes());
+        this.charge();
+        composition = await this.compose(await base.entries());
+      }
       await this.writer.close();
       await this.checker.verifySymlinksYielding();
       if (this.failure !== undefined) throw this.failure;
       this.fillIds();
       if (composition) {
         const { files, bytes, languages, entries, changed } = composition;
-        return { files, bytes, languages, resolveSteps: this.checker.resolveSteps, entries, storedBytes: this.checker.bytes, changed };
+        const resolveSteps = this.checker.resolveSteps + composition.resolveSteps;
+        return { files, bytes, languages, resolveSteps, entries, storedBytes: this.checker.bytes, changed };
       }
     } catch (err) {
       this.fail(err);
+      // What it held is garbage now: another upload of the org may take it at once,
+      // not after the writes in flight and the staging dir's removal.
+      this.opts.memory?.release();
       // Nothing may still be writing when the caller removes the directory.
       await this.writer.close().catch(() => {});
       throw this.failure;
@@ -156,7 +184,8 @@ class Ingest {
 
   /** Compose the parsed layer with the base (throws what it refuses), then queue the base's kept entries. */
   private async compose(base: readonly TreeEntry[]): Promise<Composition> {
-    const c = compose(base, { entries: this.written, whiteouts: this.whiteouts, opaques: this.opaques }, this.opts.limits);
+    if (this.failure !== undefined) throw this.failure;
+    const c = await compose(base, { entries: this.written, whiteouts: this.whiteouts, opaques: this.opaques }, this.opts.limits);
     // Records of 40,000 links are queued in one go; asking for room per record (an
     // await each) cost more than the links themselves, so it is asked per slice.
     const SLICE = 1024;
@@ -170,6 +199,11 @@ class Ingest {
       }
     }
     return c;
+  }
+
+  /** Charge the memory lease what is held now: every admitted header's names (their picture, trie and index entries) and the base's index. */
+  private charge(): void {
+    this.opts.memory?.need(this.checker.headerBytes + this.baseCharge);
   }
 
   /** Give each written file and symlink the blob id the writer thread computed; hard links their target's. */
@@ -234,12 +268,19 @@ class Ingest {
     if (body.destroyed && !body.readableEnded) onGone();
 
     // Nothing else bounds an upload in time (uploads are long, so the server has no
-    // request timeout): a client that stops sending must not hold the lock forever.
+    // request timeout): a client that stops sending must not hold the lock, an upload
+    // slot and a staging dir for ever. Only time spent waiting for the body counts:
+    // while our side holds it back (a slow disk, a large file) the clock stands still.
+    const readTimeoutMs = this.opts.readTimeoutMs;
     const stallTimer = setInterval(
       () => {
-        if (Date.now() - this.lastProgressMs > UPLOAD_STALL_MS) this.fail(errors.uploadAborted('The upload stalled: no data arrived for too long.'));
+        const now = Date.now();
+        if (ended || this.heldBack > 0) this.lastProgressMs = now;
+        else if (now - this.lastProgressMs >= readTimeoutMs) {
+          this.fail(errors.uploadAborted(`The upload stalled: no data arrived for ${readTimeoutMs} ms; nothing was stored.`));
+        }
       },
-      Math.min(UPLOAD_STALL_MS, 10_000),
+      Math.max(25, Math.min(readTimeoutMs / 4, 10_000)),
     );
     stallTimer.unref();
     this.detachers.push(() => clearInterval(stallTimer));
@@ -269,6 +310,8 @@ class Ingest {
     let waiting = false;
     const resume = () => {
       waiting = false;
+      this.heldBack--;
+      this.lastProgressMs = Date.now();
       if (this.failure === undefined) src.resume();
     };
     const onData = (c: Buffer) => {
@@ -277,6 +320,7 @@ class Ingest {
       if (this.failure !== undefined) return;
       if (!dst.write(c) && !waiting) {
         waiting = true;
+        this.heldBack++;
         src.pause();
         dst.once('drain', resume);
       }
@@ -285,6 +329,8 @@ class Ingest {
     this.detachers.push(() => {
       src.off('data', onData);
       dst.off('drain', resume);
+      if (waiting) this.heldBack--;
+      waiting = false;
       src.pause();
     });
   }
@@ -294,6 +340,7 @@ class Ingest {
     const size = h.size ?? 0;
     this.lastEntryEnd = (h.byteOffset ?? 0) + Math.ceil(size / 512) * 512;
     const a = this.checker.admit(h);
+    this.charge();
     switch (a.kind) {
       // tar-stream never feeds a directory's stream (it has no data): do not wait on it.
       case 'skip':

@@ -27,6 +27,7 @@ export const askServiceOf = perServer((deps): AskService => {
   });
   // What /ask learned about a root goes with it (the service lives as long as the server).
   deps.store.onRemove((k) => svc.dropRoot(rootId(k)));
+  deps.metrics.watchCache('ask_scans', () => svc.cacheBytes);
   return svc;
 });
 

@@ -25,7 +25,10 @@ export const diffServiceOf = perServer((deps): DiffService => {
     maxLocations: deps.config.maxLocations,
     maxFileBytes: deps.config.maxTargetFileBytes,
     cacheEntries: Math.min(deps.config.resultCacheEntries, 1000),
+    cacheBytes: deps.config.diffCacheBytes,
+    maxAnswerBytes: deps.config.maxAnswerBytes,
   });
+  deps.metrics.watchCache('diff', () => svc.cacheBytes);
   // A diff is about two roots: when either goes, so does what was learned of it.
   deps.store.onRemove((k) => svc.dropRoot(rootId(k)));
   return svc;

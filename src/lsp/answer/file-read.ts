@@ -85,7 +85,8 @@ export interface ReadOptions {
 
 const CHUNK_BYTES = 64 * 1024;
 /** Line counts of files read whole, by file version; only files found valid UTF-8 are here. */
-const lineCounts = new LRUCache<string, number>({ max: 4096 });
+// Keys are daemon-made (`dev:ino:size:mtimeNs:ctimeNs`, ~60 characters): charged by length all the same, so the bound is in bytes.
+const lineCounts = new LRUCache<string, number>({ max: 4096, maxSize: 1024 * 1024, sizeCalculation: (_n, key) => 2 * key.length + 64 });
 /** Bytes a string takes inside a JSON string literal (escapes included). */
 const jsonBytes = (s: string) => Buffer.byteLength(JSON.stringify(s)) - 2;
 

@@ -3,7 +3,7 @@
 // tree and dependency files, read on the host through paths.hostPathOf (which
 // refuses anything outside the root's tree and deps dirs) and only when they
 // resolve inside them (a fetched archive may hold links). Roots are immutable, so
-// what is read is cached, bounded by count and by the bytes of text held, keyed by
+// what is read is cached, bounded by count and by the bytes it holds, keyed by
 // the root's identity and generation (a re-upload under the same key has the same
 // host paths) and dropped with the root; the dependency indexes are also dropped
 // when the root's fetch ends (installed.json and site-packages appear then).
@@ -31,21 +31,41 @@ const MAX_PACKAGE_JSON_BYTES = 1024 * 1024;
  */
 const LINE_OVERHEAD_BYTES = 40;
 
+/** What an index entry (a name and what it maps to, in a Map) costs beside its characters. */
+const MAP_ENTRY_BYTES = 80;
+/** Most bytes of dependency indexes (composer's, Python's) kept, each. */
+const INDEX_CACHE_BYTES = 16 * 1024 * 1024;
+
+/** Heap of lines held in an array: two bytes a character at worst (V8 keeps non-Latin-1 text as UTF-16), and the line's own overhead. */
+export function linesBytes(lines: readonly string[]): number {
+  let n = 0;
+  for (const l of lines) n += l.length * 2 + LINE_OVERHEAD_BYTES;
+  return n;
+}
+
+const mapBytes = (m: Map<string, string | Dist>) => {
+  let n = 0;
+  for (const [k, v] of m) n += 2 * k.length + MAP_ENTRY_BYTES + (typeof v === 'string' ? 2 * v.length : 2 * (v.name.length + v.version.length) + 64);
+  return n;
+};
+
 export class TreeLines {
-  private readonly files = new RootCache<string[]>({
-    max: 512,
-    maxSize: 64 * 1024 * 1024,
-    sizeCalculation: (lines) =>
-      Math.max(
-        1,
-        lines.reduce((n, l) => n + l.length * 2 + LINE_OVERHEAD_BYTES, 0),
-      ),
-  });
+  private readonly files: RootCache<string[]>;
   private readonly decoder = new TextDecoder('utf-8', { fatal: true });
   /** installed.json by root and host path: package name → version. */
-  private readonly composerIndex = new RootCache<Promise<Map<string, string>>>({ max: 64 });
+  private readonly composerIndex = new RootCache<Map<string, string>>({ max: 64, maxBytes: INDEX_CACHE_BYTES, sizeOf: mapBytes });
   /** site-packages by root and host path: first path segment → distribution. */
-  private readonly pythonIndex = new RootCache<Promise<Map<string, Dist>>>({ max: 64 });
+  private readonly pythonIndex = new RootCache<Map<string, Dist>>({ max: 64, maxBytes: INDEX_CACHE_BYTES, sizeOf: mapBytes });
+
+  /** `maxBytes`: most bytes of lines held (LSPD_FILE_CACHE_BYTES's share). */
+  constructor(maxBytes: number) {
+    this.files = new RootCache<string[]>({ max: 512, maxBytes, sizeOf: linesBytes });
+  }
+
+  /** Bytes charged for what is held (lines and dependency indexes). */
+  get bytes(): number {
+    return this.files.bytes + this.composerIndex.bytes + this.pythonIndex.bytes;
+  }
 
   /** A ReadLines for one root. */
   reader(root: RootRef, dirs: HostDirs): (coord: FileCoordinate, startLine: number, count: number) => Promise<readonly string[] | undefined> {
@@ -100,9 +120,7 @@ export class TreeLines {
     return async (vendorDirInJail, name) => {
       const host = hostPathOf(`${vendorDirInJail}/composer/installed.json`, dirs);
       if (host === undefined) return undefined;
-      let index = this.composerIndex.get(root, host);
-      if (!index) this.composerIndex.set(root, host, (index = this.readInstalledJson(host, dirs)));
-      return (await index).get(name);
+      return (await this.composerIndex.load(root, host, () => this.readInstalledJson(host, dirs))).get(name);
     };
   }
 
@@ -111,9 +129,7 @@ export class TreeLines {
     return async (siteDirInJail, top) => {
       const host = hostPathOf(siteDirInJail, dirs);
       if (host === undefined) return undefined;
-      let index = this.pythonIndex.get(root, host);
-      if (!index) this.pythonIndex.set(root, host, (index = this.readDistInfos(host, dirs)));
-      return (await index).get(top);
+      return (await this.pythonIndex.load(root, host, () => this.readDistInfos(host, dirs))).get(top);
     };
   }
 

@@ -79,7 +79,8 @@ export interface ServerRow {
    * Files generated for each session (in-jail path under HOME or /tmp → contents),
    * bound read-only; e.g. clangd's compile_commands.json. Given the host tree and the
    * workspace, which it may read (never follow links out of: see the row), and the
-   * configuration (its bounds). Its notes are logged and carried by answers.
+   * configuration (its bounds). Its notes are logged and carried by answers; a row
+   * may give notes and no files (gopls: what its go.mod asks that lspd will not do).
    */
   sessionFiles?: (ws: { treeHostDir: string; workspace: string; workspaceAt: string }, config: Config) => Promise<GeneratedFiles>;
   /** Whose fetched dependencies this server reads: their binds and env, and what answers say of them. */

@@ -150,6 +150,11 @@ export class Session {
     return this.st.kind === 'ready' && this.st.caps.diagnosticProvider !== undefined && this.st.caps.diagnosticProvider !== false;
   }
 
+  /** The server's advertised value of one capability (undefined unless ready). */
+  capability(provider: string): unknown {
+    return this.st.kind === 'ready' ? this.st.caps[provider] : undefined;
+  }
+
   /** Does the server advertise `<name>Provider`? */
   supports(provider: string): boolean {
     if (this.st.kind !== 'ready') return false;
@@ -187,10 +192,11 @@ export class Session {
       // written by the daemon and bound read-only; removed when the jail is gone.
       if (row.sessionFiles && this.deps.sessionFilesDir) {
         const generated = await row.sessionFiles({ treeHostDir: this.deps.treeHostDir, workspace: key.workspace, workspaceAt: wsPath }, config);
-        files = await writeSessionFiles(this.deps.sessionFilesDir, generated.files);
+        // A row may give notes alone (gopls: what its go.mod asks that lspd will not do).
+        if (Object.keys(generated.files).length) files = await writeSessionFiles(this.deps.sessionFilesDir, generated.files);
         // Complete now that every body is written: what a bound or a refused flag changed.
         this.notes = [...generated.notes];
-        if (this.notes.length) this.log.warn({ notes: this.notes }, 'generated session files trimmed');
+        if (this.notes.length) this.log.warn({ notes: this.notes }, 'session notes');
       }
       proc = await jail.spawn({
         phase: 'serve',

@@ -24,7 +24,8 @@ export function initializeParams(row: ServerRow, wsUri: string, wsPath: string):
     capabilities: {
       general: { positionEncodings: row.encodings.map(encodingToLsp) },
       window: { workDoneProgress: true },
-      workspace: { configuration: true, workspaceFolders: true, symbol: { dynamicRegistration: false } },
+      // Edits (rename) come back as TextDocumentEdits; no resource operations: lspd renders patches of existing files only.
+      workspace: { configuration: true, workspaceFolders: true, symbol: { dynamicRegistration: false }, workspaceEdit: { documentChanges: true } },
       textDocument: {
         synchronization: { dynamicRegistration: false, didSave: false },
         definition: { linkSupport: true },
@@ -39,6 +40,7 @@ export function initializeParams(row: ServerRow, wsUri: string, wsPath: string):
         // Call and type hierarchies (LSP 3.16/3.17): the /v1/code/lsp graph ops.
         callHierarchy: { dynamicRegistration: false },
         typeHierarchy: { dynamicRegistration: false },
+        rename: { dynamicRegistration: false, prepareSupport: true },
       },
     },
   };

@@ -1,14 +1,16 @@
 // Go: Debian's gopls, over the module cache FETCH filled.
 import { JAIL_HOME } from '../../../jail/policy.js';
+import { goSessionNotes, installedGoVersion } from '../go-mod.js';
 import { JAIL_ENV, probeBinary } from '../server-env.js';
 import type { ServerRow } from '../server-row.js';
 
-/** Go's own tree in the image (golang-go); gopls runs `go list` from it. */
+/** Go's own tree (golang-go's link to /usr/lib/go-1.24, Debian 13's); gopls runs `go list` from it. */
 export const GOROOT = '/usr/lib/go';
 
 export function goRow(): ServerRow {
   return {
-    // gopls (Debian 0.5.0 on go 1.19). Quirks:
+    // gopls (Debian 13's 0.16.1 on its Go 1.24; bookworm's 0.5.0 on Go 1.19 gave
+    // false errors on go 1.22/1.23 code: range over an int or a function). Quirks:
     // - needs /proc (readlink /proc/self/exe at start) and /dev/null (go list);
     //   both are in every SERVE jail.
     // - runs `go list` for every package load: GOROOT is the image's, the build
@@ -24,6 +26,13 @@ export function goRow(): ServerRow {
     //   sent as the load ends is held until gopls has type-checked for it, so the
     //   grace only delayed that work (bench/calibrate: none answered wrong after).
     // - positions: UTF-16 only.
+    // - its type checker is Go 1.22's (Debian builds gopls 0.16.1 with it): range over
+    //   a function needs GOEXPERIMENT=rangefunc (below), which also stops it flagging
+    //   one in a go <= 1.22 module (the build would); a generic type alias (go 1.24)
+    //   is a false "generic type cannot be alias". A gopls built with Go >= 1.24 ends both.
+    // - go.mod's `go` line above the installed Go: go refuses the module and gopls
+    //   loads nothing; a `toolchain` line above it is ignored (GOTOOLCHAIN=local).
+    //   Both are said in the session's answers (`notes`, from go-mod.ts).
     // Code from the tree: none. The go command it runs is the image's (GOROOT);
     // what could make go run another program is pinned here, where a tree cannot
     // reach: GOTOOLCHAIN=local (a go.mod `toolchain` line never downloads or
@@ -47,6 +56,10 @@ export function goRow(): ServerRow {
       GOWORK: 'off',
       GOVCS: '*:off',
       CGO_ENABLED: '0',
+      // gopls 0.16.1 is built by Debian with Go 1.22, whose go/types ranges over a
+      // function only under this experiment (read from the environment at start):
+      // without it every go 1.23 iterator loop is a false "cannot range over".
+      GOEXPERIMENT: 'rangefunc',
     },
     ecosystem: 'go',
     rootMarkers: ['go.mod'],
@@ -55,7 +68,16 @@ export function goRow(): ServerRow {
     hierarchyOps: ['incomingCalls', 'outgoingCalls'],
     encodings: ['utf-16'],
     maxInFlight: 16,
-    probe: () =>
-      probeBinary({ path: '/usr/bin/gopls', debianPackage: 'gopls', absent: 'not installed (gopls missing; images/pins.env pins the Debian package)' }),
+    sessionFiles: (ws) => goSessionNotes(ws, GOROOT),
+    // The version names gopls's package and the Go it runs (both pinned, both on /readyz).
+    probe: async () => {
+      const p = await probeBinary({
+        path: '/usr/bin/gopls',
+        debianPackage: 'gopls',
+        absent: 'not installed (gopls missing; images/pins.env pins the Debian package)',
+      });
+      const go = p.available ? await installedGoVersion(GOROOT) : undefined;
+      return p.available && p.version && go ? { ...p, version: `${p.version} (go ${go})` } : p;
+    },
   };
 }
