@@ -2,6 +2,7 @@
 // monorepo, while its dependencies download, and on a one-file commit on top?
 //   node --import tsx bench/monorepo.ts [--packages 40] [--files 20] [--deps 300] [--dep-kib 400] [--delay-ms 30] [--commits 10]
 //   node --import tsx bench/monorepo.ts --tar <git-archive.tar> --spec <questions.json> [--commits N] [--label name]
+// (--no-bare: skip the bare server's run; --keep: keep the daemon's data dir)
 // Generated (default): bench/monorepo-tree.ts's monorepo (npm workspaces, tsconfig
 // `paths` aliases between packages, a package-lock.json of --deps packages) whose
 // packages come from test/helpers/npm-registry.ts on 127.0.0.1 behind a front that
@@ -9,6 +10,8 @@
 // ms, not in one). --tar: any tree (`git archive` of a real repository) with its real
 // dependencies from the registries the daemon's defaults allow, and the questions of
 // a spec file (bench/monorepo-spec.ts; bench/monorepo-playwright.json for playwright).
+// First, beside lspd: the bare TS server (bench/bare-lsp.ts, no jail, no daemon) on
+// the tree unpacked, timed from its spawn to its first right in-tree answer.
 // One daemon as operators run it (src/main.ts in a child process, warm-up on, the
 // result cache on), its jails in a uid range of our own. Timed from the upload's 201:
 //   commit 1   the whole tree: first answer and first RIGHT answer of an in-tree
@@ -25,11 +28,12 @@
 // Each figure is printed with its goal and the 1-minute load average when it was taken.
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { jailProcs, jailRssBytes } from '../test/chaos/procs.js';
 import { spawnDaemon, type Daemon } from '../test/helpers/daemon.js';
@@ -37,6 +41,9 @@ import { cannotJail } from '../test/helpers/host.js';
 import { startNpmRegistry, type NpmRegistry } from '../test/helpers/npm-registry.js';
 import { jailUids, type UidRange } from '../test/helpers/uids.js';
 import { filesFromTar, loadSpec, positionOf, specPaths, type Spec } from './monorepo-spec.js';
+import { BareServer } from './bare-lsp.js';
+import { defaultServerPaths } from '../src/lsp/servers/server-row.js';
+import { defaultServerRows } from '../src/lsp/servers/server-table.js';
 import { monorepoTree, tarOfFiles, writeRegistryPackages } from './monorepo-tree.js';
 
 const args = process.argv.slice(2);
@@ -204,6 +211,53 @@ function row(figure: string, value: string, goal: string, met: boolean | undefin
   console.log(`${figure.padEnd(52)} ${value.padStart(14)}   ${goal.padEnd(28)} ${met === undefined ? '' : met ? 'met' : 'MISSED'}  load ${load}`);
 }
 
+/**
+ * The same in-tree question asked of the bare TS server (no jail, no daemon) on the tree
+ * unpacked: ms from its spawn to its first right answer. Its workspace is the one lspd
+ * gives it (the nearest tsconfig.json, jsconfig.json or package.json above the file).
+ */
+async function bareInTree(tar: Buffer, spec: Spec, at: { line: number; character: number }, expectLine: number): Promise<number | undefined> {
+  const dir = mkdtempSync(join(tmpdir(), 'lspd-monorepo-bare-'));
+  try {
+    writeFileSync(join(dir, 'tree.tar'), tar);
+    execFileSync('tar', ['-xf', 'tree.tar'], { cwd: dir });
+    rmSync(join(dir, 'tree.tar'));
+    let ws = dirname(spec.inTree.path);
+    while (ws !== '.' && !['tsconfig.json', 'jsconfig.json', 'package.json'].some((m) => existsSync(join(dir, ws, m)))) ws = dirname(ws);
+    const top = join(dir, ws === '.' ? '' : ws);
+    const row = defaultServerRows(defaultServerPaths()).find((r) => r.name === 'typescript')!;
+    const s = new BareServer(row, top);
+    try {
+      await s.initialize();
+      const uri = s.open(relative(top, join(dir, spec.inTree.path)));
+      while (s.now() < BOUND_MS) {
+        const res = await s.request('textDocument/definition', { textDocument: { uri }, position: at });
+        const list = (Array.isArray(res) ? res : res ? [res] : []) as {
+          uri?: string;
+          targetUri?: string;
+          range?: { start: { line: number } };
+          targetSelectionRange?: { start: { line: number } };
+        }[];
+        const right = list.some((l) => {
+          const u = l.targetUri ?? l.uri ?? '';
+          return (
+            u.startsWith('file:') &&
+            relative(dir, fileURLToPath(u)) === spec.inTree.expect.path &&
+            (l.targetSelectionRange ?? l.range)?.start.line === expectLine
+          );
+        });
+        if (right) return s.now();
+        await sleep(25);
+      }
+      return undefined;
+    } finally {
+      await s.stop();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 async function main(): Promise<void> {
   const why = cannotJail();
   if (why) {
@@ -254,6 +308,12 @@ async function main(): Promise<void> {
   const norm = (m?: string) => m?.toLowerCase().replace(/[-_.]+/g, '-');
   const depRight = (locs: Loc[]) => locs.some((l) => l.external === true && norm(l.module) === norm(spec.dependency.module));
 
+  const bare = args.includes('--no-bare') ? undefined : await bareInTree(tar, spec, inTreeAt, expectLine);
+  const bareLoad = load1();
+  if (!args.includes('--no-bare'))
+    console.log(
+      `bare TS server on the unpacked tree, no daemon: first right in-tree definition ${bare === undefined ? 'never' : `${(bare / 1000).toFixed(2)} s`} after its spawn; load ${bareLoad}`,
+    );
   const uids: UidRange = jailUids(256);
   const d: Daemon = await spawnDaemon({
     env: {
@@ -329,6 +389,7 @@ async function main(): Promise<void> {
     const s = (x?: number) => (x === undefined ? 'never' : `${(x / 1000).toFixed(2)} s`);
     console.log(`\n${label}: figures (times from the upload's 201; daemon pid ${d.child.pid}, ${COMMITS} commits)`);
     row('commit 1: upload (PUT to 201)', s(c1.upload), '', undefined, c1.load);
+    if (bare !== undefined) row('  the bare TS server, same question, from its spawn', s(bare), '', undefined, bareLoad);
     row(
       'commit 1: first in-tree answer (paths alias, right)',
       s(c1.inTree.right),
