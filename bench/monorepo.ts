@@ -10,7 +10,7 @@
 // ms, not in one). --tar: any tree (`git archive` of a real repository) with its real
 // dependencies from the registries the daemon's defaults allow, and the questions of
 // a spec file (bench/monorepo-spec.ts; bench/monorepo-playwright.json for playwright).
-// First, beside lspd: the bare TS server (bench/bare-lsp.ts, no jail, no daemon) on
+// First, beside lspd: the bare server of that file (bench/bare-lsp.ts, no jail, no daemon) on
 // the tree unpacked, timed from its spawn to its first right in-tree answer.
 // One daemon as operators run it (src/main.ts in a child process, warm-up on, the
 // result cache on), its jails in a uid range of our own. Timed from the upload's 201:
@@ -44,6 +44,7 @@ import { filesFromTar, loadSpec, positionOf, specPaths, type Spec } from './mono
 import { BareServer } from './bare-lsp.js';
 import { defaultServerPaths } from '../src/lsp/servers/server-row.js';
 import { defaultServerRows } from '../src/lsp/servers/server-table.js';
+import { languageOf } from '../src/languages.js';
 import { monorepoTree, tarOfFiles, writeRegistryPackages } from './monorepo-tree.js';
 
 const args = process.argv.slice(2);
@@ -212,7 +213,7 @@ function row(figure: string, value: string, goal: string, met: boolean | undefin
 }
 
 /**
- * The same in-tree question asked of the bare TS server (no jail, no daemon) on the tree
+ * The same in-tree question asked of the bare server of its file (no jail, no daemon) on the tree
  * unpacked: ms from its spawn to its first right answer. Its workspace is the one lspd
  * gives it (the nearest tsconfig.json, jsconfig.json or package.json above the file).
  */
@@ -225,7 +226,8 @@ async function bareInTree(tar: Buffer, spec: Spec, at: { line: number; character
     let ws = dirname(spec.inTree.path);
     while (ws !== '.' && !['tsconfig.json', 'jsconfig.json', 'package.json'].some((m) => existsSync(join(dir, ws, m)))) ws = dirname(ws);
     const top = join(dir, ws === '.' ? '' : ws);
-    const row = defaultServerRows(defaultServerPaths()).find((r) => r.name === 'typescript')!;
+    const language = languageOf(spec.inTree.path)?.language;
+    const row = defaultServerRows(defaultServerPaths()).find((r) => language !== undefined && r.languages.includes(language))!;
     const s = new BareServer(row, top);
     try {
       await s.initialize();
@@ -389,7 +391,7 @@ async function main(): Promise<void> {
     const s = (x?: number) => (x === undefined ? 'never' : `${(x / 1000).toFixed(2)} s`);
     console.log(`\n${label}: figures (times from the upload's 201; daemon pid ${d.child.pid}, ${COMMITS} commits)`);
     row('commit 1: upload (PUT to 201)', s(c1.upload), '', undefined, c1.load);
-    if (bare !== undefined) row('  the bare TS server, same question, from its spawn', s(bare), '', undefined, bareLoad);
+    if (bare !== undefined) row('  the bare server, same question, from its spawn', s(bare), '', undefined, bareLoad);
     row(
       'commit 1: first in-tree answer (paths alias, right)',
       s(c1.inTree.right),
