@@ -314,7 +314,7 @@ async function main(): Promise<void> {
   const bareLoad = load1();
   if (!args.includes('--no-bare'))
     console.log(
-      `bare TS server on the unpacked tree, no daemon: first right in-tree definition ${bare === undefined ? 'never' : `${(bare / 1000).toFixed(2)} s`} after its spawn; load ${bareLoad}`,
+      `bare server on the unpacked tree, no daemon: first right in-tree definition ${bare === undefined ? 'never' : `${(bare / 1000).toFixed(2)} s`} after its spawn; load ${bareLoad}`,
     );
   const uids: UidRange = jailUids(256);
   const d: Daemon = await spawnDaemon({
