@@ -81,12 +81,19 @@ export async function createLsp(deps: LspDeps): Promise<Lsp> {
     // waited for the fetch may already have spawned one that has them.
     const finished = view.finishedAt === undefined ? Infinity : Date.parse(view.finishedAt);
     const stale = (s: { createdAt: number }) => !(s.createdAt >= finished);
-    const n = pool.restartRoot(rootId(k), (s) => s.row.ecosystem !== undefined && ecosystems.has(s.row.ecosystem) && stale(s));
+    const servers = new Set<string>();
+    const n = pool.restartRoot(rootId(k), (s) => {
+      const restart = s.row.ecosystem !== undefined && ecosystems.has(s.row.ecosystem) && stale(s);
+      if (restart) servers.add(s.row.name);
+      return restart;
+    });
     if (n > 0) {
       log.info({ root: rootId(k), sessions: n }, 'sessions restarted after the fetch');
       // They were running (warmed, or asked while the fetch ran): their successors are
       // what the next query needs, so they are warmed now rather than by that query.
-      service.warm(k);
+      // Those servers only: a root uploaded ?warm=false whose /ask woke pyright alone
+      // must not get TS, clangd and bash too (bench/monorepo on playwright did).
+      service.warm(k, servers);
     }
   });
   const off = store.onRemove?.(async (k) => {

@@ -125,9 +125,9 @@ export class QueryService {
     });
   }
 
-  /** A root was stored: start its likely sessions in the background (PUT without ?warm=false). */
-  warm(key: RootKey): void {
-    if (this.deps.health.jailReady) this.warmUp.warm(key);
+  /** A root was stored: start its likely sessions in the background (PUT without ?warm=false); `servers`: of these servers only. */
+  warm(key: RootKey, servers?: ReadonlySet<string>): void {
+    if (this.deps.health.jailReady) this.warmUp.warm(key, servers);
   }
 
   /** Stop starting warm-ups (shutdown). */
@@ -212,12 +212,19 @@ export class QueryService {
     const workspace = this.workspaces.find(w.root, w.treeDir, q.path!, row.rootMarkers);
     const target = await this.readTarget(w.root, w.treeDir, q.path!);
 
-    const r = await this.withSession(w, row, workspace, async (session) => {
-      const { uri, complete } = await this.openAndWait(w, session, target);
-      const out = await runOp({ ...this.opContext(w, session, uri, target), cursorScope: cursorScope(w.root, row.name, q) });
-      return { ...out, complete: out.complete && complete, notes: session.notes };
-    });
-    const answer = this.finish(w, row.name, r, dependencyNote(this.deps.dependencies, q, row));
+    let before: DependencyNote | undefined;
+    const r = await this.withSession(
+      w,
+      row,
+      workspace,
+      async (session) => {
+        const { uri, complete } = await this.openAndWait(w, session, target);
+        const out = await runOp({ ...this.opContext(w, session, uri, target), cursorScope: cursorScope(w.root, row.name, q) });
+        return { ...out, complete: out.complete && complete, notes: session.notes };
+      },
+      (n) => (before = n),
+    );
+    const answer = this.finish(w, row.name, r, noteOf(before, dependencyNote(this.deps.dependencies, q, row)));
     this.remember(w, key, answer);
     return answer;
   }
@@ -273,6 +280,7 @@ export class QueryService {
             },
           });
         },
+        undefined,
         'check',
       );
     } finally {
@@ -315,7 +323,14 @@ export class QueryService {
    * for an in-flight slot, run `fn`, release. The lease is released when the whole
    * request is done, whatever happened.
    */
-  private async withSession<T>(w: Work, row: ServerRow, workspaceOf: Promise<string>, fn: (s: Session) => Promise<T>, purpose?: 'check'): Promise<T> {
+  private async withSession<T>(
+    w: Work,
+    row: ServerRow,
+    workspaceOf: Promise<string>,
+    fn: (s: Session) => Promise<T>,
+    leased?: (note: DependencyNote | undefined) => void,
+    purpose?: 'check',
+  ): Promise<T> {
     const { pool } = this.deps;
     const org = w.q.org;
     this.admit(org);
@@ -332,6 +347,8 @@ export class QueryService {
       // replaced when the fetch ends. The query counts as waiting meanwhile.
       await awaitDependencies(this.deps.dependencies, w.q, row, w.deadlineAt, w.deadline, this.deps.config.fetchWaitMs);
       const workspace = await workspaceOf;
+      // Where the dependencies stood when the session was chosen, in the same turn: see noteOf.
+      leased?.(dependencyNote(this.deps.dependencies, w.q, row));
       lease = pool.acquire({
         row,
         rootId: w.root.id,
@@ -473,6 +490,7 @@ export class QueryService {
     const hit = this.cache.get(w.root, key);
     if (hit) return { ...hit, elapsed_ms: elapsed(w.t0) };
 
+    const before: (DependencyNote | undefined)[] = [];
     const parts = await Promise.all(
       rows.map(async (row) => {
         const rel = await findFileOf(w.treeDir, (p) => {
@@ -482,11 +500,17 @@ export class QueryService {
         if (rel === undefined) return undefined;
         const target = await this.readTarget(w.root, w.treeDir, rel).catch(() => undefined);
         if (!target) return undefined;
-        return this.withSession(w, row, this.workspaces.find(w.root, w.treeDir, rel, row.rootMarkers), async (session) => {
-          const { uri, complete } = await this.openAndWait(w, session, target);
-          const out = await workspaceSymbols({ ...this.opContext(w, session, uri, target), cursorScope: cursorScope(w.root, name, w.q) });
-          return { ...out, complete: out.complete && complete, notes: session.notes };
-        });
+        return this.withSession(
+          w,
+          row,
+          this.workspaces.find(w.root, w.treeDir, rel, row.rootMarkers),
+          async (session) => {
+            const { uri, complete } = await this.openAndWait(w, session, target);
+            const out = await workspaceSymbols({ ...this.opContext(w, session, uri, target), cursorScope: cursorScope(w.root, name, w.q) });
+            return { ...out, complete: out.complete && complete, notes: session.notes };
+          },
+          (n) => (before[rows.indexOf(row)] = n),
+        );
       }),
     );
     const got = parts.filter((p): p is Noted<SymbolsResult> => p !== undefined);
@@ -503,13 +527,15 @@ export class QueryService {
       complete: got.length > 0 && got.every((p) => p.complete),
       notes: got.flatMap((p) => p.notes),
     };
-    const answer = this.finish(w, name, merged, rows.length === 1 ? dependencyNote(this.deps.dependencies, w.q, rows[0]!) : undefined);
+    const answer = this.finish(w, name, merged, rows.length === 1 ? noteOf(before[0], dependencyNote(this.deps.dependencies, w.q, rows[0]!)) : undefined);
+    if (before.some((n) => n?.may_change)) return answer; // some server answered without dependencies on their way
     this.remember(w, key, answer);
     return answer;
   }
 
   /**
-   * Cache an answer, but not one made while its dependencies were downloading: the
+   * Cache an answer, but not one made while its dependencies were downloading (its note,
+   * `noteOf`, says `running` from before its session was leased to its end): the
    * fetch's end drops the root's answers, and one finishing just after that drop
    * would otherwise stay, saying `running`, for as long as the root.
    */
@@ -598,4 +624,17 @@ type Noted<R extends OpResult> = R & { notes: readonly string[] };
 
 function elapsed(t0: number): number {
   return Math.round((performance.now() - t0) * 10) / 10;
+}
+
+/**
+ * What an answer says of its dependencies: `running` if they were on their way when
+ * its session was chosen (`before`, taken in the same turn as the lease), even when
+ * the fetch ended before the answer did. That session was started without them and
+ * is replaced only once released, so the answer was made without them; noted `done`
+ * it was cached and stayed wrong for as long as the root (bench/monorepo: a one-file
+ * commit's dependency definition, asked while its base's dependencies were being
+ * linked in, kept landing on the import).
+ */
+function noteOf(before: DependencyNote | undefined, after: DependencyNote | undefined): DependencyNote | undefined {
+  return before?.may_change ? before : after;
 }

@@ -90,17 +90,17 @@ export class WarmUp {
       c.warmMaxSessions > 0 ? new FairShare(shareLimits(c.warmMaxSessions, { orgCap: 0, reservePercent: c.orgReservePercent, floor: 1 })) : undefined;
   }
 
-  /** Warm the root's sessions in the background; never throws, never delays the caller. */
-  warm(key: RootKey): void {
+  /** Warm the root's sessions (of `servers` only, when given) in the background; never throws, never delays the caller. */
+  warm(key: RootKey, servers?: ReadonlySet<string>): void {
     if (!this.running || this.closed.signal.aborted) return;
-    this.plan(key).catch((err: unknown) => this.log.warn({ root: rootId(key), err: (err as Error).message }, 'warm-up not planned'));
+    this.plan(key, servers).catch((err: unknown) => this.log.warn({ root: rootId(key), err: (err as Error).message }, 'warm-up not planned'));
   }
 
   close(): void {
     this.closed.abort();
   }
 
-  private async plan(key: RootKey): Promise<void> {
+  private async plan(key: RootKey, servers: ReadonlySet<string> | undefined): Promise<void> {
     const { config, store, dependencies } = this.deps;
     const deadlineAt = Date.now() + config.warmTimeoutMs;
     // Not after the fetch: a session started before it ends is replaced when it does.
@@ -123,6 +123,7 @@ export class WarmUp {
     const isChanged = await this.changedSince(key);
     const seen = new Set<string>();
     for (const row of this.rowsFor(info.languages)) {
+      if (servers && !servers.has(row.name)) continue;
       const targets = await warmTargets(
         entries,
         (p) => {
