@@ -147,7 +147,7 @@ export class FetchManager {
   /**
    * Resolve once the root's fetch is settled, or when `signal` aborts (a query's
    * budget), whichever is first; either way with the view at that moment. The
-   * caller answers 503 fetch_running when it is still queued or running.
+   * caller answers from the tree alone (dependencies running) when it is still queued or running.
    */
   async wait(key: RootKey, signal?: AbortSignal): Promise<FetchView> {
     const id = rootId(key);
