@@ -25,6 +25,7 @@ import {
   type Lspd,
 } from './helpers/lsp-harness.js';
 import { gitRepo, runCli } from './helpers/ops.js';
+import { appliedToFixture } from './helpers/git-apply.js';
 
 const skip = cannotJail();
 const rootOf = (fx: string) => ({ org: 'acme', repo: fx, sha: shaOf(`actions-${fx}`) });
@@ -38,17 +39,6 @@ type Action = {
   command_only?: true;
   patch_unavailable?: string;
 };
-
-/** Apply `patch` with git to a copy of the fixture; the copy's dir. */
-function applied(fx: string, patch: string, scratch: string[]): string {
-  const dir = mkdtempSync(join(tmpdir(), `lspd-actions-${fx}-`));
-  scratch.push(dir);
-  cpSync(join(fixturesDir, fx), dir, { recursive: true });
-  writeFileSync(join(dir, '.patch'), patch);
-  const r = spawnSync('git', ['apply', '--whitespace=nowarn', '.patch'], { cwd: dir, encoding: 'utf8' });
-  assert.equal(r.status, 0, `git apply: ${r.stderr}\n${patch}`);
-  return dir;
-}
 
 /** A range from the start of `from` to `offset` units into `to` (both needles in the file). */
 function range(fx: string, path: string, from: string, to: string, offset: number) {
@@ -86,7 +76,7 @@ describe('code actions as patches, in the SERVE jail', { skip }, () => {
       fix.fixes?.map((f) => f.message),
       ["Cannot find name 'addTotals'."],
     );
-    const dir = applied('edit-actions-ts', fix.patch, scratch);
+    const dir = appliedToFixture('edit-actions-ts', fix.patch, scratch);
     assert.equal(read(dir, 'src/report.ts'), `import { addTotals } from "./math.js";\n\n${read(join(fixturesDir, 'edit-actions-ts'), 'src/report.ts')}`);
   });
 
@@ -100,10 +90,10 @@ describe('code actions as patches, in the SERVE jail', { skip }, () => {
       imp.fixes?.map((f) => f.message),
       ['undefined: strings'],
     );
-    assert.match(read(applied('edit-actions-go', imp.patch, scratch), 'main.go'), /^import \(\n\t"fmt"\n\t"strings"\n\)\n/m);
+    assert.match(read(appliedToFixture('edit-actions-go', imp.patch, scratch), 'main.go'), /^import \(\n\t"fmt"\n\t"strings"\n\)\n/m);
     const [extract] = byKind('refactor.extract');
     assert.ok(extract?.patch, JSON.stringify(got));
-    const extracted = read(applied('edit-actions-go', extract.patch, scratch), 'main.go');
+    const extracted = read(appliedToFixture('edit-actions-go', extract.patch, scratch), 'main.go');
     assert.match(extracted, /\t(\w+) := strings\.ToUpper\(s\) \+ "!"\n\treturn \1\n/);
     // Browsing actions (documentation, assembly) are server commands: listed, no patch, and why.
     const commands = got.filter((a) => a.command !== undefined);
@@ -138,7 +128,7 @@ describe('code actions as patches, in the SERVE jail', { skip }, () => {
     const fix = got.find((a) => /Apply fix for SC2086/.test(a.title));
     assert.ok(fix?.patch, JSON.stringify(got));
     assert.match(fix.fixes![0]!.message, /Double quote/);
-    assert.match(read(applied('sh-basic', fix.patch, scratch), 'broken.sh'), /^if \[ "\$name" = "x" \]; then$/m);
+    assert.match(read(appliedToFixture('sh-basic', fix.patch, scratch), 'broken.sh'), /^if \[ "\$name" = "x" \]; then$/m);
   });
 
   test('CLI: lspd rename prints a patch git apply takes in the checkout; lspd actions numbers the actions with their patches', async () => {

@@ -5,25 +5,13 @@
 // library's name) is 422 cannot_rename with the server's reason; a bad newName is 400.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { cannotJail, fixturesDir, lspQuery, position, postJson, shaOf, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
+import { cannotJail, lspQuery, position, postJson, shaOf, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
+import { appliedToFixture } from './helpers/git-apply.js';
 
 const skip = cannotJail();
 const rootOf = (fx: string) => ({ org: 'acme', repo: fx, sha: shaOf(`rename-${fx}`) });
-
-/** Apply `patch` with git to a copy of the fixture; the copy's dir. */
-function applied(fx: string, patch: string, scratch: string[]): string {
-  const dir = mkdtempSync(join(tmpdir(), `lspd-rename-${fx}-`));
-  scratch.push(dir);
-  cpSync(join(fixturesDir, fx), dir, { recursive: true });
-  writeFileSync(join(dir, '.patch'), patch);
-  const r = spawnSync('git', ['apply', '--whitespace=nowarn', '.patch'], { cwd: dir, encoding: 'utf8' });
-  assert.equal(r.status, 0, `git apply: ${r.stderr}\n${patch}`);
-  return dir;
-}
 
 describe('rename as a patch, in the SERVE jail', { skip }, () => {
   let d: Lspd;
@@ -46,7 +34,7 @@ describe('rename as a patch, in the SERVE jail', { skip }, () => {
     assert.equal(r.status, 200, JSON.stringify(r.body));
     assert.equal(r.body.untrusted, true);
     const files = (r.body.files as { path: string; edits: unknown[] }[]).map((f) => f.path);
-    return { dir: applied(fx, String(r.body.patch), scratch), files, body: r.body };
+    return { dir: appliedToFixture(fx, String(r.body.patch), scratch), files, body: r.body };
   };
   const read = (dir: string, p: string) => readFileSync(join(dir, p), 'utf8');
 

@@ -12,52 +12,19 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fixtures, scratchDir } from './helpers/fetch-env.js';
 import { buildGoProxy } from './helpers/go-proxy.js';
 import { assertLeftPadDefinition } from './helpers/npm-dep.js';
-import { startNpmRegistry, type NpmRegistry } from './helpers/npm-registry.js';
+import { gatedRegistry, startNpmRegistry, type GatedRegistry, type NpmRegistry } from './helpers/npm-registry.js';
 import { cannotJail, fetchSettled, getJson, lspQuery, position, shaOf, startLspd, uploadDir, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
 
 const skip = cannotJail();
 
-/** A registry front that holds every request until released, then passes it to the real test registry. */
-async function gatedRegistry(upstream: NpmRegistry): Promise<{ authority: string; url: string; release(): void; close(): Promise<void> }> {
-  const held: [IncomingMessage, ServerResponse][] = [];
-  let open = false;
-  const pass = (req: IncomingMessage, res: ServerResponse) => {
-    const u = new URL(upstream.url);
-    const up = request({ host: u.hostname, port: u.port, path: req.url, method: req.method, headers: { ...req.headers, host: u.host } }, (r) => {
-      res.writeHead(r.statusCode ?? 502, r.headers);
-      r.pipe(res);
-    });
-    up.on('error', () => res.destroy());
-    req.pipe(up);
-  };
-  const server: Server = createServer((req, res) => (open ? pass(req, res) : held.push([req, res])));
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  return {
-    authority: `127.0.0.1:${port}`,
-    url: `http://127.0.0.1:${port}/`,
-    release() {
-      open = true;
-      for (const [req, res] of held.splice(0)) pass(req, res);
-    },
-    close: () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  };
-}
-
 describe('FETCH as queries see it', { skip }, () => {
   let d: Lspd;
   let registry: NpmRegistry;
-  let gate: Awaited<ReturnType<typeof gatedRegistry>>;
+  let gate: GatedRegistry;
   const npmRoot = { org: 'acme', repo: 'npm-dep', sha: shaOf('fetch-wiring-npm') };
   const goBad = { org: 'acme', repo: 'go-bad-sum', sha: shaOf('fetch-wiring-go-bad') };
   const py = { org: 'acme', repo: 'py-basic', sha: shaOf('fetch-wiring-py') };

@@ -10,7 +10,6 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { startCargoRegistry, type CargoRegistry } from './helpers/cargo-registry.js';
 import { cannotJail, fetchSettled, getJson, lineOf, position } from './helpers/lsp-harness.js';
 import { lacksBinaries } from './helpers/host.js';

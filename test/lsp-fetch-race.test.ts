@@ -10,56 +10,23 @@
 // the query is, deterministically, between its lease and its answer when the fetch ends.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { startNpmRegistry, type NpmRegistry } from './helpers/npm-registry.js';
+import { gatedRegistry, startNpmRegistry, type GatedRegistry, type NpmRegistry } from './helpers/npm-registry.js';
 import { assertLeftPadDefinition } from './helpers/npm-dep.js';
 import { cannotJail, fetchSettled, lspQuery, position, shaOf, startLspd, uploadFixture, waitFor, type Lspd } from './helpers/lsp-harness.js';
 
 const skip = cannotJail();
 
-/** A front that holds every request until released, then passes it to the registry. */
-async function heldRegistry(upstream: NpmRegistry): Promise<{ authority: string; url: string; release(): void; close(): Promise<void> }> {
-  const held: [IncomingMessage, ServerResponse][] = [];
-  let open = false;
-  const pass = (req: IncomingMessage, res: ServerResponse) => {
-    const u = new URL(upstream.url);
-    const up = request({ host: u.hostname, port: u.port, path: req.url, method: req.method, headers: { ...req.headers, host: u.host } }, (r) => {
-      res.writeHead(r.statusCode ?? 502, r.headers);
-      r.pipe(res);
-    });
-    up.on('error', () => res.destroy());
-    req.pipe(up);
-  };
-  const server: Server = createServer((req, res) => (open ? pass(req, res) : held.push([req, res])));
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  return {
-    authority: `127.0.0.1:${port}`,
-    url: `http://127.0.0.1:${port}/`,
-    release() {
-      open = true;
-      for (const [req, res] of held.splice(0)) pass(req, res);
-    },
-    close: () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  };
-}
-
 describe('an answer from a session chosen while the fetch ran', { skip }, () => {
   let d: Lspd;
   let registry: NpmRegistry;
-  let gate: Awaited<ReturnType<typeof heldRegistry>>;
+  let gate: GatedRegistry;
   const root = { org: 'acme', repo: 'npm-dep', sha: shaOf('fetch-race-npm') };
   const id = `${root.org}/${root.repo}/${root.sha}`;
   const depQuestion = { ...root, op: 'definition', path: 'index.js', ...position('npm-dep', 'index.js', "require('left-pad-lite')", 9) };
 
   before(async () => {
     registry = await startNpmRegistry();
-    gate = await heldRegistry(registry);
+    gate = await gatedRegistry(registry);
     d = await startLspd({ env: { LSPD_NPM_REGISTRY: gate.url, LSPD_FETCH_REGISTRIES: gate.authority } });
   });
   after(async () => {

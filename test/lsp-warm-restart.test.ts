@@ -9,53 +9,20 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { greetLib } from './helpers/dep-packages.js';
-import { startNpmRegistry, type NpmRegistry } from './helpers/npm-registry.js';
+import { gatedRegistry, startNpmRegistry, type GatedRegistry, type NpmRegistry } from './helpers/npm-registry.js';
 import { startPypiIndex, type PyIndex } from './helpers/pypi-index.js';
 import { cannotJail, fetchSettled, fixturesDir, postJson, shaOf, startLspd, uploadDir, type Lspd } from './helpers/lsp-harness.js';
 
 const skip = cannotJail();
 const root = { org: 'acme', repo: 'polyglot-fetch', sha: shaOf('warm-restart') };
 
-/** A front that holds every request until released, then passes it to the registry. */
-async function heldRegistry(upstream: NpmRegistry): Promise<{ authority: string; url: string; release(): void; close(): Promise<void> }> {
-  const held: [IncomingMessage, ServerResponse][] = [];
-  let open = false;
-  const pass = (req: IncomingMessage, res: ServerResponse) => {
-    const u = new URL(upstream.url);
-    const up = request({ host: u.hostname, port: u.port, path: req.url, method: req.method, headers: { ...req.headers, host: u.host } }, (r) => {
-      res.writeHead(r.statusCode ?? 502, r.headers);
-      r.pipe(res);
-    });
-    up.on('error', () => res.destroy());
-    req.pipe(up);
-  };
-  const server: Server = createServer((req, res) => (open ? pass(req, res) : held.push([req, res])));
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  return {
-    authority: `127.0.0.1:${port}`,
-    url: `http://127.0.0.1:${port}/`,
-    release() {
-      open = true;
-      for (const [req, res] of held.splice(0)) pass(req, res);
-    },
-    close: () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  };
-}
-
 describe('the warm-up after a fetch', { skip }, () => {
   let d: Lspd;
   let registry: NpmRegistry;
-  let gate: Awaited<ReturnType<typeof heldRegistry>>;
+  let gate: GatedRegistry;
   let index: PyIndex;
   let dir: string;
   const spawns = async () => {
@@ -65,7 +32,7 @@ describe('the warm-up after a fetch', { skip }, () => {
 
   before(async () => {
     registry = await startNpmRegistry();
-    gate = await heldRegistry(registry);
+    gate = await gatedRegistry(registry);
     index = await startPypiIndex([greetLib]);
     d = await startLspd({
       env: {

@@ -195,11 +195,24 @@ async function lsp(argv: string[]): Promise<number> {
   if (v.query !== undefined) q.query = v.query;
   if (v.cursor !== undefined) q.cursor = v.cursor;
   if (v.depth !== undefined) q.depth = Number(v.depth);
+  return askLsp(v, q, formatAnswer);
+}
+
+/** One /v1/code/lsp query for `lspd lsp | rename | actions`: the answer as JSON with --json, else as `print` renders it. */
+async function askLsp(
+  v: Parameters<typeof queryTarget>[0] & Parameters<typeof client>[0] & { json?: boolean },
+  q: Record<string, unknown>,
+  print: (a: Awaited<ReturnType<ReturnType<typeof client>['lsp']>>) => string | void,
+): Promise<number> {
   const { key, opts } = await queryTarget(v);
   const c = client(v);
   try {
     const a = await c.lsp({ ...key, ...q } as LspQuery, opts);
-    out(v.json ? JSON.stringify(a, null, 2) : formatAnswer(a));
+    if (v.json) out(JSON.stringify(a, null, 2));
+    else {
+      const text = print(a);
+      if (typeof text === 'string') out(text);
+    }
     return 0;
   } finally {
     await c.close();
@@ -218,17 +231,10 @@ async function rename(argv: string[]): Promise<number> {
   const [path, line, col, newName] = positionals;
   if (!path || !newName || positionals.length !== 4) throw new UsageError('usage: lspd rename PATH LINE COL NEWNAME (LINE COL 1-based)');
   const q = { op: 'rename', path, line: oneBased(line, 'LINE') - 1, character: oneBased(col, 'COL') - 1, newName };
-  const { key, opts } = await queryTarget(v);
-  const c = client(v);
-  try {
-    const a = await c.lsp({ ...key, ...q } as LspQuery, opts);
-    // The patch alone, so `lspd rename ... | git apply` works; nothing when nothing changes.
-    if (v.json) out(JSON.stringify(a, null, 2));
-    else if (a.patch) process.stdout.write(a.patch);
-    return 0;
-  } finally {
-    await c.close();
-  }
+  // The patch alone, so `lspd rename ... | git apply` works; nothing when nothing changes.
+  return askLsp(v, q, (a) => {
+    if (a.patch) process.stdout.write(a.patch);
+  });
 }
 
 async function actions(argv: string[]): Promise<number> {
@@ -240,15 +246,7 @@ async function actions(argv: string[]): Promise<number> {
   const q: Record<string, unknown> = { op: 'codeActions', path: m[1], line: oneBased(m[2], 'LINE') - 1, character: oneBased(m[3], 'COL') - 1 };
   if (m[4] !== undefined) Object.assign(q, { endLine: oneBased(m[4], 'LINE') - 1, endCharacter: oneBased(m[5], 'COL') - 1 });
   if (v.only !== undefined) q.only = v.only.split(',').map((k) => k.trim());
-  const { key, opts } = await queryTarget(v);
-  const c = client(v);
-  try {
-    const a = await c.lsp({ ...key, ...q } as LspQuery, opts);
-    out(v.json ? JSON.stringify(a, null, 2) : formatAnswer(a));
-    return 0;
-  } finally {
-    await c.close();
-  }
+  return askLsp(v, q, formatAnswer);
 }
 
 async function show(argv: string[]): Promise<number> {

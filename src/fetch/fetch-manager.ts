@@ -28,7 +28,7 @@ import type { Metrics } from '../metrics.js';
 import { rootId, type RootKey } from '../store/types.js';
 import { defaultDetectLimits, detect, type DetectLimits } from './ecosystems.js';
 import { readStateFile, writeStateFile, type StateFile } from './state-file.js';
-import { FetchAbort, FetchJob, abortCause, initialSteps, runJob, serveMounts, type JobState, type RunResult } from './fetch-job.js';
+import { FetchAbort, FetchJob, abortCause, initialSteps, runJob, serveMounts, type JobState } from './fetch-job.js';
 import { dropReuse, type ReuseCandidate } from './fetch-reuse.js';
 import { Donors, linkDonations, markLinked } from './donors.js';
 import type { ServeMount } from './step.js';

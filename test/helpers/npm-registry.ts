@@ -5,7 +5,7 @@
 // Registry API: https://github.com/npm/registry/blob/main/docs/REGISTRY-API.md
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
@@ -107,4 +107,43 @@ function readManifest(tgz: Buffer): Record<string, unknown> {
     off += 512 + Math.ceil(size / 512) * 512;
   }
   throw new Error('no package/package.json in tarball');
+}
+
+/** A registry front that holds every request until released, then passes it to the real test registry. */
+export async function gatedRegistry(upstream: NpmRegistry): Promise<GatedRegistry> {
+  const held: [IncomingMessage, ServerResponse][] = [];
+  let open = false;
+  const pass = (req: IncomingMessage, res: ServerResponse) => {
+    const u = new URL(upstream.url);
+    const up = request({ host: u.hostname, port: u.port, path: req.url, method: req.method, headers: { ...req.headers, host: u.host } }, (r) => {
+      res.writeHead(r.statusCode ?? 502, r.headers);
+      r.pipe(res);
+    });
+    up.on('error', () => res.destroy());
+    req.pipe(up);
+  };
+  const server: Server = createServer((req, res) => (open ? pass(req, res) : held.push([req, res])));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return {
+    authority: `127.0.0.1:${port}`,
+    url: `http://127.0.0.1:${port}/`,
+    release() {
+      open = true;
+      for (const [req, res] of held.splice(0)) pass(req, res);
+    },
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
+export interface GatedRegistry {
+  authority: string;
+  url: string;
+  /** Let every held request (and every later one) through to the registry. */
+  release(): void;
+  close(): Promise<void>;
 }
