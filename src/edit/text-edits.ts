@@ -69,7 +69,11 @@ export function lineEdits(oldLines: readonly string[], edits: readonly TextEdit[
   return spans.map(({ start, end, parts }) => {
     // Rebuild the span's text with its edits applied, then split it into lines again.
     const old = oldLines.slice(start, end).join('');
-    const offsetOf = (line: number) => oldLines.slice(start, line).reduce((n, l) => n + l.length, 0);
+    // Each line's offset in the span, summed once: a server may send thousands of edits
+    // into one long span, and summing per edit would be quadratic in it.
+    const offsets = [0];
+    for (let l = start; l < end; l++) offsets.push(offsets[offsets.length - 1]! + oldLines[l]!.length);
+    const offsetOf = (line: number) => offsets[line - start]!;
     let text = '';
     let pos = 0;
     for (const p of parts) {
