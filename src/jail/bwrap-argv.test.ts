@@ -3,7 +3,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { bwrapOptions, isJailPath, jailCommand, type BwrapPlan } from './bwrap-argv.js';
-import { FETCH_PROXY_PORT, JAIL_EGRESS_SOCKET, JAIL_FORWARDER, JAIL_NODE_MODULES, phasePolicy, withSystemRoot, type HostLayout } from './policy.js';
+import { FETCH_PROXY_PORT, JAIL_EGRESS_SOCKET, JAIL_FORWARDER, JAIL_NODE_MODULES } from './layout.js';
+import { phasePolicy, withSystemRoot, type HostLayout } from './policy.js';
 
 const host: HostLayout = {
   projectDir: '/opt/proj',

@@ -4,7 +4,7 @@
 // `--` and the command (behind the forwarder in FETCH). Pure, so a snapshot of it
 // pins what every jail sees.
 import { bwrapOptions, jailCommand } from '../../src/jail/bwrap-argv.js';
-import { JAIL_HOME } from '../../src/jail/policy.js';
+import { JAIL_HOME } from '../../src/jail/layout.js';
 import type { HostLayout, PhasePolicy } from '../../src/jail/policy.js';
 import type { Bind } from '../../src/jail/types.js';
 
