@@ -111,7 +111,10 @@ function render(snap: Record<string, ReturnType<typeof groupArgv>>): string {
 test('every phase’s whole bwrap argv equals the snapshot', async () => {
   const now = await current();
   // Test-only switch, read here and nowhere in src/: rewrite the snapshot after a reviewed change.
-  if (process.env.LSPD_UPDATE_SNAPSHOT === '1') writeFileSync(SNAPSHOT, render(now));
+  if (process.env.LSPD_UPDATE_SNAPSHOT === '1') {
+    assert.notEqual(process.env.CI, 'true', 'CI never rewrites the snapshot: it checks it');
+    writeFileSync(SNAPSHOT, render(now));
+  }
   const expected = JSON.parse(readFileSync(SNAPSHOT, 'utf8')) as typeof now;
   assert.deepEqual(Object.keys(now), Object.keys(expected));
   for (const name of Object.keys(expected)) assert.deepEqual(now[name], expected[name], name);
