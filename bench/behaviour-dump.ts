@@ -8,8 +8,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { bwrapOptions, jailCommand } from '../src/jail/bwrap-argv.js';
-import { boundHostPaths, phasePolicy, withSystemRoot, type HostLayout, type PhasePolicy } from '../src/jail/policy.js';
+import { boundHostPaths, phasePolicy, withSystemRoot } from '../src/jail/policy.js';
 import { TREE_AT } from '../src/jail/layout.js';
 import type { Bind, Phase } from '../src/jail/types.js';
 import { createMetrics } from '../src/metrics.js';
@@ -19,13 +18,9 @@ import { defaultServerRows } from '../src/lsp/servers/server-table.js';
 import { defaultServerPaths } from '../src/lsp/servers/server-row.js';
 import { projectDir, spawnDaemon } from '../test/helpers/daemon.js';
 import { jailUidEnv } from '../test/helpers/uids.js';
+import { FIXED_HOST, fullJailArgv } from '../test/helpers/jail-argv.js';
 
-const host: HostLayout = {
-  projectDir: '/opt/proj',
-  etcDir: '/data/jail/etc',
-  egressSocket: '/data/jail/egress.sock',
-  usrMerged: { bin: 'symlink', sbin: 'symlink', lib: 'symlink', lib64: 'symlink', lib32: 'dir' },
-};
+const host = FIXED_HOST;
 
 /** JSON with functions named, regexps as source, undefined kept visible. */
 function plain(v: unknown): unknown {
@@ -35,26 +30,6 @@ function plain(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(plain);
   if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, plain(x)]));
   return v;
-}
-
-/** A jail's whole argv as spawn.ts builds it: bwrap options (fds numbered as spawn numbers them), then the command. */
-function fullArgv(
-  policy: PhasePolicy,
-  spawn: { argv: readonly string[]; env?: Record<string, string>; binds?: readonly Bind[]; tree?: { at: string }; cwd?: string },
-): string[] {
-  let next = 7;
-  const tree = spawn.tree ? next++ : undefined;
-  const binds = (spawn.binds ?? []).map((b) => (b.rw ? b : { ...b, fd: next++ }));
-  const opts = bwrapOptions({
-    policy,
-    fds: { jsonStatus: 3, seccomp: 5, ...(tree !== undefined ? { tree } : {}) },
-    ...(spawn.tree ? { treeAt: spawn.tree.at } : {}),
-    binds,
-    tmpBytes: 1 << 20,
-    env: spawn.env ?? {},
-    cwd: spawn.cwd ?? spawn.tree?.at ?? '/home/lspd',
-  });
-  return [...opts, '--', ...jailCommand(policy, spawn.argv)];
 }
 
 const policies = (phase: Phase) => phasePolicy(phase, host);
@@ -78,7 +53,7 @@ async function rows(): Promise<unknown> {
       // What a session runs: row env under the ecosystem's SERVE env (session.ts), row binds, the tree, cwd.
       effectiveEnv: { ...policy.env, ...row.env, ...depEnv },
       fetchedServeEnv: fetchedEnv,
-      serveArgv: fullArgv(policy, {
+      serveArgv: fullJailArgv(policy, {
         argv: row.argv,
         env: { ...row.env, ...depEnv },
         binds: [...(row.binds ?? []), ...depBinds],
@@ -144,7 +119,7 @@ async function ecosystems(): Promise<unknown> {
           ws,
           record: plain({ ...record, outputRel: record.outputRel(ws) }),
           spawn: scrub(spawn),
-          fetchArgv: scrub(fullArgv(policy, spawn)),
+          fetchArgv: scrub(fullJailArgv(policy, spawn)),
         });
       }
     }
@@ -161,7 +136,7 @@ function policyDump(): unknown {
     serveRooted: withSystemRoot(policies('serve'), '/opt/lspd/debian13'),
     fetchRooted: withSystemRoot(policies('fetch'), '/opt/lspd/debian13'),
     boundHostPaths: boundHostPaths(host),
-    bareArgv: Object.fromEntries((['serve', 'fetch'] as const).map((p) => [p, fullArgv(policies(p), { argv: ['/usr/bin/true'] })])),
+    bareArgv: Object.fromEntries((['serve', 'fetch'] as const).map((p) => [p, fullJailArgv(policies(p), { argv: ['/usr/bin/true'] })])),
   };
 }
 
