@@ -10,12 +10,12 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { JAIL_HOME, JAIL_NODE_MODULES, PROJECT_DIR } from '../src/jail/policy.js';
+import { PROJECT_DIR } from '../src/jail/policy.js';
 import { languageOf } from '../src/languages.js';
 import { FrameReader } from '../src/lsp/wire/frame-reader.js';
 
 import { settingFor, type ServerRow } from '../src/lsp/servers/server-row.js';
-import { TREE_AT } from '../src/jail/layout.js';
+import { JAIL_HOME, JAIL_NODE_MODULES, TREE_AT, jailEnv } from '../src/jail/layout.js';
 
 export interface TimelineEvent {
   /** ms since the process was spawned */
@@ -83,7 +83,7 @@ export class BareServer {
       this.home,
     );
     const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries(row.env)) env[k] = hostify(v, this.home, workspace, row.binds);
+    for (const [k, v] of Object.entries({ ...jailEnv('serve'), ...row.env })) env[k] = hostify(v, this.home, workspace, row.binds);
     env.TMPDIR = this.home;
     this.cp = spawn(argv[0]!, argv.slice(1), { cwd: workspace, env, stdio: ['pipe', 'pipe', 'pipe'] });
     this.cp.stderr.on('data', (d: Buffer) => (this.stderr = (this.stderr + d.toString()).slice(-4096)));

@@ -8,10 +8,9 @@ import assert from 'node:assert/strict';
 import { cpSync } from 'node:fs';
 import { join } from 'node:path';
 import { cannotJail, makeTree, startJail, tempDir, type TestJail } from './fixtures/jail/harness.js';
-import { JAIL_NODE_MODULES } from '../src/jail/policy.js';
 import type { JailedProcess } from '../src/jail/types.js';
 import { CLANGD } from '../src/lsp/servers/rows/c.js';
-import { TREE_AT } from '../src/jail/layout.js';
+import { JAIL_NODE_MODULES, TREE_AT } from '../src/jail/layout.js';
 
 const skip = cannotJail();
 const NODE = '/usr/bin/node';

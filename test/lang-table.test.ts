@@ -237,7 +237,6 @@ test('dependency notes: per ecosystem, failures and refusals with their reason',
   };
   assert.deepEqual(dependencyNote(src(skipped), key, row('pyright')), { state: 'done', skipped: ['only-sdist==1.0: no wheel'] });
   assert.deepEqual(dependencyNote(src(skipped), key, row('intelephense')), { state: 'done' });
-  assert.equal(dependencyNote(undefined, key, row('gopls')), undefined, 'no FETCH phase wired: nothing said');
   const running: FetchView = { state: 'running', ecosystems: [{ ecosystem: 'go', dir: '', state: 'running' }] };
   assert.equal(fetchingFor(running, row('gopls')), true);
   assert.equal(fetchingFor(running, row('typescript')), false, 'a TypeScript query does not wait for Go modules');

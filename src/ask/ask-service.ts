@@ -20,6 +20,7 @@ import type { LspAnswer } from '../responses.js';
 import { pageLocations } from './paging.js';
 import { filesMentioning, type Mentions } from './use-scan.js';
 import { RootCache } from '../store/root-cache.js';
+import { rootId } from '../store/types.js';
 import type { Language } from '../languages.js';
 
 /** The query service's one entry point (src/lsp/query-service.ts), as /ask uses it. */
@@ -141,7 +142,7 @@ export class AskService {
 
   #filesMentioning(root: RootKey, leaf: string, qualifier: string | undefined): Promise<Mentions> {
     const generation = this.#o.generationOf(root);
-    const ref = { id: `${root.org}/${root.repo}/${root.sha}`, generation: generation ?? '' };
+    const ref = { id: rootId(root), generation: generation ?? '' };
     const key = JSON.stringify([leaf, qualifier ?? null]);
     const { files } = this.#o;
     // Read for the scan only: the texts are not kept (a scan may read tens of MiB).

@@ -26,9 +26,9 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CRATES_IO_SPARSE } from '../config.js';
-import { CARGO_HOME_AT, TREE_AT } from '../jail/layout.js';
+import { CARGO_HOME_AT, CARGO_TARGET_AT, JAIL_TMP, TREE_AT } from '../jail/layout.js';
 import { isPlainDir } from './ecosystems.js';
-import { CARGO_HOME_REL, baseEnv, under, writableDepsDir, type ServeMount, type StepContext, type StepSpawn } from './step.js';
+import { CARGO_HOME_REL, under, writableDepsDir, type ServeMount, type StepContext, type StepSpawn } from './step.js';
 
 /** CARGO_HOME's config.toml: what cargo may reach, from the daemon's configuration only. */
 export function cargoConfig(registry: string): string {
@@ -46,21 +46,20 @@ export async function prepareCargo(ctx: StepContext, ws: string): Promise<StepSp
   return {
     argv: [ctx.tools.cargo, 'fetch', '--locked', '--manifest-path', `${under(TREE_AT, ws)}/Cargo.toml`],
     env: {
-      ...baseEnv(),
-      ...CARGO_COMMON_ENV,
+      ...CARGO_LOCKDOWN_ENV,
       CARGO_HOME: home.at,
-      CARGO_TARGET_DIR: '/tmp/target',
+      CARGO_TARGET_DIR: CARGO_TARGET_AT,
       CARGO_TERM_PROGRESS_WHEN: 'never',
     },
     binds: [home],
     tree: { hostDir: ctx.treeDir, at: TREE_AT },
     systemRoot: ctx.tools.cargoRoot,
-    cwd: '/tmp',
+    cwd: JAIL_TMP,
   };
 }
 
-/** What cargo is given in FETCH and SERVE alike: the root's rustc, no wrapper, no colour. */
-const CARGO_COMMON_ENV = {
+/** What cargo is given in FETCH and SERVE alike (rows/rust.ts): the root's rustc, no wrapper, no colour, git through libgit2 only. */
+export const CARGO_LOCKDOWN_ENV = {
   RUSTC: '/usr/bin/rustc',
   RUSTC_WRAPPER: '',
   RUSTC_WORKSPACE_WRAPPER: '',
@@ -88,7 +87,7 @@ export async function cargoServeMounts(depsDir: string): Promise<ServeMount[]> {
   return (await isPlainDir(depsDir, CARGO_HOME_REL)) ? [{ host: join(depsDir, CARGO_HOME_REL), at: CARGO_HOME_AT, treeRel: false }] : [];
 }
 
-/** rust-analyzer's cargo in SERVE: the fetched CARGO_HOME (read-only), offline; without it, the row's private one. */
+/** rust-analyzer's cargo in SERVE: the fetched CARGO_HOME (read-only); without it, the row's private one. Offline either way (the row's env). */
 export function cargoServeEnv(fetched: boolean): Record<string, string> {
-  return { ...CARGO_COMMON_ENV, ...(fetched ? { CARGO_HOME: CARGO_HOME_AT } : {}), CARGO_NET_OFFLINE: 'true' };
+  return fetched ? { CARGO_HOME: CARGO_HOME_AT } : {};
 }

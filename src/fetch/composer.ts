@@ -32,7 +32,8 @@
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isMountPoint, isPlainDir, isRegularFile } from './ecosystems.js';
-import { COMPOSER_CACHE_REL, baseEnv, under, writableDepsDir, wsRel, type ServeMount, type StepContext, type StepSpawn } from './step.js';
+import { JAIL_TMP } from '../jail/layout.js';
+import { COMPOSER_CACHE_REL, under, writableDepsDir, wsRel, type ServeMount, type StepContext, type StepSpawn } from './step.js';
 
 const MAX_JSON_BYTES = 64 * 1024 * 1024;
 const PACKAGIST = /^https:\/\/(repo\.)?packagist\.org\/?$/;
@@ -82,8 +83,7 @@ export async function prepareComposer(ctx: StepContext, ws: string): Promise<Ste
       '--no-ansi',
     ],
     env: {
-      ...baseEnv(),
-      COMPOSER_HOME: '/tmp/composer-home',
+      COMPOSER_HOME: `${JAIL_TMP}/composer-home`,
       COMPOSER_CACHE_DIR: cache.at,
       COMPOSER_NO_INTERACTION: '1',
       COMPOSER_ROOT_VERSION: '1.0.0',

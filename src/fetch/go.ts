@@ -31,8 +31,15 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Bind } from '../jail/types.js';
 import { isPlainDir } from './ecosystems.js';
-import { GO_MODCACHE_REL, baseEnv, under, writableDepsDir, type ServeMount, type StepContext, type StepSpawn } from './step.js';
-import { GOMODCACHE_AT, TREE_AT } from '../jail/layout.js';
+import { GO_MODCACHE_REL, under, writableDepsDir, type ServeMount, type StepContext, type StepSpawn } from './step.js';
+import { GOMODCACHE_AT, JAIL_TMP, TREE_AT } from '../jail/layout.js';
+
+/**
+ * What keeps the go command to the image's Go and to what lspd configured, in FETCH
+ * and SERVE alike (gopls runs `go list`; rows/go.ts): never a downloaded toolchain,
+ * no telemetry, no go/env file, no go.work, no version control. Why each: above.
+ */
+export const GO_LOCKDOWN_ENV = { GOTOOLCHAIN: 'local', GOTELEMETRY: 'off', GOENV: 'off', GOWORK: 'off', GOVCS: '*:off' } as const;
 
 export async function prepareGo(ctx: StepContext, ws: string): Promise<StepSpawn> {
   if (!ctx.tools.go) throw new Error('go toolchain not installed');
@@ -41,17 +48,12 @@ export async function prepareGo(ctx: StepContext, ws: string): Promise<StepSpawn
   return {
     argv: [ctx.tools.go, 'mod', 'download', 'all'],
     env: {
-      ...baseEnv(),
       GOPROXY: ctx.goProxy,
       GOMODCACHE: modcache.at,
       GOFLAGS: '-mod=readonly -modcacherw',
-      GOTOOLCHAIN: 'local',
-      GOTELEMETRY: 'off',
-      GOENV: 'off',
-      GOWORK: 'off',
-      GOVCS: '*:off',
-      GOCACHE: '/tmp/go-build',
-      GOPATH: '/tmp/go',
+      ...GO_LOCKDOWN_ENV,
+      GOCACHE: `${JAIL_TMP}/go-build`,
+      GOPATH: `${JAIL_TMP}/go`,
     },
     binds,
     tree: { hostDir: ctx.treeDir, at: TREE_AT },
@@ -92,18 +94,10 @@ export async function goServeMounts(depsDir: string): Promise<ServeMount[]> {
 }
 
 /**
- * gopls's dependency environment in SERVE: the cache read-only, no network
- * (GOPROXY=off, so a missing module is an error, not a download attempt), and
- * -mod=readonly as in FETCH. `fetched` false: dependencies are absent, say so by
- * leaving GOMODCACHE to the session's private tmp.
+ * gopls's dependency environment in SERVE: the fetched module cache, read-only.
+ * `fetched` false: dependencies are absent, say so by leaving GOMODCACHE to the
+ * session's private HOME. The rest (no network, -mod=readonly) is the row's own.
  */
 export function goServeEnv(fetched: boolean): Record<string, string> {
-  return {
-    ...(fetched ? { GOMODCACHE: GOMODCACHE_AT } : {}),
-    GOFLAGS: '-mod=readonly',
-    GOPROXY: 'off',
-    GOSUMDB: 'off',
-    GOTOOLCHAIN: 'local',
-    GOTELEMETRY: 'off',
-  };
+  return fetched ? { GOMODCACHE: GOMODCACHE_AT } : {};
 }

@@ -27,7 +27,7 @@ import { copyFile, lstat, mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { MAX_LOCKFILE_BYTES, isMountPoint, isPlainDir, isRegularFile, isSafeRelDir } from './ecosystems.js';
 import { registryReason } from './registry-reason.js';
-import { NPM_CACHE_REL, baseEnv, npmRel, under, writableDepsDir, type ServeMount, type StepContext, type StepSpawn } from './step.js';
+import { NPM_CACHE_REL, npmRel, under, writableDepsDir, type ServeMount, type StepContext, type StepSpawn } from './step.js';
 
 export async function prepareNpm(ctx: StepContext, ws: string): Promise<StepSpawn> {
   if (!ctx.tools.npm || !ctx.tools.node) throw new Error('npm not installed');
@@ -49,7 +49,6 @@ export async function prepareNpm(ctx: StepContext, ws: string): Promise<StepSpaw
   return {
     argv: [ctx.tools.node, ctx.tools.npm, 'ci', '--ignore-scripts', '--no-audit', '--no-fund', '--no-update-notifier'],
     env: {
-      ...baseEnv(),
       npm_config_registry: ctx.npmRegistry,
       npm_config_cache: cache.at,
       npm_config_ignore_scripts: 'true',

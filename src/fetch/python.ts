@@ -16,11 +16,10 @@ import { z } from 'zod';
 import { PROJECT_DIR } from '../jail/policy.js';
 import { isPlainDir, isRegularFile } from './ecosystems.js';
 import { registryReason } from './registry-reason.js';
-import { PYTHON_TMP_REL, baseEnv, under, writableDepsDir, wsRel, type ServeMount, type StepContext, type StepSpawn } from './step.js';
-import { DEPS_AT, TREE_AT } from '../jail/layout.js';
+import { PYTHON_TMP_REL, under, writableDepsDir, wsRel, type ServeMount, type StepContext, type StepSpawn } from './step.js';
+import { DEPS_AT, PIP_DRIVER_AT, TREE_AT } from '../jail/layout.js';
 
 const DRIVER_HOST = join(PROJECT_DIR, 'src', 'fetch', 'pip-driver.py');
-const DRIVER_AT = '/opt/lspd/fetch/pip-driver.py';
 export const SITE_PACKAGES = 'site-packages';
 const REPORT = 'report.json';
 const MAX_REPORT_BYTES = 4 * 1024 * 1024;
@@ -38,7 +37,7 @@ export async function preparePython(ctx: StepContext, ws: string): Promise<StepS
       ctx.tools.python,
       '-I',
       '-B',
-      DRIVER_AT,
+      PIP_DRIVER_AT,
       '--tree',
       TREE_AT,
       '--workspace',
@@ -54,7 +53,6 @@ export async function preparePython(ctx: StepContext, ws: string): Promise<StepS
       ...(index.protocol === 'http:' ? ['--trusted-host', index.host] : []),
     ],
     env: {
-      ...baseEnv(),
       PIP_CONFIG_FILE: '/dev/null',
       PIP_DISABLE_PIP_VERSION_CHECK: '1',
       PIP_NO_INPUT: '1',
@@ -63,7 +61,7 @@ export async function preparePython(ctx: StepContext, ws: string): Promise<StepS
       // Downloads and pip's staging dir: wheels can outgrow the jail's tmpfs.
       TMPDIR: tmp.at,
     },
-    binds: [out, tmp, { host: DRIVER_HOST, at: DRIVER_AT }],
+    binds: [out, tmp, { host: DRIVER_HOST, at: PIP_DRIVER_AT }],
     tree: { hostDir: ctx.treeDir, at: TREE_AT },
     cwd: at,
   };

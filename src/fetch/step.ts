@@ -69,7 +69,11 @@ export interface StepContext {
   log: LogTail;
 }
 
-/** A jail spawn minus what the runner adds (phase, signal, stderr ring). */
+/**
+ * A jail spawn minus what the runner adds (phase, signal, stderr ring). `env` is the
+ * fetcher's own, laid over the FETCH jail's (layout.ts jailEnv('fetch'): PATH, a
+ * private HOME and TMPDIR, HTTP(S)_PROXY to the in-jail forwarder, plain output).
+ */
 export interface StepSpawn {
   argv: string[];
   env: Record<string, string>;
@@ -88,19 +92,6 @@ export interface ServeMount {
   /** Absolute in-jail path, or (treeRel) a path relative to wherever the session binds the tree. */
   at: string;
   treeRel: boolean;
-}
-
-/**
- * What every fetcher adds to the FETCH policy's environment (src/jail/policy.ts:
- * PATH, a private HOME and TMPDIR, and HTTP(S)_PROXY pointing at the in-jail
- * forwarder to the egress proxy, which the jail lays under ours; we never set those).
- */
-export function baseEnv(): Record<string, string> {
-  return {
-    // Fetch output is read by people through GET /v1/roots: no colour codes, no spinners.
-    NO_COLOR: '1',
-    TERM: 'dumb',
-  };
 }
 
 /**

@@ -3,7 +3,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { bwrapOptions, isJailPath, jailCommand, type BwrapPlan } from './bwrap-argv.js';
-import { FETCH_PROXY_PORT, JAIL_EGRESS_SOCKET, JAIL_FORWARDER, JAIL_NODE_MODULES, phasePolicy, withSystemRoot, type HostLayout } from './policy.js';
+import { FETCH_PROXY_PORT, JAIL_EGRESS_SOCKET, JAIL_FORWARDER, JAIL_NODE_MODULES } from './layout.js';
+import { phasePolicy, withSystemRoot, type HostLayout } from './policy.js';
 
 const host: HostLayout = {
   projectDir: '/opt/proj',
@@ -122,6 +123,10 @@ test('malformed input is an invariant violation, not a jail', () => {
   assert.throws(() => bwrapOptions(plan({ fds: { jsonStatus: 3, seccomp: 5, tree: 7 } })), 'a tree fd needs a target');
   assert.throws(() => bwrapOptions(plan({ treeAt: '/src' })), 'a tree target needs an fd');
   assert.throws(() => bwrapOptions(plan({ tmpBytes: 0 })));
+  // Namespaces and mounts are policy data, and a policy with fewer namespaces is no jail.
+  const serve = phasePolicy('serve', host);
+  assert.throws(() => bwrapOptions(plan({ policy: { ...serve, namespaces: serve.namespaces.filter((n) => n !== 'net') } })), /net namespace/);
+  assert.throws(() => bwrapOptions(plan({ policy: { ...serve, proc: 'proc' } })), /proc and dev/);
   for (const bad of ['', '/', 'src', '/src/', '/a/./b', '/a//b', '/a/../b']) assert.equal(isJailPath(bad), false, bad);
 });
 

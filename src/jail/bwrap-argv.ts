@@ -7,7 +7,8 @@
 import assert from 'node:assert/strict';
 import { posix } from 'node:path';
 import type { Bind } from './types.js';
-import { JAIL_EGRESS_SOCKET, JAIL_FORWARDER, JAIL_INNER_UID, FETCH_PROXY_PORT, type PhasePolicy } from './policy.js';
+import { FETCH_PROXY_PORT, JAIL_EGRESS_SOCKET, JAIL_FORWARDER } from './layout.js';
+import { JAIL_INNER_UID, NAMESPACES, type PhasePolicy } from './policy.js';
 
 export interface BwrapPlan {
   policy: PhasePolicy;
@@ -34,13 +35,14 @@ export function isJailPath(p: string): boolean {
 export function bwrapOptions(plan: BwrapPlan): string[] {
   const { policy } = plan;
   assert.ok(Number.isSafeInteger(plan.tmpBytes) && plan.tmpBytes > 0, 'tmpBytes');
+  // Every namespace, or no jail: SERVE and FETCH both get a network namespace holding
+  // only lo (FETCH's way out is the proxy socket its policy binds). --unshare-all is
+  // bwrap's "user (if it can), ipc, pid, net, uts, cgroup"; --unshare-user makes the
+  // user namespace certain, so --disable-userns (no nested ones) always applies.
+  for (const ns of NAMESPACES) assert.ok(policy.namespaces.includes(ns), `the policy unshares the ${ns} namespace`);
   const a: string[] = [
-    // Every namespace (user, ipc, pid, net, uts, cgroup): SERVE and FETCH both get a
-    // network namespace holding only lo; FETCH's way out is the proxy socket below.
     '--unshare-all',
     '--unshare-user',
-    // No nested user namespaces: they would hand the jailed process a fresh set of
-    // capabilities over new namespaces (the kernel attack surface behind most userns CVEs).
     '--disable-userns',
     // SIGKILL the sandbox when bwrap's parent (the daemon) dies: nothing outlives lspd.
     '--die-with-parent',
@@ -64,9 +66,8 @@ export function bwrapOptions(plan: BwrapPlan): string[] {
     a.push(b.optional ? '--ro-bind-try' : '--ro-bind', b.host, b.at);
   }
   for (const s of policy.symlinks) a.push('--symlink', s.target, s.at);
-  // A fresh procfs of the jail's PID namespace: gopls dies without /proc (readlink
-  // /proc/self/exe). A minimal /dev (null, zero, random, urandom, tty, pts, shm).
-  a.push('--proc', '/proc', '--dev', '/dev');
+  assert.ok(isJailPath(policy.proc) && isJailPath(policy.dev), 'proc and dev targets');
+  a.push('--proc', policy.proc, '--dev', policy.dev);
   for (const t of policy.tmpfs) a.push('--size', String(plan.tmpBytes), '--perms', '0700', '--tmpfs', t);
 
   if (plan.fds.tree !== undefined) {

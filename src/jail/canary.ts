@@ -7,7 +7,7 @@
 // A helper that builds the wrong filter, a bwrap that cannot create namespaces, a
 // missing proxy: each fails here, and the phase stays closed.
 import type { PhaseVerdict } from '../health.js';
-import { FETCH_PROXY_PORT, JAIL_PROBE } from './policy.js';
+import { FETCH_PROXY_PORT, JAIL_PROBE } from './layout.js';
 import type { JailExit, JailSpawnOptions, JailedProcess, Phase } from './types.js';
 
 export interface ProbeResult {

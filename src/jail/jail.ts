@@ -14,6 +14,7 @@ import type { Metrics } from '../metrics.js';
 import { CANARY_TESTS, judge, runProbe } from './canary.js';
 import { openCgroups, type Cgroups, type CgroupVersion } from './cgroup.js';
 import { createEgressProxy, type EgressProxy } from './egress-proxy.js';
+import { JAIL_HOME, LSPD_AT } from './layout.js';
 import { GATE_PATH, JAIL_INNER_UID, PROJECT_DIR, hostLayout, phasePolicy, type PhasePolicy } from './policy.js';
 import { preflight } from './preflight.js';
 import { buildFilter } from './seccomp.js';
@@ -134,7 +135,7 @@ export async function createJail({ config, log, metrics }: JailDeps): Promise<Ja
       },
       scrub: [
         [config.dataDir, '<data>'],
-        [PROJECT_DIR, '/opt/lspd'],
+        [PROJECT_DIR, LSPD_AT],
         [homedir(), '~'],
       ],
       log,
@@ -245,7 +246,7 @@ function prepareJailDir(dataDir: string, etcDir: string, egressDir: string): voi
   const id = JAIL_INNER_UID;
   writeFileSync(
     join(etcDir, 'passwd'),
-    `root:x:0:0:root:/root:/usr/sbin/nologin\nlspd:x:${id}:${id}:lspd:/home/lspd:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
+    `root:x:0:0:root:/root:/usr/sbin/nologin\nlspd:x:${id}:${id}:lspd:${JAIL_HOME}:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
     { mode: 0o644 },
   );
   writeFileSync(join(etcDir, 'group'), `root:x:0:\nlspd:x:${id}:\nnogroup:x:65534:\n`, { mode: 0o644 });

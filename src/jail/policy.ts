@@ -1,10 +1,12 @@
 // The two phase policies as data (DESIGN.md "Two jail phases"): what each jail
-// sees of the host, which network it has, and the in-jail layout other modules
-// build paths against. Only host-dependent facts (where the project lives, how
-// /bin is laid out) are filled in by `phasePolicy`; bwrap-argv.ts turns a policy
-// into bubblewrap options and decides nothing itself.
+// sees of the host, its namespaces and mounts (/proc, /dev, tmpfs), which network
+// it has and the environment it starts from, at the places layout.ts names. Only
+// host-dependent facts (where the project lives, how /bin is laid out) are filled
+// in by `phasePolicy`; bwrap-argv.ts turns a policy into bubblewrap options and
+// decides nothing itself.
 import { lstatSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { DEV_AT, JAIL_EGRESS_SOCKET, JAIL_HOME, JAIL_NODE_MODULES, JAIL_TMP, JAIL_TOOLS, PROC_AT, jailEnv } from './layout.js';
 import type { Phase } from './types.js';
 
 /** The lspd project directory on the host (src/jail/ → ../..). */
@@ -15,23 +17,12 @@ export const GATE_PATH = join(JAIL_BUILD_DIR, 'lspd-gate');
 export const PROBE_PATH = join(JAIL_BUILD_DIR, 'lspd-probe');
 export const FORWARDER_PATH = join(JAIL_BUILD_DIR, 'lspd-egress-fwd');
 
-// --- the in-jail layout (constants the session and fetch code build on) ---
-/** The project's node_modules (pyright, intelephense, bash-language-server, tsc, …), read-only, SERVE only. */
-export const JAIL_NODE_MODULES = '/opt/lspd/node_modules';
-/** jail/build: the probe and the egress forwarder (and the helper and gate, harmless), read-only. */
-export const JAIL_TOOLS = '/opt/lspd/jail';
-export const JAIL_PROBE = `${JAIL_TOOLS}/lspd-probe`;
-export const JAIL_FORWARDER = `${JAIL_TOOLS}/lspd-egress-fwd`;
-/** Private, size-bounded tmpfs per jail. */
-export const JAIL_HOME = '/home/lspd';
-export const JAIL_TMP = '/tmp';
 /** The uid/gid a jailed process has inside its user namespace (the host uid is the pool's). */
 export const JAIL_INNER_UID = 1000;
-/** FETCH: the daemon's egress proxy, bound into the jail. */
-export const JAIL_EGRESS_SOCKET = '/run/lspd/egress.sock';
-/** FETCH: what the in-jail forwarder listens on; each jail has its own network namespace, so a fixed port is fine. */
-export const FETCH_PROXY_PORT = 3128;
-export const FETCH_PROXY_URL = `http://127.0.0.1:${FETCH_PROXY_PORT}`;
+
+/** Every namespace bwrap can unshare: a jail has its own of each, always (bwrap-argv.ts refuses fewer). */
+export const NAMESPACES = ['user', 'ipc', 'pid', 'net', 'uts', 'cgroup'] as const;
+export type Namespace = (typeof NAMESPACES)[number];
 
 export interface RoBind {
   host: string;
@@ -42,12 +33,23 @@ export interface RoBind {
 
 export interface PhasePolicy {
   readonly phase: Phase;
+  /**
+   * Namespaces of its own (bwrap --unshare-*): all of NAMESPACES. The user namespace
+   * cannot make nested ones (--disable-userns): they would hand the jailed process a
+   * fresh set of capabilities over new namespaces (the kernel attack surface behind
+   * most userns CVEs).
+   */
+  readonly namespaces: readonly Namespace[];
   /** 'none': a network namespace with only lo. 'egress-proxy': the same, plus the daemon's proxy socket and an in-jail forwarder on 127.0.0.1. */
   readonly network: 'none' | 'egress-proxy';
   /** Read-only binds of host paths (toolchains, the few /etc files that are needed). */
   readonly roBinds: readonly RoBind[];
   /** Symlinks created in the jail root (merged-/usr hosts: /bin → usr/bin). */
   readonly symlinks: readonly { target: string; at: string }[];
+  /** Where a fresh procfs of the jail's PID namespace is mounted: gopls dies without /proc (readlink /proc/self/exe). */
+  readonly proc: string;
+  /** Where bwrap's minimal /dev is mounted (null, zero, random, urandom, tty, pts, shm). */
+  readonly dev: string;
   /** Size-bounded private tmpfs mounts. */
   readonly tmpfs: readonly string[];
   /** Environment every command starts from (the caller's env is laid over it). */
@@ -91,17 +93,6 @@ export function topLevelDirs(): Record<string, string> {
   return out;
 }
 
-const BASE_ENV = {
-  PATH: '/usr/local/bin:/usr/bin:/bin',
-  HOME: JAIL_HOME,
-  TMPDIR: JAIL_TMP,
-  USER: 'lspd',
-  LANG: 'C.UTF-8',
-} as const;
-
-/** FETCH's way out: the in-jail forwarder to the egress proxy, in both spellings tools read. */
-const FETCH_PROXY_ENV = { HTTPS_PROXY: FETCH_PROXY_URL, HTTP_PROXY: FETCH_PROXY_URL, https_proxy: FETCH_PROXY_URL, http_proxy: FETCH_PROXY_URL } as const;
-
 export function phasePolicy(phase: Phase, host: HostLayout): PhasePolicy {
   const symlinks: { target: string; at: string }[] = [];
   // /usr holds every toolchain (node, go, gopls, clangd, npm); read-only.
@@ -132,11 +123,14 @@ export function phasePolicy(phase: Phase, host: HostLayout): PhasePolicy {
   }
   return Object.freeze({
     phase,
+    namespaces: NAMESPACES,
     network: serve ? 'none' : 'egress-proxy',
     roBinds,
     symlinks,
+    proc: PROC_AT,
+    dev: DEV_AT,
     tmpfs: [JAIL_TMP, JAIL_HOME],
-    env: serve ? { ...BASE_ENV } : { ...BASE_ENV, ...FETCH_PROXY_ENV },
+    env: jailEnv(phase),
     hostname: 'lspd',
   });
 }

@@ -26,13 +26,13 @@ export interface LspDeps {
   health: Health;
   jail: Jail;
   store: RootAccess & {
-    setHoldCheck?(check: HoldCheck): void;
-    onRemove?(listener: RemoveListener): () => void;
+    setHoldCheck(check: HoldCheck): void;
+    onRemove(listener: RemoveListener): () => void;
   };
   /** Server rows; the real table by default. */
   rows?: readonly ServerRow[];
-  /** The FETCH phase (FetchManager); without it nothing is fetched and answers say nothing of dependencies. */
-  fetcher?: DependencySource;
+  /** The FETCH phase (FetchManager): sessions bind what it fetched, answers say how it went. */
+  fetcher: DependencySource;
 }
 
 export interface Lsp {
@@ -69,12 +69,12 @@ export async function createLsp(deps: LspDeps): Promise<Lsp> {
     store,
     pool,
     table,
-    ...(fetcher ? { dependencies: fetcher } : {}),
+    dependencies: fetcher,
   });
-  store.setHoldCheck?.((k) => pool.holds(rootId(k)) || (fetcher?.busy?.(k) ?? false));
+  store.setHoldCheck((k) => pool.holds(rootId(k)) || (fetcher.busy?.(k) ?? false));
   // A finished fetch: sessions of the servers that read what it fetched (or failed
   // to) were started without it; they are replaced on their next query.
-  const offDone = fetcher?.onDone((k, view) => {
+  const offDone = fetcher.onDone((k, view) => {
     const ecosystems = fetchedEcosystems(view);
     service.dropAnswers(rootId(k));
     // Only sessions spawned before the fetch finished lack its mounts: a query that
@@ -96,7 +96,7 @@ export async function createLsp(deps: LspDeps): Promise<Lsp> {
       service.warm(k, servers);
     }
   });
-  const off = store.onRemove?.(async (k) => {
+  const off = store.onRemove(async (k) => {
     service.dropRoot(rootId(k));
     await pool.stopRoot(rootId(k));
   });
@@ -105,8 +105,8 @@ export async function createLsp(deps: LspDeps): Promise<Lsp> {
     pool,
     service,
     close: async () => {
-      off?.();
-      offDone?.();
+      off();
+      offDone();
       service.close();
       await pool.close();
     },

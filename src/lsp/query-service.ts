@@ -21,7 +21,7 @@ import type { Metrics } from '../metrics.js';
 import type { LspQuery, RootKey } from '../schemas.js';
 import type { LspAnswer } from '../responses.js';
 import { RootCache, rootScope, type RootRef } from '../store/root-cache.js';
-import type { RootInfo } from '../store/types.js';
+import { rootId, type RootInfo } from '../store/types.js';
 import { ResultCache } from './cache.js';
 import { awaitDependencies, dependencyMounts, dependencyNote, type DependencyNote, type DependencySource } from './session/dependencies.js';
 import type { ExternalCoordinate, FileCoordinate } from './answer/coordinates.js';
@@ -59,7 +59,7 @@ export interface QueryServiceDeps {
   pool: SessionPool;
   table: ServerTable;
   /** The FETCH phase: sessions wait for it, bind what it fetched, answers say how it went. */
-  dependencies?: DependencySource;
+  dependencies: DependencySource;
 }
 
 /** Every answer says this: a dependency location is what the server saw, not an attested fact. */
@@ -181,7 +181,7 @@ export class QueryService {
     const dl = deadline(signal, deadlineAt - Date.now());
     const w: Work = {
       q,
-      root: { id: `${q.org}/${q.repo}/${q.sha}`, generation: info.generation },
+      root: { id: rootId(q), generation: info.generation },
       languages: info.languages,
       treeDir: store.treeDir(q),
       depsDir: store.depsDir(q),
@@ -244,7 +244,7 @@ export class QueryService {
     const q: LspQuery = { org: key.org, repo: key.repo, sha: key.sha, op: 'diagnostics', path, encoding: 'utf-16', includeDeclaration: true, context: 0 };
     const w: Work = {
       q,
-      root: { id: `${key.org}/${key.repo}/${key.sha}`, generation: info.generation },
+      root: { id: rootId(key), generation: info.generation },
       languages: info.languages,
       treeDir: store.treeDir(key),
       depsDir: store.depsDir(key),
@@ -293,7 +293,7 @@ export class QueryService {
     const info = this.deps.store.get(key);
     if (!info) throw errors.needTree();
     try {
-      return (await this.readTarget({ id: `${key.org}/${key.repo}/${key.sha}`, generation: info.generation }, this.deps.store.treeDir(key), path)).text;
+      return (await this.readTarget({ id: rootId(key), generation: info.generation }, this.deps.store.treeDir(key), path)).text;
     } catch (err) {
       if (isAppError(err) && err.code === 'no_such_file') return undefined;
       throw err;

@@ -49,7 +49,7 @@ export interface IngestOptions {
   /** A body that brings no byte for this long while we wait for it is cut (LSPD_UPLOAD_READ_TIMEOUT_MS). */
   readTimeoutMs: number;
   /** Told of every body chunk (compressed bytes, as received). */
-  onBodyBytes?: (n: number) => void;
+  onBodyBytes: (n: number) => void;
   /**
    * The archive is a layer over this stored tree: its host dir, and how to read its
    * index. The index is read only once the layer has arrived, so an upload that
@@ -58,7 +58,7 @@ export interface IngestOptions {
    */
   base?: { treeDir: string; indexBytes: () => Promise<number>; entries: () => Promise<readonly TreeEntry[]> };
   /** Charged what the upload holds as it grows (upload-memory.ts); throws busy past the org's share. */
-  memory?: MemoryLease;
+  memory: MemoryLease;
 }
 
 export interface IngestResult {
@@ -172,7 +172,7 @@ class Ingest {
       this.fail(err);
       // What it held is garbage now: another upload of the org may take it at once,
       // not after the writes in flight and the staging dir's removal.
-      this.opts.memory?.release();
+      this.opts.memory.release();
       // Nothing may still be writing when the caller removes the directory.
       await this.writer.close().catch(() => {});
       throw this.failure;
@@ -228,7 +228,7 @@ class Ingest {
 
   /** Charge the memory lease what is held now: every admitted header's names (their picture, trie and index entries) and the base's index. */
   private charge(): void {
-    this.opts.memory?.need(this.checker.headerBytes + this.baseCharge);
+    this.opts.memory.need(this.checker.headerBytes + this.baseCharge);
   }
 
   /** Give each written file and symlink the blob id the writer thread computed; hard links their target's. */
@@ -312,7 +312,7 @@ class Ingest {
 
     const countBody = (c: Buffer) => {
       this.lastProgressMs = Date.now();
-      this.opts.onBodyBytes?.(c.length);
+      this.opts.onBodyBytes(c.length);
     };
     const countTar = (c: Buffer) => {
       this.fed += c.length;

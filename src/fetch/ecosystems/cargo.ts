@@ -11,6 +11,8 @@ const INPUTS = new Set(['Cargo.toml', 'Cargo.lock']);
 export const cargo: EcosystemRecord = {
   name: 'cargo',
   command: 'cargo fetch',
+  // The sparse index, and the crate downloads its config.json names (`dl`).
+  defaultHosts: ['index.crates.io:443', 'static.crates.io:443'],
   lockfiles: ['Cargo.toml', 'Cargo.lock'],
   prepare: prepareCargo,
   // cargo's own sentences first (a stale lock, a checksum), then the proxy's status (registry-reason.ts).

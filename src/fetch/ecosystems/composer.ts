@@ -9,6 +9,8 @@ const INPUTS = new Set(['composer.json', 'composer.lock', 'auth.json']);
 export const composer: EcosystemRecord = {
   name: 'composer',
   command: 'composer install',
+  // Packagist's metadata; locked dists are archives on the code hosts packages live on.
+  defaultHosts: ['repo.packagist.org:443', 'api.github.com:443', 'codeload.github.com:443', 'gitlab.com:443', 'bitbucket.org:443'],
   lockfiles: ['composer.json', 'composer.lock'],
   prepare: prepareComposer,
   hint: (output) => composerHint(output) ?? registryReason(output),

@@ -11,6 +11,8 @@ const INPUTS = new Set(['go.mod', 'go.sum', 'go.work', 'go.work.sum']);
 export const go: EcosystemRecord = {
   name: 'go',
   command: 'go mod download',
+  // The module proxy, and the checksum database go asks when go.sum lacks an entry (GOSUMDB's default).
+  defaultHosts: ['proxy.golang.org:443', 'sum.golang.org:443'],
   lockfiles: ['go.mod', 'go.sum'],
   prepare: prepareGo,
   // go's own sentences first (go.sum, GOVCS), then the proxy's status (registry-reason.ts).

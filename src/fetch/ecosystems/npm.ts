@@ -9,6 +9,7 @@ const INPUTS = new Set(['package.json', 'package-lock.json', 'npm-shrinkwrap.jso
 export const npm: EcosystemRecord = {
   name: 'npm',
   command: 'npm ci',
+  defaultHosts: ['registry.npmjs.org:443'],
   lockfiles: ['package.json', 'package-lock.json', 'npm-shrinkwrap.json'],
   prepare: prepareNpm,
   hint: npmHint,

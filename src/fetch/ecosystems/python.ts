@@ -14,6 +14,8 @@ const ANYWHERE = /\.(txt|in)$/;
 export const python: EcosystemRecord = {
   name: 'python',
   command: 'pip install',
+  // The simple index, and where its wheel links point.
+  defaultHosts: ['pypi.org:443', 'files.pythonhosted.org:443'],
   lockfiles: ['uv.lock', 'poetry.lock', 'Pipfile.lock', /^requirements[\w.-]*\.txt$/],
   prepare: preparePython,
   hint: pythonHint,

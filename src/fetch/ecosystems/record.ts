@@ -10,6 +10,12 @@ import type { Ecosystem } from '../types.js';
 
 export interface EcosystemRecord {
   name: Ecosystem;
+  /**
+   * host:port pairs its fetch reaches with the default registry settings: the
+   * default egress allowlist (config fetchRegistries) is exactly the union of these,
+   * so no host stays allowed for an ecosystem that does not fetch (registries.test.ts).
+   */
+  defaultHosts: readonly string[];
   /** What the caller is told ran, when it failed without a hint. */
   command: string;
   /**

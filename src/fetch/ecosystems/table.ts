@@ -1,7 +1,8 @@
 // The closed list of ecosystems lspd fetches, one record each (./record.ts), as
 // src/lsp/servers/server-table.ts lists the server rows. Adding one: a record file
-// here, a line below, its detection in ../ecosystems.ts (planDir) and its output
-// dir in ../step.ts OUTPUT_DIRS.
+// here, a line below, its detection in ../ecosystems.ts (planDir), its output
+// dir in ../step.ts OUTPUT_DIRS, and its defaultHosts in config's fetchRegistries
+// default (../registries.test.ts holds the two equal).
 import type { Ecosystem } from '../types.js';
 import { cargo } from './cargo.js';
 import { composer } from './composer.js';

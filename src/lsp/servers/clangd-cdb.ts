@@ -28,7 +28,7 @@
 // is never given --query-driver, so the driver named here is a name, not a program.
 import { lstat, readdir, readFile } from 'node:fs/promises';
 import { isAbsolute, join, posix } from 'node:path';
-import { JAIL_HOME } from '../../jail/policy.js';
+import { JAIL_HOME } from '../../jail/layout.js';
 import { filterCommand, filterFlags, splitCommand } from './compile-flags.js';
 import type { GeneratedFiles } from '../session/session-files.js';
 

@@ -1,22 +1,10 @@
-// What every server row shares: the private environment a jailed server starts
-// from (HOME, XDG dirs and TMPDIR inside its own tmpfs mounts), and the boot-time
-// probes that say whether a server is installed and which version, by reading
-// files only (nothing is executed outside the jail).
+// What every server row shares: the boot-time probes that say whether a server is
+// installed and which version, by reading files only (nothing is executed outside
+// the jail). The environment a jailed server starts from (HOME, XDG dirs and TMPDIR
+// inside its own tmpfs mounts) is the SERVE jail's own: layout.ts jailEnv('serve').
 import { access, readFile } from 'node:fs/promises';
 import { constants } from 'node:fs';
 import type { ServerAvailability } from '../../health.js';
-import { JAIL_HOME, JAIL_TMP } from '../../jail/policy.js';
-
-/** HOME, caches and temp inside the jail's private tmpfs mounts, so nothing writes elsewhere. */
-export const JAIL_ENV = {
-  PATH: '/usr/local/bin:/usr/bin:/bin',
-  HOME: JAIL_HOME,
-  XDG_CACHE_HOME: `${JAIL_HOME}/.cache`,
-  XDG_CONFIG_HOME: `${JAIL_HOME}/.config`,
-  XDG_DATA_HOME: `${JAIL_HOME}/.local/share`,
-  TMPDIR: JAIL_TMP,
-  LANG: 'C.UTF-8',
-} as const;
 
 /** The image's node (Node servers run on it, never on a node a tree could supply). */
 export const NODE = '/usr/bin/node';

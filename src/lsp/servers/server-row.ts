@@ -9,10 +9,11 @@ import type { Language } from '../../languages.js';
 import type { EditOp, GraphOp } from '../../schemas.js';
 import type { Bind } from '../../jail/types.js';
 import type { Ecosystem } from '../../fetch/types.js';
-import { JAIL_NODE_MODULES, PROJECT_DIR } from '../../jail/policy.js';
+import { JAIL_NODE_MODULES } from '../../jail/layout.js';
+import { PROJECT_DIR } from '../../jail/policy.js';
 import type { Encoding } from '../wire/encoding.js';
 import type { GeneratedFiles } from '../session/session-files.js';
-import { JAIL_ENV, NODE, probeFiles } from './server-env.js';
+import { NODE, probeFiles } from './server-env.js';
 
 /**
  * How a session decides a server has finished loading the project, so an answer
@@ -67,7 +68,10 @@ export interface ServerRow {
   languages: readonly Language[];
   /** argv inside the jail; argv[0] absolute. */
   argv: readonly string[];
-  /** Environment inside the jail (the jail starts from nothing). */
+  /**
+   * The server's own environment, laid over the one every SERVE jail starts from
+   * (layout.ts jailEnv('serve'): PATH, HOME, TMPDIR, XDG dirs in the private tmpfs).
+   */
   env: Readonly<Record<string, string>>;
   /**
    * A system root whose /usr its jail sees instead of the host's (JailSpawnOptions.systemRoot):
@@ -153,7 +157,7 @@ export interface NodeServer {
   /** The script node runs, relative to the package, and the arguments after it. */
   entry: string;
   args: readonly string[];
-  /** Set on top of JAIL_ENV. */
+  /** Its own environment (ServerRow.env). */
   env?: Readonly<Record<string, string>>;
   /** Other files it cannot run without: absolute on the host, or relative to node_modules. */
   needs?: readonly string[];
@@ -167,7 +171,7 @@ export function nodeServerRow(p: ServerPaths, { node, ...row }: Omit<ServerRow, 
   return {
     ...row,
     argv: [NODE, at(entry), ...node.args],
-    env: { ...JAIL_ENV, ...node.env },
+    env: { ...node.env },
     probe: () => probeFiles([host(entry), ...needs], host(`${node.package}/package.json`)),
   };
 }

@@ -61,14 +61,13 @@ export function fetchingFor(view: FetchView, row: ServerRow): boolean {
  * in-tree answers must not wait a minute for packages they do not read.
  */
 export async function awaitDependencies(
-  src: DependencySource | undefined,
+  src: DependencySource,
   key: RootKey,
   row: ServerRow,
   deadlineAt: number,
   signal: AbortSignal,
   maxWaitMs: number,
 ): Promise<void> {
-  if (!src) return;
   if (!fetchingFor(src.state(key), row)) return;
   const waitMs = Math.max(0, Math.min(maxWaitMs, Math.floor((deadlineAt - Date.now()) / 2)));
   if (waitMs === 0) return;
@@ -83,19 +82,17 @@ export async function awaitDependencies(
 
 /** The read-only dependency binds, env and settings for a new session of `row` on this root. */
 export function dependencyMounts(
-  src: DependencySource | undefined,
+  src: DependencySource,
   key: RootKey,
   row: ServerRow,
 ): { depBinds: Bind[]; depEnv: Record<string, string>; depSettings?: Readonly<Record<string, unknown>> } {
-  if (!src) return { depBinds: [], depEnv: {} };
   const depBinds = src.serveBinds(key, TREE_AT);
   const depSettings = row.dependencySettings?.(depBinds);
   return { depBinds, depEnv: row.ecosystem ? src.serveEnv(key, row.ecosystem) : {}, ...(depSettings ? { depSettings } : {}) };
 }
 
-/** `dependencies` for an answer by `row` on this root; undefined when lspd has no FETCH phase wired. */
-export function dependencyNote(src: DependencySource | undefined, key: RootKey, row: ServerRow): DependencyNote | undefined {
-  if (!src) return undefined;
+/** `dependencies` for an answer by `row` on this root. */
+export function dependencyNote(src: DependencySource, key: RootKey, row: ServerRow): DependencyNote {
   const view = src.state(key);
   const steps = (view.ecosystems ?? []).filter((s) => s.ecosystem === row.ecosystem);
   if (steps.length === 0) {

@@ -32,8 +32,8 @@ export interface PoolDeps {
   log: Logger;
   metrics: Metrics;
   jail: Jail;
-  /** Host directory for per-session generated files (row.sessionFiles); none when absent. */
-  sessionFilesDir?: string;
+  /** Host directory for per-session generated files (row.sessionFiles). */
+  sessionFilesDir: string;
 }
 
 export interface SessionSpec {
@@ -195,7 +195,7 @@ export class SessionPool {
       ...(spec.depBinds ? { depBinds: spec.depBinds } : {}),
       ...(spec.depEnv ? { depEnv: spec.depEnv } : {}),
       ...(spec.depSettings ? { depSettings: spec.depSettings } : {}),
-      ...(this.deps.sessionFilesDir ? { sessionFilesDir: this.deps.sessionFilesDir } : {}),
+      sessionFilesDir: this.deps.sessionFilesDir,
     });
     s.onEnd(() => {
       if (this.sessions.get(key) === s) this.sessions.delete(key);

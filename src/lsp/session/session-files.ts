@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Bind } from '../../jail/types.js';
-import { JAIL_HOME, JAIL_TMP } from '../../jail/policy.js';
+import { JAIL_HOME, JAIL_TMP } from '../../jail/layout.js';
 
 /** A file's contents: text, or a stream of text written as it comes (a large generated file is never held whole). */
 export type SessionFileBody = string | AsyncIterable<string>;

@@ -14,7 +14,7 @@ import { isAppError, type AppError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { Metrics } from '../../metrics.js';
 import type { Bind, Jail, JailedProcess } from '../../jail/types.js';
-import { answerServerRequest, initializeParams } from '../wire/client-side.js';
+import { answerServerRequest, initializeParams } from './client-side.js';
 import { raceAbort } from '../../deadline.js';
 import { IllegalTransition } from '../../state-machine.js';
 import { encodingFromLsp, type Encoding } from '../wire/encoding.js';
@@ -92,7 +92,7 @@ export interface SessionDeps {
   /** `workspace/configuration` answers with them, in place of row.settings (pyright's extra paths). */
   depSettings?: Readonly<Record<string, unknown>>;
   /** Host directory under which per-session generated files (row.sessionFiles) are written. */
-  sessionFilesDir?: string;
+  sessionFilesDir: string;
 }
 
 export class Session {
@@ -194,7 +194,7 @@ export class Session {
     try {
       // Files the row generates for this workspace (clangd's compile_commands.json),
       // written by the daemon and bound read-only; removed when the jail is gone.
-      if (row.sessionFiles && this.deps.sessionFilesDir) {
+      if (row.sessionFiles) {
         const generated = await row.sessionFiles({ treeHostDir: this.deps.treeHostDir, workspace: key.workspace, workspaceAt: wsPath }, config);
         // A row may give notes alone (gopls: what its go.mod asks that lspd will not do).
         if (Object.keys(generated.files).length) files = await writeSessionFiles(this.deps.sessionFilesDir, generated.files);

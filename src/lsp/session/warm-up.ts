@@ -55,7 +55,7 @@ export interface WarmUpDeps {
     treeDir(key: RootKey): string;
     predecessorOf(key: RootKey): RootKey | undefined;
   };
-  dependencies?: DependencySource;
+  dependencies: DependencySource;
   /** The workspace a query on `rel` would use (QueryService's finder: the same session key). */
   workspaceOf(root: RootRef, treeDir: string, rel: string, markers: readonly string[]): Promise<string>;
   /** A checked target file, as a query reads it (and its lines, as an answer's previews read them). */

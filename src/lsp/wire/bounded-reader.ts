@@ -28,7 +28,7 @@ export interface BoundedReaderOptions {
    * Sees every message and its body size before the connection does (where the
    * per-request budgets are charged); returning false drops the message.
    */
-  inspect?: (msg: Message, bytes: number) => boolean;
+  inspect: (msg: Message, bytes: number) => boolean;
 }
 
 /** Broken input surfaces as `onError` (a FrameError for a protocol violation), its end as `onClose`. */
@@ -119,7 +119,7 @@ export class BoundedMessageReader extends AbstractMessageReader {
 
   private deliver(msg: Message, bytes: number): void {
     if (this.stopped || !this.callback) return;
-    if (this.opts.inspect && !this.opts.inspect(msg, bytes)) return;
+    if (!this.opts.inspect(msg, bytes)) return;
     if (this.stopped) return; // inspecting it closed the connection
     // A server cancelling one of its requests to us: we answer those synchronously,
     // so there is never anything left to cancel; and the library would read

@@ -16,7 +16,7 @@ export interface BoundedWriterOptions {
   /** Bytes we let queue on the server's stdin before calling it wedged. */
   maxQueuedWriteBytes: number;
   /** Sees every message as it is written, dropped or not (the connection learns its request ids here). */
-  onWrite?: (msg: Message) => void;
+  onWrite: (msg: Message) => void;
 }
 
 /** The server stopped reading its input: it is wedged. */
@@ -39,7 +39,7 @@ export class BoundedMessageWriter extends AbstractMessageWriter implements Messa
   }
 
   write(msg: Message): Promise<void> {
-    this.opts.onWrite?.(msg);
+    this.opts.onWrite(msg);
     const out = this.output;
     if (this.blocked || out.destroyed || out.writableEnded) return Promise.resolve();
     const body = Buffer.from(JSON.stringify(msg), 'utf8');

@@ -1,6 +1,6 @@
 // C and C++: Debian's clangd 16, with a compile database generated per session (clangd-cdb.ts).
 import { CLANGD_CDB_DIR, clangdSessionFiles, defaultCdbLimits, fallbackFlags } from '../clangd-cdb.js';
-import { JAIL_ENV, probeBinary } from '../server-env.js';
+import { probeBinary } from '../server-env.js';
 import type { ServerRow } from '../server-row.js';
 
 /** The newest clangd Debian bookworm packages (images/pins.env DEB_CLANGD_16). */
@@ -46,7 +46,7 @@ export function cRow(): ServerRow {
       '--header-insertion=never',
       '-j=2',
     ],
-    env: { ...JAIL_ENV },
+    env: {},
     rootMarkers: ['compile_commands.json', 'compile_flags.txt'],
     sessionFiles: (ws, c) => clangdSessionFiles(ws, { ...defaultCdbLimits, maxDatabaseBytes: c.maxCompileDbBytes, maxFlagsBytes: c.maxCompileFlagsBytes }),
     initializationOptions: (workspaceAt: string) => ({ fallbackFlags: fallbackFlags(workspaceAt) }),

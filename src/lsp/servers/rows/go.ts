@@ -1,7 +1,8 @@
 // Go: Debian's gopls, over the module cache FETCH filled.
-import { JAIL_HOME } from '../../../jail/policy.js';
+import { GO_LOCKDOWN_ENV } from '../../../fetch/go.js';
+import { JAIL_HOME } from '../../../jail/layout.js';
 import { goSessionNotes, installedGoVersion } from '../go-mod.js';
-import { JAIL_ENV, probeBinary } from '../server-env.js';
+import { probeBinary } from '../server-env.js';
 import type { ServerRow } from '../server-row.js';
 
 /** Go's own tree (golang-go's link to /usr/lib/go-1.24, Debian 13's); gopls runs `go list` from it. */
@@ -38,23 +39,19 @@ export function goRow(): ServerRow {
     // reach: GOTOOLCHAIN=local (a go.mod `toolchain` line never downloads or
     // runs a Go), GOFLAGS set (so no -toolexec/-exec), GOENV=off (no go/env
     // file), GOWORK=off (no go.work), CGO_ENABLED=0 (no C compiler for #cgo
-    // lines: `go list -compiled` runs nothing), GOPROXY=off, GOVCS=*:off.
+    // lines: `go list -compiled` runs nothing), GOPROXY=off, GOVCS=*:off; those
+    // FETCH shares are GO_LOCKDOWN_ENV (src/fetch/go.ts).
     // Nothing here reads the tree's env files; build flags come from our settings.
     name: 'gopls',
     languages: ['go'],
     argv: ['/usr/bin/gopls'],
     env: {
-      ...JAIL_ENV,
       GOROOT,
       GOPATH: `${JAIL_HOME}/go`,
       GOFLAGS: '-mod=readonly',
       GOPROXY: 'off',
       GOSUMDB: 'off',
-      GOTOOLCHAIN: 'local',
-      GOTELEMETRY: 'off',
-      GOENV: 'off',
-      GOWORK: 'off',
-      GOVCS: '*:off',
+      ...GO_LOCKDOWN_ENV,
       CGO_ENABLED: '0',
       // gopls 0.16.1 is built by Debian with Go 1.22, whose go/types ranges over a
       // function only under this experiment (read from the environment at start):

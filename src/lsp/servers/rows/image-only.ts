@@ -3,8 +3,8 @@
 // unavailable with the reason in /readyz.
 import { readdir } from 'node:fs/promises';
 import type { ServerAvailability } from '../../../health.js';
-import { JAIL_HOME, JAIL_TMP } from '../../../jail/policy.js';
-import { JAIL_ENV, probeBinary, probeFiles } from '../server-env.js';
+import { JAIL_HOME, JAIL_TMP } from '../../../jail/layout.js';
+import { probeBinary, probeFiles } from '../server-env.js';
 import type { ServerRow } from '../server-row.js';
 
 /** Debian's JDK 17 (IMAGE_DEB_OPENJDK_17_JDK_HEADLESS), by its real path. */
@@ -90,7 +90,7 @@ export function imageOnlyRows(): ServerRow[] {
         '-data',
         `${JAIL_HOME}/jdtls-data`,
       ],
-      env: { ...JAIL_ENV },
+      env: {},
       rootMarkers: ['pom.xml', 'build.gradle', 'build.gradle.kts', '.project'],
       initializationOptions: { settings: JDTLS_SETTINGS },
       settings: JDTLS_SETTINGS,
@@ -114,7 +114,7 @@ export function imageOnlyRows(): ServerRow[] {
       name: 'ruby-lsp',
       languages: ['ruby'],
       argv: [`${RUBY_LSP_HOME}/bin/ruby-lsp`],
-      env: { ...JAIL_ENV, GEM_PATH: RUBY_LSP_HOME, GEM_HOME: `${JAIL_HOME}/gems`, BUNDLE_GEMFILE: `${RUBY_LSP_HOME}/Gemfile`, RUBYOPT: '', RUBYLIB: '' },
+      env: { GEM_PATH: RUBY_LSP_HOME, GEM_HOME: `${JAIL_HOME}/gems`, BUNDLE_GEMFILE: `${RUBY_LSP_HOME}/Gemfile`, RUBYOPT: '', RUBYLIB: '' },
       initializationOptions: { formatter: 'none', linters: [] },
       rootMarkers: ['Gemfile', '.ruby-version'],
       readiness: { kind: 'progress' },

@@ -1,5 +1,5 @@
 // PHP: intelephense (npm), over the vendor/ dir composer filled in FETCH.
-import { JAIL_HOME } from '../../../jail/policy.js';
+import { JAIL_HOME } from '../../../jail/layout.js';
 import { nodeServerRow, type ServerPaths, type ServerRow } from '../server-row.js';
 
 const INTELEPHENSE_STORAGE = `${JAIL_HOME}/intelephense`;

@@ -5,14 +5,16 @@
 import { readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ServerAvailability } from '../../../health.js';
-import { JAIL_HOME, JAIL_TMP, PROJECT_DIR } from '../../../jail/policy.js';
-import { JAIL_ENV, debianVersion, probeBinary } from '../server-env.js';
+import { CARGO_LOCKDOWN_ENV } from '../../../fetch/cargo.js';
+import { CARGO_TARGET_AT, JAIL_HOME, RUST_CARGO_WRAPPER_AT } from '../../../jail/layout.js';
+import { PROJECT_DIR } from '../../../jail/policy.js';
+import { debianVersion, probeBinary } from '../server-env.js';
 import type { ServerRow } from '../server-row.js';
 
 /** rust-analyzer, as the jail runs it (the root's /usr is the jail's /usr). */
 export const RUST_ANALYZER = '/usr/bin/rust-analyzer';
 /** The cargo rust-analyzer runs (CARGO): the root's, started outside the tree (cargo-outside-tree.sh). */
-const CARGO_WRAPPER = { host: join(PROJECT_DIR, 'src', 'lsp', 'servers', 'rows', 'cargo-outside-tree.sh'), at: '/opt/lspd/rust/cargo' };
+const CARGO_WRAPPER = { host: join(PROJECT_DIR, 'src', 'lsp', 'servers', 'rows', 'cargo-outside-tree.sh'), at: RUST_CARGO_WRAPPER_AT };
 
 /**
  * What rust-analyzer is told, at initialize and when it asks (workspace/configuration):
@@ -27,7 +29,7 @@ const CARGO_WRAPPER = { host: join(PROJECT_DIR, 'src', 'lsp', 'servers', 'rows',
  * never change).
  */
 const RUST_ANALYZER_CONFIG = {
-  cargo: { buildScripts: { enable: false }, sysroot: 'discover', sysrootQueryMetadata: 'none', targetDir: `${JAIL_TMP}/target` },
+  cargo: { buildScripts: { enable: false }, sysroot: 'discover', sysrootQueryMetadata: 'none', targetDir: CARGO_TARGET_AT },
   procMacro: { enable: false, attributes: { enable: false } },
   checkOnSave: false,
   check: { workspace: false },
@@ -104,15 +106,11 @@ export function rustRow(root: string): ServerRow {
     systemRoot: root,
     stdSourcesVersion: rustSrcVersionOf(root),
     env: {
-      ...JAIL_ENV,
       CARGO: CARGO_WRAPPER.at,
       CARGO_HOME: `${JAIL_HOME}/cargo`,
       CARGO_NET_OFFLINE: 'true',
-      CARGO_TARGET_DIR: `${JAIL_TMP}/target`,
-      RUSTC: '/usr/bin/rustc',
-      RUSTC_WRAPPER: '',
-      RUSTC_WORKSPACE_WRAPPER: '',
-      CARGO_TERM_COLOR: 'never',
+      CARGO_TARGET_DIR: CARGO_TARGET_AT,
+      ...CARGO_LOCKDOWN_ENV,
     },
     ecosystem: 'cargo',
     // The lockfile marks a workspace (its members' Cargo.toml files do not): one session

@@ -1,10 +1,8 @@
 // TypeScript and JavaScript: TS 7 (the native server, the default) and
 // typescript-language-server over the daemon's pinned TypeScript 5 (LSPD_TYPESCRIPT_SERVER=tsserver).
-import { JAIL_ENV, NODE, probeFiles } from '../server-env.js';
+import { TSSERVER_TYPESCRIPT_AT } from '../../../jail/layout.js';
+import { NODE, probeFiles } from '../server-env.js';
 import { nodeModulesOf, type ServerPaths, type ServerRow } from '../server-row.js';
-
-/** Where the tsserver row sees the daemon's pinned TypeScript 5 (a bind of its own). */
-const TSSERVER_TS_AT = '/opt/lspd-typescript/typescript';
 
 /** Both rows; LSPD_TYPESCRIPT_SERVER selects one (`selectedWhen`). */
 export function typescriptRows(p: ServerPaths): ServerRow[] {
@@ -20,7 +18,7 @@ export function typescriptRows(p: ServerPaths): ServerRow[] {
       name: 'typescript',
       languages: ['typescript', 'javascript'],
       argv: [at('@typescript/typescript-linux-x64/lib/tsc'), '--lsp', '--stdio'],
-      env: { ...JAIL_ENV },
+      env: {},
       ecosystem: 'npm',
       rootMarkers: ['tsconfig.json', 'jsconfig.json', 'package.json'],
       // Automatic type acquisition runs `npm install types-registry` for JS projects
@@ -57,15 +55,15 @@ export function typescriptRows(p: ServerPaths): ServerRow[] {
       name: 'typescript-language-server',
       languages: ['typescript', 'javascript'],
       argv: [NODE, at('typescript-language-server/lib/cli.mjs'), '--stdio'],
-      env: { ...JAIL_ENV },
+      env: {},
       // The pinned TypeScript bound on its own: run from inside the daemon's
       // node_modules, tsserver walked and inotify-watched every package beside it
       // (measured with strace: thousands of readlink/inotify_add_watch calls).
-      binds: [{ host: host('typescript'), at: TSSERVER_TS_AT }],
+      binds: [{ host: host('typescript'), at: TSSERVER_TYPESCRIPT_AT }],
       ecosystem: 'npm',
       rootMarkers: ['tsconfig.json', 'jsconfig.json', 'package.json'],
       initializationOptions: {
-        tsserver: { path: `${TSSERVER_TS_AT}/lib/tsserver.js`, logVerbosity: 'off' },
+        tsserver: { path: `${TSSERVER_TYPESCRIPT_AT}/lib/tsserver.js`, logVerbosity: 'off' },
         // The typings installer starts npm and reaches for the network; it also outlived the server.
         disableAutomaticTypingAcquisition: true,
         preferences: {},

@@ -2,12 +2,14 @@
 // (the capabilities we advertise decide what servers send: TS 7 pulls diagnostics
 // only when the client can pull; LocationLinks when we accept them) and the answers
 // to the few requests a server makes of its client. Pure: the session sends them.
+// In session/, not wire/: it reads the row and the in-jail paths, and wire/ (the
+// transport) imports nothing above it.
 // https://microsoft.github.io/language-server-protocol/specifications/lsp/3.17/specification/#initialize
 import { basename } from 'node:path';
-import { encodingToLsp } from './encoding.js';
+import { encodingToLsp } from '../wire/encoding.js';
 import { jailPathToFileUri, treeJailPath } from '../answer/paths.js';
 import { settingFor, type ServerRow } from '../servers/server-row.js';
-import { METHOD_NOT_FOUND } from './transport.js';
+import { METHOD_NOT_FOUND } from '../wire/transport.js';
 
 export function initializeParams(row: ServerRow, wsUri: string, wsPath: string): object {
   return {
