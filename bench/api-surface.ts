@@ -6,28 +6,13 @@
 // heap budget is ~0, refuses busy on every route the budget guards. Diff two runs:
 //   node --import tsx bench/api-surface.ts > before.json   (on the old commit)
 //   node --import tsx bench/api-surface.ts > after.json && diff before.json after.json
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pack } from 'tar-stream';
-import { loadConfig } from '../src/config.js';
-import { createLogger } from '../src/log.js';
-import { startDaemon, type Daemon } from '../src/daemon.js';
-import { jailUidEnv } from '../test/helpers/uids.js';
+import { startLspd, type Lspd } from '../test/helpers/daemon.js';
 
 const ROOT = { org: 'acme', repo: 'web', sha: 'a'.repeat(40) };
 const MISSING = { org: 'acme', repo: 'web', sha: 'b'.repeat(40) };
 const PATCH = '--- a/a.sh\n+++ b/a.sh\n@@ -1 +1 @@\n-x\n+y\n';
-
-async function start(env: Record<string, string>): Promise<{ d: Daemon; dataDir: string }> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'lspd-surface-'));
-  chmodSync(dataDir, 0o755);
-  const config = loadConfig({ LSPD_DATA: dataDir, LSPD_LISTEN: '127.0.0.1:0', LSPD_WARM_MAX_SESSIONS: '0', ...jailUidEnv(32), ...env });
-  const d = await startDaemon(config, createLogger('silent'));
-  if (!d.health.jailReady) throw new Error(`jail not proved: ${d.health.reason}`);
-  return { d, dataDir };
-}
 
 async function tar(files: Record<string, string>): Promise<Buffer> {
   const p = pack();
@@ -81,7 +66,7 @@ async function refusals(url: string): Promise<Record<string, number>> {
   return out;
 }
 
-async function registry(d: Daemon): Promise<unknown[]> {
+async function registry(d: Lspd): Promise<unknown[]> {
   const metrics = await d.metrics.registry.getMetricsAsJSON();
   return metrics
     .filter((m) => m.name.startsWith('lspd_'))
@@ -98,24 +83,22 @@ async function registry(d: Daemon): Promise<unknown[]> {
     .sort((a, b) => a.name.localeCompare(b.name));
 }
 
-const a = await start({});
-const b = await start({ LSPD_HEAP_BUDGET_FRACTION: '0.0001' });
+const a = await startLspd();
+const b = await startLspd({ env: { LSPD_HEAP_BUDGET_FRACTION: '0.0001' } });
 try {
-  const docs = await (await fetch(a.d.address + '/docs/json')).json();
-  const html = await (await fetch(a.d.address + '/docs')).text();
-  const statuses = await script(a.d.address);
-  const refused = await refusals(b.d.address);
+  const docs = await (await fetch(a.url + '/docs/json')).json();
+  const html = await (await fetch(a.url + '/docs')).text();
+  const statuses = await script(a.url);
+  const refused = await refusals(b.url);
   // Which route each request was timed under: the label set of the latency histogram.
-  const timed = (await a.d.metrics.registry.getSingleMetricAsString('lspd_http_request_seconds'))
+  const timed = (await a.metrics.registry.getSingleMetricAsString('lspd_http_request_seconds'))
     .split('\n')
     .filter((l) => l.startsWith('lspd_http_request_seconds_count'))
     .map((l) => l.replace(/ \d+(\.\d+)?$/, ''))
     .sort();
-  const out = { docs, docsHtml: html, statuses, refused, registry: await registry(a.d), refusedRegistry: await registry(b.d), timed };
+  const out = { docs, docsHtml: html, statuses, refused, registry: await registry(a), refusedRegistry: await registry(b), timed };
   process.stdout.write(JSON.stringify(out, null, 1) + '\n');
 } finally {
-  for (const x of [a, b]) {
-    await x.d.close();
-    rmSync(x.dataDir, { recursive: true, force: true });
-  }
+  await a.close();
+  await b.close();
 }
