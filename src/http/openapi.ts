@@ -1,6 +1,7 @@
 // The OpenAPI 3.1 document, generated: the routes are the ones fastify actually
 // registered (collected by an onRoute hook, so a route nobody documented still
-// appears), and every schema comes from src/schemas.ts (requests) or
+// appears), each with the doc and access rule it declares in its own options
+// (route-options.ts), and every schema comes from src/schemas.ts (requests) or
 // src/responses.ts (answers) through zod's own JSON Schema output. OpenAPI 3.1's
 // schema dialect is JSON Schema 2020-12, which is what z.toJSONSchema emits, so
 // the schemas go in unchanged. https://spec.openapis.org/oas/v3.1.0

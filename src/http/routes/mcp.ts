@@ -1,6 +1,6 @@
 // /mcp: the tools of src/tools.ts over MCP's Streamable HTTP transport
 // (https://modelcontextprotocol.io/specification/2025-06-18/basic/transports#streamable-http),
-// so an agent can attach lspd directly. Each tool call runs the same entry point as
+// so an agent can attach lspd directly. Each tool call runs the same service as
 // the HTTP route it mirrors, so it answers alike, errors included.
 //
 // Stateless (no Mcp-Session-Id): every POST gets a fresh server and transport.
