@@ -310,9 +310,8 @@ export class QueryService {
     leased?: (note: DependencyNote | undefined) => void,
     purpose?: 'check',
   ): Promise<T> {
-    const { pool } = this.deps;
+    const { pool, admission } = this.deps;
     const org = w.q.org;
-    const { admission } = this.deps;
     admission.wait(org, w.route);
     let waiting = true;
     const admitted = () => {
