@@ -109,7 +109,11 @@ export class Admission {
       return info;
     }
     const list = keys as readonly RootKey[];
-    return list.map((k, i) => this.#d.store.get(k) ?? this.#missing(k, op, i === 0 ? 'base' : 'head'));
+    return list.map((k, i) => {
+      const info = this.#d.store.get(k);
+      if (!info) throw this.#missing(k, op, i === 0 ? 'base' : 'head');
+      return info;
+    });
   }
 
   /** 503 not_ready until the jail is proved: nothing that may start a server runs before. */
@@ -147,12 +151,12 @@ export class Admission {
     return why === undefined ? undefined : this.#readsRefusal(org, why);
   }
 
-  #missing(key: RootKey, op: AdmitOp, which: 'base' | 'head' | undefined): never {
+  #missing(key: RootKey, op: AdmitOp, which: 'base' | 'head' | undefined): AppError {
     // A read took its slot at admission: a refusal after it gives it back.
     if (op.holds === 'reads') this.reads.give(key.org);
-    if (op.missing === 'not_found') throw errors.notFound();
-    if (which === undefined) throw errors.needTree();
-    throw errors.needTree(`The ${which} root ${key.sha} has not been uploaded; upload it and retry.`, { root: key, missing: which });
+    if (op.missing === 'not_found') return errors.notFound();
+    if (which === undefined) return errors.needTree();
+    return errors.needTree(`The ${which} root ${key.sha} has not been uploaded; upload it and retry.`, { root: key, missing: which });
   }
 
   #queueRefusal(org: string, why: ShareRefusal): AppError {
