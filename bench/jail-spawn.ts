@@ -8,15 +8,12 @@ import { createJail } from '../src/jail/jail.js';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
 import { createMetrics } from '../src/metrics.js';
-import { mkdtempSync, chmodSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { rmSync } from 'node:fs';
 import { jailUidEnv } from '../test/helpers/uids.js';
+import { projectDir, tempDir } from '../test/helpers/daemon.js';
 
 const N = Number(process.argv[2] ?? 20);
-const projectDir = resolve(import.meta.dirname, '..');
-const dataDir = mkdtempSync(join(tmpdir(), 'lspd-bench-'));
-chmodSync(dataDir, 0o755);
+const dataDir = tempDir('lspd-bench-', 0o755);
 const config = loadConfig({ LSPD_DATA: dataDir, ...jailUidEnv(16) }, projectDir);
 
 const t0 = performance.now();

@@ -15,10 +15,10 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Budget, LspConnection } from '../src/lsp/wire/transport.js';
-import { fixturesDir, startChaosDaemon, tsCall, tsRoots, type ChaosDaemon } from '../test/chaos/daemons.js';
+import { CHAOS_ENV, fixturesDir, tsCall, tsRoots, uidRange } from '../test/chaos/daemons.js';
 import { Figures, Load, percentile, sleep } from '../test/chaos/harness.js';
 import { MiB, jailRssBytes, rssBytes } from '../test/chaos/procs.js';
-import { projectDir } from '../test/helpers/daemon.js';
+import { projectDir, spawnServing, type Serving } from '../test/helpers/daemon.js';
 
 const args = process.argv.slice(2);
 const flag = (name: string, def: number) => {
@@ -63,7 +63,7 @@ function slopeMiBPerMin(ys: number[]): number {
 }
 
 async function lspdPhase(
-  d: ChaosDaemon,
+  d: Serving,
   mode: string,
   clients: number,
   seconds: number,
@@ -180,8 +180,8 @@ async function rawPhase(clients: number, seconds: number): Promise<Row> {
   }
 }
 
-async function withDaemon<T>(slot: number, env: Record<string, string>, fn: (d: ChaosDaemon) => Promise<T>): Promise<T> {
-  const d = await startChaosDaemon(slot, { LOG_LEVEL: 'info', ...env });
+async function withDaemon<T>(slot: number, env: Record<string, string>, fn: (d: Serving) => Promise<T>): Promise<T> {
+  const d = await spawnServing({ uids: uidRange(slot), env: { ...CHAOS_ENV, LOG_LEVEL: 'info', ...env } });
   try {
     if (d.notReady) throw new Error(`the daemon is not ready here: ${d.notReady}`);
     return await fn(d);

@@ -30,12 +30,12 @@ import { cpSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
-import { bufferOf, fixtureTar, fixturesDir, putTar, startChaosDaemon, tsCall, type ChaosDaemon } from '../test/chaos/daemons.js';
+import { bufferOf, CHAOS_ENV, fixtureTar, fixturesDir, putTar, tsCall, uidRange } from '../test/chaos/daemons.js';
+import { spawnServing, type Serving } from '../test/helpers/daemon.js';
 import { Figures, percentile, send, sleep, type Result } from '../test/chaos/harness.js';
 import { startHangingServer } from '../test/chaos/hanging-server.js';
-import { shaOf, tarOf } from '../test/helpers/ask-harness.js';
+import { shaOf, tarOf } from '../test/helpers/lsp-harness.js';
 import { scratchDir } from '../test/helpers/fetch-env.js';
-import { jailUidEnv } from '../test/helpers/uids.js';
 import { hostileShapes } from './tenancy-shapes.js';
 
 const args = process.argv.slice(2);
@@ -222,11 +222,9 @@ async function startFlood(url: string, roots: Root[], slow: Root): Promise<Flood
 
 async function main(): Promise<void> {
   const registry = await startHangingServer();
-  const d: ChaosDaemon = await startChaosDaemon(0, {
-    ...jailUidEnv(64),
-    LSPD_NPM_REGISTRY: registry.url,
-    LSPD_FETCH_REGISTRIES: registry.authority,
-    ...(sharesOff ? { LSPD_ORG_RESERVE_PERCENT: '0' } : {}),
+  const d: Serving = await spawnServing({
+    uids: uidRange(0),
+    env: { ...CHAOS_ENV, LSPD_NPM_REGISTRY: registry.url, LSPD_FETCH_REGISTRIES: registry.authority, ...(sharesOff ? { LSPD_ORG_RESERVE_PERCENT: '0' } : {}) },
   });
   try {
     if (d.notReady) throw new Error(`the daemon is not ready: ${d.notReady}`);

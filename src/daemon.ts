@@ -1,5 +1,6 @@
 // The one wiring of a running lspd: store → jail (canary) → fetch (resumed) → lsp →
-// http, listening, with one close() that undoes it in the reverse order. main.ts
+// services (src/services.ts, built once: the routes and the tools call the same
+// ones) → http, listening, with one close() that undoes it in the reverse order. main.ts
 // adds only what a process has (configuration errors, signals, exit); the tests
 // and benches start their daemons here, so the wiring they test is the one that
 // runs.
@@ -18,6 +19,8 @@ import type { ServerRow } from './lsp/servers/server-row.js';
 import { FetchManager } from './fetch/fetch-manager.js';
 import { detectToolchains } from './fetch/toolchains.js';
 import { HeapBudget } from './heap-budget.js';
+import { Admission } from './admission.js';
+import { createServices, type Services } from './services.js';
 
 export interface DaemonOptions {
   /** Bearer tokens (LSPD_TOKENS, loaded by the caller, which owns reloading it). */
@@ -37,6 +40,8 @@ export interface Daemon {
   jail: JailRuntime;
   fetcher: FetchManager;
   lsp: Lsp;
+  /** What the routes and the tools call. */
+  services: Services;
   app: FastifyInstance;
   /** Stop accepting, stop fetches (written back as queued), servers, the jail, the store. Idempotent. */
   close(): Promise<void>;
@@ -69,9 +74,13 @@ export async function startDaemon(config: Config, log: Logger, o: DaemonOptions 
   fetcher.onDone((key) => void store.refreshUsage(key).catch((err: unknown) => log.warn({ err }, 'cannot measure a root after its fetch')));
   void fetcher.resume(allRootKeys(store)).catch((err: unknown) => log.error({ err }, 'fetch resume failed'));
 
+  // The one way in for every service (not_ready, busy, need_tree), over the memory budget.
+  const admission = new Admission({ config, health, store, metrics, heap: new HeapBudget({ config, metrics }) });
+
   // Language servers: the closed table (availability into /readyz), the session
   // pool and the query service; sessions spawn lazily, only in the proved SERVE jail.
-  const lsp = await createLsp({ config, log, metrics, health, jail, store, fetcher, ...(o.rows ? { rows: o.rows } : {}) });
+  const lsp = await createLsp({ config, log, metrics, health, jail, store, fetcher, admission, ...(o.rows ? { rows: o.rows } : {}) });
+  const services = createServices({ config, log, metrics, store, fetcher, admission, query: lsp.service });
   // A restart (a rollout, an evicted pod) should not leave the commits agents are
   // asking about cold: the most recently used roots are warmed as on upload.
   for (const key of store.recentlyUsed(config.warmOnStartRoots)) lsp.service.warm(key);
@@ -82,11 +91,10 @@ export async function startDaemon(config: Config, log: Logger, o: DaemonOptions 
     metrics,
     health,
     store,
-    lsp: lsp.service,
+    services,
     pool: lsp.pool,
     table: lsp.table,
     fetcher,
-    heap: new HeapBudget({ config, metrics }),
     ...(o.tokens ? { tokens: o.tokens } : {}),
   });
   const [host, port] = splitListen(config.listen);
@@ -101,7 +109,7 @@ export async function startDaemon(config: Config, log: Logger, o: DaemonOptions 
       await jail.close();
       await store.close();
     })());
-  return { address, config, log, metrics, health, store, jail, fetcher, lsp, app, close };
+  return { address, config, log, metrics, health, store, jail, fetcher, lsp, services, app, close };
 }
 
 /** Every stored root's key, page by page. */

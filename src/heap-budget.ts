@@ -18,7 +18,7 @@
 // gives the next one time.
 import { getHeapStatistics } from 'node:v8';
 import { envName, type Config } from './config.js';
-import { errors } from './errors.js';
+import { errors, type AppError } from './errors.js';
 import type { Metrics } from './metrics.js';
 
 /** What the budget admits or refuses; also the bounded `work` label of its refusals. */
@@ -29,18 +29,17 @@ const SAMPLE_MS = 100;
 const RETRY_AFTER_S = 5;
 
 const WHAT: Record<HeapWork, string> = { upload: 'uploads', diff: 'diffs', walk: 'tree walks', check: 'patch checks' };
-const ROUTE: Record<HeapWork, string> = { upload: '/v1/roots/:org/:repo/:sha', diff: '/v1/diff', walk: '/ask', check: '/v1/check' };
 
 export class HeapBudget {
   /** V8's heap limit (heap_size_limit: --max-old-space-size, else V8's default for the host). */
   readonly limitBytes: number;
   /** The heap past which new work is refused. */
   readonly budgetBytes: number;
-  readonly #metrics: Pick<Metrics, 'heapRefusals' | 'orgRefusals' | 'orgLabels' | 'rejected'>;
+  readonly #metrics: Pick<Metrics, 'heapRefusals' | 'orgRefusals' | 'orgLabels'>;
   #used = 0;
   #sampledAt = -Infinity;
 
-  constructor(o: { config: Pick<Config, 'heapBudgetFraction'>; metrics: Pick<Metrics, 'heapRefusals' | 'orgRefusals' | 'orgLabels' | 'rejected'> }) {
+  constructor(o: { config: Pick<Config, 'heapBudgetFraction'>; metrics: Pick<Metrics, 'heapRefusals' | 'orgRefusals' | 'orgLabels'> }) {
     this.limitBytes = getHeapStatistics().heap_size_limit;
     this.budgetBytes = Math.floor(this.limitBytes * o.config.heapBudgetFraction);
     this.#metrics = o.metrics;
@@ -56,15 +55,17 @@ export class HeapBudget {
     return this.#used;
   }
 
-  /** Admit `work` for `org`, or throw 503 busy (Retry-After) counted by work and org. */
-  admit(work: HeapWork, org: string): void {
+  /**
+   * Undefined when `work` for `org` is admitted, else its 503 busy (Retry-After), counted
+   * by work and org; the route's count is src/admission.ts's, which asks this.
+   */
+  refusal(work: HeapWork, org: string): AppError | undefined {
     const used = this.usedBytes();
-    if (used <= this.budgetBytes) return;
+    if (used <= this.budgetBytes) return undefined;
     const m = this.#metrics;
     m.heapRefusals.inc({ work });
     m.orgRefusals.inc({ org: m.orgLabels.of(org), reason: 'heap' });
-    m.rejected.inc({ route: ROUTE[work] });
-    throw errors.busy(
+    return errors.busy(
       `The daemon's memory is at ${mib(used)} MiB, past its budget of ${mib(this.budgetBytes)} MiB (${envName('heapBudgetFraction')}): new ${WHAT[work]} wait until it falls; queries still answer.`,
       RETRY_AFTER_S,
     );

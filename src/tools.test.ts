@@ -16,15 +16,21 @@ function health(ready: boolean, servers: Health['servers'] = {}): Health {
 
 const root = { org: 'acme', repo: 'api', sha: 'a'.repeat(40) };
 const calls: { kind: string; body: unknown }[] = [];
+/** A service call recorded, answered `{ok: true}` (the answer's shape is the service's concern, not the table's). */
+const record =
+  (kind: string) =>
+  async (body: unknown): Promise<never> =>
+    (calls.push({ kind, body }), { ok: true }) as never;
 const runner: ToolRunner = {
-  lsp: async (body) => (calls.push({ kind: 'lsp', body }), { ok: true }),
-  ask: async (body) => (calls.push({ kind: 'ask', body }), { ok: true }),
-  readFile: async (body) => (calls.push({ kind: 'readFile', body }), { ok: true }),
-  diff: async (body) => (calls.push({ kind: 'diff', body }), { ok: true }),
-  check: async (body) => (calls.push({ kind: 'check', body }), { ok: true }),
+  query: { lsp: record('lsp') },
+  ask: { answer: record('ask') },
+  files: { read: record('readFile') },
+  diff: { diff: record('diff') },
+  checks: { check: record('check') },
   assertOrg: (org) => {
     if (org !== 'acme') throw new AppError('forbidden', 403, 'no');
   },
+  assertPermission: () => {},
 };
 
 test('no query tool is listed while the jail is unproved; all are once it is', () => {

@@ -4,8 +4,8 @@
 // only for what no query of it could survive (schema of the envelope, unknown root).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { postJson, shaOf } from './helpers/ask-harness.js';
 import { askSuite } from './helpers/ask-suite.js';
+import { postJson, shaOf } from './helpers/lsp-harness.js';
 
 const root = { org: 'acme', repo: 'ask-batch', sha: shaOf('ask-batch') };
 const daemon = askSuite({ uploads: [[root, 'ask-ts']] });

@@ -7,19 +7,20 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { skipOrFail } from './helpers/host.js';
-import { postJson, shaOf, startDaemon, stopDaemon, upload, type Started } from './helpers/ask-harness.js';
+import { postJson, shaOf, upload } from './helpers/lsp-harness.js';
+import { spawnServing, type Serving } from './helpers/daemon.js';
 
 const root = { org: 'acme', repo: 'ask-deadline', sha: shaOf('ask-deadline') };
 const TIMEOUT_MS = 400;
-let s: Started | undefined;
+let s: Serving | undefined;
 
 before(async () => {
-  s = await startDaemon({ LSPD_QUERY_TIMEOUT_MS: String(TIMEOUT_MS), LSPD_CLEANUP_RESERVE_MS: '100' });
+  s = await spawnServing({ env: { LSPD_QUERY_TIMEOUT_MS: String(TIMEOUT_MS), LSPD_CLEANUP_RESERVE_MS: '100' } });
   if (s.notReady) return;
   const r = await upload(s.url, root, 'ask-py');
   assert.equal(r.status, 201, await r.text());
 });
-after(() => stopDaemon(s));
+after(() => s?.close());
 
 test('a cold query past its deadline answers 504 timeout, on time', { timeout: 60_000 }, async (t) => {
   if (s?.notReady) return t.skip(skipOrFail(`the jail could not be proved on this host: ${s.notReady}`));

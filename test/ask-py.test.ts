@@ -4,8 +4,8 @@
 // outside the tree (the standard library: resolved, but never rendered as a path).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { lineOf, shaOf } from './helpers/ask-harness.js';
 import { askOn, askSuite } from './helpers/ask-suite.js';
+import { lineOf, shaOf } from './helpers/lsp-harness.js';
 
 const FIX = 'ask-py';
 const root = { org: 'acme', repo: 'ask-py', sha: shaOf('ask-py') };

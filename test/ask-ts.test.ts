@@ -4,8 +4,8 @@
 // ambiguous, unknown, and a name from the fixture's node_modules dependency.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { lineOf, postJson, shaOf } from './helpers/ask-harness.js';
 import { askOn, askSuite } from './helpers/ask-suite.js';
+import { lineOf, postJson, shaOf } from './helpers/lsp-harness.js';
 
 const FIX = 'ask-ts';
 const root = { org: 'acme', repo: 'ask-ts', sha: shaOf('ask-ts') };

@@ -19,9 +19,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { SHA, packTar, startServer, type PackEntry, type TestServer } from './store-helpers.js';
+import { SHA, packTar, type PackEntry } from './store-helpers.js';
 import { gitRepo, runCli, writeTokens, type TestToken } from './helpers/ops.js';
-import { tempDir } from './helpers/daemon.js';
+import { tempDir, startStoreServer, type StoreServer } from './helpers/daemon.js';
 import { startNpmRegistry, type NpmRegistry } from './helpers/npm-registry.js';
 import type { FileAnswer } from '../src/responses.js';
 import { cannotJail, fetchSettled, getJson, lspQuery, position, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
@@ -58,14 +58,14 @@ function rawGet(url: string, path: string, headers: Record<string, string> = {})
 }
 
 describe('files route on a stored tree', () => {
-  let s: TestServer;
+  let s: StoreServer;
   let repo: string;
   let key: { org: string; repo: string; sha: string };
   let base: string;
   const get = (rel: string, q = '') => rawGet(s.url, `${base}/files/${rel}${q}`);
 
   before(async () => {
-    s = await startServer({ env: { LSPD_MAX_ANSWER_BYTES: String(MAX_ANSWER_BYTES), LSPD_MAX_FILE_BYTES: String(MAX_FILE_BYTES) } });
+    s = await startStoreServer({ env: { LSPD_MAX_ANSWER_BYTES: String(MAX_ANSWER_BYTES), LSPD_MAX_FILE_BYTES: String(MAX_FILE_BYTES) } });
     // A real commit, so `lspd show` can name the root the way it names any (its sha in a checkout).
     repo = tempDir('lspd-files-repo-');
     const sha = gitRepo(repo, { 'src/a.ts': TEN });
@@ -229,7 +229,7 @@ describe('files route on a stored tree', () => {
 });
 
 describe('files route access: the rule of GET on a root', () => {
-  let s: TestServer;
+  let s: StoreServer;
   const reader: TestToken = { secret: 'lspd_rd-0123456789abcdefghijklmnopqrstu', name: 'reader', orgs: ['acme'], permissions: ['read'] };
   const querier: TestToken = { secret: 'lspd_qy-0123456789abcdefghijklmnopqrstu', name: 'querier', orgs: ['acme'], permissions: ['query', 'upload'] };
   const other: TestToken = { secret: 'lspd_ot-0123456789abcdefghijklmnopqrstu', name: 'other', orgs: ['globex'], permissions: ['read'] };
@@ -238,7 +238,7 @@ describe('files route access: the rule of GET on a root', () => {
   before(async () => {
     const tokens = join(tempDir('lspd-files-tokens-'), 'tokens.json');
     writeTokens(tokens, [reader, querier, other]);
-    s = await startServer({ env: { LSPD_TOKENS: tokens } });
+    s = await startStoreServer({ env: { LSPD_TOKENS: tokens } });
     const r = await fetch(`${s.url}/v1/roots/acme/auth/${SHA(1)}`, {
       method: 'PUT',
       headers: { 'content-type': 'application/x-tar', authorization: `Bearer ${querier.secret}` },
@@ -258,14 +258,14 @@ describe('files route access: the rule of GET on a root', () => {
 });
 
 describe('file reads are fair-shared per org (LSPD_MAX_FILE_READS)', () => {
-  let s: TestServer;
+  let s: StoreServer;
   // A file whose every read scans all of it (to count its lines): each read stays in
   // flight long enough for the other org's to arrive while the flood holds its share.
   const HUGE = ('z'.repeat(127) + '\n').repeat(256 * 1024); // 32 MiB
   const path = (org: string) => `/v1/roots/${org}/reads/${SHA(7)}/files/huge.txt?start=3&end=4`;
 
   before(async () => {
-    s = await startServer({ env: { LSPD_MAX_FILE_READS: '2' } });
+    s = await startStoreServer({ env: { LSPD_MAX_FILE_READS: '2' } });
     for (const org of ['acme', 'globex']) {
       const r = await fetch(`${s.url}/v1/roots/${org}/reads/${SHA(7)}`, {
         method: 'PUT',

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import { startServer, type TestServer } from './store-helpers.js';
+import { startStoreServer, type StoreServer } from './helpers/daemon.js';
 
 const LIMIT = 64 * 1024;
 
@@ -55,9 +55,9 @@ function slowPost(url: string, path: string, size: number, lengthKnown: boolean)
 }
 
 describe('a JSON body past the limit is answered 413, never cut off', () => {
-  let s: TestServer;
+  let s: StoreServer;
   before(async () => {
-    s = await startServer({ env: { LSPD_JSON_BODY_LIMIT_BYTES: String(LIMIT) } });
+    s = await startStoreServer({ env: { LSPD_JSON_BODY_LIMIT_BYTES: String(LIMIT) } });
   });
   after(async () => {
     await s?.destroy();

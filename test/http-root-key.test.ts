@@ -3,11 +3,12 @@
 // repo is 400 bad_name, whether the key is in the path or in a JSON body.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { SHA, startServer, type TestServer } from './store-helpers.js';
+import { SHA } from './store-helpers.js';
+import { startStoreServer, type StoreServer } from './helpers/daemon.js';
 
-let s: TestServer;
+let s: StoreServer;
 before(async () => {
-  s = await startServer();
+  s = await startStoreServer();
 });
 after(() => s.destroy());
 

@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, statSync, symlinkSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { cannotJail, makeTree, startJail, tempDir, type TestJail } from './fixtures/jail/harness.js';
+import { cannotJail, makeTree, startJail, jailDir, type TestJail } from './helpers/jail.js';
 import { TREE_AT } from '../src/jail/layout.js';
 
 const skip = cannotJail();
@@ -27,7 +27,7 @@ describe('jail binds', { skip }, () => {
   after(async () => t?.close());
 
   test('FETCH writes its dependency dir as its own uid; afterwards everything belongs to root', async () => {
-    const deps = tempDir('lspd-deps-');
+    const deps = jailDir('lspd-deps-');
     const r = await run(t, {
       phase: 'fetch',
       argv: ['/bin/sh', '-c', 'mkdir -p /deps/pkg && echo hi > /deps/pkg/f && id -u && touch /usr/x 2>/dev/null || echo ro'],
@@ -39,7 +39,7 @@ describe('jail binds', { skip }, () => {
   });
 
   test('a read-write bind is refused in SERVE', async () => {
-    await assert.rejects(t.jail.spawn({ phase: 'serve', argv: ['/usr/bin/true'], binds: [{ host: tempDir(), at: '/deps', rw: true }] }));
+    await assert.rejects(t.jail.spawn({ phase: 'serve', argv: ['/usr/bin/true'], binds: [{ host: jailDir(), at: '/deps', rw: true }] }));
   });
 
   test('a bind inside the read-only tree gets its mount point, and stays read-only', async () => {
@@ -64,14 +64,14 @@ describe('jail binds', { skip }, () => {
         phase: 'serve',
         argv: ['/usr/bin/true'],
         tree: { hostDir: tree, at: TREE_AT },
-        binds: [{ host: tempDir(), at: `${TREE_AT}/node_modules` }],
+        binds: [{ host: jailDir(), at: `${TREE_AT}/node_modules` }],
       }),
       { code: 'server_unavailable' },
     );
   });
 
   test('a bind whose host path goes through a link is refused', async () => {
-    const base = tempDir();
+    const base = jailDir();
     mkdirSync(join(base, 'real'));
     symlinkSync('/etc', join(base, 'link'));
     await assert.rejects(t.jail.spawn({ phase: 'fetch', argv: ['/usr/bin/true'], binds: [{ host: join(base, 'link'), at: '/deps', rw: true }] }), {

@@ -11,7 +11,7 @@ import { cpuTimes } from '../src/jail/proc-cpu.js';
 import type { JailedProcess } from '../src/jail/types.js';
 import { cpuBandwidthOf, cpuCgroupOf, UNLIMITED } from './helpers/cgroup.js';
 import { skipOrFail } from './helpers/host.js';
-import { cannotJail, pidsOfUids, startJail, UID_COUNT, waitFor, type TestJail } from './fixtures/jail/harness.js';
+import { cannotJail, pidsOfUids, startJail, UID_COUNT, waitFor, type TestJail } from './helpers/jail.js';
 
 const skip = cannotJail();
 /** A shell that spins on `n` processes and says so. */

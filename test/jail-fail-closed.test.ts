@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { pack } from 'tar-stream';
 import { spawnDaemon, type Daemon } from './helpers/daemon.js';
-import { cannotJail, jailCommands, pidsOfUids, privateUidBase, startJail, UID_COUNT } from './fixtures/jail/harness.js';
+import { cannotJail, jailCommands, pidsOfUids, privateUidBase, startJail, UID_COUNT } from './helpers/jail.js';
 
 const skip = cannotJail();
 const WRONG_HELPER = join(import.meta.dirname, 'fixtures', 'jail', 'fetch-filter-for-serve.sh');

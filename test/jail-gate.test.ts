@@ -9,7 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readdirSync, readlinkSync, constants } from 'node:fs';
 import { GATE_PATH } from '../src/jail/policy.js';
 import { allProcs } from './chaos/procs.js';
-import { cannotJail, privateUidBase, startJail, tempDir, UID_COUNT, waitFor, type TestJail } from './fixtures/jail/harness.js';
+import { cannotJail, privateUidBase, startJail, jailDir, UID_COUNT, waitFor, type TestJail } from './helpers/jail.js';
 
 const skip = cannotJail();
 
@@ -89,8 +89,8 @@ describe('lspd-gate', { skip }, () => {
   });
 
   test('the program gets the daemon descriptors it was named, as 7, 8, ..., and no other past 5', async () => {
-    const dirA = tempDir('lspd-gate-a-');
-    const dirB = tempDir('lspd-gate-b-');
+    const dirA = jailDir('lspd-gate-a-');
+    const dirB = jailDir('lspd-gate-b-');
     const fdA = openSync(dirA, constants.O_RDONLY | constants.O_DIRECTORY);
     const fdB = openSync(dirB, constants.O_RDONLY | constants.O_DIRECTORY);
     try {

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cannotJail, pidsOfUids, privateUidBase, projectDir, startJail, tempDir, UID_COUNT, waitFor, type TestJail } from './fixtures/jail/harness.js';
+import { cannotJail, pidsOfUids, privateUidBase, projectDir, startJail, jailDir, UID_COUNT, waitFor, type TestJail } from './helpers/jail.js';
 
 const skip = cannotJail();
 // A shell that leaves children, grandchildren and an orphan (re-parented to the jail's init) behind.
@@ -105,7 +105,7 @@ describe('jail lifetime', { skip }, () => {
 describe('jail lifetime: the daemon is SIGKILLed', { skip }, () => {
   test('no process of any jail outlives it, and its cgroups are swept at the next start', { timeout: 60_000 }, async () => {
     const uidBase = privateUidBase() + 32; // a range of its own, apart from the suite above
-    const dataDir = tempDir('lspd-jail-kill-');
+    const dataDir = jailDir('lspd-jail-kill-');
     const cli = spawn(process.execPath, ['--import', 'tsx', 'src/cli/jail.ts', '--phase', 'serve', '--', ...FORKER], {
       cwd: projectDir,
       env: { ...process.env, LSPD_DATA: dataDir, LSPD_JAIL_UID_BASE: String(uidBase), LSPD_JAIL_UID_COUNT: '32' },

@@ -10,7 +10,7 @@ import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { cannotJail, makeTree, probe, projectDir, startJail, type TestJail } from './fixtures/jail/harness.js';
+import { cannotJail, makeTree, probe, projectDir, startJail, type TestJail } from './helpers/jail.js';
 import { TREE_AT } from '../src/jail/layout.js';
 
 const skip = cannotJail();

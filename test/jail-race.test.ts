@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, renameSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { cannotJail, makeTree, startJail, tempDir, type TestJail } from './fixtures/jail/harness.js';
+import { cannotJail, makeTree, startJail, jailDir, type TestJail } from './helpers/jail.js';
 
 import type { JailSpawnOptions } from '../src/jail/types.js';
 import { isAppError } from '../src/errors.js';
@@ -34,7 +34,7 @@ describe('tree path-swap race', { skip }, () => {
       {},
       createLogger('warn', new Writable({ write: (chunk: Buffer, _e, cb) => ((retries += (chunk.toString().match(/retrying/g) ?? []).length), cb()) })),
     );
-    parent = tempDir('lspd-race-');
+    parent = jailDir('lspd-race-');
     makeTree({ marker: 'ADMITTED\n' }, join(parent, 'tree'));
     makeTree({ marker: 'SWAPPED-IN\n' }, join(parent, 'other'));
   });

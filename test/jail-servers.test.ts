@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cpSync } from 'node:fs';
 import { join } from 'node:path';
-import { cannotJail, makeTree, startJail, tempDir, type TestJail } from './fixtures/jail/harness.js';
+import { cannotJail, makeTree, startJail, jailDir, type TestJail } from './helpers/jail.js';
 import type { JailedProcess } from '../src/jail/types.js';
 import { CLANGD } from '../src/lsp/servers/rows/c.js';
 import { JAIL_NODE_MODULES, TREE_AT } from '../src/jail/layout.js';
@@ -68,7 +68,7 @@ describe('language servers in the SERVE jail', { skip }, () => {
   let tree: string;
   before(async () => {
     t = await startJail();
-    tree = tempDir('lspd-servers-tree-');
+    tree = jailDir('lspd-servers-tree-');
     cpSync(join(import.meta.dirname, 'fixtures', 'jail', 'servers-tree'), tree, { recursive: true });
     makeTree({}, tree);
   });

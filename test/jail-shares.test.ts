@@ -13,7 +13,7 @@ import type { JailedProcess } from '../src/jail/types.js';
 import { createLogger } from '../src/log.js';
 import { createMetrics, type Metrics } from '../src/metrics.js';
 import { startHangingServer, type HangingServer } from './chaos/hanging-server.js';
-import { cannotJail, pidsOfUids, projectDir, tempDir } from './fixtures/jail/harness.js';
+import { cannotJail, pidsOfUids, projectDir, jailDir } from './helpers/jail.js';
 import { jailUids } from './helpers/uids.js';
 
 const skip = cannotJail() ?? (process.getuid?.() !== 0 ? 'the jail needs root (it runs each jail as a pool uid)' : undefined);
@@ -51,7 +51,7 @@ describe('jail uids and egress connections are shared fairly between orgs', { sk
 
   before(async () => {
     registry = await startHangingServer();
-    dataDir = tempDir('lspd-shares-');
+    dataDir = jailDir('lspd-shares-');
     const config = loadConfig(
       {
         LSPD_DATA: dataDir,

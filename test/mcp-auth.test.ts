@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { hashToken } from '../src/tokens.js';
-import { tempDir } from './helpers/daemon.js';
-import { getJson, postJson, shaOf, startDaemon, stopDaemon, upload, type Started } from './helpers/ask-harness.js';
+import { tempDir, spawnServing, type Serving } from './helpers/daemon.js';
+import { getJson, postJson, shaOf, upload } from './helpers/lsp-harness.js';
 
 const ACME = 'lspd_test-acme-3f1c9a7e52b04d8e';
 const READER = 'lspd_test-read-only-8d2e6b1a';
@@ -19,7 +19,7 @@ const ACME_READ = 'lspd_test-acme-read-5b7c0d2e91';
 const acme = { org: 'acme', repo: 'mcp-auth', sha: shaOf('mcp-auth') };
 const other = { org: 'globex', repo: 'mcp-auth', sha: shaOf('mcp-auth') };
 const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
-let s: Started | undefined;
+let s: Serving | undefined;
 
 before(async () => {
   const path = join(tempDir('lspd-tokens-'), 'tokens.json');
@@ -33,12 +33,12 @@ before(async () => {
       ],
     }),
   );
-  s = await startDaemon({ LSPD_TOKENS: path });
+  s = await spawnServing({ env: { LSPD_TOKENS: path } });
   if (s.notReady) return;
   const r = await upload(s.url, acme, 'ask-ts', bearer(ACME));
   assert.equal(r.status, 201, await r.text());
 });
-after(() => stopDaemon(s));
+after(() => s?.close());
 
 async function connect(headers: Record<string, string>): Promise<Client> {
   const c = new Client({ name: 'lspd-test', version: '1' });

@@ -6,8 +6,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { getJson, position, postJson, shaOf, stable, startDaemon, stopDaemon } from './helpers/ask-harness.js';
 import { askSuite } from './helpers/ask-suite.js';
+import { getJson, position, postJson, shaOf, stable } from './helpers/lsp-harness.js';
+import { spawnServing } from './helpers/daemon.js';
 
 const root = { org: 'acme', repo: 'mcp-tools', sha: shaOf('mcp-tools') };
 // TS 7 has no type hierarchy (422 no_server): the type tools are called on clangd.
@@ -164,7 +165,7 @@ test('a tools/call whose params are not a tool call is JSON-RPC -32602 Invalid p
 });
 
 test('an unproved jail: MCP lists no tools and refuses calls with not_ready', { timeout: 60_000 }, async () => {
-  const broken = await startDaemon({ LSPD_BWRAP_PATH: '/nonexistent/bwrap' }, { expectReady: false });
+  const broken = await spawnServing({ env: { LSPD_BWRAP_PATH: '/nonexistent/bwrap' }, expectReady: false });
   const c = await connect(broken.url);
   try {
     assert.ok(broken.notReady);
@@ -174,6 +175,6 @@ test('an unproved jail: MCP lists no tools and refuses calls with not_ready', { 
     assert.equal((res.structuredContent as { error: string }).error, 'not_ready');
   } finally {
     await c.close();
-    await stopDaemon(broken);
+    await broken?.close();
   }
 });

@@ -14,7 +14,8 @@ import { buffer } from 'node:stream/consumers';
 import { after, before, describe, it } from 'node:test';
 import { baseCandidates, deltaArchive, deltaOf, scanAttributes, treeFacts, type Delta } from '../src/cli/git-delta.js';
 import { archiveOf, commitAll, git, snapshot, treeOf } from './helpers/git-trees.js';
-import { put, startServer, type TestServer } from './store-helpers.js';
+import { put } from './store-helpers.js';
+import { startStoreServer, type StoreServer } from './helpers/daemon.js';
 
 const TAR = { 'content-type': 'application/x-tar' };
 
@@ -26,7 +27,7 @@ function write(dir: string, files: Record<string, string>): void {
 }
 
 describe('lspd push layers from git', () => {
-  let s: TestServer;
+  let s: StoreServer;
   const dirs: string[] = [];
   const repoDir = () => {
     const d = mkdtempSync(join(tmpdir(), 'lspd-delta-'));
@@ -35,7 +36,7 @@ describe('lspd push layers from git', () => {
     return d;
   };
   before(async () => {
-    s = await startServer();
+    s = await startStoreServer();
   });
   after(async () => {
     await s.destroy();

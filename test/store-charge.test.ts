@@ -14,7 +14,8 @@ import { linkSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import { SHA, assertNothingStored, packTar, put, startServer, type PackEntry, type TestServer } from './store-helpers.js';
+import { SHA, assertNothingStored, packTar, put, type PackEntry } from './store-helpers.js';
+import { startStoreServer, type StoreServer } from './helpers/daemon.js';
 
 const MiB = 1024 * 1024;
 const GZIP = { 'content-type': 'application/gzip' };
@@ -33,7 +34,7 @@ function duOrg(dataDir: string, org: string): number {
     .reduce((n, line) => n + Number(line.split('\t')[0]), 0);
 }
 
-function assertNearDu(s: TestServer, org: string, what: string): { charged: number; du: number } {
+function assertNearDu(s: StoreServer, org: string, what: string): { charged: number; du: number } {
   const charged = s.store.orgUsage().get(org) ?? 0;
   const du = duOrg(s.dataDir, org);
   assert.ok(Math.abs(charged - du) <= du * 0.1, `${what}: charged ${charged} B, du ${du} B (${((charged / du - 1) * 100).toFixed(1)}%)`);
@@ -58,9 +59,9 @@ const emptyDirs = (n: number, prefix = 'd'): PackEntry[] => Array.from({ length:
 
 describe('metadata is charged (reproduction 2)', () => {
   describe('against a small org quota', () => {
-    let s: TestServer;
+    let s: StoreServer;
     before(async () => {
-      s = await startServer({ env: { LSPD_ORG_DISK_QUOTA_BYTES: String(4 * MiB) } });
+      s = await startStoreServer({ env: { LSPD_ORG_DISK_QUOTA_BYTES: String(4 * MiB) } });
     });
     after(() => {
       // The refusal came mid-body: the connection the client keeps would hold close() for the keep-alive timeout.
@@ -81,9 +82,9 @@ describe('metadata is charged (reproduction 2)', () => {
 
   describe('against a quota that holds two roots of 5,000 empty directories', () => {
     const QUOTA = 45 * MiB;
-    let s: TestServer;
+    let s: StoreServer;
     before(async () => {
-      s = await startServer({ env: { LSPD_ORG_DISK_QUOTA_BYTES: String(QUOTA) } });
+      s = await startStoreServer({ env: { LSPD_ORG_DISK_QUOTA_BYTES: String(QUOTA) } });
     });
     after(() => s.destroy());
 
@@ -138,9 +139,9 @@ describe('hard-link fan-out (reproduction 1)', () => {
   const layer = () => packTar([{ name: 'layer.txt', data: Buffer.alloc(10_000, 3) }]);
 
   describe('the bound on names per file', () => {
-    let s: TestServer;
+    let s: StoreServer;
     before(async () => {
-      s = await startServer({ env: { LSPD_MAX_HARD_LINKS_PER_FILE: String(NAMES) } });
+      s = await startStoreServer({ env: { LSPD_MAX_HARD_LINKS_PER_FILE: String(NAMES) } });
     });
     after(() => s.destroy());
 
@@ -159,10 +160,10 @@ describe('hard-link fan-out (reproduction 1)', () => {
   });
 
   describe('a head composed on a base whose file is at the link ceiling', () => {
-    let s: TestServer;
+    let s: StoreServer;
     let scratch: string;
     before(async () => {
-      s = await startServer({ env: { LSPD_MAX_HARD_LINKS_PER_FILE: String(NAMES), LSPD_ORG_DISK_QUOTA_BYTES: String(1 * MiB) } });
+      s = await startStoreServer({ env: { LSPD_MAX_HARD_LINKS_PER_FILE: String(NAMES), LSPD_ORG_DISK_QUOTA_BYTES: String(1 * MiB) } });
       assert.equal((await put(s.url, `orga/fan/${SHA(1)}`, await packTar(fanOut(NAMES)), TAR)).status, 201);
       // Scratch names on the same filesystem, outside roots/: no root is charged them.
       scratch = mkdtempSync(join(dirname(s.dataDir), 'lspd-links-'));

@@ -1,94 +1,15 @@
-// Shared by the store tests: an in-process lspd on port 0 over a temp data dir,
+// Shared by the store tests (their server is test/helpers/daemon.ts startStoreServer):
 // tar builders (tar-stream's pack for ordinary archives, hand-made 512-byte headers
 // for the hostile ones tar-stream would never write), and a walk of the data dir
 // that proves nothing was left behind.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import tar from 'tar-stream';
 import { request } from 'undici';
-import type { FastifyInstance } from 'fastify';
-import { loadConfig } from '../src/config.js';
-import { Health } from '../src/health.js';
-import { HeapBudget } from '../src/heap-budget.js';
-import { buildServer } from '../src/http/server.js';
-import type { Deps } from '../src/http/deps.js';
-import { errors } from '../src/errors.js';
-import { createLogger } from '../src/log.js';
-import { createMetrics, type Metrics } from '../src/metrics.js';
-import { RootStore } from '../src/store/store.js';
-import { TokenSet } from '../src/tokens.js';
 
 export const SHA = (n: number) => n.toString(16).padStart(40, '0');
-
-export interface TestServer {
-  url: string;
-  dataDir: string;
-  store: RootStore;
-  metrics: Metrics;
-  app: FastifyInstance;
-  /** Stop the server and the store, keep the data dir. */
-  close(): Promise<void>;
-  /** close() and remove the data dir. */
-  destroy(): Promise<void>;
-}
-
-export async function startServer(opts: { dataDir?: string; env?: Record<string, string> } = {}): Promise<TestServer> {
-  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'lspd-store-'));
-  const config = loadConfig({ LSPD_DATA: dataDir, ...opts.env });
-  const log = createLogger('silent');
-  const metrics = createMetrics();
-  const store = await RootStore.open({ config, log, metrics });
-  const health = new Health();
-  health.store = await store.checkWritable();
-  // LSPD_TOKENS in env turns auth on, as in the daemon.
-  const tokens = config.tokensFile ? TokenSet.load(config.tokensFile) : undefined;
-  const heap = new HeapBudget({ config, metrics });
-  const app = await buildServer({ config, log, metrics, health, store, heap, ...storeOnly(), ...(tokens ? { tokens } : {}) });
-  const url = await app.listen({ host: '127.0.0.1', port: 0 });
-  const close = async () => {
-    await app.close();
-    await store.close();
-  };
-  return {
-    url,
-    dataDir,
-    store,
-    metrics,
-    app,
-    close,
-    async destroy() {
-      await close();
-      rmSync(dataDir, { recursive: true, force: true });
-    },
-  };
-}
-
-/**
- * The parts a store-only server lacks, as stubs: no query is served (503, as a daemon
- * whose jail is not proved answers), no fetch is queued, no session exists, no
- * language has a server.
- */
-function storeOnly(): Pick<Deps, 'lsp' | 'pool' | 'table' | 'fetcher'> {
-  const unserved = (): never => {
-    throw errors.serverUnavailable('This test server stores roots only; it runs no language server.', 5);
-  };
-  return {
-    lsp: {
-      lsp: async () => unserved(),
-      assertServing: unserved,
-      checkRoot: unserved,
-      warm: () => {},
-      scratch: async () => unserved(),
-      readStored: async () => unserved(),
-    },
-    pool: { sessionsOf: () => [] },
-    table: { choose: () => undefined },
-    fetcher: { enqueue: async () => ({ state: 'none' }), state: () => ({ state: 'none' }), serveBinds: () => [] },
-  };
-}
 
 export interface Answer {
   status: number;

@@ -11,20 +11,8 @@ import { dirname, join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { archiveOf, commitAll, git, snapshot, treeOf } from './helpers/git-trees.js';
-import {
-  SHA,
-  assertNothingStored,
-  call,
-  packTar,
-  put,
-  rawFile,
-  rawHeader,
-  startServer,
-  tarOf,
-  until,
-  type PackEntry,
-  type TestServer,
-} from './store-helpers.js';
+import { SHA, assertNothingStored, call, packTar, put, rawFile, rawHeader, tarOf, until, type PackEntry } from './store-helpers.js';
+import { startStoreServer, type StoreServer } from './helpers/daemon.js';
 
 const TAR = { 'content-type': 'application/x-tar' };
 const withTree = (tree: string) => ({ ...TAR, 'x-lspd-git-tree': tree });
@@ -91,7 +79,7 @@ const layer: PackEntry[] = [
 const layerBytes = layer.reduce((n, e) => n + (e.type === undefined ? Buffer.byteLength(e.data ?? '') : 0), 0);
 
 describe('incremental roots', () => {
-  let s: TestServer;
+  let s: StoreServer;
   let repo: string;
   let a: string;
   let b: string;
@@ -100,7 +88,7 @@ describe('incremental roots', () => {
   const gauge = async () => (await s.metrics.rootsBytes.get()).values[0]!.value;
 
   before(async () => {
-    s = await startServer();
+    s = await startStoreServer();
     repo = mkdtempSync(join(tmpdir(), 'lspd-incr-repo-'));
     ({ a, b } = makeRepo(repo));
   });

@@ -9,8 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { RootKey } from '../src/store/types.js';
-import { SHA, assertNothingStored, call, packTar, put, startServer, until, walk, type TestServer } from './store-helpers.js';
+import { SHA, assertNothingStored, call, packTar, put, until, walk } from './store-helpers.js';
 import { skipOrFail } from './helpers/host.js';
+import { startStoreServer, type StoreServer } from './helpers/daemon.js';
 
 const key = (sha: string, org = 'acme', repo = 'api'): RootKey => ({ org, repo, sha });
 const small = () => packTar([{ name: 'a.ts', data: 'export const a = 1;\n' }]);
@@ -23,9 +24,9 @@ const ROOT_BLOCKS = 5;
 const charged = (blocks: number) => (ROOT_BLOCKS + blocks) * BLOCK;
 
 describe('GET, DELETE and list', () => {
-  let s: TestServer;
+  let s: StoreServer;
   before(async () => {
-    s = await startServer();
+    s = await startStoreServer();
   });
   after(() => s.destroy());
 
@@ -129,7 +130,7 @@ describe('GET, DELETE and list', () => {
 
 describe('restart', () => {
   it('roots survive a restart; staging, trash and unreadable roots left behind are removed at open', async () => {
-    const s1 = await startServer();
+    const s1 = await startStoreServer();
     const dataDir = s1.dataDir;
     const r = await put(
       s1.url,
@@ -150,7 +151,7 @@ describe('restart', () => {
     mkdirSync(join(dataDir, 'trash/feed/tree'), { recursive: true });
     mkdirSync(join(dataDir, 'roots/acme/api', SHA(9), 'tree'), { recursive: true });
 
-    const s2 = await startServer({ dataDir });
+    const s2 = await startStoreServer({ dataDir });
     try {
       const got = await call(s2.url, 'GET', `/v1/roots/acme/api/${SHA(1)}`);
       assert.equal(got.status, 200);
@@ -170,11 +171,11 @@ describe('restart', () => {
 
 describe('disk quota', () => {
   const QUOTA = charged(10) * 2.5;
-  let s: TestServer;
+  let s: StoreServer;
   const removed: string[] = [];
   before(async () => {
     // Two roots of 10 blocks of data and a half.
-    s = await startServer({ env: { LSPD_DISK_QUOTA_BYTES: String(QUOTA) } });
+    s = await startStoreServer({ env: { LSPD_DISK_QUOTA_BYTES: String(QUOTA) } });
     s.store.onRemove((k, reason) => void removed.push(`${reason}:${k.sha}`));
   });
   after(() => s.destroy());
@@ -243,7 +244,7 @@ describe('disk quota', () => {
 
 describe('failures mid-upload', () => {
   it('a client that disconnects mid-upload leaves nothing', async () => {
-    const s = await startServer();
+    const s = await startStoreServer();
     try {
       const tarBuf = await packTar(Array.from({ length: 2000 }, (_, i) => ({ name: `d${i % 20}/f${i}.ts`, data: 'x'.repeat(2000) })));
       const { hostname, port } = new URL(s.url);
@@ -276,7 +277,7 @@ describe('failures mid-upload', () => {
       return;
     }
     try {
-      const s = await startServer({ dataDir: mnt });
+      const s = await startStoreServer({ dataDir: mnt });
       try {
         const big = await packTar([
           ...Array.from({ length: 50 }, (_, i) => ({ name: `small/f${i}.ts`, data: 'y'.repeat(1000) })),

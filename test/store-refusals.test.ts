@@ -5,21 +5,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import {
-  END,
-  SHA,
-  assertNothingStored,
-  gnuLong,
-  hangingBody,
-  packTar,
-  paxHeader,
-  put,
-  rawFile,
-  rawHeader,
-  startServer,
-  tarOf,
-  type TestServer,
-} from './store-helpers.js';
+import { END, SHA, assertNothingStored, gnuLong, hangingBody, packTar, paxHeader, put, rawFile, rawHeader, tarOf } from './store-helpers.js';
+import { startStoreServer, type StoreServer } from './helpers/daemon.js';
 
 const dir = (name: string) => rawHeader({ name, type: '5', mode: 0o755 });
 const symlink = (name: string, linkname: string) => rawHeader({ name, type: '2', linkname });
@@ -119,10 +106,10 @@ const badArchives: Case[] = [
 ].map((c) => ({ ...c, status: 400, code: 'bad_archive' }));
 
 describe('refused uploads leave nothing behind', () => {
-  let s: TestServer;
+  let s: StoreServer;
   let n = 0;
   before(async () => {
-    s = await startServer();
+    s = await startStoreServer();
   });
   after(() => s.destroy());
 
@@ -142,9 +129,9 @@ describe('refused uploads leave nothing behind', () => {
 });
 
 describe('a bad key or media type is refused before the body is read', () => {
-  let s: TestServer;
+  let s: StoreServer;
   before(async () => {
-    s = await startServer();
+    s = await startStoreServer();
   });
   after(() => s.destroy());
 
@@ -184,11 +171,11 @@ describe('a bad key or media type is refused before the body is read', () => {
 });
 
 describe('limits', () => {
-  let s: TestServer;
+  let s: StoreServer;
   let n = 0;
   let stored = '';
   before(async () => {
-    s = await startServer({ env: { LSPD_MAX_FILE_BYTES: '1000', LSPD_MAX_TREE_BYTES: '3000', LSPD_MAX_TREE_FILES: '10' } });
+    s = await startStoreServer({ env: { LSPD_MAX_FILE_BYTES: '1000', LSPD_MAX_TREE_BYTES: '3000', LSPD_MAX_TREE_FILES: '10' } });
   });
   after(() => s.destroy());
 

@@ -5,13 +5,14 @@ import assert from 'node:assert/strict';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, it } from 'node:test';
-import { SHA, packTar, put, startServer, type TestServer } from './store-helpers.js';
+import { SHA, packTar, put } from './store-helpers.js';
+import { startStoreServer, type StoreServer } from './helpers/daemon.js';
 
-let s: TestServer;
+let s: StoreServer;
 let saved: number;
 before(async () => {
   saved = process.umask(0o077);
-  s = await startServer();
+  s = await startStoreServer();
 });
 after(async () => {
   await s.destroy();

@@ -8,7 +8,8 @@ import { request as httpRequest, type ClientRequest, type IncomingMessage } from
 import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { SHA, call, packTar, put, startServer, type TestServer } from './store-helpers.js';
+import { SHA, call, packTar, put } from './store-helpers.js';
+import { startStoreServer, type StoreServer } from './helpers/daemon.js';
 
 /** A PUT whose body we feed by hand; `answer` resolves when the server answers (possibly before the body ends). */
 function openPut(
@@ -32,7 +33,7 @@ function openPut(
   return { req, answer };
 }
 
-const stagingOf = (s: TestServer) => readdirSync(join(s.dataDir, 'staging'));
+const stagingOf = (s: StoreServer) => readdirSync(join(s.dataDir, 'staging'));
 
 async function until(what: string, cond: () => boolean): Promise<void> {
   for (let i = 0; i < 2000 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));
@@ -53,9 +54,9 @@ async function settled(what: string, read: () => number): Promise<void> {
 }
 
 describe('a stalled upload is cut at the read timeout and leaves nothing behind', () => {
-  let s: TestServer;
+  let s: StoreServer;
   before(async () => {
-    s = await startServer({ env: { LSPD_UPLOAD_READ_TIMEOUT_MS: '2000' } });
+    s = await startStoreServer({ env: { LSPD_UPLOAD_READ_TIMEOUT_MS: '2000' } });
   });
   after(async () => s?.destroy());
 
@@ -121,10 +122,10 @@ describe('a stalled upload is cut at the read timeout and leaves nothing behind'
 });
 
 describe('uploads running at once are fair-shared per org', () => {
-  let s: TestServer;
+  let s: StoreServer;
   before(async () => {
     // 4 slots, a reserve of 1 (12%): one org alone holds at most 3.
-    s = await startServer({ env: { LSPD_MAX_UPLOADS: '4', LSPD_ORG_RESERVE_PERCENT: '12' } });
+    s = await startStoreServer({ env: { LSPD_MAX_UPLOADS: '4', LSPD_ORG_RESERVE_PERCENT: '12' } });
   });
   after(async () => s?.destroy());
 
@@ -154,10 +155,10 @@ describe('uploads running at once are fair-shared per org', () => {
 });
 
 describe('the memory uploads hold is fair-shared per org', () => {
-  let s: TestServer;
+  let s: StoreServer;
   before(async () => {
     // 8 MiB in 1 MiB units, a reserve of 1: one org alone may hold 7 MiB.
-    s = await startServer({ env: { LSPD_UPLOAD_MEMORY_BYTES: String(8 << 20), LSPD_ORG_RESERVE_PERCENT: '12' } });
+    s = await startStoreServer({ env: { LSPD_UPLOAD_MEMORY_BYTES: String(8 << 20), LSPD_ORG_RESERVE_PERCENT: '12' } });
   });
   after(async () => s?.destroy());
 

@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import { SHA, assertNothingStored, packTar, put, startServer, walk, type PackEntry, type TestServer } from './store-helpers.js';
+import { SHA, assertNothingStored, packTar, put, walk, type PackEntry } from './store-helpers.js';
+import { startStoreServer, type StoreServer } from './helpers/daemon.js';
 
 const tree: PackEntry[] = [
   { name: './', type: 'directory' },
@@ -30,11 +31,11 @@ const tree: PackEntry[] = [
 const treeBytes = tree.reduce((n, e) => n + (e.type === undefined || e.type === 'file' ? Buffer.byteLength(e.data ?? '') : 0), 0);
 
 describe('successful uploads', () => {
-  let s: TestServer;
+  let s: StoreServer;
   let tarBuf: Buffer;
   let n = 0;
   before(async () => {
-    s = await startServer();
+    s = await startStoreServer();
     tarBuf = await packTar(tree);
   });
   after(() => s.destroy());

@@ -7,9 +7,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeTar } from './helpers/ops.js';
-import { postJson, shaOf, startDaemon, stopDaemon, type Started } from './helpers/ask-harness.js';
-import { cannotJail } from './helpers/lsp-harness.js';
-import { jailUidEnv } from './helpers/uids.js';
+import { cannotJail, postJson, shaOf } from './helpers/lsp-harness.js';
+import { spawnServing, type Serving } from './helpers/daemon.js';
 
 const root = { org: 'acme', repo: 'regen', sha: shaOf('tenancy-regen') };
 const MAIN = "import { greet } from './lib';\nexport const out = greet('x');\n";
@@ -48,12 +47,11 @@ const tree2 = regenTree(
 type Loc = { path: string; range: { start: { line: number } }; preview?: string; external?: boolean; module?: string; version?: string };
 
 describe('a re-uploaded key answers with the new tree (reproduction 6)', { skip: cannotJail() }, () => {
-  let s: Started;
+  let s: Serving;
   before(async () => {
-    // A fixed uid range of this file's own (helpers' pid-based ones start at 500000).
-    s = await startDaemon({ ...jailUidEnv(64) });
+    s = await spawnServing();
   });
-  after(() => stopDaemon(s));
+  after(() => s?.close());
 
   const put = async (files: Record<string, string>) => {
     const r = await fetch(`${s.url}/v1/roots/${root.org}/${root.repo}/${root.sha}`, {

@@ -13,8 +13,8 @@ import { after, before, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { request } from 'undici';
 import { hashToken } from '../src/tokens.js';
-import { tempDir } from './helpers/daemon.js';
-import { SHA, assertNothingStored, call, packTar, put, startServer, type TestServer } from './store-helpers.js';
+import { tempDir, startStoreServer, type StoreServer } from './helpers/daemon.js';
+import { SHA, assertNothingStored, call, packTar, put } from './store-helpers.js';
 
 const MiB = 1024 * 1024;
 const GZIP = { 'content-type': 'application/gzip' };
@@ -32,10 +32,10 @@ async function zeros(bytes: number, files = 1): Promise<Buffer> {
 
 describe('disk per org (reproduction 4)', () => {
   describe('one org floods a store shared by two', () => {
-    let s: TestServer;
+    let s: StoreServer;
     before(async () => {
       // The org quota defaults to the global one: only the share rule protects org B.
-      s = await startServer({ env: { LSPD_DISK_QUOTA_BYTES: String(4 * MiB) } });
+      s = await startStoreServer({ env: { LSPD_DISK_QUOTA_BYTES: String(4 * MiB) } });
     });
     after(() => s.destroy());
 
@@ -67,9 +67,9 @@ describe('disk per org (reproduction 4)', () => {
   });
 
   describe('an upload bigger than its org has room for', () => {
-    let s: TestServer;
+    let s: StoreServer;
     before(async () => {
-      s = await startServer({ env: { LSPD_DISK_QUOTA_BYTES: String(4 * MiB), LSPD_ORG_DISK_QUOTA_BYTES: String(2 * MiB) } });
+      s = await startStoreServer({ env: { LSPD_DISK_QUOTA_BYTES: String(4 * MiB), LSPD_ORG_DISK_QUOTA_BYTES: String(2 * MiB) } });
     });
     after(() => s.destroy());
 
@@ -105,7 +105,7 @@ describe('disk per org (reproduction 4)', () => {
 });
 
 describe('listing filters before paging (reproduction 5)', () => {
-  let s: TestServer;
+  let s: StoreServer;
   const admin = 'lspd_admin-0123456789abcdefghijklmnop';
   const limited = 'lspd_ac-0123456789abcdefghijklmnopqrs';
   // Ids sort as alpha/*, bravo/*, charlie/*: the limited token's orgs are on both sides of one it may not see.
@@ -114,7 +114,7 @@ describe('listing filters before paging (reproduction 5)', () => {
     const tokensFile = join(tempDir('lspd-tokens-'), 'tokens.json');
     const entry = (name: string, secret: string, orgs: '*' | string[]) => ({ name, sha256: hashToken(secret), orgs, permissions: ['upload', 'read'] });
     writeFileSync(tokensFile, JSON.stringify({ tokens: [entry('admin', admin, '*'), entry('ac', limited, ['alpha', 'charlie'])] }));
-    s = await startServer({ env: { LSPD_TOKENS: tokensFile } });
+    s = await startStoreServer({ env: { LSPD_TOKENS: tokensFile } });
     const tar = await packTar([{ name: 'a.ts', data: 'export const a = 1;\n' }]);
     for (const id of roots) assert.equal((await put(s.url, id, tar, { 'content-type': 'application/x-tar', authorization: `Bearer ${admin}` })).status, 201);
   });
@@ -175,7 +175,7 @@ describe('generations', () => {
     const key = { org: 'acme', repo: 'gen', sha: SHA(1) };
     const meta = join(dataDir, 'roots/acme/gen', SHA(1), 'meta.json');
     const tar = await packTar([{ name: 'a.ts', data: 'export const a = 1;\n' }]);
-    let s = await startServer({ dataDir });
+    let s = await startStoreServer({ dataDir });
     try {
       assert.equal((await put(s.url, `acme/gen/${SHA(1)}`, tar)).status, 201);
       const first = s.store.get(key)!.generation;
@@ -187,11 +187,11 @@ describe('generations', () => {
       // A root stored before generations existed.
       const { generation: _g, ...old } = JSON.parse(readFileSync(meta, 'utf8')) as Record<string, unknown>;
       writeFileSync(meta, JSON.stringify(old));
-      s = await startServer({ dataDir });
+      s = await startStoreServer({ dataDir });
       const derived = s.store.get(key)!.generation;
       assert.match(derived, /^legacy-[0-9a-f]{16}$/);
       await s.close();
-      s = await startServer({ dataDir });
+      s = await startStoreServer({ dataDir });
       assert.equal(s.store.get(key)!.generation, derived, 'the same after another restart');
     } finally {
       await s.destroy();

@@ -5,8 +5,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Ajv } from 'ajv';
-import { getJson, position, postJson, shaOf, startDaemon, stopDaemon } from './helpers/ask-harness.js';
 import { askSuite } from './helpers/ask-suite.js';
+import { getJson, position, postJson, shaOf } from './helpers/lsp-harness.js';
+import { spawnServing } from './helpers/daemon.js';
 
 const root = { org: 'acme', repo: 'tools-http', sha: shaOf('tools-http') };
 const pair = { org: root.org, repo: root.repo, base: root.sha, head: root.sha };
@@ -149,13 +150,13 @@ test('/v1/tools: schemas compile and agree with the routes on real arguments', {
 });
 
 test('a daemon whose jail is not proved lists no tools', { timeout: 60_000 }, async () => {
-  const broken = await startDaemon({ LSPD_BWRAP_PATH: '/nonexistent/bwrap' }, { expectReady: false });
+  const broken = await spawnServing({ env: { LSPD_BWRAP_PATH: '/nonexistent/bwrap' }, expectReady: false });
   try {
     assert.ok(broken.notReady, 'the canary must fail without bubblewrap');
     const r = await getJson(broken.url, '/v1/tools');
     assert.equal(r.status, 200);
     assert.deepEqual(r.body.tools, []);
   } finally {
-    await stopDaemon(broken);
+    await broken?.close();
   }
 });

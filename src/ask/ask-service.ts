@@ -47,6 +47,8 @@ export interface AskServiceOptions {
   /** Default page size of locate (config.maxLocations). */
   maxLocations: number;
   limits?: Partial<AskLimits>;
+  /** Before anything else: the one admission (src/admission.ts: not_ready, busy, need_tree). */
+  admit: (root: RootKey) => void;
   /** Before a scan of the tree's files starts (not for one already cached): throws 503 busy while the daemon's heap is past its budget. */
   admitWalk: (root: RootKey) => void;
 }
@@ -160,13 +162,21 @@ export class AskService {
     return this.#mentions.load(ref, key, scan);
   }
 
+  /** POST /ask's body, validated: one query or a batch. */
+  async answer(q: AskQuery | AskBatchBody, signal: AbortSignal): Promise<AskAnswer | { answers: AskAnswer[] }> {
+    return 'queries' in q ? this.batch(q, signal) : this.ask(q, signal);
+  }
+
   /** One query. Throws AppError (404 symbol_not_found, 504 timeout, whatever the query service throws). */
   async ask(q: AskQuery, signal: AbortSignal): Promise<AskAnswer> {
+    this.#o.admit(q);
     return this.#one(q, signal, new Memo());
   }
 
   /** Many queries about one root; answers in order; one failing query fails only its own entry. */
   async batch(b: AskBatchBody, signal: AbortSignal): Promise<{ answers: AskAnswer[] }> {
+    // As a whole: a root not stored answers none of its queries.
+    this.#o.admit(b);
     const memo = new Memo();
     const root: RootKey = { org: b.org, repo: b.repo, sha: b.sha };
     const answers = await mapLimit(b.queries, this.#limits.batchConcurrency, async (raw) => {

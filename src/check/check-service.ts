@@ -38,7 +38,8 @@ type Answer = Record<string, unknown> & { incomplete?: boolean };
 /** What the check asks of the query service (QueryService satisfies it). */
 export interface CheckPort {
   lsp(q: LspQuery, signal: AbortSignal): Promise<Answer>;
-  checkRoot(key: RootKey): void;
+  /** The one admission (src/admission.ts): not_ready, busy (the heap budget), need_tree. */
+  admit(key: RootKey): void;
   readStored(key: RootKey, path: string): Promise<string | undefined>;
   scratch<T>(key: RootKey, path: string, deadlineAt: number, signal: AbortSignal, fn: (c: ScratchContext) => Promise<T>): Promise<T>;
 }
@@ -83,6 +84,7 @@ export class CheckService {
   async check(q: CheckQuery, signal: AbortSignal): Promise<CheckAnswer> {
     const t0 = performance.now();
     const key: RootKey = { org: q.org, repo: q.repo, sha: q.sha };
+    this.port.admit(key);
     const L = this.limits;
     const bytes = Buffer.byteLength(q.patch);
     if (bytes > L.maxPatchBytes) throw errors.tooLarge(`The patch is ${bytes} bytes, past LSPD_MAX_PATCH_BYTES (${L.maxPatchBytes}).`, 'patch');
@@ -94,7 +96,6 @@ export class CheckService {
       if (err instanceof PatchTooLargeError) throw errors.tooLarge(`${err.message} (LSPD_MAX_PATCH_FILES, LSPD_MAX_PATCH_HUNKS)`, 'patch');
       throw err;
     }
-    this.port.checkRoot(key);
     const dl = deadline(signal, L.deadlineMs);
     const deadlineAt = Date.now() + L.deadlineMs;
     const notes: string[] = [];

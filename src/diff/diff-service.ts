@@ -69,6 +69,8 @@ export const defaultDiffLimits: DiffLimits = {
 
 export interface DiffServiceOptions {
   lsp: LspCall;
+  /** The one admission (src/admission.ts) of both roots, base first: not_ready, busy, need_tree naming the missing one. */
+  admit(keys: readonly [RootKey, RootKey]): RootInfo[];
   store: { get(k: RootKey): RootInfo | undefined; treeDir(k: RootKey): string };
   /** UTF-8 text of a root's file (bounded and confined: ask/tree-files.ts); undefined when it cannot be read. */
   readText(root: RootKey, path: string, maxBytes: number): Promise<string | undefined>;
@@ -108,18 +110,6 @@ const elapsedSince = (t0: number) => Math.round((performance.now() - t0) * 10) /
 /** Errors that mean "this file has no answer" (no server, unreadable): the diff goes on without it, saying so. */
 const SKIPPED = new Set(['no_server', 'no_such_file', 'file_too_large', 'not_utf8']);
 
-/** Both roots' infos, or 409 need_tree naming the first one missing (`root`, `missing`: base or head). */
-export function storedRoots(store: DiffServiceOptions['store'], q: DiffQuery): [RootInfo, RootInfo] {
-  const out: RootInfo[] = [];
-  for (const which of ['base', 'head'] as const) {
-    const k: RootKey = { org: q.org, repo: q.repo, sha: q[which] };
-    const info = store.get(k);
-    if (!info) throw errors.needTree(`The ${which} root ${k.sha} has not been uploaded; upload it and retry.`, { root: k, missing: which });
-    out.push(info);
-  }
-  return [out[0]!, out[1]!];
-}
-
 /** Notes take at most this share of an answer; the rest is for the lists. */
 const NOTES_SHARE = 8;
 
@@ -153,7 +143,7 @@ export class DiffService {
     const t0 = performance.now();
     const baseKey: RootKey = { org: q.org, repo: q.repo, sha: q.base };
     const headKey: RootKey = { org: q.org, repo: q.repo, sha: q.head };
-    const [bi, hi] = storedRoots(this.#o.store, q);
+    const [bi, hi] = this.#o.admit([baseKey, headKey]) as [RootInfo, RootInfo];
     const baseRef: RootRef = { id: rootId(baseKey), generation: bi.generation };
     const headRef: RootRef = { id: rootId(headKey), generation: hi.generation };
     const diffKey = `${HEAD_TAG}${headRef.id}\u0000${headRef.generation}`;

@@ -1,9 +1,11 @@
 // buildServer(deps): the fastify instance with every route, the one error handler
-// and the body parsers. It does not listen; main.ts (or a test) does.
+// and the body parsers. It does not listen; main.ts (or a test) does. Each route
+// declares its access rule and its doc in its own options (route-options.ts).
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Deps } from './deps.js';
 import { installErrorHandler } from './error-handler.js';
 import { installAuth } from './auth.js';
+import { decorateRequests } from './route-options.js';
 import { installDocs } from './routes/docs.js';
 import { healthRoutes } from './routes/health.js';
 import { rootRoutes } from './routes/roots.js';
@@ -26,6 +28,7 @@ export async function buildServer(deps: Deps): Promise<FastifyInstance> {
     requestTimeout: 0,
     return503OnClosing: true,
   });
+  decorateRequests(app);
   installErrorHandler(app);
   // Before any route: auth's onRoute check refuses a route with no access rule,
   // and docs collects every route for the OpenAPI document.
@@ -38,9 +41,7 @@ export async function buildServer(deps: Deps): Promise<FastifyInstance> {
 
   app.addHook('onResponse', async (req, reply) => {
     const route = req.routeOptions.url ?? 'unknown';
-    const op = (req as { lspdOp?: string }).lspdOp ?? '';
-    const server = (req as { lspdServer?: string }).lspdServer ?? '';
-    deps.metrics.httpSeconds.observe({ route, op, server, status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+    deps.metrics.httpSeconds.observe({ route, op: req.lspdOp, server: req.lspdServer, status: String(reply.statusCode) }, reply.elapsedTime / 1000);
   });
 
   await healthRoutes(app, deps);

@@ -12,6 +12,7 @@ import type { Health } from '../health.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { Jail } from '../jail/types.js';
+import type { Admission } from '../admission.js';
 import { rootId, type HoldCheck, type RemoveListener } from '../store/types.js';
 import { fetchedEcosystems, type DependencySource } from './session/dependencies.js';
 import { SessionPool } from './session/pool.js';
@@ -33,6 +34,8 @@ export interface LspDeps {
   rows?: readonly ServerRow[];
   /** The FETCH phase (FetchManager): sessions bind what it fetched, answers say how it went. */
   fetcher: DependencySource;
+  /** The one way in (src/admission.ts), which the query service admits every query through. */
+  admission: Admission;
 }
 
 export interface Lsp {
@@ -69,6 +72,7 @@ export async function createLsp(deps: LspDeps): Promise<Lsp> {
     store,
     pool,
     table,
+    admission: deps.admission,
     dependencies: fetcher,
   });
   store.setHoldCheck((k) => pool.holds(rootId(k)) || (fetcher.busy?.(k) ?? false));

@@ -1,7 +1,7 @@
 // The object routes call: `lsp(q, signal)` answers one /v1/code/lsp query.
 // Order of work, each step before anything costlier:
-//   jail proved? (503 not_ready) → org past its share of the wait queue? (503 busy)
-//   → root stored? (409 need_tree) → target file:
+//   admission (src/admission.ts: jail proved? 503 not_ready → org past its share of
+//   the wait queue? 503 busy → root stored? 409 need_tree) → target file:
 //   inside the root, exists, ≤ 2 MiB, UTF-8 (404/413/415) → a server for it (422
 //   no_server) → result cache → queue bound, per org (503 busy) → lease a session (spawned
 //   lazily; 503 server_unavailable with retry_after when it cannot start) → didOpen
@@ -10,10 +10,10 @@
 // The deadline is queryTimeoutMs minus cleanupReserveMs, counted from arrival; the
 // reserve is for $/cancelRequest and cleanup. A client that disconnects aborts the
 // query the same way (`signal`).
-import { envName, type Config } from '../config.js';
+import type { Config } from '../config.js';
 import { deadline } from '../deadline.js';
 import { AppError, errors, isAppError } from '../errors.js';
-import { FairShare, shareLimits, type ShareRefusal } from '../fair-share.js';
+import { ops, type Admission } from '../admission.js';
 import type { Health } from '../health.js';
 import { languageOf, type Language } from '../languages.js';
 import type { Logger } from '../log.js';
@@ -60,6 +60,8 @@ export interface QueryServiceDeps {
   table: ServerTable;
   /** The FETCH phase: sessions wait for it, bind what it fetched, answers say how it went. */
   dependencies: DependencySource;
+  /** The one way in (not_ready, busy, need_tree) and the wait queue's places. */
+  admission: Admission;
 }
 
 /** Every answer says this: a dependency location is what the server saw, not an attested fact. */
@@ -67,6 +69,8 @@ const DEPENDENCY_FRESHNESS = 'server_observed_not_attested';
 
 interface Work {
   q: LspQuery;
+  /** The route a refusal is counted under: /v1/code/lsp, or the route whose service asked (/ask, /v1/diff, /v1/check). */
+  route: string;
   /** The root and which upload of it: every cache and session is keyed by both. */
   root: RootRef;
   /** The languages the root holds, as stored (workspaceSymbols asks each one's server). */
@@ -96,12 +100,6 @@ export class QueryService {
   private readonly scrubbers = new RootCache<Scrubber>({ max: 256, maxBytes: 256 * SCRUBBER_BYTES, sizeOf: () => SCRUBBER_BYTES });
   /** lspd's own text that is about no one root (readiness reasons): scrubbed as server text is. */
   private readonly ownText: Scrubber;
-  /**
-   * Queries admitted and waiting for a server (its dependencies, spawn, an in-flight
-   * slot), per org: one org's flood on a slow root stops at its share and leaves
-   * the rest of LSPD_MAX_QUEUED_QUERIES to the others (src/fair-share.ts).
-   */
-  private readonly waiting: FairShare;
   /** Sessions started on upload (session/warm-up.ts), through the same finder and target checks as queries. */
   private readonly warmUp: WarmUp;
 
@@ -109,7 +107,6 @@ export class QueryService {
     this.deps = deps;
     const c = deps.config;
     this.ownText = ownTextScrubber(c.dataDir);
-    this.waiting = new FairShare(shareLimits(c.maxQueuedQueries, { orgCap: c.orgMaxQueuedQueries, reservePercent: c.orgReservePercent, floor: 1 }));
     this.cache = new ResultCache<LspAnswer>({ entries: c.resultCacheEntries, bytes: c.resultCacheBytes }, deps.metrics);
     this.lines = new TreeLines(c.fileCacheBytes / 2);
     this.targets = new TargetCache(c.fileCacheBytes / 2);
@@ -150,37 +147,17 @@ export class QueryService {
     this.scrubbers.dropRoot(rootId);
   }
 
-  /** 503 not_ready until the jail is proved: nothing is served before. */
-  assertServing(): void {
-    const { health } = this.deps;
-    // The reason may quote the host (a bwrap path, an errno naming a file under the data dir).
-    if (!health.jailReady) throw errors.notReady(`Nothing is served: ${this.ownText(health.reason ?? 'the jail is not proved')}.`);
-  }
-
-  /** The checks every answer about one root starts with, in this order: the jail proved (503), the root stored (409 need_tree). */
-  checkRoot(key: RootKey): void {
-    this.assertServing();
-    if (!this.deps.store.get(key)) throw errors.needTree();
-  }
-
-  async lsp(q: LspQuery, signal: AbortSignal): Promise<LspAnswer> {
+  /** One query; `route`: the route whose service asks (its refusals are counted there). */
+  async lsp(q: LspQuery, signal: AbortSignal, route: string = ops.query.route): Promise<LspAnswer> {
     const { config, store } = this.deps;
     const t0 = performance.now();
     const deadlineAt = Date.now() + config.queryTimeoutMs - config.cleanupReserveMs;
-    this.assertServing();
-    this.deps.metrics.orgQueries.inc({ org: this.deps.metrics.orgLabels.of(q.org) });
-    // An org already past its share of the wait queue is refused before any other
-    // work (its cache hits included): a flood of refused queries must cost the
-    // daemon, whose one event loop every org shares, as little as possible. A full
-    // queue (no org past its share) still serves cache hits.
-    const past = this.waiting.check(q.org);
-    if (past === 'share' || past === 'cap') throw this.refusal(q.org, past);
-    const info = store.get(q);
-    if (!info) throw errors.needTree();
+    const info = this.deps.admission.admit(q, ops.query, route);
     store.touch(q);
     const dl = deadline(signal, deadlineAt - Date.now());
     const w: Work = {
       q,
+      route,
       root: { id: rootId(q), generation: info.generation },
       languages: info.languages,
       treeDir: store.treeDir(q),
@@ -237,13 +214,15 @@ export class QueryService {
    */
   async scratch<T>(key: RootKey, path: string, deadlineAt: number, signal: AbortSignal, fn: (c: ScratchContext) => Promise<T>): Promise<T> {
     const { store } = this.deps;
-    this.checkRoot(key);
-    const info = store.get(key)!;
+    // Admitted by the check's own entry (ops.check); the root may have gone since.
+    const info = store.get(key);
+    if (!info) throw errors.needTree();
     const row = this.serverFor(path);
     const dl = deadline(signal, deadlineAt - Date.now());
     const q: LspQuery = { org: key.org, repo: key.repo, sha: key.sha, op: 'diagnostics', path, encoding: 'utf-16', includeDeclaration: true, context: 0 };
     const w: Work = {
       q,
+      route: ops.check.route,
       root: { id: rootId(key), generation: info.generation },
       languages: info.languages,
       treeDir: store.treeDir(key),
@@ -331,12 +310,12 @@ export class QueryService {
     leased?: (note: DependencyNote | undefined) => void,
     purpose?: 'check',
   ): Promise<T> {
-    const { pool } = this.deps;
+    const { pool, admission } = this.deps;
     const org = w.q.org;
-    this.admit(org);
+    admission.wait(org, w.route);
     let waiting = true;
     const admitted = () => {
-      if (waiting) this.waiting.give(org);
+      if (waiting) admission.queue.give(org);
       waiting = false;
     };
     let lease: Lease | undefined;
@@ -396,23 +375,6 @@ export class QueryService {
     if (!av || session.state.kind !== 'ready' || av.edit_ops_from === 'session') return;
     av.edit_ops = editOpsOf(session);
     av.edit_ops_from = 'session';
-  }
-
-  /** Take a waiting place for `org`, or 503 busy: the queue is full, or the org is past its share of it. */
-  private admit(org: string): void {
-    const why = this.waiting.take(org);
-    if (why !== undefined) throw this.refusal(org, why);
-  }
-
-  /** 503 busy for `org`, counted: the queue is full, or the org is past its share of it. */
-  private refusal(org: string, why: ShareRefusal): AppError {
-    const { config, metrics } = this.deps;
-    metrics.rejected.inc({ route: '/v1/code/lsp' });
-    metrics.orgRefusals.inc({ org: metrics.orgLabels.of(org), reason: 'queue' });
-    if (why === 'full') return errors.busy(`More than ${config.maxQueuedQueries} queries are waiting for a language server.`, 1);
-    const held = this.waiting.held(org);
-    const past = why === 'cap' ? `its limit (${envName('orgMaxQueuedQueries')})` : 'its share: the rest of the queue is kept for other orgs';
-    return errors.busy(`Org ${org} already has ${held} queries waiting for a language server, ${past}; retry shortly.`, 1);
   }
 
   /** didOpen (once per session) and the bounded readiness wait. */

@@ -13,7 +13,8 @@ import { join } from 'node:path';
 import { Agent } from 'undici';
 import { packTar, walk } from '../store-helpers.js';
 import { cannotJail } from '../helpers/lsp-harness.js';
-import { fixtureTar, putTar, rootPath, shaOf, startChaosDaemon, tsCall, tsLoad, tsRoots, type ChaosDaemon, type Root } from './daemons.js';
+import { CHAOS_ENV, fixtureTar, putTar, rootPath, shaOf, tsCall, tsLoad, tsRoots, uidRange, type Root } from './daemons.js';
+import { spawnServing, type Serving } from '../helpers/daemon.js';
 import { Figures, Load, percentile, report, rng, send, sleep, waitFor, type Call } from './harness.js';
 import { startHangingServer, type HangingServer } from './hanging-server.js';
 import { MiB, jailMachinery, jailProcs, killServerGroups, rssBytes, sampleRss } from './procs.js';
@@ -40,7 +41,7 @@ function countFiles(dir: string): number {
 }
 
 /** Does disk agree with GET for `root`? Visible means whole: meta.json and every file of the tree. */
-async function consistent(c: ChaosDaemon, root: Root, files: number): Promise<'present' | 'absent'> {
+async function consistent(c: Serving, root: Root, files: number): Promise<'present' | 'absent'> {
   const dir = join(c.daemon.dataDir, 'roots', root.org, root.repo, root.sha);
   const get = await fetch(c.url + rootPath(root));
   await get.arrayBuffer();
@@ -56,8 +57,8 @@ async function consistent(c: ChaosDaemon, root: Root, files: number): Promise<'p
 
 export function daemonSuite(o: DaemonSuiteOptions): void {
   describe(`chaos: a real daemon under load and faults (${o.label})`, { skip: cannotJail() }, () => {
-    let c: ChaosDaemon;
-    let restarted: ChaosDaemon | undefined;
+    let c: Serving;
+    let restarted: Serving | undefined;
     let registry: HangingServer;
     /** The upload held open when the daemon is killed (destroyed in after() whatever happened). */
     let held: http.ClientRequest | undefined;
@@ -75,7 +76,7 @@ export function daemonSuite(o: DaemonSuiteOptions): void {
 
     before(async () => {
       registry = await startHangingServer();
-      c = await startChaosDaemon(o.slot, env());
+      c = await spawnServing({ uids: uidRange(o.slot), env: { ...CHAOS_ENV, ...env() } });
       assert.equal(c.notReady, undefined, `the daemon must be ready: ${c.notReady}`);
       roots = await tsRoots(c.url, 3, `daemon-${o.label}`);
       for (const r of roots) assert.equal((await send(c.url, tsCall(r, 0), { timeoutMs: 30_000 })).status, 200, 'warm');
@@ -304,7 +305,7 @@ export function daemonSuite(o: DaemonSuiteOptions): void {
       assert.ok(orphansGone, `processes of the dead daemon's jails: ${JSON.stringify(jailProcs(c.uids))}`);
       assert.deepEqual(jailMachinery(c.uids), [], 'no bwrap or lspd-gate left');
 
-      restarted = await startChaosDaemon(o.slot, env(), c.daemon.dataDir);
+      restarted = await spawnServing({ uids: uidRange(o.slot), env: { ...CHAOS_ENV, ...env() }, dataDir: c.daemon.dataDir });
       c = { ...c, url: restarted.url };
       assert.deepEqual(
         walk(restarted.daemon.dataDir).filter((p) => p.startsWith('staging/') || p.startsWith('trash/')),

@@ -1,22 +1,19 @@
-// Starting what the chaos scenarios run against, each with a jail uid range no
-// other test file uses (so "no process of this range survives" means something):
-// a real daemon as a child process (it can be SIGKILLed and restarted), and the
-// TypeScript fixture's queries with the answers they must get.
+// What the chaos scenarios run against, each daemon with a jail uid range no other
+// test file uses (so "no process of this range survives" means something; a restart
+// keeps its slot's range), and the TypeScript fixture's queries with the answers
+// they must get. The daemons themselves start in test/helpers/daemon.ts.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { spawnDaemon, type Daemon } from '../helpers/daemon.js';
-import { fixturesDir, lineOf, position, shaOf, tarOf, type Root } from '../helpers/ask-harness.js';
+import { spawnDaemon, type Daemon, fixturesDir } from '../helpers/daemon.js';
 import type { Call } from './harness.js';
 import type { UidRange } from '../helpers/uids.js';
 import { jailUids } from '../helpers/uids.js';
+import { lineOf, position, shaOf, tarOf, type Root } from '../helpers/lsp-harness.js';
 
 export { fixturesDir, shaOf, type Root };
 
-/**
- * 64 jail uids of their own for daemon `slot` of this test process: from 1,000,000
- * up, far from the ranges the other test helpers use (300k-860k).
- */
+/** 64 jail uids of their own for daemon `slot` of this test process. */
 const slots = new Map<number, UidRange>();
 
 /** A chaos slot's jail uids (test/helpers/uids.ts), the same range each time the slot is asked for. */
@@ -26,34 +23,12 @@ export function uidRange(slot: number): UidRange {
   return r;
 }
 
-export interface ChaosDaemon {
-  daemon: Daemon;
-  url: string;
-  uids: UidRange;
-  /** Why queries cannot be served on this host (the jail was not proved), or undefined. */
-  notReady?: string;
-}
-
 /**
- * A real daemon with the chaos defaults: its own uid range, the result cache off
- * (every query reaches a language server, which is what load is for), and `env`.
+ * What every chaos daemon runs with beside its scenario's own settings: the result
+ * cache off, so every query reaches a language server, which is what load is for.
+ * Started by test/helpers/daemon.ts (spawnServing, startLspd) with `uids: uidRange(slot)`.
  */
-export async function startChaosDaemon(slot: number, env: Record<string, string> = {}, dataDir?: string): Promise<ChaosDaemon> {
-  const uids = uidRange(slot);
-  const daemon = await spawnDaemon({
-    ...(dataDir ? { dataDir } : {}),
-    env: { LSPD_JAIL_UID_BASE: String(uids.base), LSPD_JAIL_UID_COUNT: String(uids.count), LSPD_RESULT_CACHE_ENTRIES: '0', ...env },
-    timeoutMs: 60_000,
-  });
-  try {
-    const r = await fetch(daemon.url + '/readyz');
-    const body = (await r.json()) as { ready: boolean; reason?: string };
-    return { daemon, url: daemon.url, uids, ...(body.ready ? {} : { notReady: body.reason ?? 'not ready' }) };
-  } catch (err) {
-    await daemon.kill(); // never leave a daemon behind a failed start
-    throw err;
-  }
-}
+export const CHAOS_ENV: Readonly<Record<string, string>> = { LSPD_RESULT_CACHE_ENTRIES: '0' };
 
 /** Collect a stream into one Buffer (fixture tars are small). */
 export async function bufferOf(s: Readable): Promise<Buffer> {

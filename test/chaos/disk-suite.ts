@@ -10,9 +10,9 @@ import { execFileSync } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, rmSync, statfsSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { cannotJail } from '../helpers/lsp-harness.js';
-import { tempDir } from '../helpers/daemon.js';
+import { spawnServing, tempDir, type Serving } from '../helpers/daemon.js';
 import { packTar, walk } from '../store-helpers.js';
-import { fixtureTar, putTar, rootPath, shaOf, startChaosDaemon, tsLoad, tsRoots, type ChaosDaemon, type Root } from './daemons.js';
+import { CHAOS_ENV, fixtureTar, putTar, rootPath, shaOf, tsLoad, tsRoots, uidRange, type Root } from './daemons.js';
 import { Figures, Load, report, send, waitFor } from './harness.js';
 import { MiB, jailProcs } from './procs.js';
 import { skipOrFail } from '../helpers/host.js';
@@ -56,7 +56,7 @@ export function diskSuite(o: { label: string; slot: number; rounds: number }): v
   describe(`chaos: disk full during uploads (${o.label})`, { skip: whyNot() }, () => {
     let mnt: string | undefined;
     let mounted = false;
-    let c: ChaosDaemon | undefined;
+    let c: Serving | undefined;
     let ts: Root[] = [];
 
     before(async () => {
@@ -65,7 +65,7 @@ export function diskSuite(o: { label: string; slot: number; rounds: number }): v
       mounted = true;
       const dataDir = join(mnt, 'data');
       mkdirSync(dataDir, { mode: 0o755 });
-      c = await startChaosDaemon(o.slot, {}, dataDir);
+      c = await spawnServing({ uids: uidRange(o.slot), env: CHAOS_ENV, dataDir });
       assert.equal(c.notReady, undefined, `the daemon must be ready: ${c.notReady}`);
       ts = await tsRoots(c.url, 1, `disk-${o.label}`);
     });

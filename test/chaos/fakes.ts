@@ -1,16 +1,14 @@
 // The fault fakes of test/fixtures/chaos-servers/ as server-table rows, each
 // claiming a language no real row serves (so the real TypeScript row keeps
-// answering beside them), and an in-process lspd that runs them in the real SERVE
-// jail: rows can only be injected in-process (no test-only code in src/).
+// answering beside them), for an in-process lspd (test/helpers/daemon.ts startLspd)
+// that runs them in the real SERVE jail: rows can only be injected in-process (no
+// test-only code in src/).
 import { join } from 'node:path';
 import type { ServerRow } from '../../src/lsp/servers/server-row.js';
 import type { Language } from '../../src/languages.js';
-import { realRows, startLspd, type Lspd } from '../helpers/lsp-harness.js';
+import { realRows } from '../helpers/daemon.js';
 import { packTar } from '../store-helpers.js';
-import { fixturesDir } from './daemons.js';
-import type { Root } from './daemons.js';
-import { uidRange } from './daemons.js';
-import type { UidRange } from '../helpers/uids.js';
+import { fixturesDir, type Root } from './daemons.js';
 
 /** Which fake answers for which file suffix. */
 export const FAKES = {
@@ -42,21 +40,11 @@ function fakeRow(name: FakeName): ServerRow {
   };
 }
 
-export interface FaultLspd extends Lspd {
-  uids: UidRange;
-}
-
-/** Every fake, then the real rows; caps from `env` (memory, pids, tmp, deadlines). */
-export async function startFaultLspd(slot: number, env: Record<string, string>): Promise<FaultLspd> {
-  const uids = uidRange(slot);
+/** Every fake, then the real rows. */
+export function faultRows(): ServerRow[] {
   // The first row claiming a language wins (ServerTable.choose): the fakes go first, so
   // they keep their languages as real rows for Go, Rust, C, PHP, shell, … are added.
-  const rows = [...(Object.keys(FAKES) as FakeName[]).map(fakeRow), ...realRows()];
-  const d = await startLspd({
-    rows,
-    env: { LSPD_JAIL_UID_BASE: String(uids.base), LSPD_JAIL_UID_COUNT: String(uids.count), LSPD_RESULT_CACHE_ENTRIES: '0', ...env },
-  });
-  return Object.assign(d, { uids });
+  return [...(Object.keys(FAKES) as FakeName[]).map(fakeRow), ...realRows()];
 }
 
 /** A tree for one fake: `a.<ext>` with three lines (line 0 benign, line 1 the fault), plus `extra` files. */

@@ -12,8 +12,9 @@ import { mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cannotJail, projectDir } from '../helpers/lsp-harness.js';
-import { putTar, rootPath, shaOf, tsCall, tsLoad, tsRoots, type Root } from './daemons.js';
-import { aliveId, fakeHover, fakeTree, startFaultLspd, type FakeName, type FaultLspd } from './fakes.js';
+import { CHAOS_ENV, putTar, rootPath, shaOf, tsCall, tsLoad, tsRoots, uidRange, type Root } from './daemons.js';
+import { aliveId, fakeHover, fakeTree, faultRows, type FakeName } from './fakes.js';
+import { startLspd, type Lspd } from '../helpers/daemon.js';
 import { Figures, Load, report, send, sleep, waitFor, type Result } from './harness.js';
 import { cpuBandwidthOf, UNLIMITED } from '../helpers/cgroup.js';
 import { MiB, jailProcs, killServerGroups, populationOf, serverProcs } from './procs.js';
@@ -33,23 +34,28 @@ const BOMB_RUNNING = 8;
 
 export function faultSuite(o: { rounds: number; label: string; slot: number }): void {
   describe(`chaos: faults inside the jail (${o.label})`, { skip: cannotJail() }, () => {
-    let d: FaultLspd;
+    let d: Lspd;
     let load: Load | undefined;
     let ts: Root[] = [];
     const faults = new Figures();
     const background = new Figures();
 
     before(async () => {
-      d = await startFaultLspd(o.slot, {
-        LSPD_JAIL_MEMORY_BYTES: String(MEMORY),
-        LSPD_JAIL_PIDS: String(PIDS),
-        LSPD_JAIL_TMP_BYTES: String(TMP),
-        LSPD_QUERY_TIMEOUT_MS: String(QUERY_TIMEOUT_MS),
-        LSPD_CLEANUP_RESERVE_MS: String(CLEANUP_MS),
-        // Long enough that the bomb-at-start case's uncapped start cannot run out on a
-        // loaded host before its neighbour's query is done; every other server here
-        // answers at once, which ends its start.
-        LSPD_JAIL_START_UNCAPPED_MS: String(UNCAPPED_START_MS),
+      d = await startLspd({
+        rows: faultRows(),
+        uids: uidRange(o.slot),
+        env: {
+          ...CHAOS_ENV,
+          LSPD_JAIL_MEMORY_BYTES: String(MEMORY),
+          LSPD_JAIL_PIDS: String(PIDS),
+          LSPD_JAIL_TMP_BYTES: String(TMP),
+          LSPD_QUERY_TIMEOUT_MS: String(QUERY_TIMEOUT_MS),
+          LSPD_CLEANUP_RESERVE_MS: String(CLEANUP_MS),
+          // Long enough that the bomb-at-start case's uncapped start cannot run out on a
+          // loaded host before its neighbour's query is done; every other server here
+          // answers at once, which ends its start.
+          LSPD_JAIL_START_UNCAPPED_MS: String(UNCAPPED_START_MS),
+        },
       });
       ts = await tsRoots(d.url, 2, `faults-${o.label}`);
       for (const r of ts) assert.equal((await send(d.url, tsCall(r, 0), { timeoutMs: 30_000 })).status, 200, 'warm');

@@ -11,7 +11,8 @@ import http from 'node:http';
 import { join } from 'node:path';
 import { walk } from '../store-helpers.js';
 import { cannotJail } from '../helpers/lsp-harness.js';
-import { rootPath, shaOf, startChaosDaemon, tsCall, tsRoots, type ChaosDaemon, type Root } from './daemons.js';
+import { CHAOS_ENV, rootPath, shaOf, tsCall, tsRoots, uidRange, type Root } from './daemons.js';
+import { spawnServing, type Serving } from '../helpers/daemon.js';
 import { Figures, report, rng, send, waitFor } from './harness.js';
 import { jsonCase } from './json-fuzz.js';
 import { MiB, jailProcs, rssBytes } from './procs.js';
@@ -30,15 +31,19 @@ export interface FuzzSuiteOptions {
 
 export function fuzzSuite(o: FuzzSuiteOptions): void {
   describe(`chaos: hostile input (${o.label}, seed ${o.seed})`, { skip: cannotJail() }, () => {
-    let c: ChaosDaemon;
+    let c: Serving;
     let root: Root;
 
     before(async () => {
-      c = await startChaosDaemon(o.slot, {
-        LSPD_MAX_TREE_BYTES: String(32 * MiB),
-        LSPD_MAX_FILE_BYTES: String(8 * MiB),
-        LSPD_MAX_TREE_FILES: String(MAX_FILES),
-        LSPD_QUERY_TIMEOUT_MS: '15000',
+      c = await spawnServing({
+        uids: uidRange(o.slot),
+        env: {
+          ...CHAOS_ENV,
+          LSPD_MAX_TREE_BYTES: String(32 * MiB),
+          LSPD_MAX_FILE_BYTES: String(8 * MiB),
+          LSPD_MAX_TREE_FILES: String(MAX_FILES),
+          LSPD_QUERY_TIMEOUT_MS: '15000',
+        },
       });
       assert.equal(c.notReady, undefined, `the daemon must be ready: ${c.notReady}`);
       root = (await tsRoots(c.url, 1, `fuzz-${o.label}`))[0]!;

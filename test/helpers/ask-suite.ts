@@ -1,12 +1,13 @@
 // What the end-to-end files on a child daemon (/ask, /v1/tools, /mcp) set up the
 // same way: one daemon for the file, its fixtures uploaded through PUT before the
 // first test, stopped after the last; on a host that cannot run jails at all the
-// tests skip saying why (startDaemon fails on a host that can but is not ready).
+// tests skip saying why (spawnServing fails on a host that can but is not ready).
 // Call askSuite at the top level of a test file: its hooks belong to the file.
 import { after, before, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { postJson, startDaemon, stopDaemon, upload, type Root, type Started } from './ask-harness.js';
 import { skipOrFail } from './host.js';
+import { postJson, upload, type Root } from './lsp-harness.js';
+import { spawnServing, type Serving } from './daemon.js';
 
 export interface AskSuite {
   /** The daemon's base URL (once the before hook has run). */
@@ -22,9 +23,9 @@ export function askSuite(o: {
   /** What to close before the daemon stops. */
   stopping?: () => Promise<void>;
 }): AskSuite {
-  let s: Started | undefined;
+  let s: Serving | undefined;
   before(async () => {
-    s = await startDaemon();
+    s = await spawnServing();
     if (s.notReady) return;
     for (const [root, fixture] of o.uploads) {
       const r = await upload(s.url, root, fixture);
@@ -34,7 +35,7 @@ export function askSuite(o: {
   });
   after(async () => {
     await o.stopping?.();
-    await stopDaemon(s);
+    await s?.close();
   });
   return {
     url() {

@@ -1,93 +1,99 @@
-// An in-process lspd for the LSP tests: the real store, the real jail (canary and
-// all), the real pool and query service behind the real HTTP server on port 0.
-// In-process (not a child daemon) so a test can hand the server table its own rows
-// (the fault fakes) and look at the pool, with no test-only code in src/.
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+// Trees and requests, for every test that talks to a running lspd (daemon.ts starts
+// it): fixture trees as tar streams uploaded through the real PUT route, JSON
+// requests, positions found by text (never hard-coded numbers), and waiting on a
+// root's fetch. startLspd and the host checks are re-exported: LSP tests import
+// their whole set-up from here.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { Readable } from 'node:stream';
-import type { FastifyInstance } from 'fastify';
-import { loadConfig, type Config } from '../../src/config.js';
-import { createLogger } from '../../src/log.js';
-import type { Metrics } from '../../src/metrics.js';
-import { defaultServerPaths, type ServerRow } from '../../src/lsp/servers/server-row.js';
-import { defaultServerRows } from '../../src/lsp/servers/server-table.js';
-import type { RootStore } from '../../src/store/store.js';
-import type { JailRuntime } from '../../src/jail/jail.js';
-import type { Lsp } from '../../src/lsp/create-lsp.js';
-import type { FetchManager } from '../../src/fetch/fetch-manager.js';
-import { startDaemon } from '../../src/daemon.js';
-import { jailUids } from './uids.js';
-import { getJson, postJson, shaOf, tarOf, upload } from './ask-harness.js';
-import { pidsOfUids, waitFor } from '../fixtures/jail/harness.js';
+import { pack } from 'tar-stream';
+import { fixturesDir, type Lspd } from './daemon.js';
+import { pidsOfUids, waitFor } from './jail.js';
 
 export { cannotJail } from './host.js';
-export { getJson, postJson, pidsOfUids, shaOf, tarOf, upload, waitFor };
+export { fixturesDir, projectDir, realRows, startLspd, type Lspd } from './daemon.js';
+export { pidsOfUids, waitFor };
 
-export const projectDir = resolve(import.meta.dirname, '..', '..');
-export const fixturesDir = join(projectDir, 'test', 'fixtures');
-
-export interface Lspd {
-  url: string;
-  config: Config;
-  metrics: Metrics;
-  lsp: Lsp;
-  jail: JailRuntime;
-  store: RootStore;
-  /** The FETCH phase, wired as main.ts wires it. */
-  fetcher: FetchManager;
-  app: FastifyInstance;
-  /** First host uid of this daemon's jail pool (config.jailUidCount uids): every jailed process runs as one. */
-  uidBase: number;
-  close(): Promise<void>;
+export interface Root {
+  org: string;
+  repo: string;
+  sha: string;
 }
 
-/**
- * Start it. `env` overrides config (LSPD_<NAME> variables, as an operator would);
- * `rows` replaces the server table (default: the real one); `dataDir` reuses a
- * data dir (kept on close), else a fresh one is made and removed.
- */
-export async function startLspd(opts: { env?: Record<string, string>; rows?: ServerRow[]; dataDir?: string } = {}): Promise<Lspd> {
-  // A given data dir is the caller's (a restart test starts a second daemon on it): close() keeps it.
-  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'lspd-lsp-'));
-  chmodSync(dataDir, 0o755);
-  const uids = jailUids(64);
-  const config = loadConfig({
-    LSPD_DATA: dataDir,
-    LSPD_LISTEN: '127.0.0.1:0',
-    LSPD_JAIL_UID_BASE: String(uids.base),
-    LSPD_JAIL_UID_COUNT: String(uids.count),
-    // Off unless a test asks (as in daemon.ts): pool tests count spawns after uploads.
-    LSPD_WARM_MAX_SESSIONS: '0',
-    ...opts.env,
-  });
-  const d = await startDaemon(config, createLogger(process.env.LSPD_TEST_LOG ?? 'silent'), opts.rows ? { rows: opts.rows } : {});
-  if (!d.health.jailReady) {
-    await d.close();
-    if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
-    throw new Error(`jail canary failed: ${d.health.reason}`);
+/** A sha for a fixture: any 40 hex digits name one immutable tree. */
+export function shaOf(seed: string): string {
+  let h = '';
+  for (let i = 0; h.length < 40; i++) h += ((seed.charCodeAt(i % seed.length) * 31 + i * 7) % 256).toString(16).padStart(2, '0');
+  return h.slice(0, 40);
+}
+
+function walk(dir: string): string[] {
+  const out: string[] = [];
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) out.push(...walk(p));
+    else if (e.isFile()) out.push(p);
   }
-  const uidBase = config.jailUidBase;
-  return {
-    url: d.address,
-    config,
-    metrics: d.metrics,
-    lsp: d.lsp,
-    jail: d.jail,
-    store: d.store,
-    fetcher: d.fetcher,
-    app: d.app,
-    uidBase,
-    close: async () => {
-      await d.close();
-      if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
-    },
-  };
+  return out.sort();
 }
 
-/** The real rows. */
-export function realRows(): ServerRow[] {
-  return defaultServerRows(defaultServerPaths());
+/** A directory as a tar stream (tar-stream pack()), node_modules included. */
+export function tarOf(dir: string): Readable {
+  const p = pack();
+  for (const file of walk(dir)) {
+    const st = statSync(file);
+    p.entry({ name: relative(dir, file), size: st.size, mode: 0o644, type: 'file' }, readFileSync(file));
+  }
+  p.finalize();
+  // tar-stream's pack is a streamx stream; fetch wants a Node (or web) stream.
+  return Readable.from(p as AsyncIterable<Buffer>);
+}
+
+/** PUT a fixture's tree; the answer as is. */
+export async function upload(url: string, root: Root, fixture: string, headers: Record<string, string> = {}): Promise<Response> {
+  return putDir(url, root, join(fixturesDir, fixture), '', headers);
+}
+
+function putDir(url: string, root: Root, dir: string, query: string, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(`${url}/v1/roots/${root.org}/${root.repo}/${root.sha}${query}`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/x-tar', ...headers },
+    body: Readable.toWeb(tarOf(dir)) as ReadableStream,
+    duplex: 'half',
+  } as RequestInit);
+}
+
+/** Upload a fixture through PUT and assert it was stored. */
+export async function uploadFixture(url: string, root: Root, fixture: string): Promise<void> {
+  const r = await upload(url, root, fixture);
+  if (r.status !== 201 && r.status !== 200) throw new Error(`upload of ${fixture} answered ${r.status}: ${await r.text()}`);
+  await r.arrayBuffer().catch(() => undefined);
+}
+
+/** Upload a directory (not a fixture name) through PUT; `query` e.g. `?warm=false`. */
+export async function uploadDir(url: string, root: Root, dir: string, query = ''): Promise<void> {
+  const r = await putDir(url, root, dir, query);
+  if (r.status !== 201 && r.status !== 200) throw new Error(`upload answered ${r.status}: ${await r.text()}`);
+}
+
+export async function postJson(
+  url: string,
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const r = await fetch(url + path, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  return { status: r.status, body: (await r.json()) as Record<string, unknown> };
+}
+
+export async function getJson(url: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, unknown> }> {
+  const r = await fetch(url + path, { headers });
+  return { status: r.status, body: (await r.json()) as Record<string, unknown> };
+}
+
+/** POST /v1/code/lsp. */
+export async function lspQuery(url: string, body: Record<string, unknown>): Promise<{ status: number; body: Record<string, unknown> }> {
+  return postJson(url, '/v1/code/lsp', body);
 }
 
 /** Zero-based position of the first `needle` in a fixture file (+ offset into it). */
@@ -109,28 +115,10 @@ export function lineOf(fixture: string, path: string, needle: string): number {
   return position(fixture, path, needle).line;
 }
 
-/** Upload a fixture through PUT and assert it was stored. */
-export async function uploadFixture(url: string, root: { org: string; repo: string; sha: string }, fixture: string): Promise<void> {
-  const r = await upload(url, root, fixture);
-  if (r.status !== 201 && r.status !== 200) throw new Error(`upload of ${fixture} answered ${r.status}: ${await r.text()}`);
-  await r.arrayBuffer().catch(() => undefined);
-}
-
-/** POST /v1/code/lsp. */
-export async function lspQuery(url: string, body: Record<string, unknown>): Promise<{ status: number; body: Record<string, unknown> }> {
-  return postJson(url, '/v1/code/lsp', body);
-}
-
-/** Upload a directory (not a fixture name) through PUT; `query` e.g. `?warm=false`. */
-export async function uploadDir(url: string, root: { org: string; repo: string; sha: string }, dir: string, query = ''): Promise<void> {
-  const body = tarOf(dir);
-  const r = await fetch(`${url}/v1/roots/${root.org}/${root.repo}/${root.sha}${query}`, {
-    method: 'PUT',
-    headers: { 'content-type': 'application/x-tar' },
-    body: Readable.toWeb(body) as ReadableStream,
-    duplex: 'half',
-  } as RequestInit);
-  if (r.status !== 201 && r.status !== 200) throw new Error(`upload answered ${r.status}: ${await r.text()}`);
+/** An answer without what legitimately differs between two runs of one question. */
+export function stable(a: Record<string, unknown>): Record<string, unknown> {
+  const { elapsed_ms: _e, ...rest } = a;
+  return rest;
 }
 
 /** Host pids of this daemon's jailed processes. */
@@ -139,11 +127,7 @@ export function jailedPids(d: Lspd): number[] {
 }
 
 /** GET the root until its fetch has settled (done/failed/refused/none); its `fetch` view. */
-export async function fetchSettled(
-  url: string,
-  root: { org: string; repo: string; sha: string },
-  timeoutMs = 90_000,
-): Promise<{ state: string; error?: string; log?: string }> {
+export async function fetchSettled(url: string, root: Root, timeoutMs = 90_000): Promise<{ state: string; error?: string; log?: string }> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const r = await getJson(url, `/v1/roots/${root.org}/${root.repo}/${root.sha}`);

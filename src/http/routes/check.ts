@@ -1,51 +1,37 @@
-// POST /v1/check: a patch checked against a stored root in memory only (src/check/).
-// The body is validated with the shared schema; the jail, the memory budget and
-// the root come first, as for /v1/diff. The `check_patch` tool (/v1/tools, /mcp)
-// calls answerCheck, so both answer alike.
+// POST /v1/check: a patch checked against a stored root in memory only. The body is
+// validated with the shared schema and answered by the check service (src/check/),
+// which admits it first (the jail, the memory budget, the root). The `check_patch`
+// tool calls the same service.
 import type { FastifyInstance } from 'fastify';
-import { CheckService } from '../../check/check-service.js';
 import { checkQuery } from '../../schemas.js';
-import { perServer, type Deps } from '../deps.js';
+import type { Deps } from '../deps.js';
 import { parse } from '../error-handler.js';
 import { clientSignal } from '../client-signal.js';
+import { err, type RouteDoc } from '../route-options.js';
 
-/** One CheckService per server (per Deps), over the query service. */
-export const checkServiceOf = perServer(
-  (deps): CheckService =>
-    new CheckService({
-      port: {
-        lsp: async (q, signal) => (await deps.lsp.lsp(q, signal)) as Record<string, unknown>,
-        checkRoot: (k) => deps.lsp.checkRoot(k),
-        readStored: (k, path) => deps.lsp.readStored(k, path),
-        scratch: (k, path, at, signal, fn) => deps.lsp.scratch(k, path, at, signal, fn),
-      },
-      limits: {
-        maxPatchBytes: deps.config.maxPatchBytes,
-        maxPatchFiles: deps.config.maxPatchFiles,
-        maxPatchHunks: deps.config.maxPatchHunks,
-        maxCheckDependents: deps.config.maxCheckDependents,
-        maxDeclarations: 50,
-        concurrency: 4,
-        deadlineMs: deps.config.queryTimeoutMs - deps.config.cleanupReserveMs,
-        maxAnswerBytes: deps.config.maxAnswerBytes,
-      },
-      log: deps.log.child({ mod: 'check' }),
-    }),
-);
-
-/** The body of POST /v1/check, answered. Throws AppError like the route. */
-export async function answerCheck(deps: Deps, body: unknown, signal: AbortSignal): Promise<unknown> {
-  const q = parse(checkQuery, body);
-  deps.lsp.assertServing();
-  // The patch and the patched texts are held while the check runs: admitted as a diff is.
-  deps.heap.admit('check', q.org);
-  deps.lsp.checkRoot(q);
-  return checkServiceOf(deps).check(q, signal);
-}
+const doc: RouteDoc = {
+  tags: ['queries'],
+  summary: 'A patch checked against a stored root in memory only: the diagnostics it adds and removes.',
+  description:
+    "patch (a unified diff of modified, added and deleted files) is applied to the root's files in memory; the changed files and the files referencing their top-level declarations are checked on a scratch language-server session no other query uses, and every change is undone after. new and fixed are matched by file, message and code (never line). Nothing is written anywhere.",
+  requestBody: ['CheckQuery'],
+  answers: {
+    '200': { description: 'What the patch changes in diagnostics.', schema: 'CheckAnswer' },
+    '400': err('bad_sha or bad_name, else bad_request: the patch cannot be read (`line` names where), or a path in it leaves the root.'),
+    '409': err('need_tree: the root is not stored; upload it, then retry.'),
+    '413': err(
+      'too_large: the patch is past LSPD_MAX_PATCH_BYTES, LSPD_MAX_PATCH_FILES or LSPD_MAX_PATCH_HUNKS; or a changed file past the target-file bound.',
+    ),
+    '422': err("patch_does_not_apply: a hunk's old lines are not in the file (`path`, `hunk`), or a file it modifies is missing, or one it adds exists."),
+    '503': err('not_ready, server_unavailable or busy (Retry-After).'),
+    '504': err('timeout: the check did not finish within the query deadline.'),
+  },
+};
 
 export async function checkRoutes(app: FastifyInstance, deps: Deps): Promise<void> {
-  app.post('/v1/check', async (req, reply) => {
-    (req as { lspdOp?: string }).lspdOp = 'check';
-    return answerCheck(deps, req.body, clientSignal(reply));
+  const { checks } = deps.services;
+  app.post('/v1/check', { config: { access: { permission: 'query', org: 'body' } }, schema: doc }, async (req, reply) => {
+    req.lspdOp = 'check';
+    return checks.check(parse(checkQuery, req.body), clientSignal(reply));
   });
 }

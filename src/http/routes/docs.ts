@@ -1,39 +1,58 @@
 // GET /docs/json (the OpenAPI 3.1 document) and GET /docs (the same, rendered as
 // one self-contained HTML page: no script, no CDN, no fonts to fetch, because the
-// machines lspd runs on usually have no internet). Both are public: see
-// accessTable in ../auth.ts for why.
+// machines lspd runs on usually have no internet). Both are public: see PUBLIC in
+// ../auth.ts for why.
 //
 // installDocs must run before the other routes are registered: it collects them
-// with an onRoute hook, so the document lists exactly what the server serves.
+// with an onRoute hook, each with the access rule and the doc it declares in its
+// options (../route-options.ts), so the document lists exactly what the server serves.
 import type { FastifyInstance } from 'fastify';
-import type { Access } from '../auth.js';
+import { PUBLIC } from '../auth.js';
 import { buildOpenApi, type CollectedRoute } from '../openapi.js';
+import type { RouteDoc } from '../route-options.js';
 
 export function installDocs(app: FastifyInstance): void {
   const routes: CollectedRoute[] = [];
   app.addHook('onRoute', (r) => {
-    const access = (r.config as { access?: Access } | undefined)?.access;
+    const access = r.config?.access;
+    const doc = r.schema?.answers ? (r.schema as RouteDoc) : undefined;
     for (const method of Array.isArray(r.method) ? r.method : [r.method]) {
-      routes.push({ method, url: r.url, ...(access ? { access } : {}) });
+      routes.push({ method, url: r.url, ...(access ? { access } : {}), ...(doc ? { doc } : {}) });
     }
   });
 
   // Built on first use: by then every route is registered; the document never
   // changes while the process runs.
   let doc: Record<string, unknown> | undefined;
-  let html: string | undefined;
+  let page: string | undefined;
   const document = () => (doc ??= buildOpenApi(routes));
 
-  app.get('/docs/json', async (_req, reply) => reply.type('application/json').send(document()));
+  app.get(
+    '/docs/json',
+    {
+      config: { access: PUBLIC },
+      schema: {
+        tags: ['operations'],
+        summary: 'This document (OpenAPI 3.1, JSON).',
+        answers: { '200': { description: 'OpenAPI document.', contentType: 'application/json' } },
+      },
+    },
+    async (_req, reply) => reply.type('application/json').send(document()),
+  );
 
-  app.get('/docs', async (_req, reply) => {
-    html ??= renderHtml(document());
+  const html = {
+    tags: ['operations'],
+    summary: 'This document, rendered as HTML.',
+    answers: { '200': { description: 'HTML.', contentType: 'text/html' } },
+  } as const;
+  app.get('/docs', { config: { access: PUBLIC }, schema: html }, async (_req, reply) => {
+    page ??= renderHtml(document());
     return (
       reply
         .type('text/html; charset=utf-8')
         // Nothing on the page loads or runs anything: say so to the browser too.
         .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'")
-        .send(html)
+        .send(page)
     );
   });
 }

@@ -3,34 +3,61 @@
 import type { FastifyInstance } from 'fastify';
 import type { PhaseVerdict, ServerAvailability } from '../../health.js';
 import { ownTextScrubber } from '../../lsp/answer/own-text.js';
-import { perServer, type Deps } from '../deps.js';
-
-/**
- * Reasons quote the host (a bwrap path, an errno naming a file under the data dir), and
- * /readyz needs no token: they are scrubbed as answers are; the log keeps them whole.
- */
-const scrubberOf = perServer((deps) => ownTextScrubber(deps.config.dataDir));
+import { PUBLIC } from '../auth.js';
+import type { Deps } from '../deps.js';
 
 export async function healthRoutes(app: FastifyInstance, deps: Deps): Promise<void> {
-  app.get('/livez', async () => ({ live: true }));
+  // Reasons quote the host (a bwrap path, an errno naming a file under the data dir), and
+  // /readyz needs no token: they are scrubbed as answers are; the log keeps them whole.
+  const scrub = ownTextScrubber(deps.config.dataDir);
 
-  app.get('/readyz', async (_req, reply) => {
-    const h = deps.health;
-    const scrub = scrubberOf(deps);
-    const verdict = (v: PhaseVerdict): PhaseVerdict => (v.ok ? v : { ok: false, reason: scrub(v.reason) });
-    const server = (a: ServerAvailability): ServerAvailability => (a.reason === undefined ? a : { ...a, reason: scrub(a.reason) });
-    const body = {
-      ready: h.ready,
-      ...(h.ready ? {} : { reason: scrub(h.reason ?? '') }),
-      jail: { serve: verdict(h.jail.serve), fetch: verdict(h.jail.fetch) },
-      store: verdict(h.store),
-      servers: Object.fromEntries(Object.entries(h.servers).map(([name, a]) => [name, server(a)])),
-    };
-    return reply.code(h.ready ? 200 : 503).send(body);
-  });
+  app.get(
+    '/livez',
+    {
+      config: { access: PUBLIC },
+      schema: { tags: ['operations'], summary: 'Liveness: 200 while the process runs.', answers: { '200': { description: 'Alive.' } } },
+    },
+    async () => ({ live: true }),
+  );
 
-  app.get('/metrics', async (_req, reply) => {
-    const text = await deps.metrics.registry.metrics();
-    return reply.type(deps.metrics.registry.contentType).send(text);
-  });
+  app.get(
+    '/readyz',
+    {
+      config: { access: PUBLIC },
+      schema: {
+        tags: ['operations'],
+        summary: 'Readiness: 200 only when the boot canary proved both jail phases and the store is writable.',
+        answers: { '200': { description: 'Ready.', schema: 'ReadyAnswer' }, '503': { description: 'Not ready; `reason` says why.', schema: 'ReadyAnswer' } },
+      },
+    },
+    async (_req, reply) => {
+      const h = deps.health;
+      const verdict = (v: PhaseVerdict): PhaseVerdict => (v.ok ? v : { ok: false, reason: scrub(v.reason) });
+      const server = (a: ServerAvailability): ServerAvailability => (a.reason === undefined ? a : { ...a, reason: scrub(a.reason) });
+      const body = {
+        ready: h.ready,
+        ...(h.ready ? {} : { reason: scrub(h.reason ?? '') }),
+        jail: { serve: verdict(h.jail.serve), fetch: verdict(h.jail.fetch) },
+        store: verdict(h.store),
+        servers: Object.fromEntries(Object.entries(h.servers).map(([name, a]) => [name, server(a)])),
+      };
+      return reply.code(h.ready ? 200 : 503).send(body);
+    },
+  );
+
+  app.get(
+    '/metrics',
+    {
+      config: { access: PUBLIC },
+      schema: {
+        tags: ['operations'],
+        summary: 'Prometheus metrics (text exposition format).',
+        answers: { '200': { description: 'Metrics.', contentType: 'text/plain' } },
+      },
+    },
+    async (_req, reply) => {
+      const text = await deps.metrics.registry.metrics();
+      return reply.type(deps.metrics.registry.contentType).send(text);
+    },
+  );
 }

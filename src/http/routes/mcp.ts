@@ -1,6 +1,6 @@
 // /mcp: the tools of src/tools.ts over MCP's Streamable HTTP transport
 // (https://modelcontextprotocol.io/specification/2025-06-18/basic/transports#streamable-http),
-// so an agent can attach lspd directly. Each tool call runs the same entry point as
+// so an agent can attach lspd directly. Each tool call runs the same service as
 // the HTTP route it mirrors, so it answers alike, errors included.
 //
 // Stateless (no Mcp-Session-Id): every POST gets a fresh server and transport.
@@ -22,11 +22,7 @@ import { z } from 'zod';
 import { assertOrg, assertPermission } from '../auth.js';
 import { callTool, coverageOf, listTools, toolErrorBody, type ToolRunner } from '../../tools.js';
 import type { Deps } from '../deps.js';
-import { answerAsk, answerLsp } from './ask.js';
 import { clientSignal } from '../client-signal.js';
-import { answerReadFile } from './files.js';
-import { answerDiff } from './diff.js';
-import { answerCheck } from './check.js';
 
 const INSTRUCTIONS =
   'lspd answers code-intelligence questions (definition, references, hover, symbols, diagnostics, and lookups by name) ' +
@@ -71,19 +67,9 @@ function mcpServer(deps: Deps, runner: ToolRunner, hangup: AbortSignal): Server 
   return server;
 }
 
+/** The services the routes call, with this request's token checks. */
 function runnerFor(deps: Deps, req: FastifyRequest): ToolRunner {
-  return {
-    lsp: (body, signal) => answerLsp(deps, body, signal),
-    ask: (body, signal) => answerAsk(deps, body, signal),
-    // The files route's rule (GET on a root: `read`), on top of this route's `query`.
-    readFile: async (args) => {
-      assertPermission(req, 'read');
-      return answerReadFile(deps, args);
-    },
-    diff: (body, signal) => answerDiff(deps, body, signal),
-    check: (body, signal) => answerCheck(deps, body, signal),
-    assertOrg: (org) => assertOrg(req, org),
-  };
+  return { ...deps.services, assertOrg: (org) => assertOrg(req, org), assertPermission: (p) => assertPermission(req, p) };
 }
 
 function methodNotAllowed(reply: FastifyReply) {
@@ -94,7 +80,10 @@ function methodNotAllowed(reply: FastifyReply) {
 }
 
 export async function mcpRoutes(app: FastifyInstance, deps: Deps): Promise<void> {
-  app.post('/mcp', async (req, reply) => {
+  // MCP carries the org inside each tool call's arguments, not at the top of the
+  // body: each call checks its org itself (assertOrg), as /ask's batch does.
+  const access = { config: { access: { permission: 'query', org: 'none' } } } as const;
+  app.post('/mcp', access, async (req, reply) => {
     const hangup = clientSignal(reply);
     const server = mcpServer(deps, runnerFor(deps, req), hangup);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
@@ -115,6 +104,6 @@ export async function mcpRoutes(app: FastifyInstance, deps: Deps): Promise<void>
       }
     }
   });
-  app.get('/mcp', async (_req, reply) => methodNotAllowed(reply));
-  app.delete('/mcp', async (_req, reply) => methodNotAllowed(reply));
+  app.get('/mcp', access, async (_req, reply) => methodNotAllowed(reply));
+  app.delete('/mcp', access, async (_req, reply) => methodNotAllowed(reply));
 }

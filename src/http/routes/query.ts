@@ -1,19 +1,39 @@
-// POST /v1/code/lsp (POST /ask lives in ask.ts): the body validated with the shared
-// schema, then the query service, which owns every check (jail proved, org's share,
-// root stored) and their order.
+// POST /v1/code/lsp: the body validated with the shared schema, then the query
+// service, which admits it (src/admission.ts: jail proved, org's share, root stored)
+// and answers.
 import type { FastifyInstance } from 'fastify';
 import { lspQuery } from '../../schemas.js';
 import { parse } from '../error-handler.js';
 import type { Deps } from '../deps.js';
 import { clientSignal } from '../client-signal.js';
-import { answerLsp } from './ask.js';
+import { err, type RouteDoc } from '../route-options.js';
+
+const doc: RouteDoc = {
+  tags: ['queries'],
+  summary: 'A position-based LSP operation on a root.',
+  description:
+    'op is one of definition, typeDefinition, implementation, references, hover, documentSymbols, workspaceSymbols, diagnostics, or a call or type hierarchy: incomingCalls, outgoingCalls, supertypes, subtypes (with depth 1-3; answered as `nodes`). Positional ops need path, line and character; workspaceSymbols needs query and no path. Everything a server produced is labelled untrusted.',
+  requestBody: ['LspQuery'],
+  answers: {
+    '200': { description: 'The answer (fields by op).', schema: 'LspAnswer' },
+    '400': err('bad_sha or bad_name (the root key), else bad_request: schema, path or position.'),
+    '404': err('no_such_file.'),
+    '409': err('need_tree: upload the root, then retry.'),
+    '413': err('file_too_large.'),
+    '415': err('not_utf8.'),
+    '422': err('no_server for that file, or its server does not answer that op (e.g. a hierarchy it lacks).'),
+    '503': err('not_ready (jail not proved), server_unavailable or busy (Retry-After).'),
+    '504': err('timeout.'),
+  },
+};
 
 export async function queryRoutes(app: FastifyInstance, deps: Deps): Promise<void> {
-  app.post('/v1/code/lsp', async (req, reply) => {
+  const { query } = deps.services;
+  app.post('/v1/code/lsp', { config: { access: { permission: 'query', org: 'body' } }, schema: doc }, async (req, reply) => {
     const q = parse(lspQuery, req.body);
-    (req as { lspdOp?: string }).lspdOp = q.op;
-    const answer = await answerLsp(deps, q, clientSignal(reply));
-    (req as { lspdServer?: string }).lspdServer = String(answer.server ?? '');
+    req.lspdOp = q.op;
+    const answer = await query.lsp(q, clientSignal(reply));
+    req.lspdServer = String(answer.server ?? '');
     return answer;
   });
 }

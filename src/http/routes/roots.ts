@@ -6,13 +6,15 @@
 // once, and the client sends the whole tree instead) and `x-lspd-git-tree`.
 import type { FastifyInstance } from 'fastify';
 import { errors } from '../../errors.js';
-import { GIT_TREE_HEADER, listQuery, putRootHeaders } from '../../schemas.js';
+import { GIT_TREE_HEADER, listQuery, putRootHeaders, putRootQuery, rootParams } from '../../schemas.js';
+import { ops } from '../../admission.js';
 import { baseMissing } from '../../store/incremental.js';
 import { checkRootKey } from '../../store/root-key.js';
 import { rootId, type RootInfo, type RootKey } from '../../store/types.js';
 import type { Deps } from '../deps.js';
 import { parse } from '../error-handler.js';
 import { principalOf } from '../auth.js';
+import { err, type RouteDoc } from '../route-options.js';
 import { mayTouchOrg } from '../../tokens.js';
 import { GZIP_MEDIA, TAR_MEDIA } from '../media-types.js';
 import { dropRest } from '../drop-body.js';
@@ -31,13 +33,15 @@ export async function rootRoutes(app: FastifyInstance, deps: Deps): Promise<void
   app.put<PutParams>(
     '/v1/roots/:org/:repo/:sha',
     {
+      config: { access: { permission: 'upload', org: 'param' } },
+      schema: putDoc,
       onRequest: async (req) => {
         const key = checkRootKey(req.params);
         uploadIsGzip(req.headers['content-type'], req.headers['content-encoding']);
         warmWanted(req.query.warm);
         const { base } = uploadOptions(key, req.query, req.headers[GIT_TREE_HEADER]);
         // Before a byte of the body is read; a root already stored takes nothing new.
-        if (!store.get(key)) deps.heap.admit('upload', key.org);
+        if (!store.get(key)) deps.services.admission.heap(key.org, ops.upload);
         if (base !== undefined && !store.get(key) && !store.get({ ...key, sha: base })) throw baseMissing(key, base);
       },
     },
@@ -52,7 +56,7 @@ export async function rootRoutes(app: FastifyInstance, deps: Deps): Promise<void
         const reuse = base !== undefined && changed ? { base: { ...key, sha: base }, changed } : undefined;
         const fetch = created ? await deps.fetcher.enqueue(key, reuse) : deps.fetcher.state(key);
         // Its sessions start in the background (after the fetch), so the first query finds them warm.
-        if (warmWanted(req.query.warm)) deps.lsp.warm(key);
+        if (warmWanted(req.query.warm)) deps.services.query.warm(key);
         return reply.code(created ? 201 : 200).send({ ...view(info), created, fetch });
       } catch (err) {
         // Past the bound the socket is cut: the client has had its answer's chance.
@@ -62,7 +66,7 @@ export async function rootRoutes(app: FastifyInstance, deps: Deps): Promise<void
     },
   );
 
-  app.get<KeyParams>('/v1/roots/:org/:repo/:sha', async (req) => {
+  app.get<KeyParams>('/v1/roots/:org/:repo/:sha', { config: { access: { permission: 'read', org: 'param' } }, schema: getDoc }, async (req) => {
     const key = checkRootKey(req.params);
     const info = store.get(key);
     if (!info) throw errors.notFound();
@@ -71,13 +75,13 @@ export async function rootRoutes(app: FastifyInstance, deps: Deps): Promise<void
     return { ...view(info), fetch: deps.fetcher.state(key), sessions, org_disk };
   });
 
-  app.delete<KeyParams>('/v1/roots/:org/:repo/:sha', async (req, reply) => {
+  app.delete<KeyParams>('/v1/roots/:org/:repo/:sha', { config: { access: { permission: 'delete', org: 'param' } }, schema: deleteDoc }, async (req, reply) => {
     const key = checkRootKey(req.params);
     if (!(await store.delete(key))) throw errors.notFound();
     return reply.code(204).send();
   });
 
-  app.get('/v1/roots', async (req) => {
+  app.get('/v1/roots', { config: { access: { permission: 'read', org: 'filter' } }, schema: listDoc }, async (req) => {
     const q = parse(listQuery, req.query);
     // Filtered before paging: a page, and its `next`, hold only roots the token may see.
     const p = principalOf(req);
@@ -90,6 +94,50 @@ export async function rootRoutes(app: FastifyInstance, deps: Deps): Promise<void
     return { roots: page.roots.map((info) => ({ ...view(info), fetch: fetchOf(info.root) })), ...(page.next ? { next: page.next } : {}) };
   });
 }
+
+const putDoc: RouteDoc = {
+  tags: ['trees'],
+  summary: "Upload the tree of a root as a tar (or gzip'd tar) stream.",
+  description:
+    "All or nothing: the root becomes visible only once the whole tar is stored. Immutable: uploading an existing root answers 200 with created=false and changes nothing. `git archive --format=tar <sha>` output works as is. With `?base=`, the tar is a layer over that stored root (files added or modified; deletions as OCI whiteouts): the new root is composed from the base's files (hard links) and the layer, checked whole like a full upload. With `x-lspd-git-tree`, the stored tree must be that git tree.",
+  pathParams: rootParams,
+  queryParams: putRootQuery,
+  headerParams: putRootHeaders,
+  requestBody: 'tar',
+  answers: {
+    '201': { description: 'Stored.', schema: 'PutRootAnswer' },
+    '200': { description: 'Already stored; nothing changed.', schema: 'PutRootAnswer' },
+    '400': err('bad_sha, bad_name, bad_archive, or bad_request (x-lspd-git-tree is not a SHA-1 tree id).'),
+    '409': err('need_tree: the `base` root is not stored here (`root` names it); upload the whole tree.'),
+    '413': err('too_large: past the bytes, files or single-file limit.'),
+    '415': err('unsupported_media_type.'),
+    '422': err(
+      'unsafe_entry: the tar holds an entry that could escape the root (or a layer that conflicts with its base); tree_mismatch: the tree is not the git tree x-lspd-git-tree names (`expected`, `computed`); nothing stored.',
+    ),
+    '507': err('insufficient_storage.'),
+  },
+};
+
+const getDoc: RouteDoc = {
+  tags: ['trees'],
+  summary: 'Describe a stored root: size, languages, dependency fetch state, sessions.',
+  pathParams: rootParams,
+  answers: { '200': { description: 'The root.', schema: 'RootAnswer' }, '400': err('bad_sha or bad_name.'), '404': err('not_found (need: tree).') },
+};
+
+const deleteDoc: RouteDoc = {
+  tags: ['trees'],
+  summary: 'Delete a root: stop its sessions, remove its files and dependency cache.',
+  pathParams: rootParams,
+  answers: { '204': { description: 'Deleted.' }, '400': err('bad_sha or bad_name.'), '404': err('not_found.') },
+};
+
+const listDoc: RouteDoc = {
+  tags: ['trees'],
+  summary: 'List stored roots, paged (a token limited to some orgs sees only theirs).',
+  queryParams: listQuery,
+  answers: { '200': { description: 'A page of roots.', schema: 'RootList' } },
+};
 
 function view(info: RootInfo) {
   return {

@@ -8,5 +8,10 @@ import type { Deps } from '../deps.js';
 
 export async function toolRoutes(app: FastifyInstance, deps: Deps): Promise<void> {
   const coverage = coverageOf(deps.table);
-  app.get('/v1/tools', async () => ({ tools: listTools(deps.health, coverage) }));
+  const doc = {
+    tags: ['queries'],
+    summary: 'Tool definitions (name, description, JSON Schema of the input) for LLM agents.',
+    answers: { '200': { description: 'The tools.', schema: 'ToolsAnswer' } },
+  } as const;
+  app.get('/v1/tools', { config: { access: { permission: 'query', org: 'none' } }, schema: doc }, async () => ({ tools: listTools(deps.health, coverage) }));
 }
