@@ -12,10 +12,11 @@ const ITEMS_PER_TURN = 4096;
 /**
  * Bytes of names and targets worked through between turns, whatever the item count:
  * items are not all alike (issue 30's 20,000 links of 1.5 KB targets made 4,096 of
- * them 6 MB of strings: one slice of 40-55 ms of index decoding or link admission).
- * 4,096 items of a real tree's paths (~60 bytes) are about this much.
+ * them 6 MB of strings: one slice of 40-55 ms of index decoding or link admission;
+ * at 256 KiB a turn, compose's link admission still took 16 ms of CPU a slice, at
+ * load 15, bench/shape-stall). A real tree's paths (~60 bytes) reach it in ~1,000 items.
  */
-const BYTES_PER_TURN = 256 * 1024;
+const BYTES_PER_TURN = 64 * 1024;
 
 /**
  * The pace of a loop over a tree's entries: call it once per item, with the bytes of
