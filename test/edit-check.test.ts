@@ -113,6 +113,35 @@ describe('POST /v1/check, in the SERVE jail', { skip }, () => {
     assert.deepEqual(again.body.new, r.body.new);
   });
 
+  test('TypeScript: each check sees its own patch only, whatever the one before it left on the scratch session', async () => {
+    // The scratch session keeps a pulling server's patch until the next check (src/check/ `patched`):
+    // that check must revert what its own patch does not make, close a file only the last one added,
+    // and answer the same patch sent twice the same.
+    const first = await check('ts-basic', breaking);
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    assert.equal((first.body.new as Diag[]).filter((x) => x.path === 'src/app.ts').length, 2, JSON.stringify(first.body.new));
+    const again = await check('ts-basic', breaking);
+    assert.deepEqual(again.body.new, first.body.new);
+    assert.deepEqual(again.body.fixed, first.body.fixed);
+    const app = fixture('ts-basic', 'src/app.ts');
+    const appOnly = await check('ts-basic', patchOf('ts-basic', { 'src/app.ts': '// a comment\n' + app }));
+    assert.equal(appOnly.status, 200, JSON.stringify(appOnly.body));
+    assert.deepEqual(appOnly.body.new, [], 'greet.ts is back to its stored text: both calls of greet are right again');
+    const withExtra = await check(
+      'ts-basic',
+      patchOf('ts-basic', { 'src/extra.ts': 'export const extra = 1;\n', 'src/app.ts': app + "export { extra } from './extra.js';\n" }),
+    );
+    assert.equal(withExtra.status, 200, JSON.stringify(withExtra.body));
+    assert.deepEqual(withExtra.body.new, []);
+    const withoutExtra = await check('ts-basic', patchOf('ts-basic', { 'src/app.ts': app + "export { extra } from './extra.js';\n" }));
+    assert.equal(withoutExtra.status, 200, JSON.stringify(withoutExtra.body));
+    const fresh = withoutExtra.body.new as Diag[];
+    assert.ok(
+      fresh.some((x) => x.path === 'src/app.ts' && /Cannot find module '\.\/extra\.js'/.test(x.message)),
+      `the file only the check before added is gone: ${JSON.stringify(fresh)}`,
+    );
+  });
+
   test('a patch that does not apply is 422 naming the file and hunk; malformed or out of the root 400; too large 413', async () => {
     const stale = breaking.replace('export function greet(name: string): string', 'export function greet(nom: string): string');
     const r = await check('ts-basic', stale);

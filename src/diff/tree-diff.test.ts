@@ -7,7 +7,7 @@ import { encodeTreeIndex, TREE_INDEX, type TreeEntry } from '../store/tree-index
 import { diffTrees } from './tree-diff.js';
 
 /** A root dir as the store lays it out: <root>/tree/… and, when given, <root>/tree.idx. */
-function root(top: string, name: string, files: Record<string, string>, index?: TreeEntry[]): string {
+async function root(top: string, name: string, files: Record<string, string>, index?: TreeEntry[]): Promise<string> {
   const tree = join(top, name, 'tree');
   mkdirSync(tree, { recursive: true });
   for (const [p, text] of Object.entries(files)) {
@@ -15,7 +15,7 @@ function root(top: string, name: string, files: Record<string, string>, index?: 
     if (text.startsWith('->')) symlinkSync(text.slice(2), join(tree, p));
     else writeFileSync(join(tree, p), text);
   }
-  if (index) writeFileSync(join(top, name, TREE_INDEX), encodeTreeIndex(index));
+  if (index) writeFileSync(join(top, name, TREE_INDEX), await encodeTreeIndex(index));
   return tree;
 }
 
@@ -25,8 +25,8 @@ const file = (path: string, id: number): TreeEntry => ({ path, kind: 'file', siz
 test('with tree indexes: blob ids decide, no file is read (the trees on disk may say anything)', async () => {
   const top = mkdtempSync(join(tmpdir(), 'tree-diff-'));
   try {
-    const a = root(top, 'a', {}, [{ path: 'src', kind: 'dir' }, file('src/same.ts', 1), file('src/mod.ts', 2), file('src/gone.ts', 3)]);
-    const b = root(top, 'b', {}, [{ path: 'src', kind: 'dir' }, file('src/same.ts', 1), file('src/mod.ts', 9), file('src/new.ts', 4)]);
+    const a = await root(top, 'a', {}, [{ path: 'src', kind: 'dir' }, file('src/same.ts', 1), file('src/mod.ts', 2), file('src/gone.ts', 3)]);
+    const b = await root(top, 'b', {}, [{ path: 'src', kind: 'dir' }, file('src/same.ts', 1), file('src/mod.ts', 9), file('src/new.ts', 4)]);
     const d = await diffTrees(a, b);
     assert.deepEqual(d.files, [
       { path: 'src/gone.ts', change: 'removed' },
@@ -42,8 +42,8 @@ test('with tree indexes: blob ids decide, no file is read (the trees on disk may
 test('without indexes (roots of an older lspd): sizes, then contents, and link targets', async () => {
   const top = mkdtempSync(join(tmpdir(), 'tree-diff-'));
   try {
-    const a = root(top, 'a', { 'same.ts': 'x', 'samesize.ts': 'abc', 'grown.ts': 'a', 'gone.ts': 'g', link: '->same.ts', 'd/deep.ts': 'q' });
-    const b = root(top, 'b', { 'same.ts': 'x', 'samesize.ts': 'abd', 'grown.ts': 'ab', 'new.ts': 'n', link: '->grown.ts', 'd/deep.ts': 'q' });
+    const a = await root(top, 'a', { 'same.ts': 'x', 'samesize.ts': 'abc', 'grown.ts': 'a', 'gone.ts': 'g', link: '->same.ts', 'd/deep.ts': 'q' });
+    const b = await root(top, 'b', { 'same.ts': 'x', 'samesize.ts': 'abd', 'grown.ts': 'ab', 'new.ts': 'n', link: '->grown.ts', 'd/deep.ts': 'q' });
     const d = await diffTrees(a, b);
     assert.deepEqual(d.files, [
       { path: 'gone.ts', change: 'removed' },

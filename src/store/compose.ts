@@ -57,7 +57,7 @@ export async function compose(base: readonly TreeEntry[], layer: Layer, limits: 
   const byPath = new Map<string, TreeEntry>();
   for (const e of base) {
     byPath.set(e.path, e);
-    if (due()) await nextTurn();
+    if (due(e.path.length)) await nextTurn();
   }
   // What the whiteouts and opaque markers remove: a base path whiteout'd, or below a
   // whiteout'd or opaque directory. One climb of each base path's ancestors (linear
@@ -94,7 +94,7 @@ export async function compose(base: readonly TreeEntry[], layer: Layer, limits: 
   // The layer over what is left. Its implied directories are entries too, so a
   // directory it needs where the base keeps a file is caught here.
   const fromLayer = new Map<string, TreeEntry>();
-  for (const e of withParents(layer.entries)) {
+  for (const e of await withParents(layer.entries)) {
     const b = live(e.path);
     if (b && b.kind === 'dir' && e.kind !== 'dir') throw errors.unsafeEntry(e.path, 'entry replaces a directory with a file');
     if (b && b.kind !== 'dir' && e.kind === 'dir') {
@@ -136,7 +136,7 @@ export async function compose(base: readonly TreeEntry[], layer: Layer, limits: 
   links.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   for (const l of links) {
     walker.admit({ name: l.path, type: 'symlink', linkname: l.target, size: 0 });
-    if (due()) await nextTurn();
+    if (due(l.path.length + l.target.length)) await nextTurn();
   }
   await walker.verifySymlinksYielding();
 

@@ -20,6 +20,7 @@
 // - the root's own files: tree.idx (its records are counted exactly as
 //   tree-index.ts encodes them), meta.json (one block), the root and deps dirs.
 import type { TreeEntry } from './tree-index.js';
+import { nextTurn, turnCounter } from '../event-loop.js';
 
 const DIRENT_HEADER_BYTES = 8;
 const DIR_FILL_FACTOR = 1.5;
@@ -110,13 +111,18 @@ function direntBytes(path: string, parent: string): number {
  * `layerDataBytes`; the base's files are links), `whole` once it holds every
  * file alone. Copies a compose makes (EMLINK, EXDEV) are added by the caller.
  */
-export function composedCharge(entries: readonly TreeEntry[], fromBase: readonly TreeEntry[], layerDataBytes: number, blockBytes: number) {
+export async function composedCharge(entries: readonly TreeEntry[], fromBase: readonly TreeEntry[], layerDataBytes: number, blockBytes: number) {
+  const due = turnCounter();
   const c = new TreeCharge(blockBytes);
-  for (const e of entries) c.add(e.path, e.kind, e.kind === 'symlink' ? e.target : undefined);
+  for (const e of entries) {
+    c.add(e.path, e.kind, e.kind === 'symlink' ? e.target : undefined);
+    if (due(e.path.length + (e.kind === 'symlink' ? e.target.length : 0))) await nextTurn();
+  }
   let baseData = 0;
   for (const e of fromBase) {
     if (e.kind === 'file' || e.kind === 'exec') baseData += fileDiskBytes(e.size, blockBytes);
     else if (e.kind === 'symlink') baseData += symlinkDiskBytes(e.target, blockBytes);
+    if (due(e.kind === 'symlink' ? e.target.length : 0)) await nextTurn();
   }
   c.dataBytes = layerDataBytes;
   const own = c.bytes;

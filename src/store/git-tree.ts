@@ -10,6 +10,7 @@
 // - a directory without files does not exist in git: empty directories are left out.
 // Only SHA-1 repositories (git's default object format) are covered.
 import { createHash } from 'node:crypto';
+import { nextTurn, turnCounter } from '../event-loop.js';
 
 export type GitFileMode = '100644' | '100755' | '120000';
 
@@ -41,8 +42,9 @@ interface Dir {
 
 const newDir = (): Dir => ({ files: new Map(), dirs: new Map() });
 
-/** The tree id of a root holding exactly these blobs. */
-export function treeId(blobs: Iterable<GitBlob>): string {
+/** The tree id of a root holding exactly these blobs; in slices (event-loop.ts), as it runs on the daemon's loop. */
+export async function treeId(blobs: Iterable<GitBlob>): Promise<string> {
+  const due = turnCounter();
   const top = newDir();
   for (const b of blobs) {
     const segs = b.path.split('/');
@@ -54,23 +56,25 @@ export function treeId(blobs: Iterable<GitBlob>): string {
       d = next;
     }
     d.files.set(segs[segs.length - 1]!, { mode: b.mode, id: b.id });
+    if (due(b.path.length)) await nextTurn();
   }
-  return hashDir(top).toString('hex');
+  return (await hashDir(top, due)).toString('hex');
 }
 
 // Runs once per stored root over every file (40k in a 500 MB tree), so rows are
 // strings until one buffer per directory is written: no Buffer per name or id.
 const ASCII = /^[\x00-\x7f]*$/;
 
-function hashDir(d: Dir): Buffer {
+async function hashDir(d: Dir, due: (bytes?: number) => boolean): Promise<Buffer> {
   const rows: { key: string; head: string; id: string | Buffer }[] = [];
   let ascii = true;
   for (const [name, f] of d.files) {
     rows.push({ key: name, head: `${f.mode} ${name}\0`, id: f.id });
     ascii &&= ASCII.test(name);
+    if (due(name.length)) await nextTurn();
   }
   for (const [name, sub] of d.dirs) {
-    rows.push({ key: `${name}/`, head: `40000 ${name}\0`, id: hashDir(sub) });
+    rows.push({ key: `${name}/`, head: `40000 ${name}\0`, id: await hashDir(sub, due) });
     ascii &&= ASCII.test(name);
   }
   // git compares bytes of UTF-8; JS strings compare UTF-16 code units, which agree for ASCII.

@@ -32,8 +32,8 @@ export async function loadBaseIndex(key: RootKey, base: string, baseDir: string)
 }
 
 /** The stored tree's git tree id; refuses with tree_mismatch when the upload named another. */
-export function checkGitTree(entries: Iterable<TreeEntry>, expected: string | undefined): string {
-  const computed = treeId(gitBlobs(entries));
+export async function checkGitTree(entries: Iterable<TreeEntry>, expected: string | undefined): Promise<string> {
+  const computed = await treeId(gitBlobs(entries));
   if (expected !== undefined && expected !== computed) throw errors.treeMismatch(expected, computed);
   return computed;
 }

@@ -355,7 +355,7 @@ export class RootStore {
       });
       ingestMs = Math.round(performance.now() - ingestStart);
       resolveSteps = r.resolveSteps;
-      const gitTree = checkGitTree(r.entries, opts.gitTree);
+      const gitTree = await checkGitTree(r.entries, opts.gitTree);
       changed = r.changed;
       const createdMs = Date.now();
       info = {
@@ -370,7 +370,7 @@ export class RootStore {
         ...(opts.base !== undefined ? { ownDiskBytes: r.ownDiskBytes, base: opts.base } : {}),
         gitTree,
       };
-      await writeFile(join(staging, TREE_INDEX), encodeTreeIndex(r.entries), { flag: 'wx', mode: 0o644 });
+      await writeFile(join(staging, TREE_INDEX), await encodeTreeIndex(r.entries), { flag: 'wx', mode: 0o644 });
       // Everything under the staging dir, its metadata and the org/repo dirs are made
       // durable by one syncfs (it writes back every dirty page and inode of the
       // filesystem, so no per-file fsync is needed); only then is the root renamed
