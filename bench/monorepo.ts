@@ -276,6 +276,10 @@ async function main(): Promise<void> {
   let label: string;
   let pkgDir: string | undefined;
   const env: Record<string, string> = {};
+  // --env K=V (repeatable): a daemon setting to try (LSPD_WARM_MAX_SESSIONS=1, ...).
+  args.forEach((a, i) => {
+    if (a === '--env' && args[i + 1]?.includes('=')) env[args[i + 1]!.split('=')[0]!] = args[i + 1]!.slice(args[i + 1]!.indexOf('=') + 1);
+  });
   if (tarFile) {
     const specFile = opt('--spec');
     if (!specFile) throw new Error('--tar needs --spec <questions.json>');
@@ -323,7 +327,7 @@ async function main(): Promise<void> {
       LSPD_JAIL_UID_BASE: String(uids.base),
       LSPD_JAIL_UID_COUNT: String(uids.count),
       LSPD_WARM_MAX_SESSIONS: '4', // the default: spawnDaemon turns warm-up off for tests
-      LOG_LEVEL: 'info',
+      LOG_LEVEL: opt('--log-level') ?? 'info',
       ...env,
     },
     timeoutMs: 90_000,
@@ -339,6 +343,7 @@ async function main(): Promise<void> {
         n === 1 ? tar : await tarOfFiles(new Map([[spec.oneFile, `${text(spec.oneFile)}\n${commentFor(spec.oneFile)} bench/monorepo commit ${n}\n`]]));
       const tarballsBefore = front?.tarballs();
       const up = await put(d.url, root, body, prev ? `?base=${prev.sha}` : '');
+      const epoch201 = Date.now();
       const [inTree, dep, fetched] = await Promise.all([
         pollRight(d.url, { ...root, op: 'definition', path: spec.inTree.path, ...inTreeAt }, inTreeRight, up.at, n === 1 ? BOUND_MS : LAYER_BOUND_MS),
         pollRight(d.url, { ...root, op: 'definition', path: spec.dependency.path, ...depAt }, depRight, up.at, n === 1 ? BOUND_MS : LAYER_BOUND_MS),
@@ -364,7 +369,7 @@ async function main(): Promise<void> {
       figures.push(f);
       const ms = (x?: number) => (x === undefined ? 'never' : (x / 1000).toFixed(2) + ' s');
       console.log(
-        `commit ${n}${prev ? ' (one file, ?base=)' : ' (whole tree)'}: upload ${ms(f.upload)}; in-tree first ${ms(inTree.first)} right ${ms(inTree.right)} ` +
+        `commit ${n}${prev ? ' (one file, ?base=)' : ' (whole tree)'} [201 at ${epoch201}, ${root.sha.slice(0, 8)}]: upload ${ms(f.upload)}; in-tree first ${ms(inTree.first)} right ${ms(inTree.right)} ` +
           `[${inTree.tries} asks${inTree.right === undefined ? `, last ${inTree.last}` : ''}]; dependency right ${ms(dep.right)} [deps ${dep.deps}` +
           `${dep.right === undefined ? `, last ${dep.last}` : ''}]; fetch ${fetched.state} at ${ms(fetched.ms)} ${fetched.detail}` +
           `${f.tarballs !== undefined ? `; ${f.tarballs} tarballs asked` : ''}; roots ${mib(f.diskRoots)} MiB, data ${mib(f.diskData)} MiB; ` +
@@ -442,6 +447,8 @@ async function main(): Promise<void> {
     );
   } finally {
     await d.stop();
+    const logFile = opt('--log');
+    if (logFile) writeFileSync(logFile, d.logs.map((l) => JSON.stringify(l)).join('\n') + '\n');
     if (!args.includes('--keep')) d.cleanup();
     else console.log(`data dir kept: ${d.dataDir}`);
     await front?.close();

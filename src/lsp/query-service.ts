@@ -429,7 +429,12 @@ export class QueryService {
 
   private opContext(w: Work, session: Session, uri: string, target: TargetFile) {
     const { config } = this.deps;
-    const dirs = { treeHostDir: w.treeDir, depsHostDir: w.depsDir, mounts: dependencyMounts(this.deps.dependencies, w.q, session.row).depBinds };
+    const dirs = {
+      treeHostDir: w.treeDir,
+      depsHostDir: w.depsDir,
+      mounts: dependencyMounts(this.deps.dependencies, w.q, session.row).depBinds,
+      lentDeps: this.deps.dependencies?.lentDeps?.(w.q) ?? [],
+    };
     const document: FileCoordinate = { kind: 'tree', path: target.path, jailPath: treeJailPath(target.path) };
     return {
       q: w.q,

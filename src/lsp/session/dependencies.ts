@@ -18,10 +18,12 @@ import { TREE_AT } from '../../jail/layout.js';
 
 export interface DependencySource {
   state(key: RootKey): FetchView;
-  /** Resolves when the root's fetch settled or `signal` aborted, with the view then. */
-  wait(key: RootKey, signal?: AbortSignal): Promise<FetchView>;
+  /** Resolves when the root's fetch settled (`served`: or no workspace is on its way any more) or `signal` aborted, with the view then. */
+  wait(key: RootKey, signal?: AbortSignal, opts?: { served?: boolean }): Promise<FetchView>;
   serveBinds(key: RootKey, treeAt: string): Bind[];
   serveEnv(key: RootKey, ecosystem: Ecosystem): Record<string, string>;
+  /** Deps dirs of earlier roots that serveBinds names while this root's own copy is made (fetch/borrow.ts). */
+  lentDeps?(key: RootKey): string[];
   onDone(listener: (key: RootKey, view: FetchView) => void): () => void;
   /** A fetch is running for the root (eviction must not take it). */
   busy?(key: RootKey): boolean;
@@ -74,7 +76,7 @@ export async function awaitDependencies(
   if (waitMs === 0) return;
   const dl = deadline(signal, waitMs);
   try {
-    await src.wait(key, dl.signal);
+    await src.wait(key, dl.signal, { served: true });
   } finally {
     dl.clear();
   }

@@ -106,10 +106,13 @@ export class WarmUp {
     // Not after the fetch: a session started before it ends is replaced when it does.
     if (dependencies && config.fetchWaitMs > 0) {
       const view = dependencies.state(key);
-      if (view.state === 'queued' || view.state === 'running' || view.state === 'none') {
+      // Not for a job whose every workspace is served already (linked from an earlier commit, borrow.ts).
+      const fetching =
+        (view.state === 'queued' || view.state === 'running') && (view.ecosystems ?? []).some((s) => s.state === 'queued' || s.state === 'running');
+      if (fetching || view.state === 'none') {
         const dl = deadline(this.closed.signal, Math.min(config.fetchWaitMs, config.warmTimeoutMs));
         try {
-          await dependencies.wait(key, dl.signal);
+          await dependencies.wait(key, dl.signal, { served: true });
         } finally {
           dl.clear();
         }
