@@ -2,7 +2,9 @@
 // monorepo, while its dependencies download, and on a one-file commit on top?
 //   node --import tsx bench/monorepo.ts [--packages 40] [--files 20] [--deps 300] [--dep-kib 400] [--delay-ms 30] [--commits 10]
 //   node --import tsx bench/monorepo.ts --tar <git-archive.tar> --spec <questions.json> [--commits N] [--label name]
-// (--no-bare: skip the bare server's run; --keep: keep the daemon's data dir)
+// (--no-bare: skip the bare server's run; --keep: keep the daemon's data dir; --stages: print
+// where each commit's first seconds went, from the daemon's log; --log <file>: keep that log;
+// --env K=V: a daemon setting to try, repeatable)
 // Generated (default): bench/monorepo-tree.ts's monorepo (npm workspaces, tsconfig
 // `paths` aliases between packages, a package-lock.json of --deps packages) whose
 // packages come from test/helpers/npm-registry.ts on 127.0.0.1 behind a front that
@@ -375,6 +377,7 @@ async function main(): Promise<void> {
           `${f.tarballs !== undefined ? `; ${f.tarballs} tarballs asked` : ''}; roots ${mib(f.diskRoots)} MiB, data ${mib(f.diskData)} MiB; ` +
           `jail RSS ${mib(f.rss)} MiB in ${f.servers} processes (${sessions}); load ${load}`,
       );
+      if (args.includes('--stages')) console.log(`  stages, ms from the 201: ${stagesOf(d.logs, `${root.org}/${root.repo}/${root.sha}`, epoch201)}`);
       prev = root;
     }
 
@@ -455,6 +458,44 @@ async function main(): Promise<void> {
     await registry?.close();
     if (pkgDir) rmSync(pkgDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Where a commit's first seconds went, from the daemon's own log lines (ms from the
+ * 201; negative: before it): the fetch (started, or linked from an earlier commit), each
+ * session's spawn to initialized, warmed, restarted, and the stages of the first slow
+ * query (query-service.ts `slow query`: target read, dependencies waited, how its
+ * session was found, initialized, ready, answered).
+ */
+function stagesOf(logs: readonly Record<string, unknown>[], id: string, at201: number): string {
+  const out: string[] = [];
+  const t = (r: Record<string, unknown>) => Number(r.time) - at201;
+  let query = false;
+  for (const r of logs) {
+    if (r.root !== id) continue;
+    const ms = t(r);
+    const who = `${String(r.server ?? '')}${r.workspace ? `:${String(r.workspace)}` : ''}`;
+    switch (r.msg) {
+      case 'root stored':
+      case 'fetch started':
+      case 'fetch reused':
+      case 'fetch finished':
+      case 'sessions restarted after the fetch':
+        out.push(`${r.msg} ${ms}`);
+        break;
+      case 'session ready':
+        out.push(`${who} spawned ${ms - Number(r.ms)} initialized ${ms}`);
+        break;
+      case 'session warmed':
+        out.push(`${who} warmed ${ms}`);
+        break;
+      case 'slow query':
+        if (query) break;
+        query = true;
+        out.push(`first slow ${String(r.op)} (${String(r.ms)} ms in lspd; stages from its arrival: ${JSON.stringify(r.stages)}) ended ${ms}`);
+    }
+  }
+  return out.join('; ');
 }
 
 /** A line comment in the file's language (the one-file commit's change). */
