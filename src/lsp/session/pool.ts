@@ -250,6 +250,7 @@ export class SessionPool {
     const why = this.recycleReason(old, now);
     if (!why || this.sessions.size + this.successors.size >= this.deps.config.maxSessions) return;
     const next = this.newSession(key, spec);
+    if (old.asked) next.foreground(); // it replaces one queries use: no guess
     this.successors.set(key, next);
     this.deps.metrics.recycles.inc({ server: old.key.server, reason: why });
     this.log.info({ server: old.key.server, root: old.key.rootId, why, requests: old.requests, memoryBytes: old.memoryBytes() }, 'replacing session');
