@@ -171,8 +171,12 @@ async function pollFetch(url: string, root: Root, t201: number): Promise<{ ms: n
   }
 }
 
-/** Until every session of the root is ready (warm-up done), 60 s at most; then 1 s for the jails to go quiet. */
-async function sessionsReady(url: string, root: Root): Promise<string> {
+/**
+ * Until every session of the root is ready, 60 s at most; then until the jails' RSS
+ * settles (two readings 2 s apart within 3%, 60 s at most): `ready` is initialized, and
+ * a TS session still loading its project then was measured at a fraction of its size.
+ */
+async function sessionsReady(url: string, root: Root, uids: UidRange): Promise<string> {
   const until = Date.now() + 60_000;
   let s: { server: string; state: string }[] = [];
   while (Date.now() < until) {
@@ -181,6 +185,12 @@ async function sessionsReady(url: string, root: Root): Promise<string> {
     await sleep(250);
   }
   await sleep(1000);
+  for (let before = jailRssBytes(uids), t = Date.now(); Date.now() - t < 60_000;) {
+    await sleep(2000);
+    const now = jailRssBytes(uids);
+    if (Math.abs(now - before) <= 0.03 * before) break;
+    before = now;
+  }
   return s.map((x) => `${x.server}:${x.state}`).join(' ');
 }
 
@@ -352,7 +362,7 @@ async function main(): Promise<void> {
         pollFetch(d.url, root, up.at),
       ]);
       const load = load1();
-      const sessions = await sessionsReady(d.url, root);
+      const sessions = await sessionsReady(d.url, root, uids);
       const procs = jailProcs(uids).filter((p) => !/(^|\/)(bwrap|lspd-gate)$/.test(p.argv[0] ?? ''));
       const f: CommitFigures = {
         n,
