@@ -153,16 +153,17 @@ export class FetchManager {
    * Resolve once the root's fetch is settled, or when `signal` aborts (a query's
    * budget), whichever is first; either way with the view at that moment. The
    * caller answers from the tree alone (dependencies running) when it is still queued
-   * or running. `served`: also once no workspace is on its way any more (every one
-   * done, those linked from an earlier root included, while their copy is made).
+   * or running. `until`: also once the view says what the caller waits for (a
+   * query: no workspace its server reads is on its way any more; those linked from
+   * an earlier root count as there while their copy is made, borrow.ts).
    */
-  async wait(key: RootKey, signal?: AbortSignal, opts?: { served?: boolean }): Promise<FetchView> {
+  async wait(key: RootKey, signal?: AbortSignal, opts?: { until?: (view: FetchView) => boolean }): Promise<FetchView> {
     const id = rootId(key);
     await this.pendingEnqueue.get(id)?.catch(() => undefined);
     for (;;) {
       const entry = this.jobs.get(id);
       if (!entry || entry.job.settled || signal?.aborted) return this.state(key);
-      if (opts?.served && !onItsWay(entry.job)) return this.state(key);
+      if (opts?.until?.(entry.job.view())) return this.state(key);
       await new Promise<void>((resolve) => {
         const waiters = this.settleWaiters.get(id) ?? new Set();
         this.settleWaiters.set(id, waiters);
@@ -650,12 +651,6 @@ export class FetchManager {
         return { name: 'none' };
     }
   }
-}
-
-/** A workspace of the job is still queued or running. */
-function onItsWay(job: FetchJob): boolean {
-  const s = job.state;
-  return (s.name === 'queued' || s.name === 'running') && s.steps.some((st) => st.state === 'queued' || st.state === 'running');
 }
 
 /** The log lines that say which workspaces were linked, and from where. */

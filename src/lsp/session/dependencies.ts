@@ -18,8 +18,8 @@ import { TREE_AT } from '../../jail/layout.js';
 
 export interface DependencySource {
   state(key: RootKey): FetchView;
-  /** Resolves when the root's fetch settled (`served`: or no workspace is on its way any more) or `signal` aborted, with the view then. */
-  wait(key: RootKey, signal?: AbortSignal, opts?: { served?: boolean }): Promise<FetchView>;
+  /** Resolves when the root's fetch settled (or `until` says the view is what the caller waits for) or `signal` aborted, with the view then. */
+  wait(key: RootKey, signal?: AbortSignal, opts?: { until?: (view: FetchView) => boolean }): Promise<FetchView>;
   serveBinds(key: RootKey, treeAt: string): Bind[];
   serveEnv(key: RootKey, ecosystem: Ecosystem): Record<string, string>;
   /** Deps dirs of earlier roots that serveBinds names while this root's own copy is made (fetch/borrow.ts). */
@@ -55,6 +55,11 @@ export function fetchingFor(view: FetchView, row: ServerRow): boolean {
   return mine.length > 0 && !mine.every((s) => s.state === 'done' && s.reused !== undefined);
 }
 
+/** Some workspace of the root's fetch is still queued or running (one linked from an earlier root is not). */
+export function onItsWay(view: FetchView): boolean {
+  return (view.state === 'queued' || view.state === 'running') && (view.ecosystems ?? []).some((s) => unsettled(s.state));
+}
+
 /**
  * Wait for the root's fetch when it is fetching what `row` reads: at most `maxWaitMs`
  * and half of what is left of the query's budget. A fetch that ends within it gives
@@ -76,7 +81,7 @@ export async function awaitDependencies(
   if (waitMs === 0) return;
   const dl = deadline(signal, waitMs);
   try {
-    await src.wait(key, dl.signal, { served: true });
+    await src.wait(key, dl.signal, { until: (v) => !fetchingFor(v, row) });
   } finally {
     dl.clear();
   }

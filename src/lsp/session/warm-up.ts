@@ -37,7 +37,7 @@ import { rootId, type RootInfo, type RootKey } from '../../store/types.js';
 import type { ServerRow } from '../servers/server-row.js';
 import type { ServerTable } from '../servers/server-table.js';
 import { SKIP_DIRS, type TargetFile } from '../target-file.js';
-import { dependencyMounts, type DependencySource } from './dependencies.js';
+import { dependencyMounts, onItsWay, type DependencySource } from './dependencies.js';
 import type { SessionPool } from './pool.js';
 import type { Session } from './session.js';
 import { cpuSpent } from '../../jail/proc-cpu.js';
@@ -107,12 +107,10 @@ export class WarmUp {
     if (dependencies && config.fetchWaitMs > 0) {
       const view = dependencies.state(key);
       // Not for a job whose every workspace is served already (linked from an earlier commit, borrow.ts).
-      const fetching =
-        (view.state === 'queued' || view.state === 'running') && (view.ecosystems ?? []).some((s) => s.state === 'queued' || s.state === 'running');
-      if (fetching || view.state === 'none') {
+      if (onItsWay(view) || view.state === 'none') {
         const dl = deadline(this.closed.signal, Math.min(config.fetchWaitMs, config.warmTimeoutMs));
         try {
-          await dependencies.wait(key, dl.signal, { served: true });
+          await dependencies.wait(key, dl.signal, { until: (v) => !onItsWay(v) });
         } finally {
           dl.clear();
         }
