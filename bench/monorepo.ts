@@ -2,7 +2,9 @@
 // monorepo, while its dependencies download, and on a one-file commit on top?
 //   node --import tsx bench/monorepo.ts [--packages 40] [--files 20] [--deps 300] [--dep-kib 400] [--delay-ms 30] [--commits 10]
 //   node --import tsx bench/monorepo.ts --tar <git-archive.tar> --spec <questions.json> [--commits N] [--label name]
-// (--no-bare: skip the bare server's run; --keep: keep the daemon's data dir)
+// (--no-bare: skip the bare server's run; --keep: keep the daemon's data dir; --stages: print
+// where each commit's first seconds went, from the daemon's log; --log <file>: keep that log;
+// --env K=V: a daemon setting to try, repeatable)
 // Generated (default): bench/monorepo-tree.ts's monorepo (npm workspaces, tsconfig
 // `paths` aliases between packages, a package-lock.json of --deps packages) whose
 // packages come from test/helpers/npm-registry.ts on 127.0.0.1 behind a front that
@@ -169,8 +171,12 @@ async function pollFetch(url: string, root: Root, t201: number): Promise<{ ms: n
   }
 }
 
-/** Until every session of the root is ready (warm-up done), 60 s at most; then 1 s for the jails to go quiet. */
-async function sessionsReady(url: string, root: Root): Promise<string> {
+/**
+ * Until every session of the root is ready, 60 s at most; then until the jails' RSS
+ * settles (two readings 2 s apart within 3%, 60 s at most): `ready` is initialized, and
+ * a TS session still loading its project then was measured at a fraction of its size.
+ */
+async function sessionsReady(url: string, root: Root, uids: UidRange): Promise<string> {
   const until = Date.now() + 60_000;
   let s: { server: string; state: string }[] = [];
   while (Date.now() < until) {
@@ -179,6 +185,12 @@ async function sessionsReady(url: string, root: Root): Promise<string> {
     await sleep(250);
   }
   await sleep(1000);
+  for (let before = jailRssBytes(uids), t = Date.now(); Date.now() - t < 60_000;) {
+    await sleep(2000);
+    const now = jailRssBytes(uids);
+    if (Math.abs(now - before) <= 0.03 * before) break;
+    before = now;
+  }
   return s.map((x) => `${x.server}:${x.state}`).join(' ');
 }
 
@@ -276,6 +288,10 @@ async function main(): Promise<void> {
   let label: string;
   let pkgDir: string | undefined;
   const env: Record<string, string> = {};
+  // --env K=V (repeatable): a daemon setting to try (LSPD_WARM_MAX_SESSIONS=1, ...).
+  args.forEach((a, i) => {
+    if (a === '--env' && args[i + 1]?.includes('=')) env[args[i + 1]!.split('=')[0]!] = args[i + 1]!.slice(args[i + 1]!.indexOf('=') + 1);
+  });
   if (tarFile) {
     const specFile = opt('--spec');
     if (!specFile) throw new Error('--tar needs --spec <questions.json>');
@@ -323,7 +339,7 @@ async function main(): Promise<void> {
       LSPD_JAIL_UID_BASE: String(uids.base),
       LSPD_JAIL_UID_COUNT: String(uids.count),
       LSPD_WARM_MAX_SESSIONS: '4', // the default: spawnDaemon turns warm-up off for tests
-      LOG_LEVEL: 'info',
+      LOG_LEVEL: opt('--log-level') ?? 'info',
       ...env,
     },
     timeoutMs: 90_000,
@@ -339,13 +355,14 @@ async function main(): Promise<void> {
         n === 1 ? tar : await tarOfFiles(new Map([[spec.oneFile, `${text(spec.oneFile)}\n${commentFor(spec.oneFile)} bench/monorepo commit ${n}\n`]]));
       const tarballsBefore = front?.tarballs();
       const up = await put(d.url, root, body, prev ? `?base=${prev.sha}` : '');
+      const epoch201 = Date.now();
       const [inTree, dep, fetched] = await Promise.all([
         pollRight(d.url, { ...root, op: 'definition', path: spec.inTree.path, ...inTreeAt }, inTreeRight, up.at, n === 1 ? BOUND_MS : LAYER_BOUND_MS),
         pollRight(d.url, { ...root, op: 'definition', path: spec.dependency.path, ...depAt }, depRight, up.at, n === 1 ? BOUND_MS : LAYER_BOUND_MS),
         pollFetch(d.url, root, up.at),
       ]);
       const load = load1();
-      const sessions = await sessionsReady(d.url, root);
+      const sessions = await sessionsReady(d.url, root, uids);
       const procs = jailProcs(uids).filter((p) => !/(^|\/)(bwrap|lspd-gate)$/.test(p.argv[0] ?? ''));
       const f: CommitFigures = {
         n,
@@ -364,12 +381,13 @@ async function main(): Promise<void> {
       figures.push(f);
       const ms = (x?: number) => (x === undefined ? 'never' : (x / 1000).toFixed(2) + ' s');
       console.log(
-        `commit ${n}${prev ? ' (one file, ?base=)' : ' (whole tree)'}: upload ${ms(f.upload)}; in-tree first ${ms(inTree.first)} right ${ms(inTree.right)} ` +
+        `commit ${n}${prev ? ' (one file, ?base=)' : ' (whole tree)'} [201 at ${epoch201}, ${root.sha.slice(0, 8)}]: upload ${ms(f.upload)}; in-tree first ${ms(inTree.first)} right ${ms(inTree.right)} ` +
           `[${inTree.tries} asks${inTree.right === undefined ? `, last ${inTree.last}` : ''}]; dependency right ${ms(dep.right)} [deps ${dep.deps}` +
           `${dep.right === undefined ? `, last ${dep.last}` : ''}]; fetch ${fetched.state} at ${ms(fetched.ms)} ${fetched.detail}` +
           `${f.tarballs !== undefined ? `; ${f.tarballs} tarballs asked` : ''}; roots ${mib(f.diskRoots)} MiB, data ${mib(f.diskData)} MiB; ` +
           `jail RSS ${mib(f.rss)} MiB in ${f.servers} processes (${sessions}); load ${load}`,
       );
+      if (args.includes('--stages')) console.log(`  stages, ms from the 201: ${stagesOf(d.logs, `${root.org}/${root.repo}/${root.sha}`, epoch201)}`);
       prev = root;
     }
 
@@ -442,12 +460,52 @@ async function main(): Promise<void> {
     );
   } finally {
     await d.stop();
+    const logFile = opt('--log');
+    if (logFile) writeFileSync(logFile, d.logs.map((l) => JSON.stringify(l)).join('\n') + '\n');
     if (!args.includes('--keep')) d.cleanup();
     else console.log(`data dir kept: ${d.dataDir}`);
     await front?.close();
     await registry?.close();
     if (pkgDir) rmSync(pkgDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Where a commit's first seconds went, from the daemon's own log lines (ms from the
+ * 201; negative: before it): the fetch (started, or linked from an earlier commit), each
+ * session's spawn to initialized, warmed, restarted, and the stages of the first slow
+ * query (query-service.ts `slow query`: target read, dependencies waited, how its
+ * session was found, initialized, ready, answered).
+ */
+function stagesOf(logs: readonly Record<string, unknown>[], id: string, at201: number): string {
+  const out: string[] = [];
+  const t = (r: Record<string, unknown>) => Number(r.time) - at201;
+  let query = false;
+  for (const r of logs) {
+    if (r.root !== id) continue;
+    const ms = t(r);
+    const who = `${String(r.server ?? '')}${r.workspace ? `:${String(r.workspace)}` : ''}`;
+    switch (r.msg) {
+      case 'root stored':
+      case 'fetch started':
+      case 'fetch reused':
+      case 'fetch finished':
+      case 'sessions restarted after the fetch':
+        out.push(`${r.msg} ${ms}`);
+        break;
+      case 'session ready':
+        out.push(`${who} spawned ${ms - Number(r.ms)} initialized ${ms}`);
+        break;
+      case 'session warmed':
+        out.push(`${who} warmed ${ms}`);
+        break;
+      case 'slow query':
+        if (query) break;
+        query = true;
+        out.push(`first slow ${String(r.op)} (${String(r.ms)} ms in lspd; stages from its arrival: ${JSON.stringify(r.stages)}) ended ${ms}`);
+    }
+  }
+  return out.join('; ');
 }
 
 /** A line comment in the file's language (the one-file commit's change). */

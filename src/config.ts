@@ -145,7 +145,7 @@ export const configSchema = z.object({
   diagnosticsWindowMs: int(4_000, 100).describe('How long to wait for pushed diagnostics after didOpen.'),
   maxSessions: int(64, 1).describe('Most live language-server sessions; past it the least recently used idle one is stopped.'),
   repoSessionsKept: int(2, 1).describe(
-    "Sessions of one server and workspace kept across the commits of one repo: when a newer commit's session starts, idle ones of older commits past this many (most recently used kept) are stopped. CI pushes commit after commit; each held a TS session of its own (two commits of playwright: 6 sessions, 3.3 GiB).",
+    "Sessions of one server and workspace kept across the commits of one repo: when a newer commit's session starts, idle ones of older commits past this many (most recently used kept) are stopped, and so are older commits' sessions no query ever used (a warm-up's guess). CI pushes commit after commit; each held a TS session of its own (two commits of playwright: 6 sessions, 3.3 GiB).",
   ),
   spawnBackoffMaxMs: int(60_000, 100).describe('Longest back-off after repeated spawn failures (never a permanent mark).'),
   stderrRingBytes: int(64 * 1024, 1024).describe('Bytes of each server stderr kept (a ring).'),

@@ -268,7 +268,8 @@ async function runStep(deps: RunDeps, ctx: StepContext, step: StepStatus, o: Run
   const { skipped: skippedBefore = [], ...jailSpawn } = spawn;
   for (const s of skippedBefore) tail.line(`lspd: skipped ${s}`);
   try {
-    const proc = await deps.jail.spawn({ phase: 'fetch', org: o.org, ...jailSpawn, signal, stderrRingBytes: o.stderrRingBytes });
+    // Background CPU weight (cgroup.ts): a download yields the cores to a session a query waits on.
+    const proc = await deps.jail.spawn({ phase: 'fetch', org: o.org, ...jailSpawn, signal, stderrRingBytes: o.stderrRingBytes, background: true });
     proc.stdin.end();
     proc.stdout.on('data', keep);
     const exit = await proc.exited;

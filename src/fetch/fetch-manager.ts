@@ -31,6 +31,7 @@ import { readStateFile, writeStateFile, type StateFile } from './state-file.js';
 import { FetchAbort, FetchJob, abortCause, initialSteps, runJob, serveMounts, type JobState } from './fetch-job.js';
 import { dropReuse, type ReuseCandidate } from './fetch-reuse.js';
 import { Donors, linkDonations, markLinked } from './donors.js';
+import { borrowedMounts, type Borrowing } from './borrow.js';
 import type { ServeMount } from './step.js';
 import type { Ecosystem, FetchStore, FetchView, StepStatus, Toolchains } from './types.js';
 import { recordOf } from './ecosystems/table.js';
@@ -88,6 +89,10 @@ export class FetchManager {
   private readonly donors: Donors;
   /** Jobs linking earlier roots' workspaces before they queue (no slot held): cancel and close stop them. */
   private readonly linking = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  /** Heads served from earlier roots' dirs, by head id (borrow.ts); kept until those roots go. */
+  private readonly borrowing = new Map<string, Borrowing>();
+  /** Awaited before a borrowing head's own copy is made: tests hold it to see the head served from its donor meanwhile. */
+  copyGate: (key: RootKey) => Promise<void> = async () => undefined;
   private closed = false;
   private readonly concurrency: number;
   private readonly log: Logger;
@@ -147,25 +152,30 @@ export class FetchManager {
   /**
    * Resolve once the root's fetch is settled, or when `signal` aborts (a query's
    * budget), whichever is first; either way with the view at that moment. The
-   * caller answers from the tree alone (dependencies running) when it is still queued or running.
+   * caller answers from the tree alone (dependencies running) when it is still queued
+   * or running. `until`: also once the view says what the caller waits for (a
+   * query: no workspace its server reads is on its way any more; those linked from
+   * an earlier root count as there while their copy is made, borrow.ts).
    */
-  async wait(key: RootKey, signal?: AbortSignal): Promise<FetchView> {
+  async wait(key: RootKey, signal?: AbortSignal, opts?: { until?: (view: FetchView) => boolean }): Promise<FetchView> {
     const id = rootId(key);
     await this.pendingEnqueue.get(id)?.catch(() => undefined);
-    const entry = this.jobs.get(id);
-    if (!entry || entry.job.settled || signal?.aborted) return this.state(key);
-    await new Promise<void>((resolve) => {
-      const waiters = this.settleWaiters.get(id) ?? new Set();
-      this.settleWaiters.set(id, waiters);
-      const done = () => {
-        waiters.delete(done);
-        signal?.removeEventListener('abort', done);
-        resolve();
-      };
-      waiters.add(done);
-      signal?.addEventListener('abort', done, { once: true });
-    });
-    return this.state(key);
+    for (;;) {
+      const entry = this.jobs.get(id);
+      if (!entry || entry.job.settled || signal?.aborted) return this.state(key);
+      if (opts?.until?.(entry.job.view())) return this.state(key);
+      await new Promise<void>((resolve) => {
+        const waiters = this.settleWaiters.get(id) ?? new Set();
+        this.settleWaiters.set(id, waiters);
+        const done = () => {
+          waiters.delete(done);
+          signal?.removeEventListener('abort', done);
+          resolve();
+        };
+        waiters.add(done);
+        signal?.addEventListener('abort', done, { once: true });
+      });
+    }
   }
 
   /** Told when a queued or running job ends done or failed. Returns the unsubscribe. */
@@ -192,6 +202,12 @@ export class FetchManager {
           ? (s.early ?? [])
           : [];
     return mounts.map((m) => ({ host: m.host, at: m.treeRel ? `${treeAt}/${m.at}` : m.at }));
+  }
+
+  /** Deps dirs of the roots this one's binds borrow now (borrow.ts): answers name their files as this root's own. */
+  lentDeps(key: RootKey): string[] {
+    const b = this.borrowing.get(rootId(key));
+    return b && b.until === undefined ? [...b.donors.values()].map((k) => this.o.store.depsDir(k)) : [];
   }
 
   /** Dependency-related environment for a SERVE jail of this root running `ecosystem`'s server. */
@@ -257,6 +273,8 @@ export class FetchManager {
     await this.pendingEnqueue.get(id)?.catch(() => undefined);
     this.reuseFrom.delete(id);
     this.donors.forget(key);
+    this.borrowing.delete(id);
+    await this.returnBorrowed(key);
     const linking = this.linking.get(id);
     if (linking) {
       linking.abort.abort(new FetchAbort('cancelled'));
@@ -474,27 +492,78 @@ export class FetchManager {
     const depsDir = this.o.store.depsDir(key);
     const treeDir = this.o.store.treeDir(key);
     const donors = [...new Set(found.map((f) => f.donor.sha))];
-    await linkDonations(found, depsDir, (k) => this.o.store.depsDir(k), q.steps.filter((s) => s.state === 'queued').length);
+    // Served from the donors' own dirs at once (borrow.ts), before our copy is made.
+    const borrowed = await borrowedMounts(treeDir, found, (k) => this.o.store.depsDir(k));
+    if (signal.aborted || this.jobs.get(id)?.job !== job) return;
+    const given = new Set(found.flatMap((f) => f.unit));
+    const queued = q.steps.filter((s) => s.state === 'queued').length;
     // Mounts first, then every change below in one turn: a query must never see a
     // workspace done (so not waited for) whose mounts are not published yet.
-    const given = new Set(found.flatMap((f) => f.unit));
+    const linked = markLinked(found);
+    q.early = borrowed;
+    let settle!: () => void;
+    const lent: Borrowing = {
+      head: key,
+      donors: new Map(found.map((f) => [rootId(f.donor), f.donor])),
+      steps: linked.map(({ reused: _r, ...s }) => s),
+      copy: new Promise<void>((r) => (settle = r)),
+    };
+    this.borrowing.set(id, lent);
+    this.log.info({ root: id, from: donors, workspaces: linked.length }, 'fetch reused');
+    // Sessions started before this lack the mounts: the listeners restart them (reused
+    // steps, named without `reused`, count as fetched for this one event).
+    this.notifyDone(key, { state: 'done', ecosystems: lent.steps, finishedAt: new Date().toISOString() });
+    this.wake(id);
+    try {
+      await this.copyGate(key);
+      await linkDonations(found, depsDir, (k) => this.o.store.depsDir(k), queued);
+    } catch (err) {
+      // Fetched for real instead; sessions that bind the donors' dirs are restarted at that fetch's end.
+      for (const s of given) {
+        s.state = 'queued';
+        delete s.reused;
+        delete s.skipped;
+      }
+      q.early = [];
+      throw err;
+    } finally {
+      lent.until = Date.now();
+      settle();
+    }
     const asDone = (steps: StepStatus[]) => steps.map((s) => (given.has(s) ? { ...s, state: 'done' as const } : s));
     const early = await serveMounts(treeDir, depsDir, asDone([...given]));
     const mounts = await serveMounts(treeDir, depsDir, asDone(q.steps));
     if (signal.aborted || this.jobs.get(id)?.job !== job) return;
-    const linked = markLinked(found);
-    this.log.info({ root: id, from: donors, workspaces: linked.length }, 'fetch reused');
+    // Our copy replaces the donors' dirs for sessions started from now on; no restart:
+    // the same files (hard links of the same inodes) at the same places.
     const finished = new Date().toISOString();
     if (q.steps.every((s) => s.state !== 'queued')) {
       const bytes = donors.length === 1 ? (this.stateOf(found[0]!.donor)?.bytes ?? 0) : 0;
       job.to({ name: 'running', startedAt: finished, abort: new AbortController(), steps: q.steps, attempt: q.attempt });
       job.to({ name: 'done', steps: q.steps, attempt: q.attempt, startedAt: finished, finishedAt: finished, bytes, log: linkedLog(q.steps), mounts });
     } else q.early = early;
-    // Sessions started before the link lack its mounts: the listeners restart them
-    // (reused steps, named without `reused`, count as fetched for this one event).
-    this.notifyDone(key, { state: 'done', ecosystems: linked.map(({ reused: _r, ...s }) => s), finishedAt: finished });
+    // Told with nothing fetched, so no session restarts; the store measures the copy.
+    this.notifyDone(key, { state: 'done', ecosystems: [], finishedAt: finished });
     this.wake(id);
     await this.persist(key, job);
+  }
+
+  /**
+   * A root is going: the heads that borrow its dirs (borrow.ts) get their own copies
+   * first, and their sessions started before that are restarted, since they bind
+   * the dirs about to be removed.
+   */
+  private async returnBorrowed(donor: RootKey): Promise<void> {
+    const id = rootId(donor);
+    for (const [headId, lent] of [...this.borrowing]) {
+      if (!lent.donors.has(id)) continue;
+      await lent.copy;
+      this.borrowing.delete(headId);
+      if (!this.jobs.has(headId)) continue;
+      // A session started in the same ms as the copy landed counts as one that borrowed.
+      const finishedAt = new Date((lent.until ?? Date.now()) + 1).toISOString();
+      this.notifyDone(lent.head, { state: 'done', ecosystems: lent.steps, finishedAt });
+    }
   }
 
   private stateOf(key: RootKey): { bytes?: number } | undefined {

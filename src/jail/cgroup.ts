@@ -30,6 +30,8 @@ export interface JailCgroup {
   memoryBytes(): number | undefined;
   /** Put a jail created `uncapped` under its CPU cap (idempotent; throws CgroupError when the kernel refuses). */
   capCpu(): void;
+  /** Give a jail created `background` the default CPU weight (idempotent; a failed write leaves it background). */
+  foreground(): void;
 }
 
 export interface JailPlacement {
@@ -37,7 +39,19 @@ export interface JailPlacement {
   org: string;
   /** Start without the per-jail CPU cap (the org's share still holds) until capCpu(). */
   uncapped?: boolean;
+  /**
+   * Start at a low CPU weight among the org's jails until foreground(): work nobody
+   * waits for yet (a warm-up's session) yields the cores to one a query waits on.
+   * Weights count only while the cores are contended; an idle host runs it at full speed.
+   */
+  background?: boolean;
 }
+
+/** The background weight: 1/16 of the default (v2 cpu.weight 100, v1 cpu.shares 1024). */
+const BACKGROUND_WEIGHT_V2 = '6';
+const DEFAULT_WEIGHT_V2 = '100';
+const BACKGROUND_SHARES_V1 = '64';
+const DEFAULT_SHARES_V1 = '1024';
 
 export interface Cgroups {
   readonly version: CgroupVersion;
@@ -218,6 +232,15 @@ function readNumber(file: string): number | undefined {
   }
 }
 
+/** A write whose failure leaves things as they were (a weight raised back): nothing to refuse. */
+function tryWrite(file: string, value: string): void {
+  try {
+    writeFileSync(file, value);
+  } catch {
+    /* the cgroup is gone with its jail, or the kernel refused: the jail stays as it was */
+  }
+}
+
 function write(file: string, value: string): void {
   try {
     writeFileSync(file, value);
@@ -283,9 +306,11 @@ function openV2(cgroupRoot: string): Cgroups | string {
           write(join(dir, 'cpu.max'), `${bw.quotaUs} ${bw.periodUs}`);
           if (bw.burstUs > 0 && existsSync(join(dir, 'cpu.max.burst'))) write(join(dir, 'cpu.max.burst'), String(bw.burstUs));
         };
+        let background = cpu && placement.background === true;
         try {
           mkdirSync(dir);
           if (capped && !placement.uncapped) capCpu();
+          if (background) write(join(dir, 'cpu.weight'), BACKGROUND_WEIGHT_V2);
           write(join(dir, 'memory.max'), String(limits.memoryBytes));
           if (existsSync(join(dir, 'memory.swap.max'))) write(join(dir, 'memory.swap.max'), '0');
           write(join(dir, 'pids.max'), String(limits.pids));
@@ -305,6 +330,11 @@ function openV2(cgroupRoot: string): Cgroups | string {
           remove,
           memoryBytes: () => readNumber(join(dir, 'memory.current')),
           capCpu: () => void (capped && !removed && capCpu()),
+          foreground() {
+            if (!background || removed) return;
+            background = false;
+            tryWrite(join(dir, 'cpu.weight'), DEFAULT_WEIGHT_V2);
+          },
         };
       },
       close: () => void tryRmdir(base),
@@ -360,6 +390,7 @@ function openV1(cgroupRoot: string): Cgroups | string {
         if (removed && cpu !== undefined) orgs!.leave(placement.org);
         return removed;
       };
+      let background = cpu !== undefined && placement.background === true;
       const bw = cpuBandwidth(limits.cpuMillis, limits.cpuBurstMillis);
       const capCpu = (dir: string) => {
         write(join(dir, 'cpu.cfs_period_us'), String(bw.periodUs));
@@ -372,6 +403,7 @@ function openV1(cgroupRoot: string): Cgroups | string {
         if (cpu !== undefined) {
           mkdirSync(cpu);
           if (capped && !placement.uncapped) capCpu(cpu);
+          if (background) write(join(cpu, 'cpu.shares'), BACKGROUND_SHARES_V1);
         }
         write(join(mem, 'memory.limit_in_bytes'), String(limits.memoryBytes));
         // memsw (memory+swap) must not be below the memory limit, so it is written after it.
@@ -394,6 +426,11 @@ function openV1(cgroupRoot: string): Cgroups | string {
         killAll: () => killPids(readPids(join(pids, 'cgroup.procs'))),
         remove,
         capCpu: () => void (capped && !removed && capCpu(cpu)),
+        foreground() {
+          if (!background || removed) return;
+          background = false;
+          tryWrite(join(cpu!, 'cpu.shares'), DEFAULT_SHARES_V1);
+        },
       };
     },
     close() {

@@ -118,7 +118,11 @@ function launch(
   const uid = ctx.uids.acquire(opts.org);
   let cg: JailCgroup;
   try {
-    cg = ctx.cgroups.create(`j${uid}-${++seq}`, ctx.limits, { org: opts.org ?? DAEMON_ORG, uncapped: (opts.uncappedStartMs ?? 0) > 0 });
+    cg = ctx.cgroups.create(`j${uid}-${++seq}`, ctx.limits, {
+      org: opts.org ?? DAEMON_ORG,
+      uncapped: (opts.uncappedStartMs ?? 0) > 0,
+      ...(opts.background ? { background: true } : {}),
+    });
   } catch (err) {
     ctx.uids.release(uid);
     throw err;
@@ -299,6 +303,7 @@ function launch(
     memoryBytes: () => cg.memoryBytes(),
     cpuTimes: () => cpuTimes(cg.pids()),
     capCpu,
+    foreground: () => cg.foreground(),
     setup,
   };
   ctx.live.add(jailed);

@@ -52,6 +52,8 @@ export interface JailSpawnOptions {
    * Absent or 0: capped from the start.
    */
   uncappedStartMs?: number;
+  /** Start at a low CPU weight among the org's jails until foreground() (cgroup.ts JailPlacement). */
+  background?: boolean;
   /** Aborting kills the whole jail. */
   signal?: AbortSignal;
   /** Also see stderr live (the `lspd jail` CLI); the ring is kept either way. */
@@ -82,6 +84,8 @@ export interface JailedProcess {
   cpuTimes?(): ReadonlyMap<number, number> | undefined;
   /** End an uncapped start (uncappedStartMs): the jail runs under its CPU cap from now on. Idempotent. */
   capCpu?(): void;
+  /** End a background start: the jail gets the default CPU weight from now on. Idempotent. */
+  foreground?(): void;
 }
 
 export interface Jail {

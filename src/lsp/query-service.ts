@@ -81,6 +81,15 @@ interface Work {
   deadline: AbortSignal;
   deadlineAt: number;
   client: AbortSignal;
+  /** ms from t0 at which each stage of the query ended (logged for a slow one: where its time went). */
+  stages?: Record<string, number>;
+}
+
+/** A query slower than this logs its stages (`slow query`): what a first answer on a fresh commit waited for. */
+const SLOW_QUERY_MS = 1000;
+
+function mark(w: Work, stage: string): void {
+  (w.stages ??= {})[stage] = elapsed(w.t0);
 }
 
 /** What one root's scrubber is charged (see `scrubbers`). */
@@ -188,6 +197,7 @@ export class QueryService {
     // (a cold query waits on each; the look-up never rejects).
     const workspace = this.workspaces.find(w.root, w.treeDir, q.path!, row.rootMarkers);
     const target = await this.readTarget(w.root, w.treeDir, q.path!);
+    mark(w, 'target');
 
     let before: DependencyNote | undefined;
     const r = await this.withSession(
@@ -196,13 +206,17 @@ export class QueryService {
       workspace,
       async (session) => {
         const { uri, complete } = await this.openAndWait(w, session, target);
+        mark(w, 'ready');
         const out = await runOp({ ...this.opContext(w, session, uri, target), cursorScope: cursorScope(w.root, row.name, q) });
+        mark(w, 'answered');
         return { ...out, complete: out.complete && complete, notes: session.notes };
       },
       (n) => (before = n),
     );
     const answer = this.finish(w, row.name, r, noteOf(before, dependencyNote(this.deps.dependencies, q, row)));
     this.remember(w, key, answer);
+    const ms = answer.elapsed_ms ?? 0;
+    if (ms >= SLOW_QUERY_MS) this.deps.log.info({ root: w.root.id, op: q.op, server: row.name, ms, stages: w.stages }, 'slow query');
     return answer;
   }
 
@@ -325,6 +339,7 @@ export class QueryService {
       // be about to end); past that the session starts on the tree alone and is
       // replaced when the fetch ends. The query counts as waiting meanwhile.
       await awaitDependencies(this.deps.dependencies, w.q, row, w.deadlineAt, w.deadline, this.deps.config.fetchWaitMs);
+      mark(w, 'dependencies');
       const workspace = await workspaceOf;
       // Where the dependencies stood when the session was chosen, in the same turn: see noteOf.
       leased?.(dependencyNote(this.deps.dependencies, w.q, row));
@@ -337,7 +352,10 @@ export class QueryService {
         ...dependencyMounts(this.deps.dependencies, w.q, row),
         ...(purpose ? { purpose } : {}),
       });
+      // How the session was found: started by this query, by a warm-up (and how far), or long running.
+      (w.stages ??= {})[`leased_${lease.session.state.kind}${lease.session.warm ? `_${lease.session.warm}` : ''}`] = elapsed(w.t0);
       await lease.session.whenReady(w.deadline);
+      mark(w, 'initialized');
       this.noteHierarchyOps(row, lease.session);
       this.noteEditOps(row, lease.session);
       releaseSlot = await lease.session.slot(w.deadline);
@@ -391,7 +409,12 @@ export class QueryService {
 
   private opContext(w: Work, session: Session, uri: string, target: TargetFile) {
     const { config } = this.deps;
-    const dirs = { treeHostDir: w.treeDir, depsHostDir: w.depsDir, mounts: dependencyMounts(this.deps.dependencies, w.q, session.row).depBinds };
+    const dirs = {
+      treeHostDir: w.treeDir,
+      depsHostDir: w.depsDir,
+      mounts: dependencyMounts(this.deps.dependencies, w.q, session.row).depBinds,
+      lentDeps: this.deps.dependencies?.lentDeps?.(w.q) ?? [],
+    };
     const document: FileCoordinate = { kind: 'tree', path: target.path, jailPath: treeJailPath(target.path) };
     return {
       q: w.q,

@@ -23,3 +23,10 @@ export function cpuBandwidthOf(pid: number): { periodUs: number; quotaUs: number
   const [quota, period] = readFileSync(join(dir, 'cpu.max'), 'utf8').trim().split(' ');
   return { periodUs: Number(period), quotaUs: quota === 'max' ? UNLIMITED : Number(quota), burstUs: num(join(dir, 'cpu.max.burst')) };
 }
+
+/** The CPU weight of the cgroup holding `pid`, as a fraction of the kernel's default (v1 cpu.shares / 1024, v2 cpu.weight / 100). */
+export function cpuWeightOf(pid: number): number {
+  const dir = cpuCgroupOf(pid);
+  if (existsSync(join(dir, 'cpu.shares'))) return Number(readFileSync(join(dir, 'cpu.shares'), 'utf8').trim()) / 1024;
+  return Number(readFileSync(join(dir, 'cpu.weight'), 'utf8').trim()) / 100;
+}

@@ -50,8 +50,11 @@ export function readRefOf(jailPath: string, dirs: HostDirs): ReadRef | undefined
   let best: { host: string; at: string } | undefined;
   for (const m of dirs.mounts ?? []) if (isUnder(p, m.at) && (!best || m.at.length > best.at.length)) best = m;
   if (best && dirs.depsHostDir !== undefined) {
-    const rel = relative(dirs.depsHostDir, join(best.host, p.slice(best.at.length)));
-    if (rel !== '' && rel.split(sep)[0] !== '..' && !rel.startsWith(sep)) return { from: 'deps', path: rel.split(sep).join('/') };
+    // A borrowed bind (fetch/borrow.ts) is named as this root's own copy of it will be.
+    for (const deps of [dirs.depsHostDir, ...(dirs.lentDeps ?? [])]) {
+      const rel = relative(deps, join(best.host, p.slice(best.at.length)));
+      if (rel !== '' && rel.split(sep)[0] !== '..' && !rel.startsWith(sep)) return { from: 'deps', path: rel.split(sep).join('/') };
+    }
     return undefined;
   }
   if (isUnder(p, DEPS_AT) && p !== DEPS_AT) return { from: 'deps', path: p.slice(DEPS_AT.length + 1) };

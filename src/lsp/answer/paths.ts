@@ -108,6 +108,11 @@ export interface HostDirs {
    * directory, which lies inside depsHostDir.
    */
   mounts?: readonly { host: string; at: string }[];
+  /**
+   * Deps dirs of earlier roots some of `mounts` lie in while this root's own copy is
+   * made (fetch/borrow.ts): the same deps-relative names as this root's.
+   */
+  lentDeps?: readonly string[];
 }
 
 /**

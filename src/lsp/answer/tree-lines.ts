@@ -203,7 +203,7 @@ export class TreeLines {
 async function staysInside(host: string, dirs: HostDirs): Promise<boolean> {
   try {
     const real = await realpath(host);
-    for (const d of [dirs.treeHostDir, dirs.depsHostDir]) {
+    for (const d of [dirs.treeHostDir, dirs.depsHostDir, ...(dirs.lentDeps ?? [])]) {
       if (d === undefined) continue;
       const top = await realpath(d).catch(() => undefined);
       if (top !== undefined && real.startsWith(top + sep)) return true;

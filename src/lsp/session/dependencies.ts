@@ -18,10 +18,12 @@ import { TREE_AT } from '../../jail/layout.js';
 
 export interface DependencySource {
   state(key: RootKey): FetchView;
-  /** Resolves when the root's fetch settled or `signal` aborted, with the view then. */
-  wait(key: RootKey, signal?: AbortSignal): Promise<FetchView>;
+  /** Resolves when the root's fetch settled (or `until` says the view is what the caller waits for) or `signal` aborted, with the view then. */
+  wait(key: RootKey, signal?: AbortSignal, opts?: { until?: (view: FetchView) => boolean }): Promise<FetchView>;
   serveBinds(key: RootKey, treeAt: string): Bind[];
   serveEnv(key: RootKey, ecosystem: Ecosystem): Record<string, string>;
+  /** Deps dirs of earlier roots that serveBinds names while this root's own copy is made (fetch/borrow.ts). */
+  lentDeps?(key: RootKey): string[];
   onDone(listener: (key: RootKey, view: FetchView) => void): () => void;
   /** A fetch is running for the root (eviction must not take it). */
   busy?(key: RootKey): boolean;
@@ -53,6 +55,11 @@ export function fetchingFor(view: FetchView, row: ServerRow): boolean {
   return mine.length > 0 && !mine.every((s) => s.state === 'done' && s.reused !== undefined);
 }
 
+/** Some workspace of the root's fetch is still queued or running (one linked from an earlier root is not). */
+export function onItsWay(view: FetchView): boolean {
+  return (view.state === 'queued' || view.state === 'running') && (view.ecosystems ?? []).some((s) => unsettled(s.state));
+}
+
 /**
  * Wait for the root's fetch when it is fetching what `row` reads: at most `maxWaitMs`
  * and half of what is left of the query's budget. A fetch that ends within it gives
@@ -73,7 +80,7 @@ export async function awaitDependencies(
   if (waitMs === 0) return;
   const dl = deadline(signal, waitMs);
   try {
-    await src.wait(key, dl.signal);
+    await src.wait(key, dl.signal, { until: (v) => !fetchingFor(v, row) });
   } finally {
     dl.clear();
   }

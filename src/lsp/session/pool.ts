@@ -55,6 +55,8 @@ export interface SessionSpec {
    * restores. Part of the key, so a plain query (and a warm-up) never leases it.
    */
   purpose?: 'check';
+  /** Started by a warm-up, for nobody yet: at a low CPU weight until a query leases it (Session.foreground). */
+  background?: boolean;
 }
 
 export interface Lease {
@@ -137,6 +139,7 @@ export class SessionPool {
       s = this.spawn(key, spec);
     }
     const session = s;
+    session.foreground();
     session.leases++;
     session.lastUsed = now;
     let released = false;
@@ -166,6 +169,9 @@ export class SessionPool {
    * repoSessionsKept (this one included; the most recently used kept: a review bot
    * may still ask about the base) are stopped now, not when the pool is full, so ten
    * pushes of one repo hold about two commits' memory, not ten. Leased ones serve on.
+   * One no query ever leased was only a warm-up's guess about the older commit: it
+   * goes whatever repoSessionsKept says (bench/monorepo on playwright: two commits'
+   * clangd, pyright and bash, warmed and never asked, made ten commits 2.1-2.4x one's).
    */
   private retireOlderCommits(fresh: Session): void {
     const repo = repoOfRoot(fresh.key.rootId);
@@ -176,9 +182,9 @@ export class SessionPool {
       if (s.key.rootId !== fresh.key.rootId && repoOfRoot(s.key.rootId) === repo) older.push(e);
     }
     const keep = this.deps.config.repoSessionsKept - 1;
-    if (older.length <= keep) return;
-    older.sort((a, b) => b[1].lastUsed - a[1].lastUsed);
-    for (const [key, s] of older.slice(keep)) if (s.leases === 0) this.retireKey(key, s, 'older commit');
+    const asked = older.filter(([, s]) => s.asked).sort((a, b) => b[1].lastUsed - a[1].lastUsed);
+    const going = [...older.filter(([, s]) => !s.asked), ...asked.slice(keep)];
+    for (const [key, s] of going) if (s.leases === 0) this.retireKey(key, s, s.asked ? 'older commit' : 'older commit, never asked');
   }
 
   /** A session for `key`, not yet in the map (spawn puts it there; a successor goes there once ready). */
@@ -196,6 +202,7 @@ export class SessionPool {
       ...(spec.depEnv ? { depEnv: spec.depEnv } : {}),
       ...(spec.depSettings ? { depSettings: spec.depSettings } : {}),
       sessionFilesDir: this.deps.sessionFilesDir,
+      ...(spec.background ? { background: true } : {}),
     });
     s.onEnd(() => {
       if (this.sessions.get(key) === s) this.sessions.delete(key);
@@ -243,6 +250,7 @@ export class SessionPool {
     const why = this.recycleReason(old, now);
     if (!why || this.sessions.size + this.successors.size >= this.deps.config.maxSessions) return;
     const next = this.newSession(key, spec);
+    if (old.asked) next.foreground(); // it replaces one queries use: no guess
     this.successors.set(key, next);
     this.deps.metrics.recycles.inc({ server: old.key.server, reason: why });
     this.log.info({ server: old.key.server, root: old.key.rootId, why, requests: old.requests, memoryBytes: old.memoryBytes() }, 'replacing session');
@@ -334,7 +342,7 @@ export class SessionPool {
     const b = this.backoffs.get(key);
     if (b && Date.now() < b.until) return undefined;
     if (this.deps.config.maxSessions - this.sessions.size <= Math.max(1, this.share.reserve)) return undefined;
-    const s = this.spawn(key, spec);
+    const s = this.spawn(key, { ...spec, background: true });
     s.warm = 'warming';
     return s;
   }

@@ -93,6 +93,8 @@ export interface SessionDeps {
   depSettings?: Readonly<Record<string, unknown>>;
   /** Host directory under which per-session generated files (row.sessionFiles) are written. */
   sessionFilesDir: string;
+  /** Started for nobody yet (a warm-up): its jail runs at a low CPU weight until a query leases it (foreground()). */
+  background?: boolean;
 }
 
 export class Session {
@@ -107,6 +109,8 @@ export class Session {
   warm: 'warming' | 'warmed' | undefined;
   /** Requests sent to the server (the pool recycles a session past LSPD_SESSION_RECYCLE_REQUESTS). */
   requests = 0;
+  /** A query leased it once (SessionPool.acquire): no longer only a warm-up's guess. */
+  asked = false;
   /** The first document opened: a successor (pool recycling) opens it to be made ready the same way. */
   firstDoc: { rel: string; languageId: string; text: string } | undefined;
   /** What generating its files left out or changed (row.sessionFiles), said in every answer it gives. */
@@ -213,6 +217,7 @@ export class Session {
         cwd: wsPath,
         stderrRingBytes: config.stderrRingBytes,
         uncappedStartMs: config.jailStartUncappedMs,
+        ...(this.deps.background && !this.asked ? { background: true } : {}),
       });
     } catch (err) {
       void files?.remove();
@@ -220,6 +225,7 @@ export class Session {
       throw this.fail(new SessionFailedError('start', 'spawn', `the jail could not start ${row.name}: ${(err as Error).message}`, '', refusal));
     }
     if (files) void proc.exited.then(() => files.remove());
+    if (this.asked) proc.foreground?.(); // leased while its jail was being spawned
     if (this.st.kind !== 'starting') {
       proc.kill();
       throw this.endedError();
@@ -278,6 +284,13 @@ export class Session {
       if (this.log.isLevelEnabled('debug')) this.log.debug('server published diagnostics');
     }
     // telemetry/event, …: dropped unread (they may quote source).
+  }
+
+  /** A query leased it: from now on it is no guess, and its jail gets the default CPU weight (idempotent). */
+  foreground(): void {
+    this.asked = true;
+    const st = this.st;
+    if ((st.kind === 'starting' || st.kind === 'ready') && 'proc' in st) st.proc?.foreground?.();
   }
 
   /** Wait until ready (bounded by the caller's signal). */

@@ -37,7 +37,7 @@ import { rootId, type RootInfo, type RootKey } from '../../store/types.js';
 import type { ServerRow } from '../servers/server-row.js';
 import type { ServerTable } from '../servers/server-table.js';
 import { SKIP_DIRS, type TargetFile } from '../target-file.js';
-import { dependencyMounts, type DependencySource } from './dependencies.js';
+import { dependencyMounts, onItsWay, type DependencySource } from './dependencies.js';
 import type { SessionPool } from './pool.js';
 import type { Session } from './session.js';
 import { cpuSpent } from '../../jail/proc-cpu.js';
@@ -106,10 +106,11 @@ export class WarmUp {
     // Not after the fetch: a session started before it ends is replaced when it does.
     if (dependencies && config.fetchWaitMs > 0) {
       const view = dependencies.state(key);
-      if (view.state === 'queued' || view.state === 'running' || view.state === 'none') {
+      // Not for a job whose every workspace is served already (linked from an earlier commit, borrow.ts).
+      if (onItsWay(view) || view.state === 'none') {
         const dl = deadline(this.closed.signal, Math.min(config.fetchWaitMs, config.warmTimeoutMs));
         try {
-          await dependencies.wait(key, dl.signal);
+          await dependencies.wait(key, dl.signal, { until: (v) => !onItsWay(v) });
         } finally {
           dl.clear();
         }
