@@ -30,7 +30,7 @@
 //   roots that use it go).
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
-import { chmod, lstat, mkdir, open, readdir, rename, rm, unlink } from 'node:fs/promises';
+import { chmod, lstat, mkdir, open, readdir, rename, rm, rmdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
@@ -40,7 +40,10 @@ export type StoreKind = 'npm' | 'files';
 const KINDS: readonly StoreKind[] = ['npm', 'files'];
 
 interface OrgState {
+  /** Blocks of the entries (files), kept as they come and go. */
   bytes: Record<StoreKind, number>;
+  /** Blocks of the store's own directories (the org's, npm/, files/ and its 256 fan-out dirs), measured after each turn. */
+  dirBytes: Record<StoreKind, number>;
   /** Inode numbers of the store's files (all on the store's device): a root is not charged for these. */
   inodes: Set<number>;
   /** Tail of the org's store operations: a sweep never runs beside a fetch taking links. */
@@ -76,6 +79,7 @@ export class PackageStore {
         st.bytes[kind] += f.st.blocks * 512;
         st.inodes.add(f.st.ino);
       });
+      await s.measureDirs(org, st);
     }
     s.updateGauges();
     return s;
@@ -96,13 +100,13 @@ export class PackageStore {
 
   /** Bytes the org's store holds, all kinds (charged to the org). */
   bytes(org: string): number {
-    const b = this.orgs.get(org)?.bytes;
-    return b ? b.npm + b.files : 0;
+    const s = this.orgs.get(org);
+    return s ? total(s) : 0;
   }
 
   /** Orgs with something stored. */
   orgsStoring(): string[] {
-    return [...this.orgs.entries()].filter(([, s]) => s.bytes.npm + s.bytes.files > 0).map(([org]) => org);
+    return [...this.orgs.entries()].filter(([, s]) => total(s) > 0).map(([org]) => org);
   }
 
   /** Whether inode `ino` is a file of the org's store (a root's link to it is charged to the store). */
@@ -114,7 +118,9 @@ export class PackageStore {
   /** Run `fn` in the org's turn (fetch operations and sweeps of one org never overlap). */
   inTurn<T>(org: string, fn: () => Promise<T>): Promise<T> {
     const st = this.state(org);
-    const run = st.turn.then(fn, fn);
+    // Each turn ends with its dirs measured: a fan-out dir made, or emptied and removed, is charged as it is.
+    const body = () => fn().finally(() => this.measureDirs(org, st).then(() => this.updateGauges()));
+    const run = st.turn.then(body, body);
     st.turn = run.catch(() => undefined);
     return run;
   }
@@ -183,14 +189,25 @@ export class PackageStore {
       st.bytes[kind] = Math.max(0, st.bytes[kind] - f.st.blocks * 512);
       freed++;
     });
+    // Empty dirs go too (the 256 fan-out dirs are a MiB), and the org's once it holds nothing.
+    const files = join(top, 'files');
+    for (const d of await readdir(files).catch(() => [] as string[])) await rmdir(join(files, d)).catch(() => undefined);
+    for (const d of [files, join(top, 'npm'), top]) await rmdir(d).catch(() => undefined);
     if (freed > 0) this.o.log.info({ org, freed, bytes: st.bytes.npm + st.bytes.files }, 'package store swept');
-    this.updateGauges();
+  }
+
+  private async measureDirs(org: string, st: OrgState): Promise<void> {
+    const top = join(this.o.dir, org);
+    const blocks = async (p: string) => ((await lstat(p).catch(() => undefined))?.blocks ?? 0) * 512;
+    let files = (await blocks(top)) + (await blocks(join(top, 'files')));
+    for (const d of await readdir(join(top, 'files')).catch(() => [] as string[])) files += await blocks(join(top, 'files', d));
+    st.dirBytes = { npm: await blocks(join(top, 'npm')), files };
   }
 
   private state(org: string): OrgState {
     let st = this.orgs.get(org);
     if (!st) {
-      st = { bytes: { npm: 0, files: 0 }, inodes: new Set(), turn: Promise.resolve(), sweepAgain: false };
+      st = { bytes: { npm: 0, files: 0 }, dirBytes: { npm: 0, files: 0 }, inodes: new Set(), turn: Promise.resolve(), sweepAgain: false };
       this.orgs.set(org, st);
     }
     return st;
@@ -199,11 +216,13 @@ export class PackageStore {
   private updateGauges(): void {
     const { metrics } = this.o;
     for (const kind of KINDS) {
-      const values = [...this.orgs.entries()].map(([org, s]): [string, number] => [org, s.bytes[kind]]);
+      const values = [...this.orgs.entries()].map(([org, s]): [string, number] => [org, s.bytes[kind] + s.dirBytes[kind]]);
       for (const [org, b] of metrics.orgLabels.fold(values, this.gaugeLabels[kind])) metrics.fetchStoreBytes.set({ org, ecosystem: kind }, b);
     }
   }
 }
+
+const total = (s: OrgState) => s.bytes.npm + s.bytes.files + s.dirBytes.npm + s.dirBytes.files;
 
 /** Every regular file under `dir` with its lstat; links are never followed. */
 export async function walkFiles(dir: string, visit: (path: string, f: { name: string; st: import('node:fs').Stats }) => Promise<void>): Promise<void> {
