@@ -7,9 +7,10 @@
 //
 // The replacement is a link under a temp name in the same dir renamed over the
 // file: a reader (a SERVE jail already bound on it) sees the old bytes or the same
-// bytes. Not linked: empty files (no blocks to share), files already the store's,
-// and a file whose link would fail (EMLINK: ext4's 65,000 links to one inode;
-// EXDEV): that root keeps, and is charged, its own copy.
+// bytes. Not linked: empty files (no blocks to share), files with another name
+// (the store's already, a donor root's, or a link the jail made), and a file whose
+// link would fail (EMLINK: ext4's 65,000 links to one inode; EXDEV): that root
+// keeps, and is charged, its own copy.
 import { link, lstat, mkdir, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { hashFile, walkFiles, type PackageStore } from './package-store.js';
@@ -26,13 +27,14 @@ export interface DedupeCount {
 export async function dedupeFiles(store: PackageStore, org: string, dirs: readonly string[]): Promise<DedupeCount> {
   return store.inTurn(org, async () => {
     const top = await store.dirOf(org, 'files');
-    const holds = store.holds(org);
     const count: DedupeCount = { linked: 0, stored: 0 };
     const pending = new Set<Promise<void>>();
     for (const dir of dirs) {
       await walkFiles(dir, async (path, f) => {
         const st = f.st;
-        if (st.size === 0 || st.uid !== 0 || (st.nlink > 1 && holds?.(st.ino))) return;
+        // Sealed files the fetch made alone: not empty, root's, no other name (a store
+        // link already, a donor's, or a link the jail made: left as they are).
+        if (st.size === 0 || st.uid !== 0 || st.nlink > 1) return;
         const p = one(store, org, top, path, st.mode, st.ino, st.blocks, count).catch((err: unknown) =>
           store.warn({ org, err: (err as NodeJS.ErrnoException).code ?? String(err) }, 'package store: a file was not linked'),
         );

@@ -18,7 +18,7 @@
 import { constants } from 'node:fs';
 import { link, lstat, mkdir, open, readFile, readdir, unlink } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { MAX_LOCKFILE_BYTES } from './ecosystems.js';
 import { hashFile, placeEntry, type PackageStore } from './package-store.js';
 
@@ -26,6 +26,8 @@ import { hashFile, placeEntry, type PackageStore } from './package-store.js';
 export const PACKAGE_REFS_REL = 'package-refs';
 
 const HEX512 = /^[0-9a-f]{128}$/;
+/** cacache's content dir for sha512 under npm's cache dir (npm_config_cache + /_cacache). */
+const CONTENT_REL = ['_cacache', 'content-v2', 'sha512'];
 
 /** sha512 digests (hex) of every integrity a lockfile names: `packages` (v2, v3) and nested `dependencies` (v1). */
 export async function lockIntegrities(lockFile: string): Promise<Set<string>> {
@@ -64,7 +66,7 @@ export async function lockIntegrities(lockFile: string): Promise<Set<string>> {
 
 /** cacache's content path for a sha512 digest under npm's cache dir (npm_config_cache; cacache lives in its _cacache). */
 export function cacheContentPath(cacheDir: string, hex: string): string {
-  return join(cacheDir, '_cacache', 'content-v2', 'sha512', hex.slice(0, 2), hex.slice(2, 4), hex.slice(4));
+  return join(cacheDir, ...CONTENT_REL, hex.slice(0, 2), hex.slice(2, 4), hex.slice(4));
 }
 
 /** What one job's npm steps asked for and were given. */
@@ -86,7 +88,7 @@ export async function seedTarballs(store: PackageStore, org: string, wanted: Ite
       const st = await lstat(src).catch(() => undefined);
       if (!st?.isFile()) continue;
       const dest = cacheContentPath(cacheDir, hex);
-      await mkdir(dirname(dest), { recursive: true });
+      if (!(await realDirs(cacheDir, relative(cacheDir, dirname(dest)).split('/')))) continue;
       try {
         await link(src, dest);
         job.seeded.set(hex, st.ino);
@@ -141,19 +143,45 @@ export async function takeTarballs(store: PackageStore, org: string, cacheDir: s
   });
 }
 
-/** The sha512 digests (hex) under npm's cache content dir. */
+/**
+ * The sha512 digests (hex) of regular files under npm's cache content dir. A jail
+ * wrote that tree (an earlier step's, now exited): no link in it is followed, or the
+ * daemon would read (here) or create (realDirs) wherever one points on the host.
+ */
 async function cachedDigests(cacheDir: string): Promise<string[]> {
-  const top = join(cacheDir, '_cacache', 'content-v2', 'sha512');
   const out: string[] = [];
-  for (const a of await readdir(top).catch(() => [] as string[])) {
-    for (const b of await readdir(join(top, a)).catch(() => [] as string[])) {
-      for (const rest of await readdir(join(top, a, b)).catch(() => [] as string[])) {
-        const hex = a + b + rest;
-        if (HEX512.test(hex)) out.push(hex);
+  let p = cacheDir;
+  for (const seg of CONTENT_REL) {
+    p = join(p, seg);
+    if (!(await lstat(p).catch(() => undefined))?.isDirectory()) return out;
+  }
+  const dirs = async (d: string) => (await readdir(d, { withFileTypes: true }).catch(() => [])).filter((e) => e.isDirectory()).map((e) => e.name);
+  for (const a of await dirs(p)) {
+    for (const b of await dirs(join(p, a))) {
+      for (const e of await readdir(join(p, a, b), { withFileTypes: true }).catch(() => [])) {
+        const hex = a + b + e.name;
+        if (e.isFile() && HEX512.test(hex)) out.push(hex);
       }
     }
   }
   return out;
+}
+
+/** Make (or find) base/segs one level at a time; false when a component is anything but a real directory (a link a jail left). */
+async function realDirs(base: string, segs: string[]): Promise<boolean> {
+  let p = base;
+  for (const seg of segs) {
+    p = join(p, seg);
+    let st = await lstat(p).catch(() => undefined);
+    if (!st) {
+      await mkdir(p).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EEXIST') throw err;
+      });
+      st = await lstat(p);
+    }
+    if (!st.isDirectory()) return false;
+  }
+  return true;
 }
 
 /**
