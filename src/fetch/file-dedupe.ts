@@ -11,79 +11,33 @@
 // (the store's already, a donor root's, or a link the jail made), and a file whose
 // link would fail (EMLINK: ext4's 65,000 links to one inode; EXDEV): that root
 // keeps, and is charged, its own copy.
-import { link, lstat, mkdir, rename, unlink } from 'node:fs/promises';
-import { join } from 'node:path';
-import { hashFile, walkFiles, type PackageStore } from './package-store.js';
-
-/** Files hashed at once: enough to overlap reads, few enough to leave the disk to others. */
-const PARALLEL = 4;
+//
+// The walk runs on a thread of its own with synchronous calls (dedupe-worker.js
+// says why), in the org's turn, so no sweep removes an entry it is linking.
+import { Worker } from 'node:worker_threads';
+import type { PackageStore } from './package-store.js';
 
 export interface DedupeCount {
   linked: number;
   stored: number;
+  /** Files left the root's own, by errno. */
+  failed: Record<string, number>;
 }
 
 /** Link every file under each of `dirs` (sealed output dirs of one org's root) to the org's store. */
 export async function dedupeFiles(store: PackageStore, org: string, dirs: readonly string[]): Promise<DedupeCount> {
   return store.inTurn(org, async () => {
     const top = await store.dirOf(org, 'files');
-    const count: DedupeCount = { linked: 0, stored: 0 };
-    const pending = new Set<Promise<void>>();
-    for (const dir of dirs) {
-      await walkFiles(dir, async (path, f) => {
-        const st = f.st;
-        // Sealed files the fetch made alone: not empty, root's, no other name (a store
-        // link already, a donor's, or a link the jail made: left as they are).
-        if (st.size === 0 || st.uid !== 0 || st.nlink > 1) return;
-        const p = one(store, org, top, path, st.mode, st.ino, st.blocks, count).catch((err: unknown) =>
-          store.warn({ org, err: (err as NodeJS.ErrnoException).code ?? String(err) }, 'package store: a file was not linked'),
-        );
-        pending.add(p);
-        void p.finally(() => pending.delete(p));
-        if (pending.size >= PARALLEL) await Promise.race(pending);
-      });
-    }
-    await Promise.all(pending);
-    store.hit(org, 'files', count.linked);
-    return count;
+    const r = await new Promise<{ linked: number; stored: [number, number][]; failed: Record<string, number> }>((resolve, reject) => {
+      const w = new Worker(new URL('./dedupe-worker.js', import.meta.url), { workerData: { top, dirs: [...dirs] } });
+      let answer: { linked: number; stored: [number, number][]; failed: Record<string, number> } | undefined;
+      w.once('message', (m: typeof answer) => (answer = m));
+      w.once('error', reject);
+      w.once('exit', (code) => (answer ? resolve(answer) : reject(new Error(`the dedupe thread stopped (exit ${code})`))));
+    });
+    store.addedAll(org, 'files', r.stored);
+    store.hit(org, 'files', r.linked);
+    if (Object.keys(r.failed).length > 0) store.warn({ org, failed: r.failed }, 'package store: some files were not linked');
+    return { linked: r.linked, stored: r.stored.length, failed: r.failed };
   });
-}
-
-async function one(store: PackageStore, org: string, top: string, path: string, mode: number, ino: number, blocks: number, count: DedupeCount): Promise<void> {
-  const hex = await hashFile(path, 'sha256');
-  const dir = join(top, hex.slice(0, 2));
-  const entry = join(dir, hex.slice(2) + (mode & 0o111 ? 'x' : ''));
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  for (let attempt = 0; attempt < 2; attempt++) {
-    const there = await lstat(entry).catch(() => undefined);
-    if (there) {
-      if (there.ino === ino) return;
-      const tmp = store.tempName(join(path, '..'));
-      try {
-        await link(entry, tmp);
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        if (code === 'ENOENT') continue; // swept meanwhile: this copy becomes the entry
-        if (code === 'EMLINK' || code === 'EXDEV') return;
-        throw err;
-      }
-      await rename(tmp, path).catch(async (err: unknown) => {
-        await unlink(tmp).catch(() => undefined);
-        throw err;
-      });
-      count.linked++;
-      return;
-    }
-    try {
-      await link(path, entry);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'EEXIST') continue;
-      if (code === 'EMLINK' || code === 'EXDEV') return;
-      throw err;
-    }
-    count.stored++;
-    store.added(org, 'files', ino, blocks);
-    return;
-  }
 }
