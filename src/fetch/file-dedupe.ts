@@ -12,10 +12,9 @@
 // link would fail (EMLINK: ext4's 65,000 links to one inode; EXDEV): that root
 // keeps, and is charged, its own copy.
 //
-// The walk runs on a thread of its own with synchronous calls (dedupe-worker.js
+// The walk runs on a thread of its own with synchronous calls (store-worker.js
 // says why), in the org's turn, so no sweep removes an entry it is linking.
-import { Worker } from 'node:worker_threads';
-import type { PackageStore } from './package-store.js';
+import { runStoreWorker, type PackageStore } from './package-store.js';
 
 export interface DedupeCount {
   linked: number;
@@ -28,13 +27,7 @@ export interface DedupeCount {
 export async function dedupeFiles(store: PackageStore, org: string, dirs: readonly string[]): Promise<DedupeCount> {
   return store.inTurn(org, async () => {
     const top = await store.dirOf(org, 'files');
-    const r = await new Promise<{ linked: number; stored: [number, number][]; failed: Record<string, number> }>((resolve, reject) => {
-      const w = new Worker(new URL('./dedupe-worker.js', import.meta.url), { workerData: { top, dirs: [...dirs] } });
-      let answer: { linked: number; stored: [number, number][]; failed: Record<string, number> } | undefined;
-      w.once('message', (m: typeof answer) => (answer = m));
-      w.once('error', reject);
-      w.once('exit', (code) => (answer ? resolve(answer) : reject(new Error(`the dedupe thread stopped (exit ${code})`))));
-    });
+    const r = await runStoreWorker<{ linked: number; stored: [number, number][]; failed: Record<string, number> }>({ op: 'dedupe', top, dirs: [...dirs] });
     store.addedAll(org, 'files', r.stored);
     store.hit(org, 'files', r.linked);
     if (Object.keys(r.failed).length > 0) store.warn({ org, failed: r.failed }, 'package store: some files were not linked');

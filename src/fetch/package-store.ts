@@ -30,7 +30,8 @@
 //   roots that use it go).
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
-import { chmod, lstat, mkdir, open, readdir, rename, rm, rmdir, unlink } from 'node:fs/promises';
+import { chmod, lstat, mkdir, open, readdir, rename, rm } from 'node:fs/promises';
+import { Worker } from 'node:worker_threads';
 import { join } from 'node:path';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
@@ -73,12 +74,11 @@ export class PackageStore {
     for (const org of await readdir(o.dir)) {
       if (!NAME_RE.test(org)) continue;
       const st = s.state(org);
-      await walkFiles(join(o.dir, org), async (p, f) => {
-        if (f.name.startsWith('.tmp-')) return void (await rm(p, { force: true }));
-        const kind = p.startsWith(join(o.dir, org, 'npm') + '/') ? 'npm' : 'files';
-        st.bytes[kind] += f.st.blocks * 512;
-        st.inodes.add(f.st.ino);
-      });
+      const { kept } = await runStoreWorker<ScanResult>({ op: 'scan', top: join(o.dir, org), sweep: false });
+      for (const [ino, blocks, kind] of kept) {
+        st.bytes[kind === 0 ? 'npm' : 'files'] += blocks * 512;
+        st.inodes.add(ino);
+      }
       await s.measureDirs(org, st);
     }
     s.updateGauges();
@@ -191,21 +191,13 @@ export class PackageStore {
   }
 
   private async sweep(org: string, st: OrgState): Promise<void> {
-    const top = join(this.o.dir, org);
-    let freed = 0;
-    await walkFiles(top, async (p, f) => {
-      if (f.st.nlink > 1) return;
-      await unlink(p).catch(() => undefined);
-      const kind: StoreKind = p.startsWith(join(top, 'npm') + '/') ? 'npm' : 'files';
-      st.inodes.delete(f.st.ino);
-      st.bytes[kind] = Math.max(0, st.bytes[kind] - f.st.blocks * 512);
-      freed++;
-    });
-    // Empty dirs go too (the 256 fan-out dirs are a MiB), and the org's once it holds nothing.
-    const files = join(top, 'files');
-    for (const d of await readdir(files).catch(() => [] as string[])) await rmdir(join(files, d)).catch(() => undefined);
-    for (const d of [files, join(top, 'npm'), top]) await rmdir(d).catch(() => undefined);
-    if (freed > 0) this.o.log.info({ org, freed, bytes: st.bytes.npm + st.bytes.files }, 'package store swept');
+    const { freed } = await runStoreWorker<ScanResult>({ op: 'scan', top: join(this.o.dir, org), sweep: true });
+    for (const [ino, blocks, k] of freed) {
+      const kind: StoreKind = k === 0 ? 'npm' : 'files';
+      st.inodes.delete(ino);
+      st.bytes[kind] = Math.max(0, st.bytes[kind] - blocks * 512);
+    }
+    if (freed.length > 0) this.o.log.info({ org, freed: freed.length, bytes: st.bytes.npm + st.bytes.files }, 'package store swept');
   }
 
   private async measureDirs(org: string, st: OrgState): Promise<void> {
@@ -236,20 +228,21 @@ export class PackageStore {
 
 const total = (s: OrgState) => s.bytes.npm + s.bytes.files + s.dirBytes.npm + s.dirBytes.files;
 
-/** Every regular file under `dir` with its lstat; links are never followed. */
-export async function walkFiles(dir: string, visit: (path: string, f: { name: string; st: import('node:fs').Stats }) => Promise<void>): Promise<void> {
-  const stack = [dir];
-  while (stack.length > 0) {
-    const d = stack.pop()!;
-    const names = await readdir(d).catch(() => [] as string[]);
-    for (const name of names) {
-      const p = join(d, name);
-      const st = await lstat(p).catch(() => undefined);
-      if (!st) continue;
-      if (st.isDirectory()) stack.push(p);
-      else if (st.isFile()) await visit(p, { name, st });
-    }
-  }
+/** [ino, blocks, kind: 0 npm, 1 files] of an org's entries: kept (a scan) or removed (a sweep). */
+interface ScanResult {
+  kept: [number, number, number][];
+  freed: [number, number, number][];
+}
+
+/** Run one walk on the store's thread (store-worker.js: synchronous calls, off the loop and libuv's pool); its one answer. */
+export function runStoreWorker<T>(data: { op: 'dedupe'; top: string; dirs: string[] } | { op: 'scan'; top: string; sweep: boolean }): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const w = new Worker(new URL('./store-worker.js', import.meta.url), { workerData: data });
+    let answer: { v: T } | undefined;
+    w.once('message', (m: T) => (answer = { v: m }));
+    w.once('error', reject);
+    w.once('exit', (code) => (answer ? resolve(answer.v) : reject(new Error(`the package store's thread stopped (exit ${code})`))));
+  });
 }
 
 /**
