@@ -21,6 +21,8 @@ import { detectToolchains } from './fetch/toolchains.js';
 import { HeapBudget } from './heap-budget.js';
 import { Admission } from './admission.js';
 import { createServices, type Services } from './services.js';
+import { PackageStore } from './fetch/package-store.js';
+import { join } from 'node:path';
 
 export interface DaemonOptions {
   /** Bearer tokens (LSPD_TOKENS, loaded by the caller, which owns reloading it). */
@@ -50,7 +52,14 @@ export interface Daemon {
 export async function startDaemon(config: Config, log: Logger, o: DaemonOptions = {}): Promise<Daemon> {
   const metrics = createMetrics(config);
   const health = new Health();
-  const store = await RootStore.open({ config, log: log.child({ mod: 'store' }), metrics });
+  // The per-org package store (src/fetch/package-store.ts), measured before roots are
+  // charged. Root only: its safety is that jails (other uids) cannot write a root-owned
+  // inode; a non-root daemon's jails run as its own uid and could.
+  const packages =
+    process.getuid?.() === 0
+      ? await PackageStore.open({ dir: join(config.dataDir, 'fetch-store'), log: log.child({ mod: 'package-store' }), metrics })
+      : undefined;
+  const store = await RootStore.open({ config, log: log.child({ mod: 'store' }), metrics, ...(packages ? { packages } : {}) });
   health.store = await store.checkWritable();
 
   // The jail: both seccomp filters, cgroups, the FETCH egress proxy, then the boot
@@ -70,6 +79,7 @@ export async function startDaemon(config: Config, log: Logger, o: DaemonOptions 
     store,
     tools: await detectToolchains(config.debian13Root),
     ready: () => health.jail.fetch.ok,
+    ...(packages ? { packages } : {}),
   });
   fetcher.onDone((key) => void store.refreshUsage(key).catch((err: unknown) => log.warn({ err }, 'cannot measure a root after its fetch')));
   void fetcher.resume(allRootKeys(store)).catch((err: unknown) => log.error({ err }, 'fetch resume failed'));

@@ -13,7 +13,7 @@ import { diskUsage } from './disk-usage.js';
 import { recordOf } from './ecosystems/table.js';
 import { LogTail } from './log-tail.js';
 import { openForJail, seal, sealParents } from './perms.js';
-import { OUTPUT_DIRS, SCRATCH_DIRS, type ServeMount, type StepContext, type StepSpawn } from './step.js';
+import { NPM_CACHE_REL, OUTPUT_DIRS, SCRATCH_DIRS, type ServeMount, type StepContext, type StepSpawn } from './step.js';
 import type { FetchView, PlanItem, StepStatus } from './types.js';
 import { IllegalTransition } from '../state-machine.js';
 
@@ -190,6 +190,8 @@ export async function runJob(deps: RunDeps, o: RunOptions): Promise<RunResult> {
     // walks over what was fetched. A resumed job seals and measures when it ends.
     return { steps, stopped, aborted: early, bytes: 0, log: tail.tail(), mounts: [] };
   }
+  // What npm downloaded goes to the org's package store before its cache is removed.
+  await o.ctx.packages?.takeNpm(join(o.ctx.depsDir, NPM_CACHE_REL), o.ctx.depsDir);
   for (const rel of SCRATCH_DIRS) await removeTree(join(o.ctx.depsDir, rel));
   // Only what this job's jails wrote: a workspace linked from an earlier root is that root's, sealed when it was fetched.
   const ran = new Set(steps.filter((s) => s.reused === undefined && s.state !== 'refused').map((s) => recordOf(s.ecosystem)?.outputRel(s.dir)));
@@ -216,6 +218,8 @@ export async function runJob(deps: RunDeps, o: RunOptions): Promise<RunResult> {
     return { steps, stopped, error: `the dependencies took more than ${o.maxBytes} bytes`, aborted: 'bytes', bytes, log: tail.tail(), mounts: [] };
   }
   if (aborted === 'timeout') error = 'the fetch did not finish within its deadline';
+  // Sealed and within the bound: each file becomes a link to the org's stored copy of its bytes.
+  await o.ctx.packages?.dedupe([...ran].filter((r): r is string => r !== undefined).map((r) => join(o.ctx.depsDir, r)));
   const mounts = await serveMounts(o.ctx.treeDir, o.ctx.depsDir, steps, (l) => tail.line(l));
   return { steps, stopped, ...(error !== undefined ? { error } : {}), ...(aborted ? { aborted } : {}), bytes, log: tail.tail(), mounts };
 }

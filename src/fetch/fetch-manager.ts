@@ -35,6 +35,8 @@ import { borrowedMounts, type Borrowing } from './borrow.js';
 import type { ServeMount } from './step.js';
 import type { Ecosystem, FetchStore, FetchView, StepStatus, Toolchains } from './types.js';
 import { recordOf } from './ecosystems/table.js';
+import { JobPackages } from './package-job.js';
+import type { PackageStore } from './package-store.js';
 
 export interface FetchManagerOptions {
   config: Pick<
@@ -69,6 +71,8 @@ export interface FetchManagerOptions {
   /** Smallest interval between two measurements of the deps dir while a job runs. */
   byteCheckIntervalMs?: number;
   detectLimits?: DetectLimits;
+  /** The per-org package store (package-store.ts); absent, every fetch downloads and keeps its own copy. */
+  packages?: PackageStore;
 }
 
 const MAX_ATTEMPTS = 2;
@@ -385,6 +389,7 @@ export class FetchManager {
             composerRepo: this.o.config.composerRepo,
             cargoRegistry: this.o.config.cargoRegistry,
             tools: this.o.tools,
+            ...(this.o.packages ? { packages: new JobPackages(this.o.packages, key.org, this.log) } : {}),
           },
           steps: q.steps,
           signal: abort.signal,

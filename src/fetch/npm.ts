@@ -46,6 +46,8 @@ export async function prepareNpm(ctx: StepContext, ws: string): Promise<StepSpaw
     await copyFile(join(src, m, 'package.json'), join(dst, m, 'package.json'));
   }
   const cache = await writableDepsDir(ctx, NPM_CACHE_REL);
+  // The tree's lockfile (immutable), not the copy the jail may write: what the org's store may give is what it names.
+  await ctx.packages?.seedNpm(join(src, lockName), cache.host);
   return {
     argv: [ctx.tools.node, ctx.tools.npm, 'ci', '--ignore-scripts', '--no-audit', '--no-fund', '--no-update-notifier'],
     env: {

@@ -7,15 +7,20 @@
 // setuid/setgid bits gone, so no later jail of any uid can change what SERVE reads.
 // Not root: every jail runs as the daemon's own uid and there is nothing to do.
 // Walks never follow links, and run only while no jail writes the directory.
+// A root-owned file with more than one link is left as it is: it is shared with
+// something beyond the bind (the org's package store laid a tarball into the npm
+// cache, or an output dir holds store files after a crash re-queued its job), and
+// opening it to the jail would open every other name of it too.
+import type { Stats } from 'node:fs';
 import { chmod, lchown, lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 
 const isRoot = (): boolean => process.getuid?.() === 0;
 
-async function walk(dir: string, visit: (p: string, isDir: boolean, mode: number) => Promise<void>): Promise<void> {
+async function walk(dir: string, visit: (p: string, isDir: boolean, mode: number, st: Stats) => Promise<void>): Promise<void> {
   const top = await lstat(dir).catch(() => undefined);
   if (!top || !top.isDirectory()) return;
-  await visit(dir, true, top.mode);
+  await visit(dir, true, top.mode, top);
   const stack = [dir];
   while (stack.length > 0) {
     const d = stack.pop()!;
@@ -23,7 +28,7 @@ async function walk(dir: string, visit: (p: string, isDir: boolean, mode: number
       const p = join(d, name);
       const st = await lstat(p).catch(() => undefined);
       if (!st || st.isSymbolicLink()) continue;
-      await visit(p, st.isDirectory(), st.mode);
+      await visit(p, st.isDirectory(), st.mode, st);
       if (st.isDirectory()) stack.push(p);
     }
   }
@@ -32,7 +37,8 @@ async function walk(dir: string, visit: (p: string, isDir: boolean, mode: number
 /** Make `dir` and everything in it writable by any uid (root only; see header). */
 export async function openForJail(dir: string): Promise<void> {
   if (!isRoot()) return;
-  await walk(dir, async (p, isDir, mode) => {
+  await walk(dir, async (p, isDir, mode, st) => {
+    if (!isDir && st.uid === 0 && st.nlink > 1) return;
     const want = isDir ? 0o777 : mode & 0o111 ? 0o777 : 0o666;
     if ((mode & 0o7777) !== want) await chmod(p, want);
   });

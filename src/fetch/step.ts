@@ -20,6 +20,9 @@
 //                          written by lspd, registry index cache, .crate files, sources)
 // <deps>/python-tmp/       pip's temp dir during the fetch (wheels can outgrow the
 //                          jail's tmpfs); removed after it
+// <deps>/package-refs/npm/ links to the org's package store's tarballs the root's
+//                          lockfiles named (what keeps them stored); the daemon's
+//                          alone, never bound (npm-tarballs.ts)
 //
 // The in-jail names mirror these under /deps, as src/lsp/answer/paths.ts lays them out
 // for sessions (DEPS_AT, GOMODCACHE_AT, npmModulesAt): keep the two in step.
@@ -30,6 +33,7 @@ import { join } from 'node:path';
 import { DEPS_AT } from '../jail/layout.js';
 import type { Bind } from '../jail/types.js';
 import type { LogTail } from './log-tail.js';
+import type { JobPackages } from './package-job.js';
 import type { Toolchains } from './types.js';
 
 export const STATE_FILE = 'fetch.json';
@@ -67,6 +71,8 @@ export interface StepContext {
   tools: Toolchains;
   /** Notes for the caller (why a bind was skipped, …) go here, scrubbed later. */
   log: LogTail;
+  /** The org's package store, for this job (absent: none, as when the daemon is not root). */
+  packages?: JobPackages;
 }
 
 /**

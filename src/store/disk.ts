@@ -34,8 +34,9 @@ export async function fsyncDir(dir: string): Promise<void> {
  * inode once (hard links within it share), directories included; links are
  * counted, never followed; 0 if absent. One operation at a time (a fetch wrote it).
  * `ownOnly`: leave out files with names elsewhere too (links to another root's).
+ * `shared`: files whose inode it names are left out (the org's package store's, charged there).
  */
-export async function dirBytes(dir: string, ownOnly = false): Promise<number> {
+export async function dirBytes(dir: string, ownOnly = false, shared?: (ino: number) => boolean): Promise<number> {
   let total = 0;
   const seen = new Set<number>();
   const stack = [dir];
@@ -52,7 +53,7 @@ export async function dirBytes(dir: string, ownOnly = false): Promise<number> {
       const st = await lstat(p).catch(() => undefined);
       if (!st) continue;
       if (st.nlink > 1 && !st.isDirectory()) {
-        if (ownOnly || seen.has(st.ino)) continue;
+        if (ownOnly || seen.has(st.ino) || shared?.(st.ino)) continue;
         seen.add(st.ino);
       }
       total += st.blocks * 512;

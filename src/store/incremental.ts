@@ -57,12 +57,13 @@ export async function markDepsReused(depsDir: string, baseSha: string): Promise<
 /**
  * The deps bytes a root is charged: while it shares its stored base's, only what
  * is its own (its directories, symlinks, and files a link could not share:
- * fetch-reuse copies past EMLINK); else all the dir holds.
+ * fetch-reuse copies past EMLINK); else all the dir holds but the files of the
+ * org's package store (`shared`: charged to the org once, src/fetch/package-store.ts).
  */
-export async function depsCharge(depsDir: string, info: RootInfo, baseStored: boolean): Promise<number> {
+export async function depsCharge(depsDir: string, info: RootInfo, baseStored: boolean, shared?: (ino: number) => boolean): Promise<number> {
   if (info.base !== undefined && baseStored) {
     const from = await readFile(join(depsDir, REUSED_DEPS_FILE), 'utf8').catch(() => '');
     if (from.trim() === info.base) return dirBytes(depsDir, true);
   }
-  return dirBytes(depsDir);
+  return dirBytes(depsDir, false, shared);
 }

@@ -37,6 +37,7 @@ import {
   type ListOptions,
   type ListPage,
   type PutOptions,
+  type PackageCharge,
   type PutResult,
   type RemoveListener,
   type RemoveReason,
@@ -48,7 +49,12 @@ export interface StoreDeps {
   config: Config;
   log: Logger;
   metrics: Metrics;
+  /** The per-org package store (src/fetch/package-store.ts), charged to its org. */
+  packages?: PackageCharge;
 }
+
+/** The usage id of an org's package store in the quota's view: never a root id (those have no NUL), never a victim. */
+const packagesId = (org: string) => `\u0000packages/${org}`;
 
 const META = 'meta.json';
 /** A root's last use is written to its meta.json mtime at most this often (LRU order survives restarts). */
@@ -103,6 +109,8 @@ export class RootStore {
       await removeTree(join(d, sub));
       await mkdir(join(d, sub), { mode: 0o700 }); // half-written uploads stay private
     }
+    // Removed roots' links are gone now: what no root links leaves the package store before roots are charged.
+    await deps.packages?.releaseAll();
     const fixModes = await umaskStripsModes(join(d, 'staging'));
     await mkdir(join(d, 'roots'), { recursive: true, mode: 0o755 });
     if (fixModes) {
@@ -193,6 +201,8 @@ export class RootStore {
   orgUsage(): Map<string, number> {
     const out = new Map<string, number>();
     for (const e of this.index.values()) out.set(e.key.org, (out.get(e.key.org) ?? 0) + e.treeBytes + e.depsBytes);
+    const p = this.deps.packages;
+    for (const org of p?.orgsStoring() ?? []) out.set(org, (out.get(org) ?? 0) + p!.bytes(org));
     return out;
   }
 
@@ -285,7 +295,7 @@ export class RootStore {
   async refreshUsage(key: RootKey): Promise<void> {
     const e = this.index.get(rootId(key));
     if (!e) return;
-    e.depsBytes = await depsCharge(join(e.dir, 'deps'), e.info, this.baseStored(e));
+    e.depsBytes = await depsCharge(join(e.dir, 'deps'), e.info, this.baseStored(e), this.shared(e.key.org));
     this.updateGauges();
     await this.enforceQuota(key.org);
   }
@@ -446,7 +456,15 @@ export class RootStore {
     }
     const trash = join(this.trashDir, randomBytes(12).toString('hex'));
     await rename(e.dir, trash);
-    const gone = removeTree(trash).catch((err: unknown) => this.deps.log.error({ err, root: id }, 'could not delete removed root'));
+    const gone = removeTree(trash)
+      .then(async () => {
+        // Its links are gone: the package store frees what no root of the org links any more.
+        if (this.deps.packages) {
+          await this.deps.packages.release(e.key.org);
+          this.updateGauges();
+        }
+      })
+      .catch((err: unknown) => this.deps.log.error({ err, root: id }, 'could not delete removed root'));
     this.deps.log.info({ root: id, reason, bytes: e.treeBytes + e.depsBytes }, 'root removed');
     if (wait) await gone;
     else this.track(gone);
@@ -479,7 +497,10 @@ export class RootStore {
   private enforceQuota(grower?: string, protect?: string): Promise<void> {
     const run = this.quotaRun.then(async () => {
       const usage = [...this.index.entries()].map(([id, e]) => ({ id, org: e.key.org, bytes: e.treeBytes + e.depsBytes, lastUsedMs: e.lastUsedMs }));
-      const spare = (id: string) => id === protect || this.holdCheck(this.index.get(id)!.key);
+      // The org's package store counts as the org's, and is never evicted itself: it shrinks as the roots that link it go.
+      const p = this.deps.packages;
+      for (const org of p?.orgsStoring() ?? []) usage.push({ id: packagesId(org), org, bytes: p!.bytes(org), lastUsedMs: 0 });
+      const spare = (id: string) => id === protect || !this.index.has(id) || this.holdCheck(this.index.get(id)!.key);
       const rule = { globalBytes: this.deps.config.diskQuotaBytes, orgBytes: this.orgQuotaBytes, ...(grower !== undefined ? { grower } : {}) };
       for (const id of pickVictims(usage, rule, spare)) {
         await this.locked(id, async () => {
@@ -520,7 +541,7 @@ export class RootStore {
     await Promise.all(
       [...this.index.values()].map(async (e) => {
         e.treeBytes = treeCharge(e.info, this.baseStored(e));
-        e.depsBytes = await depsCharge(join(e.dir, 'deps'), e.info, this.baseStored(e));
+        e.depsBytes = await depsCharge(join(e.dir, 'deps'), e.info, this.baseStored(e), this.shared(e.key.org));
       }),
     );
     this.updateGauges();
@@ -538,13 +559,18 @@ export class RootStore {
     return b !== undefined && b.info.createdAt <= e.info.createdAt;
   }
 
+  /** Inodes of the org's package store: a root's links to them are charged to the store. */
+  private shared(org: string): ((ino: number) => boolean) | undefined {
+    return this.deps.packages?.holds(org);
+  }
+
   /** A removed root's dependents hold the files they linked from it alone now: charge them in full (incremental.ts). */
   private chargeDependents(gone: IndexEntry): void {
     for (const e of this.index.values()) {
       if (e.info.base !== gone.key.sha || e.key.org !== gone.key.org || e.key.repo !== gone.key.repo) continue;
       e.treeBytes = treeCharge(e.info, false);
       this.track(
-        depsCharge(join(e.dir, 'deps'), e.info, false).then(
+        depsCharge(join(e.dir, 'deps'), e.info, false, this.shared(e.key.org)).then(
           (n) => {
             e.depsBytes = n;
             this.updateGauges();

@@ -63,6 +63,19 @@ export type RemoveReason = 'deleted' | 'evicted';
  */
 export type RemoveListener = (key: RootKey, reason: RemoveReason) => void | Promise<void>;
 
+/**
+ * The org's package store as the disk quota sees it (src/fetch/package-store.ts):
+ * its bytes are the org's, charged once; a root is not charged for its links to
+ * the inodes it `holds`; `release` after a root's files are gone frees what no root links.
+ */
+export interface PackageCharge {
+  bytes(org: string): number;
+  orgsStoring(): string[];
+  holds(org: string): ((ino: number) => boolean) | undefined;
+  release(org: string): Promise<void>;
+  releaseAll(): Promise<void>;
+}
+
 /** Whether something (a session, a query) holds the root; held roots are never evicted. */
 export type HoldCheck = (key: RootKey) => boolean;
 
