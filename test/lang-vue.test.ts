@@ -70,6 +70,15 @@ describe('Vue (vue-language-server + tsserver with the Vue plugin) in the SERVE 
     assertClean(await ask({ op: 'diagnostics', path: BASKET }));
   });
 
+  test('incomingCalls of the function asked from the .ts file: its callers in the .ts and the .vue file', async () => {
+    const a = await ask({ op: 'incomingCalls', path: 'src/totals.ts', ...position(FX, 'src/totals.ts', 'addTotals(a', 1) });
+    assert.equal(a.incomplete, false);
+    const nodes = a.nodes as { depth: number; path: string; name: string; call_sites?: { path: string; range: { start: { line: number } } }[] }[];
+    const sites = nodes.flatMap((n) => (n.call_sites ?? []).map((c) => `${c.path}:${c.range.start.line}`));
+    assert.ok(sites.includes(`src/report.ts:${lineOf(FX, 'src/report.ts', 'addTotals(a, b)')}`), JSON.stringify(nodes));
+    assert.ok(sites.includes(`${BASKET}:${lineOf(FX, BASKET, 'addTotals(12')}`), JSON.stringify(nodes));
+  });
+
   test('/ask by name finds a function declared in a .vue file', async () => {
     const r = await postJson(s.daemon().url, '/ask', { ...root, symbol: 'basketLabel' });
     assert.equal(r.status, 200, JSON.stringify(r.body));

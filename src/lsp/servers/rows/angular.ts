@@ -32,6 +32,8 @@ export function angularRow(p: ServerPaths): ServerRow {
     // No progress; its first diagnostics of the template come once the project has
     // loaded and the Angular compiler has analysed it.
     readiness: { kind: 'documentDiagnostics' },
+    // Its initialize capabilities (21.2.13): no call or type hierarchy, no document or workspace symbols.
+    hierarchyOps: [],
     encodings: ['utf-16'],
     maxInFlight: 32,
     probe: () =>

@@ -47,6 +47,8 @@ export function vueRow(p: ServerPaths): ServerRow {
     // tsserver's first diagnostics of the document (typescript-language-server's
     // signal, see its row); vue-hybrid.mjs holds the vue server's until then.
     readiness: { kind: 'documentDiagnostics' },
+    // typescript-language-server's (measured: incomingCalls from a .ts file reach a .vue caller, test/lang-vue).
+    hierarchyOps: ['incomingCalls', 'outgoingCalls'],
     editCommands: ['_typescript.applyWorkspaceEdit'],
     encodings: ['utf-16'],
     maxInFlight: 32,
