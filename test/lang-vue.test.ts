@@ -79,6 +79,15 @@ describe('Vue (vue-language-server + tsserver with the Vue plugin) in the SERVE 
     assert.ok(sites.includes(`${BASKET}:${lineOf(FX, BASKET, 'addTotals(12')}`), JSON.stringify(nodes));
   });
 
+  test('rename of the function at its .ts declaration edits its .ts and .vue uses, as one program', async () => {
+    const a = await ask({ op: 'rename', path: 'src/totals.ts', ...position(FX, 'src/totals.ts', 'addTotals(a', 1), newName: 'sumTotals' });
+    const files = (a.files as { path: string }[]).map((f) => f.path).sort();
+    assert.deepEqual(files, [BASKET, 'src/report.ts', 'src/totals.ts']);
+    const patch = String(a.patch);
+    assert.match(patch, /\+export function sumTotals\(a: number, b: number\): number \{/);
+    assert.match(patch, /\+const subtotal = sumTotals\(12\.5, 7\.25\);/);
+  });
+
   test('/ask by name finds a function declared in a .vue file', async () => {
     const r = await postJson(s.daemon().url, '/ask', { ...root, symbol: 'basketLabel' });
     assert.equal(r.status, 200, JSON.stringify(r.body));

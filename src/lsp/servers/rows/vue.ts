@@ -49,6 +49,8 @@ export function vueRow(p: ServerPaths): ServerRow {
     readiness: { kind: 'documentDiagnostics' },
     // typescript-language-server's (measured: incomingCalls from a .ts file reach a .vue caller, test/lang-vue).
     hierarchyOps: ['incomingCalls', 'outgoingCalls'],
+    // Also typescript-language-server's: a rename at the .ts declaration edits the .vue uses (test/lang-vue).
+    editOps: ['rename', 'codeActions'],
     editCommands: ['_typescript.applyWorkspaceEdit'],
     encodings: ['utf-16'],
     maxInFlight: 32,
