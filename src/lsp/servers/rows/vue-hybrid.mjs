@@ -6,10 +6,11 @@
 // lspd as one server. Who answers what (LLM.md "One TS project, several servers"):
 //   - tsserver (typescript-language-server + the plugin) every request of a .ts/.js
 //     file and every TypeScript question of a .vue file (definition, references,
-//     hover, symbols, diagnostics, rename, actions, hierarchies, workspace symbols):
+//     hover, diagnostics, rename, actions, hierarchies, workspace symbols):
 //     one program holds the .ts and the .vue files, so answers agree from either;
-//   - vue-language-server what tsserver leaves empty on a .vue file (HTML/CSS of the
-//     template and style blocks), its diagnostics beside tsserver's, and its own
+//   - vue-language-server what tsserver leaves empty on a .vue file (its document
+//     symbols: the SFC outline with <script setup>'s symbols; HTML/CSS of the template
+//     and style blocks), its diagnostics beside tsserver's, and its own
 //     `tsserver/request`s, relayed here to typescript-language-server's
 //     `typescript.tsserverRequest` command.
 // Plain JS with no imports but node's: it runs on the jail's node from a bind of this
