@@ -7,7 +7,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { tmpdir } from 'node:os';
-import { cannotJail, lineOf, position, postJson, realRows } from './helpers/lsp-harness.js';
+import { cannotJail, getJson, lineOf, position, postJson, realRows } from './helpers/lsp-harness.js';
 import { acmeRoot, assertClean, at, completeDiagnostics, langSuite, symbolIn } from './helpers/lang-suite.js';
 import { ServerTable } from '../src/lsp/servers/server-table.js';
 import { loadConfig } from '../src/config.js';
@@ -86,6 +86,16 @@ describe('Vue (vue-language-server + tsserver with the Vue plugin) in the SERVE 
     const patch = String(a.patch);
     assert.match(patch, /\+export function sumTotals\(a: number, b: number\): number \{/);
     assert.match(patch, /\+const subtotal = sumTotals\(12\.5, 7\.25\);/);
+  });
+
+  test('/readyz says which versions serve Vue and Angular templates', async () => {
+    const r = await getJson(s.daemon().url, '/readyz');
+    const servers = r.body.servers as Record<string, { available: boolean; version?: string; hierarchy_ops?: string[] }>;
+    assert.equal(servers.vue?.available, true);
+    assert.match(servers.vue?.version ?? '', /^3\.3\.11, @vue\/typescript-plugin 3\.3\.11, typescript-language-server 4\.4\.1, typescript 5\.9\.3$/);
+    assert.deepEqual(servers.vue?.hierarchy_ops, ['incomingCalls', 'outgoingCalls']);
+    assert.equal(servers.angular?.available, true);
+    assert.match(servers.angular?.version ?? '', /^21\.2\.13, typescript 5\.9\.3$/);
   });
 
   test('/ask by name finds a function declared in a .vue file', async () => {
