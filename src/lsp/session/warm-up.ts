@@ -129,7 +129,8 @@ export class WarmUp {
         entries,
         (p) => {
           const l = languageOf(p);
-          return l !== undefined && row.languages.includes(l.language);
+          // rowsFor chose this row for every language of the root it takes over (the vue row's .ts files).
+          return l !== undefined && (row.languages.includes(l.language) || (row.takesOver?.includes(l.language) ?? false));
         },
         row.rootMarkers,
         config.maxTargetFileBytes,
