@@ -28,6 +28,11 @@ export interface TimelineEvent {
 function hostify(s: string, home: string, tree: string, binds: ServerRow['binds'] = []): string {
   let out = s.replaceAll(JAIL_NODE_MODULES, join(PROJECT_DIR, 'node_modules')).replaceAll(JAIL_HOME, home).replaceAll(`${TREE_AT}/`, `${tree}/`);
   for (const b of binds ?? []) out = out.replaceAll(b.at, b.host);
+  // A node_modules of a row's own (package-binds.ts) named by its top, as a probe location: the package's own node_modules' parent here.
+  for (const b of binds ?? []) {
+    const m = /^(.*)\/node_modules\/(.+)$/.exec(b.at);
+    if (m && b.host.endsWith(`/node_modules/${m[2]}`)) out = out.replaceAll(m[1]!, b.host.slice(0, -`/node_modules/${m[2]}`.length));
+  }
   return out;
 }
 

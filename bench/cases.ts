@@ -37,6 +37,9 @@ const QUESTIONS: Record<string, Omit<Case, 'row'>> = {
   'bash-language-server': q('sh-basic', 'main.sh', 'greet world', 'lib/greet.sh', 'greet() {'),
   // std only (no registry dependency): its fetch has nothing to get, and the bare run needs no CARGO_HOME.
   'rust-analyzer': q('rust-basic', 'src/main.rs', 'greet("world")', 'src/greet.rs', 'pub fn greet('),
+  // From <script setup lang="ts"> to the .ts file: tsserver with the Vue plugin, vue-language-server beside it.
+  vue: q('vue-basic', 'src/components/Basket.vue', 'addTotals(12', 'src/totals.ts', 'export function addTotals'),
+  angular: q('angular-basic', 'src/app/basket.component.html', 'basketLabel(', 'src/app/basket.component.ts', 'basketLabel(count: number)'),
 };
 
 /** Every available-here row that has a question, in table order. */

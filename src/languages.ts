@@ -2,7 +2,7 @@
 // report a tree's `languages`; the server table (src/lsp/servers/server-table.ts) maps each
 // language to the servers that can serve it. One table, so the two never disagree.
 
-export const LANGUAGES = ['typescript', 'javascript', 'python', 'go', 'rust', 'c', 'cpp', 'php', 'shell', 'java', 'ruby'] as const;
+export const LANGUAGES = ['typescript', 'javascript', 'python', 'go', 'rust', 'c', 'cpp', 'php', 'shell', 'java', 'ruby', 'vue', 'html'] as const;
 export type Language = (typeof LANGUAGES)[number];
 
 export interface LanguageRow {
@@ -36,6 +36,9 @@ const rows: Record<string, LanguageRow> = {
   '.bash': { language: 'shell', languageId: 'shellscript' },
   '.java': { language: 'java', languageId: 'java' },
   '.rb': { language: 'ruby', languageId: 'ruby' },
+  '.vue': { language: 'vue', languageId: 'vue' },
+  // Served as Angular templates only (the angular row needs the tree's @angular/core).
+  '.html': { language: 'html', languageId: 'html' },
 };
 
 export function suffixOf(path: string): string {

@@ -35,6 +35,7 @@ import { knownHostPaths, ownTextScrubber, scrubbedError } from './answer/own-tex
 import type { ServerRow } from './servers/server-row.js';
 import type { ServerTable } from './servers/server-table.js';
 import { SessionFailedError, type Session } from './session/session.js';
+import { packageVisible } from './servers/needs-package.js';
 import { findFileOf, TargetCache, WorkspaceFinder, type TargetFile } from './target-file.js';
 import { TreeLines } from './answer/tree-lines.js';
 import { WarmUp } from './session/warm-up.js';
@@ -111,6 +112,8 @@ export class QueryService {
   private readonly ownText: Scrubber;
   /** Sessions started on upload (session/warm-up.ts), through the same finder and target checks as queries. */
   private readonly warmUp: WarmUp;
+  /** A row whose server is not known to be absent (/readyz's probe). */
+  private readonly installed = (row: ServerRow): boolean => this.deps.health.servers[row.name]?.available !== false;
 
   constructor(deps: QueryServiceDeps) {
     this.deps = deps;
@@ -188,7 +191,7 @@ export class QueryService {
     const { q, t0 } = w;
     if (q.op === 'workspaceSymbols') return this.workspaceSymbolsAnswer(w);
 
-    const row = this.serverFor(q.path!);
+    const row = this.serverFor(q.path!, w.languages);
     const key = ResultCache.keyOf(row.name, q);
     // A hit implies the file passed its checks when it was first asked: the root is immutable.
     const hit = this.cache.get(w.root, key);
@@ -231,7 +234,7 @@ export class QueryService {
     // Admitted by the check's own entry (ops.check); the root may have gone since.
     const info = store.get(key);
     if (!info) throw errors.needTree();
-    const row = this.serverFor(path);
+    const row = this.serverFor(path, info.languages);
     const dl = deadline(signal, deadlineAt - Date.now());
     const q: LspQuery = { org: key.org, repo: key.repo, sha: key.sha, op: 'diagnostics', path, encoding: 'utf-16', includeDeclaration: true, context: 0 };
     const w: Work = {
@@ -300,11 +303,11 @@ export class QueryService {
     return target;
   }
 
-  /** The closed table's choice for a file, or 422 no_server saying why. */
-  private serverFor(path: string): ServerRow {
+  /** The closed table's choice for a file of a root holding `rootLanguages`, or 422 no_server saying why. */
+  private serverFor(path: string, rootLanguages: readonly Language[]): ServerRow {
     const lang = languageOf(path);
     if (!lang) throw errors.noServer(`No language server serves files like ${JSON.stringify(path)}.`);
-    const row = this.deps.table.choose(lang.language);
+    const row = this.deps.table.choose(lang.language, rootLanguages, this.installed);
     if (!row) throw errors.noServer(`No language server for ${lang.language} is configured.`);
     const av = this.deps.health.servers[row.name];
     if (av && !av.available) throw errors.noServer(`The ${lang.language} server (${row.name}) is unavailable: ${this.ownText(av.reason ?? 'not installed')}.`);
@@ -341,6 +344,7 @@ export class QueryService {
       await awaitDependencies(this.deps.dependencies, w.q, row, w.deadlineAt, w.deadline, this.deps.config.fetchWaitMs);
       mark(w, 'dependencies');
       const workspace = await workspaceOf;
+      await this.assertNeeds(w, row, workspace);
       // Where the dependencies stood when the session was chosen, in the same turn: see noteOf.
       leased?.(dependencyNote(this.deps.dependencies, w.q, row));
       lease = pool.acquire({
@@ -369,6 +373,15 @@ export class QueryService {
       releaseSlot?.();
       lease?.release();
     }
+  }
+
+  /** A row's `needsPackage` where its server would look for it, or 422 no_server saying what is missing: no session starts for nothing. */
+  private async assertNeeds(w: Work, row: ServerRow, workspace: string): Promise<void> {
+    const need = row.needsPackage;
+    if (!need) return;
+    const { depBinds } = dependencyMounts(this.deps.dependencies, w.q, row);
+    if (await packageVisible(need.name, { treeHostDir: w.treeDir, workspace, depBinds })) return;
+    throw errors.noServer(`${need.absent}; none is visible from the workspace ${JSON.stringify(workspace || '.')}.`);
   }
 
   /**
@@ -464,8 +477,8 @@ export class QueryService {
     const rows: ServerRow[] = [];
     const asked = w.q.languages;
     for (const lang of asked ? w.languages.filter((l) => asked.includes(l)) : w.languages) {
-      const row = this.deps.table.choose(lang);
-      if (row && this.deps.health.servers[row.name]?.available !== false && !rows.includes(row)) rows.push(row);
+      const row = this.deps.table.choose(lang, w.languages, this.installed);
+      if (row && this.installed(row) && !rows.includes(row)) rows.push(row);
     }
     if (rows.length === 0)
       throw errors.noServer(asked ? `No language server serves ${asked.join(', ')} in this root.` : 'No language server serves any language of this root.');
@@ -476,6 +489,7 @@ export class QueryService {
     if (hit) return { ...hit, elapsed_ms: elapsed(w.t0) };
 
     const before: (DependencyNote | undefined)[] = [];
+    const refused: AppError[] = [];
     const parts = await Promise.all(
       rows.map(async (row) => {
         const rel = await findFileOf(w.treeDir, (p) => {
@@ -495,9 +509,15 @@ export class QueryService {
             return { ...out, complete: out.complete && complete, notes: session.notes };
           },
           (n) => (before[rows.indexOf(row)] = n),
-        );
+        ).catch((err: unknown) => {
+          // A row that cannot serve this root (the Angular row without @angular/core, or
+          // without workspace symbols) leaves the others' answer standing.
+          if (rows.length > 1 && isAppError(err) && err.code === 'no_server') return (refused.push(err), undefined);
+          throw err;
+        });
       }),
     );
+    if (refused.length === rows.length) throw refused[0]!;
     const got = parts.filter((p): p is Noted<SymbolsResult> => p !== undefined);
     const max = this.deps.config.maxLocations;
     const symbols = got.flatMap((p) => p.answer.symbols);

@@ -66,6 +66,18 @@ export interface ServerRow {
   /** Stable name: answers' `server`, /readyz, metrics, session keys. */
   name: string;
   languages: readonly Language[];
+  /**
+   * Languages it serves instead of their own row in a root that holds one of its
+   * `languages` (the Vue row: TS and JS, so one program answers from a .ts file as
+   * from a .vue file). ServerTable.choose applies it.
+   */
+  takesOver?: readonly Language[];
+  /**
+   * A package it cannot work without, looked up from the workspace as Node would (the
+   * tree's node_modules or a fetched one): absent, a query is 422 no_server saying
+   * `absent` and no session starts (the Angular row: @angular/core).
+   */
+  needsPackage?: { name: string; absent: string };
   /** argv inside the jail; argv[0] absolute. */
   argv: readonly string[];
   /**

@@ -16,10 +16,23 @@ import { pythonRow } from './rows/python.js';
 import { rustRow } from './rows/rust.js';
 import { shellRow } from './rows/shell.js';
 import { typescriptRows } from './rows/typescript.js';
+import { vueRow } from './rows/vue.js';
+import { angularRow } from './rows/angular.js';
 
 /** The real table. Order matters: among rows claiming a language and selected, the first wins. */
 export function defaultServerRows(p: ServerPaths): ServerRow[] {
-  return [...typescriptRows(p), pythonRow(p), goRow(), cRow(), phpRow(p), shellRow(p), rustRow(p.debian13Root ?? DEFAULT_DEBIAN13_ROOT), ...imageOnlyRows()];
+  return [
+    ...typescriptRows(p),
+    pythonRow(p),
+    goRow(),
+    cRow(),
+    phpRow(p),
+    shellRow(p),
+    rustRow(p.debian13Root ?? DEFAULT_DEBIAN13_ROOT),
+    vueRow(p),
+    angularRow(p),
+    ...imageOnlyRows(),
+  ];
 }
 
 /** A view of the rows for one configuration: choice per language, lookups by name. */
@@ -43,12 +56,16 @@ export class ServerTable {
   }
 
   /**
-   * The server for a language: the first row claiming it whose `selectedWhen`
-   * holds. Deterministic by table order; there is no fallback to another row when
-   * the chosen one is unavailable (an operator who chose tsserver wants tsserver).
+   * The server for a language: a row that `takesOver` it in a root holding one of
+   * that row's languages (`rootLanguages`) and `usable` there (installed), else the
+   * first row claiming it whose `selectedWhen` holds. Deterministic by table order;
+   * there is no fallback to another row when the chosen one is unavailable (an
+   * operator who chose tsserver wants tsserver), but for a take-over.
    */
-  choose(language: Language): ServerRow | undefined {
-    return this.rows.find((r) => r.languages.includes(language) && (r.selectedWhen?.(this.config) ?? true));
+  choose(language: Language, rootLanguages: readonly Language[] = [], usable: (r: ServerRow) => boolean = () => true): ServerRow | undefined {
+    const selected = (r: ServerRow) => r.selectedWhen?.(this.config) ?? true;
+    const over = this.rows.find((r) => r.takesOver?.includes(language) && r.languages.some((l) => rootLanguages.includes(l)) && selected(r) && usable(r));
+    return over ?? this.rows.find((r) => r.languages.includes(language) && selected(r));
   }
 
   /** Probe every row; absent servers are reported with the reason, never dropped. */

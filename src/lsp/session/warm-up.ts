@@ -37,6 +37,7 @@ import { rootId, type RootInfo, type RootKey } from '../../store/types.js';
 import type { ServerRow } from '../servers/server-row.js';
 import type { ServerTable } from '../servers/server-table.js';
 import { SKIP_DIRS, type TargetFile } from '../target-file.js';
+import { packageVisible } from '../servers/needs-package.js';
 import { dependencyMounts, onItsWay, type DependencySource } from './dependencies.js';
 import type { SessionPool } from './pool.js';
 import type { Session } from './session.js';
@@ -129,7 +130,8 @@ export class WarmUp {
         entries,
         (p) => {
           const l = languageOf(p);
-          return l !== undefined && row.languages.includes(l.language);
+          // rowsFor chose this row for every language of the root it takes over (the vue row's .ts files).
+          return l !== undefined && (row.languages.includes(l.language) || (row.takesOver?.includes(l.language) ?? false));
         },
         row.rootMarkers,
         config.maxTargetFileBytes,
@@ -168,9 +170,10 @@ export class WarmUp {
   /** The servers a query on this root's languages would get, available ones only, once each. */
   private rowsFor(languages: readonly Language[]): ServerRow[] {
     const rows: ServerRow[] = [];
+    const installed = (r: ServerRow) => this.deps.health.servers[r.name]?.available !== false;
     for (const lang of languages) {
-      const row = this.deps.table.choose(lang);
-      if (row && this.deps.health.servers[row.name]?.available !== false && !rows.includes(row)) rows.push(row);
+      const row = this.deps.table.choose(lang, languages, installed);
+      if (row && installed(row) && !rows.includes(row)) rows.push(row);
     }
     return rows;
   }
@@ -196,13 +199,17 @@ export class WarmUp {
     // A root deleted (or deleted and uploaded again) since it was planned is not warmed.
     if (left <= 0) return count('expired');
     if (store.get(t.key)?.generation !== t.root.generation) return count('skipped');
+    const mounts = dependencyMounts(this.deps.dependencies, t.key, t.row);
+    // A query there would be refused (the Angular row without @angular/core): nothing to warm.
+    const need = t.row.needsPackage;
+    if (need && !(await packageVisible(need.name, { treeHostDir: t.treeDir, workspace: t.workspace, depBinds: mounts.depBinds }))) return count('skipped');
     const session = pool.warm({
       row: t.row,
       rootId: t.root.id,
       generation: t.root.generation,
       workspace: t.workspace,
       treeHostDir: t.treeDir,
-      ...dependencyMounts(this.deps.dependencies, t.key, t.row),
+      ...mounts,
     });
     if (!session) return count('skipped');
     const dl = deadline(this.closed.signal, left);
