@@ -37,6 +37,9 @@ const QUESTIONS: Record<string, Omit<Case, 'row'>> = {
   'bash-language-server': q('sh-basic', 'main.sh', 'greet world', 'lib/greet.sh', 'greet() {'),
   // std only (no registry dependency): its fetch has nothing to get, and the bare run needs no CARGO_HOME.
   'rust-analyzer': q('rust-basic', 'src/main.rs', 'greet("world")', 'src/greet.rs', 'pub fn greet('),
+  'svelte-language-server': q('svelte-basic', 'src/App.svelte', 'greet(name, true)', 'src/greet.ts', 'export function greet'),
+  'astro-language-server': q('astro-basic', 'src/pages/index.astro', "greet('astro', true)", 'src/greet.ts', 'export function greet'),
+  'vscode-css-language-server': q('css-basic', 'styles/theme.css', '--brand-color);', 'styles/theme.css', '--brand-color:'),
 };
 
 /** Every available-here row that has a question, in table order. */

@@ -2,7 +2,24 @@
 // report a tree's `languages`; the server table (src/lsp/servers/server-table.ts) maps each
 // language to the servers that can serve it. One table, so the two never disagree.
 
-export const LANGUAGES = ['typescript', 'javascript', 'python', 'go', 'rust', 'c', 'cpp', 'php', 'shell', 'java', 'ruby'] as const;
+export const LANGUAGES = [
+  'typescript',
+  'javascript',
+  'python',
+  'go',
+  'rust',
+  'c',
+  'cpp',
+  'php',
+  'shell',
+  'java',
+  'ruby',
+  'svelte',
+  'astro',
+  'css',
+  'scss',
+  'less',
+] as const;
 export type Language = (typeof LANGUAGES)[number];
 
 export interface LanguageRow {
@@ -36,6 +53,11 @@ const rows: Record<string, LanguageRow> = {
   '.bash': { language: 'shell', languageId: 'shellscript' },
   '.java': { language: 'java', languageId: 'java' },
   '.rb': { language: 'ruby', languageId: 'ruby' },
+  '.svelte': { language: 'svelte', languageId: 'svelte' },
+  '.astro': { language: 'astro', languageId: 'astro' },
+  '.css': { language: 'css', languageId: 'css' },
+  '.scss': { language: 'scss', languageId: 'scss' },
+  '.less': { language: 'less', languageId: 'less' },
 };
 
 export function suffixOf(path: string): string {

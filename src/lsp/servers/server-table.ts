@@ -15,11 +15,26 @@ import { phpRow } from './rows/php.js';
 import { pythonRow } from './rows/python.js';
 import { rustRow } from './rows/rust.js';
 import { shellRow } from './rows/shell.js';
+import { svelteRow } from './rows/svelte.js';
+import { astroRow } from './rows/astro.js';
+import { cssRow } from './rows/css.js';
 import { typescriptRows } from './rows/typescript.js';
 
 /** The real table. Order matters: among rows claiming a language and selected, the first wins. */
 export function defaultServerRows(p: ServerPaths): ServerRow[] {
-  return [...typescriptRows(p), pythonRow(p), goRow(), cRow(), phpRow(p), shellRow(p), rustRow(p.debian13Root ?? DEFAULT_DEBIAN13_ROOT), ...imageOnlyRows()];
+  return [
+    ...typescriptRows(p),
+    pythonRow(p),
+    goRow(),
+    cRow(),
+    phpRow(p),
+    shellRow(p),
+    rustRow(p.debian13Root ?? DEFAULT_DEBIAN13_ROOT),
+    svelteRow(p),
+    astroRow(p),
+    cssRow(p),
+    ...imageOnlyRows(),
+  ];
 }
 
 /** A view of the rows for one configuration: choice per language, lookups by name. */
