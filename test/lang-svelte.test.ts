@@ -1,0 +1,60 @@
+// Svelte: svelte-language-server in the real SERVE jail on test/fixtures/svelte-basic,
+// a component whose `<script lang="ts">` imports a function from a .ts file. Its
+// TypeScript is the daemon's pinned one, its Svelte compiler its own (isTrusted false).
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { cannotJail, lineOf, position, postJson } from './helpers/lsp-harness.js';
+import { acmeRoot, assertClean, at, completeDiagnostics, langSuite, symbolIn } from './helpers/lang-suite.js';
+
+const skip = cannotJail();
+const FX = 'svelte-basic';
+const root = acmeRoot(FX);
+const GREET = `src/greet.ts:${lineOf(FX, 'src/greet.ts', 'export function greet')}`;
+
+describe('Svelte (svelte-language-server) in the SERVE jail', { skip }, () => {
+  const s = langSuite({ server: 'svelte-language-server', uploads: [[root, FX]] });
+  const ask = (body: Record<string, unknown>) => s.ask(root, body);
+
+  test('definition of an imported TS function from <script lang="ts"> lands on its line in the .ts file; the first answer is right', async () => {
+    const a = await ask({ op: 'definition', path: 'src/App.svelte', ...position(FX, 'src/App.svelte', 'greet(name, true)') });
+    assert.equal(a.incomplete, false);
+    assert.deepEqual(at(a), [GREET]);
+  });
+
+  test('hover shows its TypeScript signature', async () => {
+    const a = await ask({ op: 'hover', path: 'src/App.svelte', ...position(FX, 'src/App.svelte', 'greet(name, true)') });
+    assert.match(String(a.contents), /greet\(name: string, excited\?: boolean\): string/);
+    assert.match(String(a.contents), /Greets someone by name/);
+  });
+
+  test('definition of a function declared in the component, from the template', async () => {
+    const a = await ask({ op: 'definition', path: 'src/App.svelte', ...position(FX, 'src/App.svelte', 'shoutGreeting()}') });
+    assert.deepEqual(at(a), [`src/App.svelte:${lineOf(FX, 'src/App.svelte', 'function shoutGreeting')}`]);
+  });
+
+  test('references of a component function reach its template use', async () => {
+    const a = await ask({ op: 'references', path: 'src/Counter.svelte', ...position(FX, 'src/Counter.svelte', 'increment(): void') });
+    const got = at(a);
+    assert.ok(got.includes(`src/Counter.svelte:${lineOf(FX, 'src/Counter.svelte', 'on:click={increment}')}`), JSON.stringify(got));
+  });
+
+  test('documentSymbols: the script functions with their lines', async () => {
+    const a = await ask({ op: 'documentSymbols', path: 'src/App.svelte' });
+    const sym = symbolIn(a, (x) => x.name === 'shoutGreeting');
+    assert.equal(sym.range.start.line, lineOf(FX, 'src/App.svelte', 'function shoutGreeting'));
+  });
+
+  test('diagnostics: a type error in <script lang="ts"> with its line; a clean component is clean', async () => {
+    const bad = completeDiagnostics(await ask({ op: 'diagnostics', path: 'src/Broken.svelte' }));
+    const d = bad.find((x) => x.range.start.line === lineOf(FX, 'src/Broken.svelte', 'const wrongCount'));
+    assert.ok(d, JSON.stringify(bad));
+    assert.match(d.message, /Type 'string' is not assignable to type 'number'/);
+    assertClean(await ask({ op: 'diagnostics', path: 'src/Counter.svelte' }));
+  });
+
+  test('/ask by name finds a function declared in a .svelte file', async () => {
+    const r = await postJson(s.daemon().url, '/ask', { ...root, symbol: 'shoutGreeting' });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.deepEqual(at(r.body), [`src/App.svelte:${lineOf(FX, 'src/App.svelte', 'function shoutGreeting')}`]);
+  });
+});
