@@ -25,7 +25,15 @@ export function initializeParams(row: ServerRow, wsUri: string, wsPath: string):
       general: { positionEncodings: row.encodings.map(encodingToLsp) },
       window: { workDoneProgress: true },
       // Edits (rename) come back as TextDocumentEdits; no resource operations: lspd renders patches of existing files only.
-      workspace: { configuration: true, workspaceFolders: true, symbol: { dynamicRegistration: false }, workspaceEdit: { documentChanges: true } },
+      // `diagnostics`: Volar's servers (Astro) serve textDocument/diagnostic only when this is present; pushed, their
+      // first push of a file is its syntax pass (empty) and the type errors come a check later. No refresh: roots never change.
+      workspace: {
+        configuration: true,
+        workspaceFolders: true,
+        symbol: { dynamicRegistration: false },
+        workspaceEdit: { documentChanges: true },
+        diagnostics: { refreshSupport: false },
+      },
       textDocument: {
         synchronization: { dynamicRegistration: false, didSave: false },
         definition: { linkSupport: true },
