@@ -3,7 +3,7 @@
 // TypeScript is the daemon's pinned one, its Svelte compiler its own (isTrusted false).
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cannotJail, lineOf, position, postJson } from './helpers/lsp-harness.js';
+import { cannotJail, lineOf, lspQuery, position, postJson } from './helpers/lsp-harness.js';
 import { acmeRoot, assertClean, at, completeDiagnostics, langSuite, symbolIn } from './helpers/lang-suite.js';
 
 const skip = cannotJail();
@@ -36,6 +36,22 @@ describe('Svelte (svelte-language-server) in the SERVE jail', { skip }, () => {
     const a = await ask({ op: 'references', path: 'src/Counter.svelte', ...position(FX, 'src/Counter.svelte', 'increment(): void') });
     const got = at(a);
     assert.ok(got.includes(`src/Counter.svelte:${lineOf(FX, 'src/Counter.svelte', 'on:click={increment}')}`), JSON.stringify(got));
+  });
+
+  test("incomingCalls of a component function: its caller is the component's template, at the call", async () => {
+    const r = await lspQuery(s.daemon().url, {
+      ...root,
+      op: 'incomingCalls',
+      path: 'src/App.svelte',
+      ...position(FX, 'src/App.svelte', 'shoutGreeting(): string'),
+    });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    const nodes = r.body.nodes as { name: string; path: string; call_sites?: { range: { start: { line: number } } }[] }[];
+    assert.equal(nodes[0]?.name, 'shoutGreeting');
+    assert.deepEqual(
+      nodes[1]?.call_sites?.map((c) => c.range.start.line),
+      [lineOf(FX, 'src/App.svelte', '<p>{shoutGreeting()}</p>')],
+    );
   });
 
   test('documentSymbols: the script functions with their lines', async () => {

@@ -36,8 +36,9 @@ export function astroRow(p: ServerPaths): ServerRow {
     initializationOptions: { typescript: { tsdk: at('typescript/lib') }, contentIntellisense: false },
     settings: { typescript: {}, javascript: {}, astro: {}, html: {}, css: {}, emmet: {}, prettier: {} },
     readiness: { kind: 'progress', queuesFromStart: true },
-    hierarchyOps: [],
-    editOps: [],
+    // Measured 2026-12-02: call hierarchy both ways is answered, but calls from the template are not found (frontmatter only); no type hierarchy; rename, code actions.
+    hierarchyOps: ['incomingCalls', 'outgoingCalls'],
+    editOps: ['rename', 'codeActions'],
     encodings: ['utf-16'],
     maxInFlight: 16,
     probe: () => probeFiles([host(`${PACKAGE}/dist/nodeServer.js`), host('typescript/lib/typescript.js'), UNTRUSTED.host], host(`${PACKAGE}/package.json`)),

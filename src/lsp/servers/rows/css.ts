@@ -21,8 +21,9 @@ export function cssRow(p: ServerPaths): ServerRow {
     initializationOptions: { provideFormatter: false },
     settings: { css: STYLE, scss: STYLE, less: STYLE },
     readiness: { kind: 'progress', queuesFromStart: true },
+    // Measured 2026-12-02: no hierarchies; rename and code actions (a misspelt property's fix). A custom property's new name (`--x`) is not a name /v1's rename takes.
     hierarchyOps: [],
-    editOps: [],
+    editOps: ['rename', 'codeActions'],
     encodings: ['utf-16'],
     maxInFlight: 16,
   });

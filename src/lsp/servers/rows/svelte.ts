@@ -25,8 +25,9 @@ export function svelteRow(p: ServerPaths): ServerRow {
     initializationOptions: { isTrusted: false, configuration: { svelte: { plugin: {} } } },
     settings: { svelte: { plugin: {} }, typescript: {}, javascript: {} },
     readiness: { kind: 'progress', queuesFromStart: true },
-    hierarchyOps: [],
-    editOps: [],
+    // Measured 2026-12-02 (test/lang-svelte): call hierarchy both ways (a template call's caller is the component), no type hierarchy; rename, code actions.
+    hierarchyOps: ['incomingCalls', 'outgoingCalls'],
+    editOps: ['rename', 'codeActions'],
     encodings: ['utf-16'],
     maxInFlight: 16,
   });
