@@ -3,7 +3,7 @@
 // daemon's pinned one (typescript.tsdk), started through astro-untrusted.cjs.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cannotJail, lineOf, position, postJson } from './helpers/lsp-harness.js';
+import { cannotJail, getJson, lineOf, position, postJson } from './helpers/lsp-harness.js';
 import { acmeRoot, assertClean, at, completeDiagnostics, langSuite, symbolIn } from './helpers/lang-suite.js';
 
 const skip = cannotJail();
@@ -15,6 +15,18 @@ const GREET = `src/greet.ts:${lineOf(FX, 'src/greet.ts', 'export function greet'
 describe('Astro (@astrojs/language-server) in the SERVE jail', { skip }, () => {
   const s = langSuite({ server: 'astro-language-server', uploads: [[root, FX]] });
   const ask = (body: Record<string, unknown>) => s.ask(root, body);
+
+  test('/readyz: available, its pinned version, the ops its row declares (no session yet)', async () => {
+    const r = await getJson(s.daemon().url, '/readyz');
+    assert.deepEqual((r.body.servers as Record<string, unknown>)['astro-language-server'], {
+      available: true,
+      version: '2.17.1',
+      hierarchy_ops: ['incomingCalls', 'outgoingCalls'],
+      hierarchy_ops_from: 'row',
+      edit_ops: ['rename', 'codeActions'],
+      edit_ops_from: 'row',
+    });
+  });
 
   test('definition of an imported TS function from the frontmatter lands on its line in the .ts file; the first answer is right', async () => {
     const a = await ask({ op: 'definition', path: INDEX, ...position(FX, INDEX, "greet('astro', true)") });

@@ -3,7 +3,7 @@
 // definitions and references are within a stylesheet (it keeps no index across files).
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cannotJail, lineOf, position } from './helpers/lsp-harness.js';
+import { cannotJail, getJson, lineOf, position } from './helpers/lsp-harness.js';
 import { acmeRoot, assertClean, at, completeDiagnostics, langSuite, symbolIn, symbols } from './helpers/lang-suite.js';
 
 const skip = cannotJail();
@@ -15,6 +15,18 @@ const L = (path: string, needle: string) => `${path}:${lineOf(FX, path, needle)}
 describe('CSS, SCSS, Less (vscode-css-language-server) in the SERVE jail', { skip }, () => {
   const s = langSuite({ server: 'vscode-css-language-server', uploads: [[root, FX]] });
   const ask = (body: Record<string, unknown>) => s.ask(root, body);
+
+  test('/readyz: available, its pinned version, the ops its row declares (no session yet)', async () => {
+    const r = await getJson(s.daemon().url, '/readyz');
+    assert.deepEqual((r.body.servers as Record<string, unknown>)['vscode-css-language-server'], {
+      available: true,
+      version: '4.10.0',
+      hierarchy_ops: [],
+      hierarchy_ops_from: 'row',
+      edit_ops: ['rename', 'codeActions'],
+      edit_ops_from: 'row',
+    });
+  });
 
   test("a custom property's definition from its var() use; the first answer is right", async () => {
     const a = await ask({ op: 'definition', path: THEME, ...position(FX, THEME, '--brand-color);') });

@@ -3,7 +3,7 @@
 // TypeScript is the daemon's pinned one, its Svelte compiler its own (isTrusted false).
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cannotJail, lineOf, lspQuery, position, postJson } from './helpers/lsp-harness.js';
+import { cannotJail, getJson, lineOf, lspQuery, position, postJson } from './helpers/lsp-harness.js';
 import { acmeRoot, assertClean, at, completeDiagnostics, langSuite, symbolIn } from './helpers/lang-suite.js';
 
 const skip = cannotJail();
@@ -14,6 +14,18 @@ const GREET = `src/greet.ts:${lineOf(FX, 'src/greet.ts', 'export function greet'
 describe('Svelte (svelte-language-server) in the SERVE jail', { skip }, () => {
   const s = langSuite({ server: 'svelte-language-server', uploads: [[root, FX]] });
   const ask = (body: Record<string, unknown>) => s.ask(root, body);
+
+  test('/readyz: available, its pinned version, the ops its row declares (no session yet)', async () => {
+    const r = await getJson(s.daemon().url, '/readyz');
+    assert.deepEqual((r.body.servers as Record<string, unknown>)['svelte-language-server'], {
+      available: true,
+      version: '0.18.4',
+      hierarchy_ops: ['incomingCalls', 'outgoingCalls'],
+      hierarchy_ops_from: 'row',
+      edit_ops: ['rename', 'codeActions'],
+      edit_ops_from: 'row',
+    });
+  });
 
   test('definition of an imported TS function from <script lang="ts"> lands on its line in the .ts file; the first answer is right', async () => {
     const a = await ask({ op: 'definition', path: 'src/App.svelte', ...position(FX, 'src/App.svelte', 'greet(name, true)') });
