@@ -1,6 +1,7 @@
 // Svelte: svelte-language-server in the real SERVE jail on test/fixtures/svelte-basic,
-// a component whose `<script lang="ts">` imports a function from a .ts file. Its
-// TypeScript is the daemon's pinned one, its Svelte compiler its own (isTrusted false).
+// components whose `<script lang="ts">` import a function from a .ts file, in Svelte 4
+// syntax and in Svelte 5 runes. Its TypeScript and its Svelte 5 compiler are the
+// daemon's pinned ones (svelte-pinned.cjs); the tree has no node_modules.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cannotJail, getJson, lineOf, lspQuery, position, postJson } from './helpers/lsp-harness.js';
@@ -19,7 +20,7 @@ describe('Svelte (svelte-language-server) in the SERVE jail', { skip }, () => {
     const r = await getJson(s.daemon().url, '/readyz');
     assert.deepEqual((r.body.servers as Record<string, unknown>)['svelte-language-server'], {
       available: true,
-      version: '0.18.4',
+      version: '0.18.4, svelte 5.57.3',
       hierarchy_ops: ['incomingCalls', 'outgoingCalls'],
       hierarchy_ops_from: 'row',
       edit_ops: ['rename', 'codeActions'],
@@ -78,6 +79,14 @@ describe('Svelte (svelte-language-server) in the SERVE jail', { skip }, () => {
     assert.ok(d, JSON.stringify(bad));
     assert.match(d.message, /Type 'string' is not assignable to type 'number'/);
     assertClean(await ask({ op: 'diagnostics', path: 'src/Counter.svelte' }));
+  });
+
+  test('Svelte 5 runes: clean, typed ($derived is a number), and the template reaches the .ts file', async () => {
+    const R = 'src/Runes.svelte';
+    assertClean(await ask({ op: 'diagnostics', path: R }), 'no "Cannot find name $state": the compiler is Svelte 5');
+    const hover = await ask({ op: 'hover', path: R, ...position(FX, R, 'double = $derived') });
+    assert.match(String(hover.contents), /const double: number/);
+    assert.deepEqual(at(await ask({ op: 'definition', path: R, ...position(FX, R, 'greet(String(double))') })), [GREET]);
   });
 
   test('/ask by name finds a function declared in a .svelte file', async () => {

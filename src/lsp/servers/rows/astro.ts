@@ -35,6 +35,7 @@ export function astroRow(p: ServerPaths): ServerRow {
     rootMarkers: ['astro.config.mjs', 'astro.config.ts', 'astro.config.js', 'tsconfig.json', 'jsconfig.json', 'package.json'],
     initializationOptions: { typescript: { tsdk: at('typescript/lib') }, contentIntellisense: false },
     settings: { typescript: {}, javascript: {}, astro: {}, html: {}, css: {}, emmet: {}, prettier: {} },
+    // Measured (bench/calibrate, bare): no $/progress; its first definition is already right.
     readiness: { kind: 'progress', queuesFromStart: true },
     // Measured 2026-12-02: call hierarchy both ways is answered, but calls from the template are not found (frontmatter only); no type hierarchy; rename, code actions.
     hierarchyOps: ['incomingCalls', 'outgoingCalls'],
