@@ -3,7 +3,10 @@
 // definitions and references are within a stylesheet (it keeps no index across files).
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cannotJail, getJson, lineOf, position } from './helpers/lsp-harness.js';
+import { cpSync } from 'node:fs';
+import { join } from 'node:path';
+import { scratchDir } from './helpers/fetch-env.js';
+import { cannotJail, fixturesDir, getJson, lineOf, position, postJson, uploadDir } from './helpers/lsp-harness.js';
 import { acmeRoot, assertClean, at, completeDiagnostics, langSuite, symbolIn, symbols } from './helpers/lang-suite.js';
 
 const skip = cannotJail();
@@ -75,5 +78,30 @@ describe('CSS, SCSS, Less (vscode-css-language-server) in the SERVE jail', { ski
   test('hover on a property says what it is', async () => {
     const a = await ask({ op: 'hover', path: THEME, ...position(FX, THEME, 'margin: var') });
     assert.match(String(a.contents), /margin/i);
+  });
+
+  test('a root with stylesheets and TypeScript: workspaceSymbols and /ask leave out the CSS server, which has no workspace symbols', async () => {
+    const dir = scratchDir('lspd-css-ts-');
+    cpSync(join(fixturesDir, FX), dir, { recursive: true });
+    cpSync(join(fixturesDir, 'ts-basic'), join(dir, 'web'), { recursive: true });
+    const mixed = acmeRoot('css-ts', 'css-ts');
+    await uploadDir(s.daemon().url, mixed, dir, '?warm=false');
+    const ws = await postJson(s.daemon().url, '/v1/code/lsp', { ...mixed, op: 'workspaceSymbols', query: 'Person' });
+    assert.equal(ws.status, 200, JSON.stringify(ws.body));
+    assert.ok(
+      (ws.body.symbols as { name: string; path: string }[]).some((x) => x.name === 'Person' && x.path === 'web/src/greet.ts'),
+      JSON.stringify(ws.body),
+    );
+    const found = await postJson(s.daemon().url, '/ask', { ...mixed, symbol: 'Person' });
+    assert.equal(found.status, 200, JSON.stringify(found.body));
+    assert.deepEqual(at(found.body), [`web/src/greet.ts:${lineOf('ts-basic', 'src/greet.ts', 'export class Person')}`]);
+    // A name no file mentions asks every server: still 404 with near names, not 422 for the CSS server.
+    const missing = await postJson(s.daemon().url, '/ask', { ...mixed, symbol: 'Persn' });
+    assert.equal(missing.status, 404, JSON.stringify(missing.body));
+    assert.equal(missing.body.error, 'symbol_not_found');
+    // Only the CSS server: its own refusal, as before.
+    const css = await postJson(s.daemon().url, '/v1/code/lsp', { ...root, op: 'workspaceSymbols', query: 'card' });
+    assert.equal(css.status, 422, JSON.stringify(css.body));
+    assert.match(String(css.body.message), /vscode-css-language-server does not answer workspaceSymbols/);
   });
 });
