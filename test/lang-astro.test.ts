@@ -20,7 +20,7 @@ describe('Astro (@astrojs/language-server) in the SERVE jail', { skip }, () => {
     const r = await getJson(s.daemon().url, '/readyz');
     assert.deepEqual((r.body.servers as Record<string, unknown>)['astro-language-server'], {
       available: true,
-      version: '2.17.1',
+      version: '2.17.1, typescript 5.9.3',
       hierarchy_ops: ['incomingCalls', 'outgoingCalls'],
       hierarchy_ops_from: 'row',
       edit_ops: ['rename', 'codeActions'],

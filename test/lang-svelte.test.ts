@@ -20,7 +20,7 @@ describe('Svelte (svelte-language-server) in the SERVE jail', { skip }, () => {
     const r = await getJson(s.daemon().url, '/readyz');
     assert.deepEqual((r.body.servers as Record<string, unknown>)['svelte-language-server'], {
       available: true,
-      version: '0.18.4, svelte 5.57.3',
+      version: '0.18.4, svelte 5.57.3, typescript 5.9.3',
       hierarchy_ops: ['incomingCalls', 'outgoingCalls'],
       hierarchy_ops_from: 'row',
       edit_ops: ['rename', 'codeActions'],

@@ -42,6 +42,12 @@ export function astroRow(p: ServerPaths): ServerRow {
     editOps: ['rename', 'codeActions'],
     encodings: ['utf-16'],
     maxInFlight: 16,
-    probe: () => probeFiles([host(`${PACKAGE}/dist/nodeServer.js`), host('typescript/lib/typescript.js'), UNTRUSTED.host], host(`${PACKAGE}/package.json`)),
+    // /readyz: its version and the TypeScript it is given.
+    probe: () =>
+      probeFiles(
+        [host(`${PACKAGE}/dist/nodeServer.js`), host('typescript/lib/typescript.js'), UNTRUSTED.host],
+        host(`${PACKAGE}/package.json`),
+        host('typescript/package.json'),
+      ),
   };
 }

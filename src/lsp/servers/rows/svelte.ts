@@ -41,11 +41,13 @@ export function svelteRow(p: ServerPaths): ServerRow {
     editOps: ['rename', 'codeActions'],
     encodings: ['utf-16'],
     maxInFlight: 16,
+    // /readyz: its version, the compiler and the TypeScript it runs.
     probe: () =>
       probeFiles(
         [host('svelte-language-server/bin/server.js'), host(`${SVELTE}/compiler/index.js`), PINNED.host],
         host('svelte-language-server/package.json'),
         host(`${SVELTE}/package.json`),
+        host('typescript/package.json'),
       ),
   };
 }
