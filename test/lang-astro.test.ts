@@ -9,11 +9,19 @@ import { acmeRoot, assertClean, at, completeDiagnostics, langSuite, symbolIn } f
 const skip = cannotJail();
 const FX = 'astro-basic';
 const root = acmeRoot(FX);
+/** The same tree again, whose first question is its diagnostics: asked of a cold project. */
+const cold = acmeRoot(FX, 'astro-cold');
 const INDEX = 'src/pages/index.astro';
 const GREET = `src/greet.ts:${lineOf(FX, 'src/greet.ts', 'export function greet')}`;
 
 describe('Astro (@astrojs/language-server) in the SERVE jail', { skip }, () => {
-  const s = langSuite({ server: 'astro-language-server', uploads: [[root, FX]] });
+  const s = langSuite({
+    server: 'astro-language-server',
+    uploads: [
+      [root, FX],
+      [cold, FX],
+    ],
+  });
   const ask = (body: Record<string, unknown>) => s.ask(root, body);
 
   test('/readyz: available, its pinned version, the ops its row declares (no session yet)', async () => {
@@ -56,8 +64,9 @@ describe('Astro (@astrojs/language-server) in the SERVE jail', { skip }, () => {
     assert.equal(sym.range.start.line, lineOf(FX, INDEX, 'function footerText'));
   });
 
-  test('diagnostics: a type error in the frontmatter with its line; a clean page is clean', async () => {
-    const bad = completeDiagnostics(await ask({ op: 'diagnostics', path: 'src/pages/broken.astro' }));
+  test('diagnostics: a type error in the frontmatter with its line, the first question of a cold session; a clean page is clean', async () => {
+    // Pulled (row.pullDiagnostics): its first push is the Astro pass alone, empty, and was taken for the answer.
+    const bad = completeDiagnostics(await s.ask(cold, { op: 'diagnostics', path: 'src/pages/broken.astro' }));
     const d = bad.find((x) => x.range.start.line === lineOf(FX, 'src/pages/broken.astro', 'const wrongCount'));
     assert.ok(d, JSON.stringify(bad));
     assert.match(d.message, /Type 'string' is not assignable to type 'number'/);
@@ -68,5 +77,14 @@ describe('Astro (@astrojs/language-server) in the SERVE jail', { skip }, () => {
     const r = await postJson(s.daemon().url, '/ask', { ...root, symbol: 'footerText' });
     assert.equal(r.status, 200, JSON.stringify(r.body));
     assert.deepEqual(at(r.body), [`${INDEX}:${lineOf(FX, INDEX, 'function footerText')}`]);
+  });
+
+  test("the tree's own @astrojs/svelte editor integration is never run (astro-untrusted.cjs)", async () => {
+    // The fixture's node_modules/@astrojs/svelte/dist/editor.cjs types every Svelte
+    // component as taking `{ ran: 'tree code ran' }`: the server alone requires it.
+    const W = 'src/pages/widget.astro';
+    const a = await ask({ op: 'hover', path: W, ...position(FX, W, 'Widget from') });
+    assert.match(String(a.contents), /import Widget/);
+    assert.doesNotMatch(String(a.contents), /tree code ran/);
   });
 });

@@ -25,15 +25,7 @@ export function initializeParams(row: ServerRow, wsUri: string, wsPath: string):
       general: { positionEncodings: row.encodings.map(encodingToLsp) },
       window: { workDoneProgress: true },
       // Edits (rename) come back as TextDocumentEdits; no resource operations: lspd renders patches of existing files only.
-      // `diagnostics`: Volar's servers (Astro) serve textDocument/diagnostic only when this is present; pushed, their
-      // first push of a file is its syntax pass (empty) and the type errors come a check later. No refresh: roots never change.
-      workspace: {
-        configuration: true,
-        workspaceFolders: true,
-        symbol: { dynamicRegistration: false },
-        workspaceEdit: { documentChanges: true },
-        diagnostics: { refreshSupport: false },
-      },
+      workspace: { configuration: true, workspaceFolders: true, symbol: { dynamicRegistration: false }, workspaceEdit: { documentChanges: true } },
       textDocument: {
         synchronization: { dynamicRegistration: false, didSave: false },
         definition: { linkSupport: true },

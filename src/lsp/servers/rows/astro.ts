@@ -37,6 +37,10 @@ export function astroRow(p: ServerPaths): ServerRow {
     settings: { typescript: {}, javascript: {}, astro: {}, html: {}, css: {}, emmet: {}, prettier: {} },
     // Measured (bench/calibrate, bare): no $/progress; its first definition is already right.
     readiness: { kind: 'progress', queuesFromStart: true },
+    // Volar pushes when a plugin has inter-file dependencies (TypeScript's has), first
+    // the Astro pass (empty), the type check only after the project loads; it answers
+    // textDocument/diagnostic whole all the same.
+    pullDiagnostics: true,
     // Measured 2026-12-02: call hierarchy both ways is answered, but calls from the template are not found (frontmatter only); no type hierarchy; rename, code actions.
     hierarchyOps: ['incomingCalls', 'outgoingCalls'],
     editOps: ['rename', 'codeActions'],
