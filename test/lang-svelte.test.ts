@@ -81,6 +81,16 @@ describe('Svelte (svelte-language-server) in the SERVE jail', { skip }, () => {
     assertClean(await ask({ op: 'diagnostics', path: 'src/Counter.svelte' }));
   });
 
+  test("diagnostics: the Svelte compiler's own warnings (a11y); the tree's svelte.config.js, which throws, is never run", async () => {
+    const diags = completeDiagnostics(await ask({ op: 'diagnostics', path: 'src/A11y.svelte' }));
+    const d = diags.find((x) => x.code === 'a11y_missing_attribute');
+    assert.ok(d, JSON.stringify(diags));
+    assert.equal(d.range.start.line, lineOf(FX, 'src/A11y.svelte', '<img'));
+    assert.equal(d.severity, 'warning');
+    assert.equal(d.source, 'svelte');
+    assert.ok(!diags.some((x) => /svelte\.config|tree code ran/.test(x.message)), JSON.stringify(diags));
+  });
+
   test('Svelte 5 runes: clean, typed ($derived is a number), and the template reaches the .ts file', async () => {
     const R = 'src/Runes.svelte';
     assertClean(await ask({ op: 'diagnostics', path: R }), 'no "Cannot find name $state": the compiler is Svelte 5');

@@ -19,12 +19,18 @@ export function svelteRow(p: ServerPaths): ServerRow {
     //   file and a hover shows the TS signature.
     // - compiler and Svelte types: the pinned Svelte 5 (svelte-pinned.cjs), whatever
     //   the tree uses; Svelte 3/4 components are read in Svelte 5's legacy mode.
+    // - no preprocessor of the tree's config runs: <script lang="ts"> is transpiled by
+    //   its fallback, and the compiler's warnings for a <style lang="scss"> or a
+    //   template in another language are dropped (as it does for any fallback config),
+    //   not reported wrong (measured: SCSS nesting and variables, no diagnostic).
     // - positions: UTF-16.
     // Code from the tree: none. By default it imports the workspace's svelte.config.js
-    // (preprocessors: the tree's code) and prefers the tree's node_modules/svelte and
-    // prettier to its own; `isTrusted: false` turns both off (config loading disabled,
-    // packages resolved from its install only), and the compiler is ours. Its
-    // TypeScript service is a LanguageService, which loads no tsconfig `plugins`.
+    // (preprocessors: the tree's code) and prefers the tree's node_modules/svelte,
+    // svelte-preprocess and prettier to its own. Its `isTrusted: false` would stop that
+    // but also every Svelte compiler diagnostic, so it runs trusted and
+    // svelte-pinned.cjs replaces the config loader (its own TS-only fallback, always)
+    // and those package loads (ours, or none). Its TypeScript service is a
+    // LanguageService, which loads no tsconfig `plugins`.
     name: 'svelte-language-server',
     languages: ['svelte'],
     argv: [NODE, PINNED.at, at('svelte-language-server'), at(SVELTE), '--stdio'],
@@ -32,7 +38,7 @@ export function svelteRow(p: ServerPaths): ServerRow {
     binds: [PINNED],
     ecosystem: 'npm',
     rootMarkers: ['svelte.config.js', 'tsconfig.json', 'jsconfig.json', 'package.json'],
-    initializationOptions: { isTrusted: false, configuration: { svelte: { plugin: {} } } },
+    initializationOptions: { isTrusted: true, configuration: { svelte: { plugin: {} } } },
     settings: { svelte: { plugin: {} }, typescript: {}, javascript: {} },
     // Measured (bench/calibrate, bare): no $/progress; its first definition is already right.
     readiness: { kind: 'progress', queuesFromStart: true },
