@@ -2,7 +2,26 @@
 // report a tree's `languages`; the server table (src/lsp/servers/server-table.ts) maps each
 // language to the servers that can serve it. One table, so the two never disagree.
 
-export const LANGUAGES = ['typescript', 'javascript', 'python', 'go', 'rust', 'c', 'cpp', 'php', 'shell', 'java', 'ruby', 'vue', 'html'] as const;
+export const LANGUAGES = [
+  'typescript',
+  'javascript',
+  'python',
+  'go',
+  'rust',
+  'c',
+  'cpp',
+  'php',
+  'shell',
+  'java',
+  'ruby',
+  'svelte',
+  'astro',
+  'css',
+  'scss',
+  'less',
+  'vue',
+  'html',
+] as const;
 export type Language = (typeof LANGUAGES)[number];
 
 export interface LanguageRow {
@@ -39,6 +58,11 @@ const rows: Record<string, LanguageRow> = {
   '.vue': { language: 'vue', languageId: 'vue' },
   // Served as Angular templates only (the angular row needs the tree's @angular/core).
   '.html': { language: 'html', languageId: 'html' },
+  '.svelte': { language: 'svelte', languageId: 'svelte' },
+  '.astro': { language: 'astro', languageId: 'astro' },
+  '.css': { language: 'css', languageId: 'css' },
+  '.scss': { language: 'scss', languageId: 'scss' },
+  '.less': { language: 'less', languageId: 'less' },
 };
 
 export function suffixOf(path: string): string {

@@ -471,7 +471,10 @@ export class QueryService {
   /**
    * workspaceSymbols has no path: ask every server chosen for the root's languages,
    * each on the session of a representative file (opened so a server that builds
-   * projects from open files has one), and merge in table order.
+   * projects from open files has one), and merge in table order. A server that has no
+   * workspace symbols (the CSS server) is left out, not the answer: else every root
+   * holding a stylesheet refused the op, and /ask with it (422 no_server); only when
+   * no server answers is it refused.
    */
   private async workspaceSymbolsAnswer(w: Work): Promise<LspAnswer> {
     const rows: ServerRow[] = [];
@@ -489,7 +492,7 @@ export class QueryService {
     if (hit) return { ...hit, elapsed_ms: elapsed(w.t0) };
 
     const before: (DependencyNote | undefined)[] = [];
-    const refused: AppError[] = [];
+    let lacking: AppError | undefined;
     const parts = await Promise.all(
       rows.map(async (row) => {
         const rel = await findFileOf(w.treeDir, (p) => {
@@ -510,15 +513,16 @@ export class QueryService {
           },
           (n) => (before[rows.indexOf(row)] = n),
         ).catch((err: unknown) => {
-          // A row that cannot serve this root (the Angular row without @angular/core, or
-          // without workspace symbols) leaves the others' answer standing.
-          if (rows.length > 1 && isAppError(err) && err.code === 'no_server') return (refused.push(err), undefined);
-          throw err;
+          // A row that cannot serve this root (the Angular row without @angular/core, a
+          // server without workspace symbols) leaves the others' answer standing.
+          if (!isAppError(err) || err.code !== 'no_server') throw err;
+          lacking = err;
+          return undefined;
         });
       }),
     );
-    if (refused.length === rows.length) throw refused[0]!;
     const got = parts.filter((p): p is Noted<SymbolsResult> => p !== undefined);
+    if (got.length === 0 && lacking) throw lacking;
     const max = this.deps.config.maxLocations;
     const symbols = got.flatMap((p) => p.answer.symbols);
     const merged: Noted<SymbolsResult> = {

@@ -130,6 +130,12 @@ export interface ServerRow {
    * reads the edit from it and renders it as a patch; it never runs the command.
    */
   editCommands?: readonly string[];
+  /**
+   * It answers textDocument/diagnostic without advertising it, and its pushes come in
+   * parts (Volar: a syntax pass, then the type check, seconds apart on a cold project),
+   * so its diagnostics are pulled: the first push was read as the whole answer.
+   */
+  pullDiagnostics?: true;
   /** Position encodings offered at initialize, preferred first (LSP 3.17 general.positionEncodings). */
   encodings: readonly Encoding[];
   /** Most requests in flight on one session; more wait in the pool's queue. */

@@ -15,6 +15,9 @@ import { phpRow } from './rows/php.js';
 import { pythonRow } from './rows/python.js';
 import { rustRow } from './rows/rust.js';
 import { shellRow } from './rows/shell.js';
+import { svelteRow } from './rows/svelte.js';
+import { astroRow } from './rows/astro.js';
+import { cssRow } from './rows/css.js';
 import { typescriptRows } from './rows/typescript.js';
 import { vueRow } from './rows/vue.js';
 import { angularRow } from './rows/angular.js';
@@ -31,6 +34,9 @@ export function defaultServerRows(p: ServerPaths): ServerRow[] {
     rustRow(p.debian13Root ?? DEFAULT_DEBIAN13_ROOT),
     vueRow(p),
     angularRow(p),
+    svelteRow(p),
+    astroRow(p),
+    cssRow(p),
     ...imageOnlyRows(),
   ];
 }

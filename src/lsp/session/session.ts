@@ -153,9 +153,10 @@ export class Session {
     return this.st.kind === 'ready' ? this.st.encoding : 'utf-16';
   }
 
-  /** Does the server answer pull diagnostics (textDocument/diagnostic)? */
+  /** Does the server answer pull diagnostics (textDocument/diagnostic)? Advertised, or its row says it does (`pullDiagnostics`). */
   get pullsDiagnostics(): boolean {
-    return this.st.kind === 'ready' && this.st.caps.diagnosticProvider !== undefined && this.st.caps.diagnosticProvider !== false;
+    if (this.st.kind !== 'ready') return false;
+    return this.row.pullDiagnostics === true || (this.st.caps.diagnosticProvider !== undefined && this.st.caps.diagnosticProvider !== false);
   }
 
   /** The server's advertised value of one capability (undefined unless ready). */

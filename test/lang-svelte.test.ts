@@ -1,0 +1,107 @@
+// Svelte: svelte-language-server in the real SERVE jail on test/fixtures/svelte-basic,
+// components whose `<script lang="ts">` import a function from a .ts file, in Svelte 4
+// syntax and in Svelte 5 runes. Its TypeScript and its Svelte 5 compiler are the
+// daemon's pinned ones (svelte-pinned.cjs); the tree has no node_modules.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { cannotJail, getJson, lineOf, lspQuery, position, postJson } from './helpers/lsp-harness.js';
+import { acmeRoot, assertClean, at, completeDiagnostics, langSuite, symbolIn } from './helpers/lang-suite.js';
+
+const skip = cannotJail();
+const FX = 'svelte-basic';
+const root = acmeRoot(FX);
+const GREET = `src/greet.ts:${lineOf(FX, 'src/greet.ts', 'export function greet')}`;
+
+describe('Svelte (svelte-language-server) in the SERVE jail', { skip }, () => {
+  const s = langSuite({ server: 'svelte-language-server', uploads: [[root, FX]] });
+  const ask = (body: Record<string, unknown>) => s.ask(root, body);
+
+  test('/readyz: available, its pinned version, the ops its row declares (no session yet)', async () => {
+    const r = await getJson(s.daemon().url, '/readyz');
+    assert.deepEqual((r.body.servers as Record<string, unknown>)['svelte-language-server'], {
+      available: true,
+      version: '0.18.4, svelte 5.57.3, typescript 5.9.3',
+      hierarchy_ops: ['incomingCalls', 'outgoingCalls'],
+      hierarchy_ops_from: 'row',
+      edit_ops: ['rename', 'codeActions'],
+      edit_ops_from: 'row',
+    });
+  });
+
+  test('definition of an imported TS function from <script lang="ts"> lands on its line in the .ts file; the first answer is right', async () => {
+    const a = await ask({ op: 'definition', path: 'src/App.svelte', ...position(FX, 'src/App.svelte', 'greet(name, true)') });
+    assert.equal(a.incomplete, false);
+    assert.deepEqual(at(a), [GREET]);
+  });
+
+  test('hover shows its TypeScript signature', async () => {
+    const a = await ask({ op: 'hover', path: 'src/App.svelte', ...position(FX, 'src/App.svelte', 'greet(name, true)') });
+    assert.match(String(a.contents), /greet\(name: string, excited\?: boolean\): string/);
+    assert.match(String(a.contents), /Greets someone by name/);
+  });
+
+  test('definition of a function declared in the component, from the template', async () => {
+    const a = await ask({ op: 'definition', path: 'src/App.svelte', ...position(FX, 'src/App.svelte', 'shoutGreeting()}') });
+    assert.deepEqual(at(a), [`src/App.svelte:${lineOf(FX, 'src/App.svelte', 'function shoutGreeting')}`]);
+  });
+
+  test('references of a component function reach its template use', async () => {
+    const a = await ask({ op: 'references', path: 'src/Counter.svelte', ...position(FX, 'src/Counter.svelte', 'increment(): void') });
+    const got = at(a);
+    assert.ok(got.includes(`src/Counter.svelte:${lineOf(FX, 'src/Counter.svelte', 'on:click={increment}')}`), JSON.stringify(got));
+  });
+
+  test("incomingCalls of a component function: its caller is the component's template, at the call", async () => {
+    const r = await lspQuery(s.daemon().url, {
+      ...root,
+      op: 'incomingCalls',
+      path: 'src/App.svelte',
+      ...position(FX, 'src/App.svelte', 'shoutGreeting(): string'),
+    });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    const nodes = r.body.nodes as { name: string; path: string; call_sites?: { range: { start: { line: number } } }[] }[];
+    assert.equal(nodes[0]?.name, 'shoutGreeting');
+    assert.deepEqual(
+      nodes[1]?.call_sites?.map((c) => c.range.start.line),
+      [lineOf(FX, 'src/App.svelte', '<p>{shoutGreeting()}</p>')],
+    );
+  });
+
+  test('documentSymbols: the script functions with their lines', async () => {
+    const a = await ask({ op: 'documentSymbols', path: 'src/App.svelte' });
+    const sym = symbolIn(a, (x) => x.name === 'shoutGreeting');
+    assert.equal(sym.range.start.line, lineOf(FX, 'src/App.svelte', 'function shoutGreeting'));
+  });
+
+  test('diagnostics: a type error in <script lang="ts"> with its line; a clean component is clean', async () => {
+    const bad = completeDiagnostics(await ask({ op: 'diagnostics', path: 'src/Broken.svelte' }));
+    const d = bad.find((x) => x.range.start.line === lineOf(FX, 'src/Broken.svelte', 'const wrongCount'));
+    assert.ok(d, JSON.stringify(bad));
+    assert.match(d.message, /Type 'string' is not assignable to type 'number'/);
+    assertClean(await ask({ op: 'diagnostics', path: 'src/Counter.svelte' }));
+  });
+
+  test("diagnostics: the Svelte compiler's own warnings (a11y); the tree's svelte.config.js, which throws, is never run", async () => {
+    const diags = completeDiagnostics(await ask({ op: 'diagnostics', path: 'src/A11y.svelte' }));
+    const d = diags.find((x) => x.code === 'a11y_missing_attribute');
+    assert.ok(d, JSON.stringify(diags));
+    assert.equal(d.range.start.line, lineOf(FX, 'src/A11y.svelte', '<img'));
+    assert.equal(d.severity, 'warning');
+    assert.equal(d.source, 'svelte');
+    assert.ok(!diags.some((x) => /svelte\.config|tree code ran/.test(x.message)), JSON.stringify(diags));
+  });
+
+  test('Svelte 5 runes: clean, typed ($derived is a number), and the template reaches the .ts file', async () => {
+    const R = 'src/Runes.svelte';
+    assertClean(await ask({ op: 'diagnostics', path: R }), 'no "Cannot find name $state": the compiler is Svelte 5');
+    const hover = await ask({ op: 'hover', path: R, ...position(FX, R, 'double = $derived') });
+    assert.match(String(hover.contents), /const double: number/);
+    assert.deepEqual(at(await ask({ op: 'definition', path: R, ...position(FX, R, 'greet(String(double))') })), [GREET]);
+  });
+
+  test('/ask by name finds a function declared in a .svelte file', async () => {
+    const r = await postJson(s.daemon().url, '/ask', { ...root, symbol: 'shoutGreeting' });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.deepEqual(at(r.body), [`src/App.svelte:${lineOf(FX, 'src/App.svelte', 'function shoutGreeting')}`]);
+  });
+});
