@@ -1,7 +1,7 @@
 // Question: what does POST /v1/diff cost on a real tree, cold and cached?
 // The tree is lspd's own src/ (about 150 TypeScript files) committed to a git
 // repository; head changes one widely used function's signature (deadline() in
-// src/deadline.ts gains a required parameter), so the diff has real impact and
+// src/util/deadline.ts gains a required parameter), so the diff has real impact and
 // real new errors. Per run, fresh commits (new roots, so new sessions):
 //   cold    the first diff of base..head: TS 7 sessions start on both roots,
 //           documentSymbols, references at base, diagnostics at both
@@ -65,13 +65,13 @@ async function main(): Promise<void> {
       writeFileSync(join(repo, 'BENCH_RUN'), `${run} ${Date.now()}\n`);
       const base = commit(repo, `base ${run}`);
       edit(
-        join(repo, 'src/deadline.ts'),
+        join(repo, 'src/util/deadline.ts'),
         'export function deadline(outer: AbortSignal, ms: number): Deadline {',
         'export function deadline(outer: AbortSignal, ms: number, label: string): Deadline {',
       );
       const head = commit(repo, `head ${run}`);
       git(repo, 'checkout', '-q', base);
-      edit(join(repo, 'src/fair-share.ts'), 'export function shareLimits(', 'export function shareLimits(_unused: boolean, ');
+      edit(join(repo, 'src/tenancy/fair-share.ts'), 'export function shareLimits(', 'export function shareLimits(_unused: boolean, ');
       const head2 = commit(repo, `head2 ${run}`);
       git(repo, 'checkout', '-q', '-B', 'main', base);
       for (const sha of [base, head, head2]) {

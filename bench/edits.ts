@@ -1,6 +1,6 @@
 // Question: what do the edit answers cost on a warm root of a real tree?
 // The tree is lspd's own src/ (about 150 TypeScript files) uploaded as one root.
-//   check    POST /v1/check of a 1-file patch (shareLimits in src/fair-share.ts
+//   check    POST /v1/check of a 1-file patch (shareLimits in src/tenancy/fair-share.ts
 //            gains a required parameter, so its callers break), after a first check
 //            has started the scratch session: the warm cost. The same patch each
 //            run, as an agent re-checking it would send: the scratch session keeps
@@ -10,7 +10,7 @@
 //   plain    the diagnostics op on the same files the check answered about, one
 //            query per file, 4 at a time as the check asks, each run with another
 //            `context` so the result cache does not answer: lspd's plain path
-//   rename   /v1/code/lsp op rename of deadline() (src/deadline.ts, used across
+//   rename   /v1/code/lsp op rename of deadline() (src/util/deadline.ts, used across
 //            the tree), a new name per run so the result cache does not answer
 // Goal (issue 27): a warm check within 3x the plain diagnostics of the same files.
 // lspd runs as its own process (src/main.ts); load average printed beside.
@@ -48,14 +48,14 @@ async function main(): Promise<void> {
   git(repo, '-c', 'commit.gpgsign=false', 'commit', '-q', '-m', 'base');
   const sha = git(repo, 'rev-parse', 'HEAD');
   // The patch an agent would send: git's own diff of the edited file.
-  const file = join(repo, 'src/fair-share.ts');
+  const file = join(repo, 'src/tenancy/fair-share.ts');
   const text = readFileSync(file, 'utf8');
   const from = 'export function shareLimits(';
-  if (!text.includes(from)) throw new Error(`${from} not in src/fair-share.ts`);
+  if (!text.includes(from)) throw new Error(`${from} not in src/tenancy/fair-share.ts`);
   const patchNamed = (name: string) => {
     writeFileSync(file, text.replace(from, `export function shareLimits(${name}: string, `));
     const p = git(repo, 'diff') + '\n';
-    git(repo, 'checkout', '-q', '--', 'src/fair-share.ts');
+    git(repo, 'checkout', '-q', '--', 'src/tenancy/fair-share.ts');
     return p;
   };
   const patch = patchNamed('label');
@@ -86,8 +86,8 @@ async function main(): Promise<void> {
       const r = await client.lsp({
         ...root,
         op: 'rename',
-        path: 'src/deadline.ts',
-        line: lineOf(repo, 'src/deadline.ts', 'export function deadline('),
+        path: 'src/util/deadline.ts',
+        line: lineOf(repo, 'src/util/deadline.ts', 'export function deadline('),
         character: 16,
         newName: `deadline${run}`,
       });

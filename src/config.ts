@@ -260,7 +260,7 @@ export const configSchema = z.object({
       "Composer repository used in place of packagist.org; when it is not packagist, locked dists are tried first at <repo>/dists/<package>/<reference>.<type> (a mirror's layout).",
     ),
 
-  // --- fair shares per org (README "Tenancy"; src/fair-share.ts has the rule) ---
+  // --- fair shares per org (README "Tenancy"; src/tenancy/fair-share.ts has the rule) ---
   orgReservePercent: z.coerce
     .number()
     .int()

@@ -1,7 +1,7 @@
 // What /readyz reports: the jail canary's verdict per phase, whether the store is
 // writable, and each server row's availability. Readiness is only ever claimed
 // from facts proved at boot; until the canary has run, everything is "unproved".
-import type { EditOp, GraphOp } from './schemas.js';
+import type { EditOp, GraphOp } from './api/schemas.js';
 
 /** A phase (or the store) proved, or why not in one sentence (missing bwrap, filter not applied, …). */
 export type PhaseVerdict = { ok: true } | { ok: false; reason: string };

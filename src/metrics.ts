@@ -4,7 +4,7 @@
 import { getHeapStatistics } from 'node:v8';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { configSchema, type Config } from './config.js';
-import { OrgLabels } from './org-labels.js';
+import { OrgLabels } from './tenancy/org-labels.js';
 
 export function createMetrics(config?: Pick<Config, 'metricsMaxOrgs'>) {
   const registry = new Registry();
@@ -62,7 +62,7 @@ export function createMetrics(config?: Pick<Config, 'metricsMaxOrgs'>) {
     roots: gauge('lspd_store_roots', 'Stored roots.'),
     evictions: counter('lspd_store_evictions_total', 'Roots evicted by the disk quota.'),
     rejected: counter('lspd_http_rejected_total', 'Requests refused for load (503 busy).', ['route']),
-    // Read at scrape time: the daemon's own memory, whatever sampled it last (src/heap-budget.ts).
+    // Read at scrape time: the daemon's own memory, whatever sampled it last (src/tenancy/heap-budget.ts).
     heapBytes: new Gauge({
       name: 'lspd_daemon_heap_bytes',
       help: "V8 heap in use by the daemon (used_heap_size); new uploads, diffs and tree walks are refused past LSPD_HEAP_BUDGET_FRACTION of V8's limit.",

@@ -1,9 +1,9 @@
 // The services the routes and the tools call, built once per daemon by startDaemon:
 // the query service (made with the LSP side), /ask, /v1/diff, /v1/check and file
-// reads over it and the store. Each starts with the one admission (src/admission.ts);
+// reads over it and the store. Each starts with the one admission (src/tenancy/admission.ts);
 // an HTTP route parses and calls one, an MCP tool validates with the same schema and
 // calls the same one, so both answer alike, refusals included.
-import { ops, type Admission } from './admission.js';
+import { ops, type Admission } from './tenancy/admission.js';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
@@ -13,7 +13,7 @@ import { CheckService } from './check/check-service.js';
 import { DiffService } from './diff/diff-service.js';
 import type { FetchManager } from './fetch/fetch-manager.js';
 import { FileService } from './files/file-service.js';
-import type { LspAnswer } from './responses.js';
+import type { LspAnswer } from './api/responses.js';
 import type { QueryService } from './lsp/query-service.js';
 import type { RootStore } from './store/store.js';
 import { rootId } from './store/types.js';
@@ -46,7 +46,7 @@ export function createServices(d: ServiceDeps): Services {
   const { config: c, log, metrics, store, admission, query } = d;
   const deadlineMs = c.queryTimeoutMs - c.cleanupReserveMs;
   const files = treeFiles({ treeDir: (k) => store.treeDir(k) });
-  // The answers are the shared answer shape (src/responses.ts lspAnswer), typed loosely by each service.
+  // The answers are the shared answer shape (src/api/responses.ts lspAnswer), typed loosely by each service.
   const lspFor = (route: string) => async (q: Parameters<QueryService['lsp']>[0], signal: AbortSignal) => (await query.lsp(q, signal, route)) as LspAnswer;
 
   const ask = new AskService({

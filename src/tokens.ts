@@ -13,7 +13,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { orgName } from './schemas.js';
+import { orgName } from './api/schemas.js';
 import type { Logger } from './log.js';
 
 export const permissions = ['upload', 'query', 'delete', 'read'] as const;

@@ -23,7 +23,7 @@ import { SHA, packTar, type PackEntry } from './store-helpers.js';
 import { gitRepo, runCli, writeTokens, type TestToken } from './helpers/ops.js';
 import { tempDir, startStoreServer, type StoreServer } from './helpers/daemon.js';
 import { startNpmRegistry, type NpmRegistry } from './helpers/npm-registry.js';
-import type { FileAnswer } from '../src/responses.js';
+import type { FileAnswer } from '../src/api/responses.js';
 import { cannotJail, fetchSettled, getJson, lspQuery, position, startLspd, uploadFixture, type Lspd } from './helpers/lsp-harness.js';
 
 const TEN = Array.from({ length: 10 }, (_, i) => `line ${i} of a.ts`).join('\n') + '\n';

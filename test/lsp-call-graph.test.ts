@@ -8,7 +8,7 @@
 // /v1/tools saying what is answered. Positions are found by text.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { lspAnswer } from '../src/responses.js';
+import { lspAnswer } from '../src/api/responses.js';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -18,7 +18,7 @@ import { probeFiles } from '../src/lsp/servers/server-env.js';
 import { ServerTable, defaultServerRows } from '../src/lsp/servers/server-table.js';
 import { MAX_WORKSPACE_LEVELS, WorkspaceFinder, findFileOf, readTarget } from '../src/lsp/target-file.js';
 import { isAppError } from '../src/errors.js';
-import { lspQuery } from '../src/schemas.js';
+import { lspQuery } from '../src/api/schemas.js';
 
 const cfg = (env: Record<string, string> = {}) => loadConfig({ LSPD_DATA: tmpdir(), ...env });
 

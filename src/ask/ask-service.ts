@@ -11,12 +11,12 @@
 // each query has its own deadline from when it starts: a batch is many queries.
 import type { Logger } from '../log.js';
 import { AppError, errors, isAppError } from '../errors.js';
-import { deadline, raceAbort } from '../deadline.js';
-import { askBatchItem, lspQuery, type AskQuery, type LspQuery, type RootKey } from '../schemas.js';
-import { invalid } from '../validation.js';
+import { deadline, raceAbort } from '../util/deadline.js';
+import { askBatchItem, lspQuery, type AskQuery, type LspQuery, type RootKey } from '../api/schemas.js';
+import { invalid } from '../api/validation.js';
 import { resolveName, type Candidate, type Resolution } from './resolve-name.js';
 import type { AskContext, AskLimits, Loc, LspRequest } from './types.js';
-import type { LspAnswer } from '../responses.js';
+import type { LspAnswer } from '../api/responses.js';
 import { pageLocations } from './paging.js';
 import { filesMentioning, type Mentions } from './use-scan.js';
 import { RootCache } from '../store/root-cache.js';
@@ -47,7 +47,7 @@ export interface AskServiceOptions {
   /** Default page size of locate (config.maxLocations). */
   maxLocations: number;
   limits?: Partial<AskLimits>;
-  /** Before anything else: the one admission (src/admission.ts: not_ready, busy, need_tree). */
+  /** Before anything else: the one admission (src/tenancy/admission.ts: not_ready, busy, need_tree). */
   admit: (root: RootKey) => void;
   /** Before a scan of the tree's files starts (not for one already cached): throws 503 busy while the daemon's heap is past its budget. */
   admitWalk: (root: RootKey) => void;

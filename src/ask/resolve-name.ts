@@ -16,11 +16,11 @@
 //    `external` coordinate.
 // 4. Still nothing: 404 symbol_not_found with near names, never an empty success.
 import { AppError, errors, isAppError } from '../errors.js';
-import type { RootKey } from '../schemas.js';
+import type { RootKey } from '../api/schemas.js';
 import { chainOf, leafOf, matchQualifiers, parseSymbolName, select, type ParsedName, type SymbolLike } from './name-match.js';
 import { findNameFrom, findOccurrences, fromUtf16, splitLines, toUtf16, type Encoding, type Pos } from './text-scan.js';
 import type { AskContext, Loc, Range } from './types.js';
-import type { LspAnswer } from '../responses.js';
+import type { LspAnswer } from '../api/responses.js';
 import { languageOf, type Language } from '../languages.js';
 
 export interface Probe {

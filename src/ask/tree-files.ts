@@ -7,7 +7,7 @@
 import { lstat, open, readdir, realpath } from 'node:fs/promises';
 import { constants } from 'node:fs';
 import { join, sep } from 'node:path';
-import type { RootKey } from '../schemas.js';
+import type { RootKey } from '../api/schemas.js';
 import type { TreeFiles } from './ask-service.js';
 
 // Never walked: dependencies (they are answered as `external`, not as uses in the

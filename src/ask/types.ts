@@ -1,9 +1,9 @@
 // The shapes /ask works with, and the one context every resolution step gets.
-// Answers are the shared response schemas (src/responses.ts), so /ask renders
+// Answers are the shared response schemas (src/api/responses.ts), so /ask renders
 // exactly what /v1/code/lsp renders.
 import type { z } from 'zod';
-import type { location, LspAnswer } from '../responses.js';
-import type { RootKey, lspQuery } from '../schemas.js';
+import type { location, LspAnswer } from '../api/responses.js';
+import type { RootKey, lspQuery } from '../api/schemas.js';
 import type { Language } from '../languages.js';
 import type { Mentions } from './use-scan.js';
 

@@ -4,7 +4,7 @@
 // the list of paths is, and since a root is immutable that list can be cached for
 // as long as the root exists (AskService keeps an LRU of them).
 import { languageOf } from '../languages.js';
-import type { RootKey } from '../schemas.js';
+import type { RootKey } from '../api/schemas.js';
 import type { AskLimits } from './types.js';
 
 // Directories whose files are dependencies or build output, not uses in the tree.

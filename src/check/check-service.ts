@@ -22,11 +22,11 @@
 // before the next check's pull; a session that fails mid-check is never reused (the
 // pool's rule). Nothing is written to the stored tree.
 import { errors, isAppError } from '../errors.js';
-import { raceAbort, deadline } from '../deadline.js';
+import { raceAbort, deadline } from '../util/deadline.js';
 import { languageOf } from '../languages.js';
 import type { Logger } from '../log.js';
-import type { CheckQuery, LspQuery, RootKey } from '../schemas.js';
-import type { CheckAnswer } from '../responses.js';
+import type { CheckQuery, LspQuery, RootKey } from '../api/schemas.js';
+import type { CheckAnswer } from '../api/responses.js';
 import { applyFilePatch, parsePatch, PatchApplyError, PatchSyntaxError, PatchTooLargeError, type FilePatch } from '../edit/apply-patch.js';
 import { linesOf } from '../edit/unified-diff.js';
 import { newDiagnostics, type Diag } from '../diff/symbol-diff.js';
@@ -40,7 +40,7 @@ type Answer = Record<string, unknown> & { incomplete?: boolean };
 /** What the check asks of the query service (QueryService satisfies it). */
 export interface CheckPort {
   lsp(q: LspQuery, signal: AbortSignal): Promise<Answer>;
-  /** The one admission (src/admission.ts): not_ready, busy (the heap budget), need_tree. */
+  /** The one admission (src/tenancy/admission.ts): not_ready, busy (the heap budget), need_tree. */
   admit(key: RootKey): void;
   readStored(key: RootKey, path: string): Promise<string | undefined>;
   scratch<T>(key: RootKey, path: string, deadlineAt: number, signal: AbortSignal, fn: (c: ScratchContext) => Promise<T>): Promise<T>;

@@ -9,7 +9,7 @@ import type { Readable } from 'node:stream';
 import { PassThrough } from 'node:stream';
 import { createGzip } from 'node:zlib';
 import { promisify } from 'node:util';
-import { NAME_RE, type RootKey } from '../schemas.js';
+import { NAME_RE, type RootKey } from '../api/schemas.js';
 
 const run = promisify(execFile);
 

@@ -1,6 +1,6 @@
 // lspd/client: a typed client for the lspd HTTP API, on undici. Request types are
-// the zod *input* types of src/schemas.ts (so defaults stay optional) and answers
-// the types of src/responses.ts: the same definitions the daemon validates with
+// the zod *input* types of src/api/schemas.ts (so defaults stay optional) and answers
+// the types of src/api/responses.ts: the same definitions the daemon validates with
 // and publishes in /docs/json. Every failure is an LspdError with the daemon's
 // code and message; a connection failure has status 0 and code `unreachable`.
 //
@@ -21,7 +21,7 @@ import {
   type lspQuery,
   type readFileArgs,
   type RootKey,
-} from '../schemas.js';
+} from '../api/schemas.js';
 import type {
   AskBatchAnswer,
   CheckAnswer,
@@ -33,7 +33,7 @@ import type {
   RootAnswer,
   RootList,
   ToolsAnswer,
-} from '../responses.js';
+} from '../api/responses.js';
 
 export type { RootKey };
 export type { AskBatchAnswer, CheckAnswer, DiffAnswer, FileAnswer, LspAnswer, PutRootAnswer, ReadyAnswer, RootAnswer, RootList, ToolsAnswer };
@@ -46,7 +46,7 @@ export type DiffQuery = z.input<typeof diffQuery>;
 export type CheckQuery = z.input<typeof checkQuery>;
 
 export const ROUTE_KEY_HEADER = 'x-lspd-route-key';
-export { GIT_TREE_HEADER } from '../schemas.js';
+export { GIT_TREE_HEADER } from '../api/schemas.js';
 
 /** An error answer from lspd (or status 0: the daemon could not be reached). */
 export class LspdError extends Error {

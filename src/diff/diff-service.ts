@@ -18,12 +18,12 @@
 // diff of 20,000 changed paths once kept every path per cached answer (issue 30).
 // A page not cached is computed again; its LSP questions are the result cache's.
 import { AppError, errors, isAppError } from '../errors.js';
-import { deadline } from '../deadline.js';
+import { deadline } from '../util/deadline.js';
 import { languageOf } from '../languages.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
-import { lspQuery, type DiffQuery, type LspQuery, type RootKey } from '../schemas.js';
-import type { DiffAnswer } from '../responses.js';
+import { lspQuery, type DiffQuery, type LspQuery, type RootKey } from '../api/schemas.js';
+import type { DiffAnswer } from '../api/responses.js';
 import { RootCache, rootScope, type RootRef } from '../store/root-cache.js';
 import { rootId, type RootInfo } from '../store/types.js';
 import { decodeCursor, encodeCursor } from '../lsp/answer/cursor.js';
@@ -69,7 +69,7 @@ export const defaultDiffLimits: DiffLimits = {
 
 export interface DiffServiceOptions {
   lsp: LspCall;
-  /** The one admission (src/admission.ts) of both roots, base first: not_ready, busy, need_tree naming the missing one. */
+  /** The one admission (src/tenancy/admission.ts) of both roots, base first: not_ready, busy, need_tree naming the missing one. */
   admit(keys: readonly [RootKey, RootKey]): RootInfo[];
   store: { get(k: RootKey): RootInfo | undefined; treeDir(k: RootKey): string };
   /** UTF-8 text of a root's file (bounded and confined: ask/tree-files.ts); undefined when it cannot be read. */

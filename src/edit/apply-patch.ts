@@ -10,7 +10,7 @@
 // check against lines that are not there would answer about another program.
 // Format: https://www.gnu.org/software/diffutils/manual/html_node/Detailed-Unified.html
 // and git's extended headers: https://git-scm.com/docs/diff-format
-import { relPath } from '../schemas.js';
+import { relPath } from '../api/schemas.js';
 import { linesOf } from './unified-diff.js';
 
 export type FileChange = 'modify' | 'add' | 'delete';

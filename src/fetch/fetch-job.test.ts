@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FetchJob, initialSteps } from './fetch-job.js';
-import { IllegalTransition } from '../state-machine.js';
+import { IllegalTransition } from '../util/state-machine.js';
 import { LogTail } from './log-tail.js';
 
 const steps = initialSteps([

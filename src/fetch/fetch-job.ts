@@ -15,7 +15,7 @@ import { LogTail } from './log-tail.js';
 import { openForJail, seal, sealParents } from './perms.js';
 import { NPM_CACHE_REL, OUTPUT_DIRS, SCRATCH_DIRS, type ServeMount, type StepContext, type StepSpawn } from './step.js';
 import type { FetchView, PlanItem, StepStatus } from './types.js';
-import { IllegalTransition } from '../state-machine.js';
+import { IllegalTransition } from '../util/state-machine.js';
 
 /** Why a running job was stopped; each ends differently (see FetchManager). */
 export type AbortCause = 'timeout' | 'bytes' | 'cancelled' | 'shutdown';

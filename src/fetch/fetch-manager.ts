@@ -11,7 +11,7 @@
 //   crash interrupted, once; interrupted twice, it is marked failed (a fetch that
 //   takes the daemon down must not do so at every start).
 // - Fair between orgs: the queue hands out jobs round-robin between orgs, and an
-//   org runs at most its share of the slots (src/fair-share.ts), so one org's
+//   org runs at most its share of the slots (src/tenancy/fair-share.ts), so one org's
 //   hundred uploads delay another org's first fetch by at most one job.
 // - Bounded: each job has a deadline (fetchTimeoutMs; aborting kills the jail) and
 //   a byte bound on the deps dir (fetchMaxBytes; see fetch-job.ts for how).
@@ -21,7 +21,7 @@
 //   before a fetch finished (onDone).
 import { mkdir } from 'node:fs/promises';
 import type { Config } from '../config.js';
-import { FairShare, OrgQueue, shareLimits } from '../fair-share.js';
+import { FairShare, OrgQueue, shareLimits } from '../tenancy/fair-share.js';
 import type { Bind, Jail } from '../jail/types.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';

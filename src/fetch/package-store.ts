@@ -35,7 +35,7 @@ import { Worker } from 'node:worker_threads';
 import { join } from 'node:path';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
-import { NAME_RE } from '../schemas.js';
+import { NAME_RE } from '../api/schemas.js';
 
 export type StoreKind = 'npm' | 'files';
 const KINDS: readonly StoreKind[] = ['npm', 'files'];

@@ -1,7 +1,7 @@
 // The FETCH phase's public vocabulary: ecosystems, the states a root's fetch goes
 // through, and the JSON-ready view that `GET /v1/roots/...` shows. Kept apart from
 // the manager so routes and sessions can import the types without the machinery.
-import type { RootKey } from '../schemas.js';
+import type { RootKey } from '../api/schemas.js';
 
 /** The closed set of ecosystems lspd knows how to fetch (or knows it must refuse). */
 export type Ecosystem = 'go' | 'npm' | 'composer' | 'cargo' | 'python';

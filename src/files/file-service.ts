@@ -1,15 +1,15 @@
 // Reading a stored root's files: GET /v1/roots/{org}/{repo}/{sha}/files/{path} and the
-// read_file tool. Admitted like every service (src/admission.ts ops.read: no jail is
+// read_file tool. Admitted like every service (src/tenancy/admission.ts ops.read: no jail is
 // needed; the org's share of LSPD_MAX_FILE_READS; a root not stored is 404 as GET on
 // it answers); what a read may touch is src/lsp/answer/file-read.ts.
-import { ops, type Admission } from '../admission.js';
+import { ops, type Admission } from '../tenancy/admission.js';
 import type { Config } from '../config.js';
 import { errors } from '../errors.js';
 import type { FetchManager } from '../fetch/fetch-manager.js';
 import { TREE_AT } from '../jail/layout.js';
 import { readFileRange } from '../lsp/answer/file-read.js';
-import type { FileAnswer } from '../responses.js';
-import type { ReadFileArgs } from '../schemas.js';
+import type { FileAnswer } from '../api/responses.js';
+import type { ReadFileArgs } from '../api/schemas.js';
 import type { RootKey } from '../store/types.js';
 
 export interface FileServiceDeps {

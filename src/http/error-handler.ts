@@ -5,7 +5,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { AppError, errors, isAppError } from '../errors.js';
-import { invalid, validate } from '../validation.js';
+import { invalid, validate } from '../api/validation.js';
 import { dropRest } from './drop-body.js';
 
 export function toAppError(err: unknown): AppError {
@@ -30,7 +30,7 @@ export function toAppError(err: unknown): AppError {
   return errors.internal('Internal error.');
 }
 
-/** Validate with a zod schema (src/validation.ts: bad_name, bad_sha, else bad_request naming the field). */
+/** Validate with a zod schema (src/api/validation.ts: bad_name, bad_sha, else bad_request naming the field). */
 export const parse = validate;
 
 export function sendError(reply: FastifyReply, err: AppError): FastifyReply {

@@ -1,13 +1,13 @@
 // The OpenAPI 3.1 document, generated: the routes are the ones fastify actually
 // registered (collected by an onRoute hook, so a route nobody documented still
 // appears), each with the doc and access rule it declares in its own options
-// (route-options.ts), and every schema comes from src/schemas.ts (requests) or
-// src/responses.ts (answers) through zod's own JSON Schema output. OpenAPI 3.1's
+// (route-options.ts), and every schema comes from src/api/schemas.ts (requests) or
+// src/api/responses.ts (answers) through zod's own JSON Schema output. OpenAPI 3.1's
 // schema dialect is JSON Schema 2020-12, which is what z.toJSONSchema emits, so
 // the schemas go in unchanged. https://spec.openapis.org/oas/v3.1.0
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { askBatch, askQuery, checkQuery, diffQuery, lspQuery } from '../schemas.js';
+import { askBatch, askQuery, checkQuery, diffQuery, lspQuery } from '../api/schemas.js';
 import {
   askBatchAnswer,
   checkAnswer,
@@ -20,7 +20,7 @@ import {
   rootAnswer,
   rootList,
   toolsAnswer,
-} from '../responses.js';
+} from '../api/responses.js';
 import type { Access } from './auth.js';
 import type { RouteDoc } from './route-options.js';
 

@@ -8,7 +8,7 @@ import { installAuth } from './auth.js';
 import { installDocs } from './routes/docs.js';
 import { decorateRequests, err, type RouteDoc } from './route-options.js';
 import { createLogger } from '../log.js';
-import { orgName } from '../schemas.js';
+import { orgName } from '../api/schemas.js';
 import { z } from 'zod';
 
 function app() {

@@ -2,7 +2,7 @@
 // the daemon binds a unix socket of this proxy into the jail (one socket per jail,
 // so every connection is known to be that jail's org's), and an in-jail forwarder
 // (jail/forwarder.c) lets tools reach it as http://127.0.0.1:PORT.
-// Connections are shared fairly between orgs (src/fair-share.ts): one org's fetches
+// Connections are shared fairly between orgs (src/tenancy/fair-share.ts): one org's fetches
 // cannot take all MAX_CONNECTIONS; past its share a connection is answered 503.
 // The proxy speaks just enough HTTP/1.1 for npm, go and composer:
 //   CONNECT host:port            → a TCP tunnel (what HTTPS through a proxy uses)
@@ -14,7 +14,7 @@
 // RFC 9110 §9.3.6 (CONNECT), §7.1 (absolute-form targets).
 import { chmodSync, lstatSync, unlinkSync } from 'node:fs';
 import { connect, createServer, isIP, type Server, type Socket } from 'node:net';
-import { FairShare, shareLimits } from '../fair-share.js';
+import { FairShare, shareLimits } from '../tenancy/fair-share.js';
 import type { Logger } from '../log.js';
 
 const MAX_HEAD_BYTES = 16 * 1024;
@@ -85,7 +85,7 @@ export interface EgressProxyOptions {
   /** host:port pairs connections may go to (config.fetchRegistries). */
   allow: readonly string[];
   log: Logger;
-  /** Per-org shares of the connections (src/fair-share.ts); default: shares off. */
+  /** Per-org shares of the connections (src/tenancy/fair-share.ts); default: shares off. */
   share?: { orgCap: number; reservePercent: number };
   /** Told of every connection refused for load (metrics). */
   onRefused?: (org: string) => void;

@@ -2,13 +2,13 @@
 // signal permissions are per host uid, so jails sharing one would starve (or
 // signal) each other whatever uid they have inside their user namespace. A uid
 // returns to the pool only once every process of its jail is gone.
-// Orgs share the pool fairly (src/fair-share.ts): past its share an org's next
+// Orgs share the pool fairly (src/tenancy/fair-share.ts): past its share an org's next
 // jail is refused 503 busy while the others still get uids. The pool is fixed, so
 // the rule never hands out more uids than it has.
 import assert from 'node:assert/strict';
 import { envName } from '../config.js';
 import { errors } from '../errors.js';
-import { FairShare, shareLimits } from '../fair-share.js';
+import { FairShare, shareLimits } from '../tenancy/fair-share.js';
 
 /** What one org needs to work: a session's jail and a fetch's at once. */
 export const ORG_UID_FLOOR = 2;

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ResultCache } from './cache.js';
-import { lspQuery } from '../schemas.js';
+import { lspQuery } from '../api/schemas.js';
 
 test('rename: another newName is another key; the same query is the same key', () => {
   const q = (newName: string) =>

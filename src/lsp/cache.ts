@@ -11,7 +11,7 @@
 // and no caller can change a kept answer through an object it was handed. A hit
 // pays one JSON.parse of at most LSPD_MAX_ANSWER_BYTES.
 import type { Metrics } from '../metrics.js';
-import { isGraphOp, type LspQuery } from '../schemas.js';
+import { isGraphOp, type LspQuery } from '../api/schemas.js';
 import { RootCache, type RootRef } from '../store/root-cache.js';
 
 /** Any answer object; `incomplete: true` ones are never kept. */

@@ -12,7 +12,7 @@ import type { Health } from '../health.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { Jail } from '../jail/types.js';
-import type { Admission } from '../admission.js';
+import type { Admission } from '../tenancy/admission.js';
 import { rootId, type HoldCheck, type RemoveListener } from '../store/types.js';
 import { fetchedEcosystems, type DependencySource } from './session/dependencies.js';
 import { SessionPool } from './session/pool.js';
@@ -34,7 +34,7 @@ export interface LspDeps {
   rows?: readonly ServerRow[];
   /** The FETCH phase (FetchManager): sessions bind what it fetched, answers say how it went. */
   fetcher: DependencySource;
-  /** The one way in (src/admission.ts), which the query service admits every query through. */
+  /** The one way in (src/tenancy/admission.ts), which the query service admits every query through. */
   admission: Admission;
 }
 

@@ -3,7 +3,7 @@
 // paths, coordinates, previews, scrubbing, caps and encodings. Nothing here maps a
 // path or touches server text itself.
 // Requests: https://microsoft.github.io/language-server-protocol/specifications/lsp/3.17/specification/#languageFeatures
-import { editOps, graphOps, type EditOp, type GraphOp, type LspOp, type LspQuery } from '../schemas.js';
+import { editOps, graphOps, type EditOp, type GraphOp, type LspOp, type LspQuery } from '../api/schemas.js';
 import { errors, isAppError } from '../errors.js';
 import { declarationAnchor, type Anchor } from './graph-anchor.js';
 import { projectGraph, type GraphAnswer, type GraphShape } from './answer/call-graph.js';

@@ -1,6 +1,6 @@
 // The object routes call: `lsp(q, signal)` answers one /v1/code/lsp query.
 // Order of work, each step before anything costlier:
-//   admission (src/admission.ts: jail proved? 503 not_ready → org past its share of
+//   admission (src/tenancy/admission.ts: jail proved? 503 not_ready → org past its share of
 //   the wait queue? 503 busy → root stored? 409 need_tree) → target file:
 //   inside the root, exists, ≤ 2 MiB, UTF-8 (404/413/415) → a server for it (422
 //   no_server) → result cache → queue bound, per org (503 busy) → lease a session (spawned
@@ -11,15 +11,15 @@
 // reserve is for $/cancelRequest and cleanup. A client that disconnects aborts the
 // query the same way (`signal`).
 import type { Config } from '../config.js';
-import { deadline } from '../deadline.js';
+import { deadline } from '../util/deadline.js';
 import { AppError, errors, isAppError } from '../errors.js';
-import { ops, type Admission } from '../admission.js';
+import { ops, type Admission } from '../tenancy/admission.js';
 import type { Health } from '../health.js';
 import { languageOf, type Language } from '../languages.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
-import type { LspQuery, RootKey } from '../schemas.js';
-import type { LspAnswer } from '../responses.js';
+import type { LspQuery, RootKey } from '../api/schemas.js';
+import type { LspAnswer } from '../api/responses.js';
 import { RootCache, rootScope, type RootRef } from '../store/root-cache.js';
 import { rootId, type RootInfo } from '../store/types.js';
 import { ResultCache } from './cache.js';

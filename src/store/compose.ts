@@ -24,7 +24,7 @@
 // thousand items (event-loop.ts) and the walk every slice of steps: a 10 KB layer
 // on a base of 20,000 long links held it 2.8 s in one go (issue 30).
 import { errors } from '../errors.js';
-import { nextTurn, turnCounter } from '../event-loop.js';
+import { nextTurn, turnCounter } from '../util/event-loop.js';
 import { languageOf, type Language } from '../languages.js';
 import { EntryChecker, type EntryLimits } from './entry-check.js';
 import { withParents, type SymlinkEntry, type TreeEntry } from './tree-index.js';

@@ -20,7 +20,7 @@
 // - the root's own files: tree.idx (its records are counted exactly as
 //   tree-index.ts encodes them), meta.json (one block), the root and deps dirs.
 import type { TreeEntry } from './tree-index.js';
-import { nextTurn, turnCounter } from '../event-loop.js';
+import { nextTurn, turnCounter } from '../util/event-loop.js';
 
 const DIRENT_HEADER_BYTES = 8;
 const DIR_FILL_FACTOR = 1.5;

@@ -7,7 +7,7 @@ import { errors } from '../errors.js';
 import { languageOf, type Language } from '../languages.js';
 import { LinkWalker, type WalkRefusal } from './link-walk.js';
 import { TreeCharge, fileDiskBytes, symlinkDiskBytes } from './disk-charge.js';
-import { nextTurn } from '../event-loop.js';
+import { nextTurn } from '../util/event-loop.js';
 
 /** The header fields the checks need (tar-stream's header, after PAX/GNU long names are applied). */
 export interface EntryHeader {

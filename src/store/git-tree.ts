@@ -10,7 +10,7 @@
 // - a directory without files does not exist in git: empty directories are left out.
 // Only SHA-1 repositories (git's default object format) are covered.
 import { createHash } from 'node:crypto';
-import { nextTurn, turnCounter } from '../event-loop.js';
+import { nextTurn, turnCounter } from '../util/event-loop.js';
 
 export type GitFileMode = '100644' | '100755' | '120000';
 

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Language } from '../languages.js';
-import { SHA_RE } from '../schemas.js';
+import { SHA_RE } from '../api/schemas.js';
 import { checkRootKey } from './root-key.js';
 import type { RootInfo, RootKey } from './types.js';
 

@@ -2,7 +2,7 @@
 // becomes a path under the data dir, so the store checks it too, not only routes;
 // each part gets its own error code (API.md "Conventions").
 import { errors } from '../errors.js';
-import { orgName, repoName, sha } from '../schemas.js';
+import { orgName, repoName, sha } from '../api/schemas.js';
 import type { RootKey } from './types.js';
 
 export function checkRootKey(p: { org?: unknown; repo?: unknown; sha?: unknown }): RootKey {

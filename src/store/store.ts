@@ -15,7 +15,7 @@ import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
 import type { Config } from '../config.js';
 import { errors, isAppError } from '../errors.js';
-import { FairShare, shareLimits } from '../fair-share.js';
+import { FairShare, shareLimits } from '../tenancy/fair-share.js';
 import type { PhaseVerdict } from '../health.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';

@@ -25,7 +25,7 @@ import { errors, isAppError } from '../errors.js';
 import { compose, type Composition } from './compose.js';
 import { composedCharge } from './disk-charge.js';
 import { EntryChecker, type EntryHeader, type EntryLimits } from './entry-check.js';
-import { nextTurn, turnCounter } from '../event-loop.js';
+import { nextTurn, turnCounter } from '../util/event-loop.js';
 import { withParents, type FileEntry, type SymlinkEntry, type TreeEntry } from './tree-index.js';
 import { SMALL_FILE_BYTES, TreeWriter, storageError } from './tree-writer.js';
 import { strBytes } from './write-protocol.js';

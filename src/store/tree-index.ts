@@ -14,7 +14,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { GitBlob } from './git-tree.js';
-import { nextTurn, turnCounter } from '../event-loop.js';
+import { nextTurn, turnCounter } from '../util/event-loop.js';
 
 export const TREE_INDEX = 'tree.idx';
 

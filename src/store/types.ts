@@ -1,6 +1,6 @@
 // The tree store's public face, as routes and the rest of lspd see it.
 import type { Readable } from 'node:stream';
-import type { RootKey } from '../schemas.js';
+import type { RootKey } from '../api/schemas.js';
 import type { Language } from '../languages.js';
 
 export type { RootKey };

@@ -1,12 +1,12 @@
 // The memory uploads in progress may hold (LSPD_UPLOAD_MEMORY_BYTES), fair-shared
-// between orgs (src/fair-share.ts) in units of 1 MiB. What an upload holds grows
+// between orgs (src/tenancy/fair-share.ts) in units of 1 MiB. What an upload holds grows
 // with what it sends: every admitted entry's name and link target stay in memory
 // until the tree is indexed (the checker's picture of the tree, the symlink trie,
 // the index entries), and a composed upload decodes its base's index. Each is
 // charged before it is held, so two uploads of 100,000 long links at once (issue
 // 30: the daemon died of heap exhaustion) are refused 503 busy, not run together.
 import { errors } from '../errors.js';
-import { FairShare, shareLimits } from '../fair-share.js';
+import { FairShare, shareLimits } from '../tenancy/fair-share.js';
 
 const UNIT_BYTES = 1 << 20;
 

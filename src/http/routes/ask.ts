@@ -3,7 +3,7 @@
 // (a root never uploaded is 409 need_tree, a batch as a whole). The lsp_locate and
 // lsp_ask_batch tools call the same service.
 import type { FastifyInstance } from 'fastify';
-import { askBatch, askOps, askQuery } from '../../schemas.js';
+import { askBatch, askOps, askQuery } from '../../api/schemas.js';
 import { clientSignal } from '../client-signal.js';
 import type { Deps } from '../deps.js';
 import { parse } from '../error-handler.js';

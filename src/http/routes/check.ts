@@ -3,7 +3,7 @@
 // which admits it first (the jail, the memory budget, the root). The `check_patch`
 // tool calls the same service.
 import type { FastifyInstance } from 'fastify';
-import { checkQuery } from '../../schemas.js';
+import { checkQuery } from '../../api/schemas.js';
 import type { Deps } from '../deps.js';
 import { parse } from '../error-handler.js';
 import { clientSignal } from '../client-signal.js';

@@ -3,7 +3,7 @@
 // both roots first (a missing one is 409 need_tree naming it: `root`, `missing`).
 // The `diff` tool calls the same service.
 import type { FastifyInstance } from 'fastify';
-import { diffQuery } from '../../schemas.js';
+import { diffQuery } from '../../api/schemas.js';
 import type { Deps } from '../deps.js';
 import { parse } from '../error-handler.js';
 import { clientSignal } from '../client-signal.js';

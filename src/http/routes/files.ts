@@ -4,7 +4,7 @@
 // gives. The service is src/files/file-service.ts (the read_file tool calls it too);
 // what a read may touch is src/lsp/answer/file-read.ts.
 import type { FastifyInstance } from 'fastify';
-import { readFileArgs, readFileQuery, relPath, rootParams } from '../../schemas.js';
+import { readFileArgs, readFileQuery, relPath, rootParams } from '../../api/schemas.js';
 import { checkRootKey } from '../../store/root-key.js';
 import type { Deps } from '../deps.js';
 import { parse } from '../error-handler.js';

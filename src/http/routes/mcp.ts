@@ -1,4 +1,4 @@
-// /mcp: the tools of src/tools.ts over MCP's Streamable HTTP transport
+// /mcp: the tools of src/http/tools.ts over MCP's Streamable HTTP transport
 // (https://modelcontextprotocol.io/specification/2025-06-18/basic/transports#streamable-http),
 // so an agent can attach lspd directly. Each tool call runs the same service as
 // the HTTP route it mirrors, so it answers alike, errors included.
@@ -20,7 +20,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { assertOrg, assertPermission } from '../auth.js';
-import { callTool, coverageOf, listTools, toolErrorBody, type ToolRunner } from '../../tools.js';
+import { callTool, coverageOf, listTools, toolErrorBody, type ToolRunner } from '../tools.js';
 import type { Deps } from '../deps.js';
 import { clientSignal } from '../client-signal.js';
 

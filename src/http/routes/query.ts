@@ -1,8 +1,8 @@
 // POST /v1/code/lsp: the body validated with the shared schema, then the query
-// service, which admits it (src/admission.ts: jail proved, org's share, root stored)
+// service, which admits it (src/tenancy/admission.ts: jail proved, org's share, root stored)
 // and answers.
 import type { FastifyInstance } from 'fastify';
-import { lspQuery } from '../../schemas.js';
+import { lspQuery } from '../../api/schemas.js';
 import { parse } from '../error-handler.js';
 import type { Deps } from '../deps.js';
 import { clientSignal } from '../client-signal.js';

@@ -6,8 +6,8 @@
 // once, and the client sends the whole tree instead) and `x-lspd-git-tree`.
 import type { FastifyInstance } from 'fastify';
 import { errors } from '../../errors.js';
-import { GIT_TREE_HEADER, listQuery, putRootHeaders, putRootQuery, rootParams } from '../../schemas.js';
-import { ops } from '../../admission.js';
+import { GIT_TREE_HEADER, listQuery, putRootHeaders, putRootQuery, rootParams } from '../../api/schemas.js';
+import { ops } from '../../tenancy/admission.js';
 import { baseMissing } from '../../store/incremental.js';
 import { checkRootKey } from '../../store/root-key.js';
 import { rootId, type RootInfo, type RootKey } from '../../store/types.js';

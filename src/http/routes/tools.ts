@@ -1,9 +1,9 @@
-// GET /v1/tools: the tool definitions an LLM agent is handed (src/tools.ts).
+// GET /v1/tools: the tool definitions an LLM agent is handed (src/http/tools.ts).
 // Computed per request from health: while the jail is unproved the list is empty,
 // because every query tool would be refused; an unavailable server is named in
 // the descriptions.
 import type { FastifyInstance } from 'fastify';
-import { coverageOf, listTools } from '../../tools.js';
+import { coverageOf, listTools } from '../tools.js';
 import type { Deps } from '../deps.js';
 
 export async function toolRoutes(app: FastifyInstance, deps: Deps): Promise<void> {

@@ -28,7 +28,7 @@ import { errors } from '../../errors.js';
 import { truncateUtf8 } from '../wire/encoding.js';
 import { isUnder, normalizeJailPath, type HostDirs } from './paths.js';
 import { DEPS_AT, TREE_AT } from '../../jail/layout.js';
-import type { FileAnswer } from '../../responses.js';
+import type { FileAnswer } from '../../api/responses.js';
 
 export type ReadFrom = 'tree' | 'deps';
 

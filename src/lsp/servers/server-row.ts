@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { DEFAULT_DEBIAN13_ROOT, type Config } from '../../config.js';
 import type { ServerAvailability } from '../../health.js';
 import type { Language } from '../../languages.js';
-import type { EditOp, GraphOp } from '../../schemas.js';
+import type { EditOp, GraphOp } from '../../api/schemas.js';
 import type { Bind } from '../../jail/types.js';
 import type { Ecosystem } from '../../fetch/types.js';
 import { JAIL_NODE_MODULES } from '../../jail/layout.js';

@@ -8,7 +8,7 @@
 // - the binds and env a new session gets (the checked mounts of a finished fetch).
 // - what every answer says of its dependencies (`dependencies: {state, error?}`):
 //   a failed or refused fetch still serves the tree, and says so.
-import { deadline } from '../../deadline.js';
+import { deadline } from '../../util/deadline.js';
 import type { Ecosystem, FetchView, StepStatus } from '../../fetch/types.js';
 import type { Bind } from '../../jail/types.js';
 import type { RootKey } from '../../store/types.js';

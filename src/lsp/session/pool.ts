@@ -6,7 +6,7 @@
 // choosing it and holding it. A crashed session leaves the map at once and the next
 // query spawns a fresh one; spawn failures back off exponentially and always retry
 // once the back-off has passed (never a permanent "broken" mark).
-// Orgs share the pool fairly (src/fair-share.ts): a unit is a session some query
+// Orgs share the pool fairly (src/tenancy/fair-share.ts): a unit is a session some query
 // holds; idle sessions are free room (the least recently used one is stopped for
 // whoever needs the place, any org). A query that would make one more session busy
 // for its org (spawn one, or lease an idle one) is refused 503 busy past the org's
@@ -19,8 +19,8 @@
 // no query waits for the successor and none loses the session it holds.
 import { envName, type Config } from '../../config.js';
 import { errors } from '../../errors.js';
-import { deadline } from '../../deadline.js';
-import { shareLimits, shareVerdict, type ShareLimits } from '../../fair-share.js';
+import { deadline } from '../../util/deadline.js';
+import { shareLimits, shareVerdict, type ShareLimits } from '../../tenancy/fair-share.js';
 import type { Logger } from '../../log.js';
 import type { Metrics } from '../../metrics.js';
 import type { Bind, Jail } from '../../jail/types.js';

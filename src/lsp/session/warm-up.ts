@@ -16,7 +16,7 @@
 // first query on one skips the server's work on opening it.
 //
 // Budget: at most LSPD_WARM_MAX_SESSIONS warm-ups run at once, shared between
-// orgs by src/fair-share.ts and handed out round-robin (OrgQueue), so one org's
+// orgs by src/tenancy/fair-share.ts and handed out round-robin (OrgQueue), so one org's
 // hundred pushes do not starve another's one; a root's whole warm-up is bounded by
 // LSPD_WARM_TIMEOUT_MS. A warm session is an idle session (no lease): queries
 // never wait for a warm-up, the pool never evicts for one nor lets it take its
@@ -24,9 +24,9 @@
 import { dirname, posix } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from '../../config.js';
-import { deadline } from '../../deadline.js';
-import { nextTurn, turnCounter } from '../../event-loop.js';
-import { FairShare, OrgQueue, shareLimits } from '../../fair-share.js';
+import { deadline } from '../../util/deadline.js';
+import { nextTurn, turnCounter } from '../../util/event-loop.js';
+import { FairShare, OrgQueue, shareLimits } from '../../tenancy/fair-share.js';
 import type { Health } from '../../health.js';
 import { languageOf, type Language } from '../../languages.js';
 import type { Logger } from '../../log.js';

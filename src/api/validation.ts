@@ -3,7 +3,7 @@
 // always answered (API.md "Conventions"); anything else is 400 bad_request naming
 // the field. Routes, tools, /mcp and /ask batches all validate through it.
 import type { z } from 'zod';
-import { errors, type AppError } from './errors.js';
+import { errors, type AppError } from '../errors.js';
 
 /** Fields whose refusal has a code of its own. */
 const FIELD_ERRORS: Record<string, (message: string) => AppError> = {

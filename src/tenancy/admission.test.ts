@@ -3,12 +3,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Admission, ops, type AdmitOp } from './admission.js';
-import { loadConfig } from './config.js';
-import { AppError } from './errors.js';
-import { Health } from './health.js';
+import { loadConfig } from '../config.js';
+import { AppError } from '../errors.js';
+import { Health } from '../health.js';
 import { HeapBudget } from './heap-budget.js';
-import { createMetrics } from './metrics.js';
-import type { RootInfo, RootKey } from './store/types.js';
+import { createMetrics } from '../metrics.js';
+import type { RootInfo, RootKey } from '../store/types.js';
 
 const stored: RootKey = { org: 'acme', repo: 'web', sha: 'a'.repeat(40) };
 const missing: RootKey = { org: 'acme', repo: 'web', sha: 'b'.repeat(40) };

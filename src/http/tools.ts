@@ -1,18 +1,18 @@
 // Tool definitions for LLM agents: what GET /v1/tools lists and what /mcp serves.
 // Each tool's input JSON Schema is generated from the same zod schemas the HTTP
-// routes validate with (src/schemas.ts), and every call is re-validated by the
+// routes validate with (src/api/schemas.ts), and every call is re-validated by the
 // route's own schema before it runs, so a tool can never accept what the route
 // would refuse or drift from it. Tools are only listed when they could answer:
 // while the jail canary has not proved both phases, no query tool is listed, and
 // a server reported unavailable is named in every description.
 import { z } from 'zod';
-import { errors, isAppError } from './errors.js';
-import { validate } from './validation.js';
-import type { Health } from './health.js';
-import { knownSuffixes, languageOf, type Language } from './languages.js';
-import { askBatch, askBatchItem, askQuery, checkQuery, diffQuery, lspQuery, readFileArgs, type LspOp } from './schemas.js';
-import type { Permission } from './tokens.js';
-import type { Services } from './services.js';
+import { errors, isAppError } from '../errors.js';
+import { validate } from '../api/validation.js';
+import type { Health } from '../health.js';
+import { knownSuffixes, languageOf, type Language } from '../languages.js';
+import { askBatch, askBatchItem, askQuery, checkQuery, diffQuery, lspQuery, readFileArgs, type LspOp } from '../api/schemas.js';
+import type { Permission } from '../tokens.js';
+import type { Services } from '../services.js';
 
 /** One tool as /v1/tools and MCP's tools/list publish it. */
 export interface ToolDefinition {

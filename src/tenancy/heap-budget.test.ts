@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { getHeapStatistics } from 'node:v8';
-import { isAppError } from './errors.js';
+import { isAppError } from '../errors.js';
 import { HeapBudget } from './heap-budget.js';
-import { createMetrics } from './metrics.js';
+import { createMetrics } from '../metrics.js';
 
 const total = async (c: { get(): Promise<{ values: { value: number; labels: Record<string, unknown> }[] }> }, labels: Record<string, string>) =>
   (await c.get()).values.filter((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x)).reduce((n, v) => n + v.value, 0);
@@ -17,7 +17,7 @@ test("the budget is a fraction of V8's heap limit; under it everything is admitt
   assert.equal(await total(metrics.heapRefusals, {}), 0);
 });
 
-test('past it: 503 busy with retry_after, counted by work and by org (by route: src/admission.ts)', async () => {
+test('past it: 503 busy with retry_after, counted by work and by org (by route: src/tenancy/admission.ts)', async () => {
   const metrics = createMetrics();
   const b = new HeapBudget({ config: { heapBudgetFraction: 0.0001 }, metrics });
   assert.ok(b.usedBytes() > b.budgetBytes, 'a running process is past a ten-thousandth of its limit');

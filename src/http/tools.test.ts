@@ -3,9 +3,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Ajv } from 'ajv';
-import { Health } from './health.js';
+import { Health } from '../health.js';
 import { callTool, coverageOf, listTools, toolNames, type ToolRunner } from './tools.js';
-import { AppError } from './errors.js';
+import { AppError } from '../errors.js';
 
 function health(ready: boolean, servers: Health['servers'] = {}): Health {
   const h = new Health();

@@ -12,14 +12,14 @@
 // own route (lspd_http_rejected_total{route}); a tool call counts under the route it
 // mirrors. On the hot path: a few comparisons and one map look-up, nothing allocated
 // but the refusal.
-import { envName, type Config } from './config.js';
-import { AppError, errors } from './errors.js';
+import { envName, type Config } from '../config.js';
+import { AppError, errors } from '../errors.js';
 import { FairShare, shareLimits, type ShareRefusal } from './fair-share.js';
 import type { HeapBudget, HeapWork } from './heap-budget.js';
-import type { Metrics } from './metrics.js';
-import type { RootInfo, RootKey } from './store/types.js';
-import { ownTextScrubber } from './lsp/answer/own-text.js';
-import type { Scrubber } from './lsp/answer/scrub.js';
+import type { Metrics } from '../metrics.js';
+import type { RootInfo, RootKey } from '../store/types.js';
+import { ownTextScrubber } from '../lsp/answer/own-text.js';
+import type { Scrubber } from '../lsp/answer/scrub.js';
 
 /** What an op holds while it runs, and so which share refuses it (busy). */
 export type Holds = 'queue' | 'heap' | 'reads';
@@ -62,7 +62,7 @@ export class Admission {
   /**
    * Queries admitted and waiting for a server (its dependencies, spawn, an in-flight
    * slot), per org: one org's flood on a slow root stops at its share and leaves
-   * the rest of LSPD_MAX_QUEUED_QUERIES to the others (src/fair-share.ts). The query
+   * the rest of LSPD_MAX_QUEUED_QUERIES to the others (src/tenancy/fair-share.ts). The query
    * service takes a place (`wait`) and gives it back.
    */
   readonly queue: FairShare;

@@ -2,7 +2,7 @@
 // them, /v1/tools and OpenAPI are generated from them, and the typed client infers
 // its types from them: one definition, so the four never drift apart.
 import { z } from 'zod';
-import { LANGUAGES } from './languages.js';
+import { LANGUAGES } from '../languages.js';
 
 export const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 export const SHA_RE = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;

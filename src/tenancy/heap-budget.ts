@@ -17,9 +17,9 @@
 // (the default) a major GC has normally run before, and a refusal's Retry-After
 // gives the next one time.
 import { getHeapStatistics } from 'node:v8';
-import { envName, type Config } from './config.js';
-import { errors, type AppError } from './errors.js';
-import type { Metrics } from './metrics.js';
+import { envName, type Config } from '../config.js';
+import { errors, type AppError } from '../errors.js';
+import type { Metrics } from '../metrics.js';
 
 /** What the budget admits or refuses; also the bounded `work` label of its refusals. */
 export type HeapWork = 'upload' | 'diff' | 'walk' | 'check';
@@ -57,7 +57,7 @@ export class HeapBudget {
 
   /**
    * Undefined when `work` for `org` is admitted, else its 503 busy (Retry-After), counted
-   * by work and org; the route's count is src/admission.ts's, which asks this.
+   * by work and org; the route's count is src/tenancy/admission.ts's, which asks this.
    */
   refusal(work: HeapWork, org: string): AppError | undefined {
     const used = this.usedBytes();
