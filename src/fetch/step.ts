@@ -34,7 +34,7 @@ import { DEPS_AT } from '../jail/layout.js';
 import type { Bind } from '../jail/types.js';
 import type { LogTail } from './log-tail.js';
 import type { JobPackages } from './package-job.js';
-import type { Toolchains } from './types.js';
+import type { Ecosystem, Toolchains } from './types.js';
 
 export const STATE_FILE = 'fetch.json';
 export const GO_MODCACHE_REL = 'go/pkg/mod';
@@ -42,10 +42,6 @@ export const NPM_CACHE_REL = 'npm-cache';
 export const COMPOSER_CACHE_REL = 'composer-cache';
 export const PYTHON_TMP_REL = 'python-tmp';
 export const CARGO_HOME_REL = 'cargo';
-/** Scratch dirs a fetcher writes during a job; removed when the job ends. */
-export const SCRATCH_DIRS = [NPM_CACHE_REL, COMPOSER_CACHE_REL, PYTHON_TMP_REL] as const;
-/** Top-level <deps> dirs the fetchers' results live in (sealed after a job, removed when over the byte bound). */
-export const OUTPUT_DIRS = ['go', 'npm', 'composer', 'python', CARGO_HOME_REL] as const;
 
 /** <deps>-relative dir of an npm workspace's install ('' is the tree's top). */
 export function npmRel(ws: string): string {
@@ -53,7 +49,7 @@ export function npmRel(ws: string): string {
 }
 
 /** <deps>-relative dir of `ecosystem`'s output for workspace `ws`: <eco>/top or <eco>/ws/<ws>. */
-export function wsRel(ecosystem: 'npm' | 'composer' | 'python', ws: string): string {
+export function wsRel(ecosystem: Ecosystem, ws: string): string {
   return ws === '' ? `${ecosystem}/top` : `${ecosystem}/ws/${ws}`;
 }
 
