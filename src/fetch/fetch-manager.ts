@@ -28,7 +28,7 @@ import { readStateFile, resumedState, StateWrites, type StateFile } from './stat
 import { FetchAbort, FetchJob, abortCause, initialSteps, runJob } from './fetch-job.js';
 import type { ReuseCandidate } from './fetch-reuse.js';
 import { BaseReuse, linkedLog } from './base-reuse.js';
-import type { ServeMount } from './step.js';
+import { REGISTRY_SETTINGS, type RegistrySettings, type ServeMount } from './step.js';
 import type { Ecosystem, FetchStore, FetchView, StepStatus, Toolchains } from './types.js';
 import { recordOf } from './ecosystems/table.js';
 import { JobPackages } from './package-job.js';
@@ -37,18 +37,7 @@ import type { PackageStore } from './package-store.js';
 export interface FetchManagerOptions {
   config: Pick<
     Config,
-    | 'fetchTimeoutMs'
-    | 'fetchSlots'
-    | 'fetchMaxBytes'
-    | 'goProxy'
-    | 'npmRegistry'
-    | 'pipIndexUrl'
-    | 'composerRepo'
-    | 'cargoRegistry'
-    | 'dataDir'
-    | 'stderrRingBytes'
-    | 'orgMaxFetches'
-    | 'orgReservePercent'
+    'fetchTimeoutMs' | 'fetchSlots' | 'fetchMaxBytes' | keyof RegistrySettings | 'dataDir' | 'stderrRingBytes' | 'orgMaxFetches' | 'orgReservePercent'
   >;
   log: Logger;
   metrics: Pick<Metrics, 'fetchSeconds'>;
@@ -347,11 +336,7 @@ export class FetchManager {
           ctx: {
             treeDir,
             depsDir,
-            goProxy: this.o.config.goProxy,
-            npmRegistry: this.o.config.npmRegistry,
-            pipIndexUrl: this.o.config.pipIndexUrl,
-            composerRepo: this.o.config.composerRepo,
-            cargoRegistry: this.o.config.cargoRegistry,
+            ...(Object.fromEntries(REGISTRY_SETTINGS.map((k) => [k, this.o.config[k]])) as RegistrySettings),
             tools: this.o.tools,
             ...(this.o.packages ? { packages: new JobPackages(this.o.packages, key.org, this.log) } : {}),
           },

@@ -30,6 +30,7 @@
 // fetcher can reach the state file or another ecosystem's output.
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Config } from '../config.js';
 import { DEPS_AT } from '../jail/layout.js';
 import type { Bind } from '../jail/types.js';
 import type { LogTail } from './log-tail.js';
@@ -53,17 +54,13 @@ export function wsRel(ecosystem: Ecosystem, ws: string): string {
   return ws === '' ? `${ecosystem}/top` : `${ecosystem}/ws/${ws}`;
 }
 
-export interface StepContext {
+/** The config settings fetchers read (their registries; config.ts says what each is): the manager hands every job these. */
+export const REGISTRY_SETTINGS = ['goProxy', 'npmRegistry', 'pipIndexUrl', 'composerRepo', 'cargoRegistry'] as const;
+export type RegistrySettings = Pick<Config, (typeof REGISTRY_SETTINGS)[number]>;
+
+export interface StepContext extends RegistrySettings {
   treeDir: string;
   depsDir: string;
-  goProxy: string;
-  npmRegistry: string;
-  /** PEP 503 index pip installs wheels from. */
-  pipIndexUrl: string;
-  /** Composer repository used in place of packagist.org (and as a dist mirror when it is not packagist). */
-  composerRepo: string;
-  /** Cargo's sparse index for crates.io packages (config cargoRegistry). */
-  cargoRegistry: string;
   tools: Toolchains;
   /** Notes for the caller (why a bind was skipped, …) go here, scrubbed later. */
   log: LogTail;
