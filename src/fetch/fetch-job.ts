@@ -1,5 +1,5 @@
 // One root's fetch: its state machine, and the run that takes it from queued to
-// done or failed. The manager (fetch-manager.ts) owns the queue, persistence and
+// done or failed. The manager (fetch-manager.ts) owns the queue, persistence (state-file.ts) and
 // callers; this module owns what happens while a job runs: one FETCH-jail spawn per
 // workspace in turn, a deadline and a byte bound over the whole job, and the
 // bounded, scrubbed log tail the caller sees.

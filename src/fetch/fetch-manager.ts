@@ -110,7 +110,7 @@ export class FetchManager {
    * After an upload: detect what the tree needs and queue it. Idempotent: a root
    * that already has a job answers that job's view. Resolves with the state the
    * PUT answer shows ('queued', 'none' or 'refused'). `reuse`: the root was
-   * composed on a base, whose workspaces are tried first for linking (donors.ts).
+   * composed on a base, whose workspaces are tried first for linking (base-reuse.ts).
    */
   enqueue(key: RootKey, reuse?: ReuseCandidate): Promise<FetchView> {
     const id = rootId(key);
