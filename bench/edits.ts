@@ -17,6 +17,10 @@
 //            didChange and a pull of every checked file at once, as the check sends
 //            them, beside pulls of the same files unchanged, 4 at a time as plain.
 //            How much of the varied ratio is TS's own re-check, which lspd cannot cut
+//   narrow   a new required parameter of isAppError in src/errors.ts (another name
+//            each run): the file's `errors` is used by about 40 files, isAppError by
+//            about 14, and only those can see the patch (src/check/touched.ts); beside,
+//            the plain diagnostics of the files it checked
 //   stages   each varied check's log line (src/check/check-service.ts `Laps`): where
 //            its time went; CPU of the daemon's threads and of its TS 7 jails per
 //            check, beside the bare server's (bench/process-cpu.ts, ns)
@@ -65,13 +69,18 @@ async function main(): Promise<void> {
   const from = 'export function shareLimits(';
   if (!text.includes(from)) throw new Error(`${from} not in src/tenancy/fair-share.ts`);
   const edited = (name: string) => text.replace(from, `export function shareLimits(${name}: string, `);
-  const patchNamed = (name: string) => {
-    writeFileSync(file, edited(name));
+  const diffOf = (path: string, changed: string) => {
+    writeFileSync(join(repo, path), changed);
     const p = git(repo, 'diff') + '\n';
-    git(repo, 'checkout', '-q', '--', 'src/tenancy/fair-share.ts');
+    git(repo, 'checkout', '-q', '--', path);
     return p;
   };
+  const patchNamed = (name: string) => diffOf('src/tenancy/fair-share.ts', edited(name));
   const patch = patchNamed('label');
+  const errorsText = readFileSync(join(repo, 'src/errors.ts'), 'utf8');
+  const errorsFrom = 'export function isAppError(e: unknown';
+  if (!errorsText.includes(errorsFrom)) throw new Error(`${errorsFrom} not in src/errors.ts`);
+  const narrowPatch = (name: string) => diffOf('src/errors.ts', errorsText.replace(errorsFrom, `export function isAppError(${name}: string, e: unknown`));
 
   const daemon = await spawnDaemon({ dataDir: join(work, 'data'), env: jailUidEnv(64), timeoutMs: 120_000 });
   cleanUpOnSignal(daemon, work);
@@ -82,7 +91,7 @@ async function main(): Promise<void> {
     .split('\n')
     .filter((p) => p.endsWith('.ts')).length;
   console.log(`# lspd edits bench — lspd's own src/ (${files} .ts files), ${runs} runs, load average at start ${load()}`);
-  const t: Record<string, number[]> = { check: [], varied: [], plain: [], rename: [], rawPlain: [], rawVaried: [] };
+  const t: Record<string, number[]> = { check: [], varied: [], plain: [], rename: [], rawPlain: [], rawVaried: [], narrow: [], narrowPlain: [] };
   const cpu: Record<string, number[]> = { lspdTs: [], daemon: [], bareTs: [], plainTs: [], plainDaemon: [] };
   const stages: Record<string, number>[] = [];
   let bare: BareServer | undefined;
@@ -162,23 +171,43 @@ async function main(): Promise<void> {
           `raw didChange + pulls ${t.rawVaried!.at(-1)!.toFixed(0)} ms (CPU ${cpu.bareTs!.at(-1)!.toFixed(0)} ms); stages ${JSON.stringify(stages.at(-1))}; load ${load()}`,
       );
     }
+    let narrow: CheckAnswer | undefined;
+    for (let run = 0; run < runs; run++) {
+      t0 = performance.now();
+      narrow = await client.check({ ...root, patch: narrowPatch(`why${run}`) });
+      t.narrow!.push(performance.now() - t0);
+      t0 = performance.now();
+      await mapLimit(narrow.files, 4, (path) => client.lsp({ ...root, op: 'diagnostics', path, context: 20 - (run % 10) }));
+      t.narrowPlain!.push(performance.now() - t0);
+      console.log(
+        `# narrow run ${run}: check ${t.narrow!.at(-1)!.toFixed(0)} ms (${narrow.files.length} files, ${narrow.new.length} new, incomplete ${narrow.incomplete}), ` +
+          `plain diagnostics of its files ${t.narrowPlain!.at(-1)!.toFixed(0)} ms; load ${load()}`,
+      );
+    }
+    console.log(
+      `# the narrow check: ${narrow!.files.length} files, ${narrow!.new.length} new, incomplete ${narrow!.incomplete}${narrow!.notes ? `, notes ${JSON.stringify(narrow!.notes)}` : ''}`,
+    );
     console.log(
       `# the check: ${last.files.length} files, ${last.new.length} new, ${last.fixed.length} fixed, ${last.unchanged} unchanged, incomplete ${last.incomplete}`,
     );
     console.log('| what | median ms | runs (ms) |');
     console.log('|---|---|---|');
-    const row = (name: string, xs: number[]) => console.log(`| ${name} | ${median(xs).toFixed(1)} | ${xs.map((x) => x.toFixed(1)).join(', ')} |`);
-    row('lspd check, warm (1-file patch)', t.check!);
-    row('lspd check, warm, another patch each run', t.varied!);
-    row('lspd diagnostics of the same files, uncached', t.plain!);
-    row('lspd rename of deadline() across src/', t.rename!);
-    row('raw TS 7: didChange + pull of the same files at once (varied)', t.rawVaried!);
-    row('raw TS 7: pull of the same files unchanged, 4 at a time', t.rawPlain!);
-    row("CPU of lspd's TS 7 jails per varied check", cpu.lspdTs!);
-    row('CPU of the daemon per varied check', cpu.daemon!);
-    row('CPU of the bare TS 7 per raw varied', cpu.bareTs!);
-    row("CPU of lspd's TS 7 jails per plain diagnostics of the files", cpu.plainTs!);
-    row('CPU of the daemon per plain diagnostics of the files', cpu.plainDaemon!);
+    const rows: [string, number[]][] = [
+      ['lspd check, warm (1-file patch)', t.check!],
+      ['lspd check, warm, another patch each run', t.varied!],
+      ['lspd diagnostics of the same files, uncached', t.plain!],
+      ['lspd rename of deadline() across src/', t.rename!],
+      ['lspd check of a new parameter of isAppError (narrow), another each run', t.narrow!],
+      ['lspd diagnostics of the narrow check files, uncached', t.narrowPlain!],
+      ['raw TS 7: didChange + pull of the same files at once (varied)', t.rawVaried!],
+      ['raw TS 7: pull of the same files unchanged, 4 at a time', t.rawPlain!],
+      ["CPU of lspd's TS 7 jails per varied check", cpu.lspdTs!],
+      ['CPU of the daemon per varied check', cpu.daemon!],
+      ['CPU of the bare TS 7 per raw varied', cpu.bareTs!],
+      ["CPU of lspd's TS 7 jails per plain diagnostics of the files", cpu.plainTs!],
+      ['CPU of the daemon per plain diagnostics of the files', cpu.plainDaemon!],
+    ];
+    for (const [name, xs] of rows) console.log(`| ${name} | ${median(xs).toFixed(1)} | ${xs.map((x) => x.toFixed(1)).join(', ')} |`);
     console.log(
       `# stages of the varied check (median ms, src/check/ Laps): ${Object.keys(stages[0] ?? {})
         .map((k) => `${k} ${median(stages.map((x) => x[k] ?? 0)).toFixed(1)}`)
@@ -186,6 +215,7 @@ async function main(): Promise<void> {
     );
     console.log(`# ratio check / plain (medians): ${(median(t.check!) / median(t.plain!)).toFixed(2)} (goal <= 3)`);
     console.log(`# ratio varied check / plain (medians): ${(median(t.varied!) / median(t.plain!)).toFixed(2)}`);
+    console.log(`# ratio narrow check / plain of its files (medians): ${(median(t.narrow!) / median(t.narrowPlain!)).toFixed(2)}`);
     const cpuRatio = (median(cpu.lspdTs!) + median(cpu.daemon!)) / (median(cpu.plainTs!) + median(cpu.plainDaemon!));
     console.log(`# CPU ratio varied check / plain (daemon + TS jails, medians): ${cpuRatio.toFixed(2)}`);
     console.log(
