@@ -43,7 +43,7 @@ import { mapLimit } from '../src/ask/ask-service.js';
 import { defaultServerPaths } from '../src/lsp/servers/server-row.js';
 import { defaultServerRows } from '../src/lsp/servers/server-table.js';
 import { BareServer } from './bare-lsp.js';
-import { cpuMsOf, descendantsRunning } from './process-cpu.js';
+import { cpuMsOf, descendantsRunning, throttledMsOf } from './process-cpu.js';
 
 const runs = Number(opt('runs', '5'));
 const load = () =>
@@ -92,7 +92,7 @@ async function main(): Promise<void> {
     .filter((p) => p.endsWith('.ts')).length;
   console.log(`# lspd edits bench — lspd's own src/ (${files} .ts files), ${runs} runs, load average at start ${load()}`);
   const t: Record<string, number[]> = { check: [], varied: [], plain: [], rename: [], rawPlain: [], rawVaried: [], narrow: [], narrowPlain: [] };
-  const cpu: Record<string, number[]> = { lspdTs: [], daemon: [], bareTs: [], plainTs: [], plainDaemon: [] };
+  const cpu: Record<string, number[]> = { lspdTs: [], daemon: [], bareTs: [], plainTs: [], plainDaemon: [], throttled: [] };
   const stages: Record<string, number>[] = [];
   let bare: BareServer | undefined;
   try {
@@ -113,6 +113,7 @@ async function main(): Promise<void> {
     // CPU: the daemon's threads, and its TS 7 jails (the plain session and the scratch one) as the host sees them.
     const ts = descendantsRunning(daemon.child.pid!, 'typescript-linux-x64/lib/tsc');
     const tsCpu = () => ts.reduce((sum, pid) => sum + cpuMsOf(pid), 0);
+    const tsThrottled = () => ts.reduce((sum, pid) => sum + (throttledMsOf(pid) ?? 0), 0);
     const daemonCpu = () => cpuMsOf(daemon.child.pid!);
     for (let run = 0; run < runs; run++) {
       t0 = performance.now();
@@ -149,13 +150,14 @@ async function main(): Promise<void> {
     // After the runs above: a varied patch leaves the session holding it, so interleaved it would make every same-patch check a new one.
     for (let run = 0; run < runs; run++) {
       const patch = patchNamed(`label${run}`);
-      const [ts0, d0] = [tsCpu(), daemonCpu()];
+      const [ts0, d0, th0] = [tsCpu(), daemonCpu(), tsThrottled()];
       const logs = checkLogs().length;
       t0 = performance.now();
       const other = await client.check({ ...root, patch });
       t.varied!.push(performance.now() - t0);
       cpu.lspdTs!.push(tsCpu() - ts0);
       cpu.daemon!.push(daemonCpu() - d0);
+      cpu.throttled!.push(tsThrottled() - th0);
       if (other.new.length !== last.new.length) throw new Error(`run ${run}: the varied patch found ${other.new.length} new, the same one ${last.new.length}`);
       // The check's log line comes over the daemon's stdout, maybe after its answer.
       for (let waited = 0; checkLogs().length === logs && waited < 2000; waited += 10) await new Promise((r) => setTimeout(r, 10));
@@ -203,6 +205,7 @@ async function main(): Promise<void> {
       ['raw TS 7: pull of the same files unchanged, 4 at a time', t.rawPlain!],
       ["CPU of lspd's TS 7 jails per varied check", cpu.lspdTs!],
       ['CPU of the daemon per varied check', cpu.daemon!],
+      ["time the CPU cap held lspd's TS 7 jails back per varied check (cpu.stat)", cpu.throttled!],
       ['CPU of the bare TS 7 per raw varied', cpu.bareTs!],
       ["CPU of lspd's TS 7 jails per plain diagnostics of the files", cpu.plainTs!],
       ['CPU of the daemon per plain diagnostics of the files', cpu.plainDaemon!],

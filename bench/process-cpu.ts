@@ -42,3 +42,21 @@ export function descendantsRunning(ancestor: number, needle: string): number[] {
   };
   return out.filter(below);
 }
+
+/** ms the CPU cap held back `pid`'s cgroup so far (cpu.stat: v1 throttled_time ns, v2 throttled_usec); undefined when unreadable. */
+export function throttledMsOf(pid: number): number | undefined {
+  try {
+    for (const line of readFileSync(`/proc/${pid}/cgroup`, 'latin1').split('\n')) {
+      const [, controllers, path] = line.split(':');
+      if (controllers === undefined || path === undefined) continue;
+      const v1 = controllers.split(',').includes('cpu');
+      if (!v1 && controllers !== '') continue;
+      const stat = readFileSync(v1 ? `/sys/fs/cgroup/cpu${path}/cpu.stat` : `/sys/fs/cgroup${path}/cpu.stat`, 'latin1');
+      const m = (v1 ? /throttled_time (\d+)/ : /throttled_usec (\d+)/).exec(stat);
+      if (m) return Number(m[1]) / (v1 ? 1e6 : 1e3);
+    }
+  } catch {
+    /* gone, or no CPU controller */
+  }
+  return undefined;
+}
