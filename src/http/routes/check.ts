@@ -11,7 +11,7 @@ const doc: RouteDoc = {
   tags: ['queries'],
   summary: 'A patch checked against a stored root in memory only: the diagnostics it adds and removes.',
   description:
-    "patch (a unified diff of modified, added and deleted files) is applied to the root's files in memory; the changed files and the files referencing their top-level declarations are checked on a scratch language-server session no other query uses, and every change is undone after. new and fixed are matched by file, message and code (never line). Nothing is written anywhere.",
+    "patch (a unified diff of modified, added and deleted files) is applied to the root's files in memory; the changed files and the files referencing the top-level declarations it changes are checked on a scratch language-server session no other query uses, and every change is undone after. new and fixed are matched by file, message and code (never line). Nothing is written anywhere.",
   requestBody: ['CheckQuery'],
   answers: {
     '200': { description: 'What the patch changes in diagnostics.', schema: 'CheckAnswer' },
