@@ -46,6 +46,8 @@ describe('/ask finds symbols declared in Vue, Svelte, Astro, Angular and stylesh
     assert.equal(a.server, 'vscode-css-language-server');
     assert.equal(a.matches, 1);
     assert.deepEqual(at(a), [L(CSS, T, '--brand-color:')]);
+    // Scoped to a file: resolved where it is used there.
+    assert.deepEqual(at(await ask(roots.css, { symbol: '--gap', path: T })), [L(CSS, T, '--gap:')]);
     const refs = await ask(roots.css, { symbol: '--gap', op: 'references' });
     assert.deepEqual(at(refs).sort(), [L(CSS, T, '--gap:'), L(CSS, T, 'margin: var(--gap)'), L(CSS, T, 'calc(var(--gap)')].sort());
   });
@@ -99,6 +101,10 @@ describe('/ask finds symbols declared in Vue, Svelte, Astro, Angular and stylesh
     const a = await ask(roots.angular, { symbol: 'BasketComponent.basketLabel' });
     assert.deepEqual(at(a), [L('angular-basic', C, 'basketLabel(count')]);
     assert.deepEqual(at(await ask(roots.angular, { symbol: 'itemCount' })), [L('angular-basic', C, 'itemCount = 3')]);
+    // The Angular row itself has none to give: its templates are outlined instead.
+    const ng = await postJson(s.daemon().url, '/v1/code/lsp', { ...roots.angular, op: 'workspaceSymbols', query: 'itemCount', languages: ['html'] });
+    assert.equal(ng.status, 422, JSON.stringify(ng.body));
+    assert.match(String(ng.body.message), /angular does not answer workspaceSymbols/);
   });
 
   test('a root with TypeScript and stylesheets: a stylesheet name is found beside the TS server', async () => {

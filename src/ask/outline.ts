@@ -15,11 +15,15 @@ import type { Encoding } from './text-scan.js';
 export type OutlineSym = SymbolLike & { path: string; range: Range; selectionRange?: Range };
 
 /** Does this language's server refuse workspace symbols? Asked once per language and resolution. */
-export type LacksSymbols = (language: Language) => Promise<boolean>;
+export interface LacksSymbols {
+  (language: Language): Promise<boolean>;
+  /** What an answer already showed (workspaceSymbols of this language alone answered, or all of them refused). */
+  know(language: Language, lacks: boolean): void;
+}
 
 export function lacksSymbolsOf(ctx: AskContext, root: RootKey, leaf: string, encoding: Encoding): LacksSymbols {
   const asked = new Map<Language, Promise<boolean>>();
-  return (language) => {
+  const lacks = (language: Language) => {
     let p = asked.get(language);
     if (!p) {
       p = ctx.lsp({ org: root.org, repo: root.repo, sha: root.sha, op: 'workspaceSymbols', query: leaf, languages: [language], encoding }).then(
@@ -33,6 +37,7 @@ export function lacksSymbolsOf(ctx: AskContext, root: RootKey, leaf: string, enc
     }
     return p;
   };
+  return Object.assign(lacks, { know: (language: Language, v: boolean) => void asked.set(language, Promise.resolve(v)) });
 }
 
 const NAME_CHAR = /[\p{L}\p{N}_$@-]/u;

@@ -96,6 +96,10 @@ export async function resolveName(ctx: AskContext, input: ResolveInput): Promise
       refused = err;
       return { symbols: [] } as unknown as LspAnswer;
     });
+  // What that answer already says of each language's server, so outline.ts need not ask again.
+  const asked = languages ?? ctx.languagesOf(input.root);
+  if (refused) for (const l of asked) lacks.know(l, true);
+  else if (asked.length === 1) lacks.know(asked[0]!, false);
   const symbols = ((ws.symbols ?? []) as SymbolLike[]).filter((x): x is Sym => typeof x.path === 'string' && x.range !== undefined);
   await fillContainers(ctx, input, name, symbols);
   const sel = select(name, symbols);
