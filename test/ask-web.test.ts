@@ -120,6 +120,18 @@ describe('/ask finds symbols declared in Vue, Svelte, Astro, Angular and stylesh
     assert.deepEqual(at(await ask(mixed, { symbol: 'Person' })), [L('ts-basic', 'src/greet.ts', 'export class Person', 'web/')]);
   });
 
+  test('a custom property declared in one stylesheet and used in many before it: found at its declaration', async () => {
+    const dir = scratchDir('lspd-ask-web-tokens-');
+    // The CSS server resolves a var() only within its own file: these uses resolve to nothing.
+    for (let i = 0; i < 8; i++) writeFileSync(join(dir, `a${i}.css`), `.a${i} {\n  color: var(--ink);\n  border-color: var(--ink);\n}\n`);
+    writeFileSync(join(dir, 'z-tokens.css'), ':root {\n  --paper: #fff;\n  --ink: #111;\n}\n');
+    const tokens = acmeRoot('ask-web-tokens');
+    await uploadDir(s.daemon().url, tokens, dir, '?warm=false');
+    const a = await ask(tokens, { symbol: '--ink' });
+    assert.equal(a.matches, 1);
+    assert.deepEqual(at(a), ['z-tokens.css:2']);
+  });
+
   test('the outlines asked are bounded (16 files), the cut said in notes', async () => {
     const dir = scratchDir('lspd-ask-web-many-');
     for (let i = 0; i < 18; i++) writeFileSync(join(dir, `tile${String(i).padStart(2, '0')}.css`), `/* tile ${i} */\n.tile {\n  color: red;\n}\n`);

@@ -10,7 +10,7 @@ import { languageOf, type Language } from '../languages.js';
 import { chainOf, matchQualifiers, type ParsedName, type SymbolLike } from './name-match.js';
 import type { AskContext, Range } from './types.js';
 import type { RootKey } from '../api/schemas.js';
-import type { Encoding } from './text-scan.js';
+import { splitLines, wordColumns, type Encoding } from './text-scan.js';
 
 export type OutlineSym = SymbolLike & { path: string; range: Range; selectionRange?: Range };
 
@@ -63,6 +63,12 @@ export interface Outlined {
   loose: OutlineSym[];
   /** Some file's outline was answered: the server works, the name is not declared there. */
   answered: boolean;
+  /**
+   * Where a custom property (`--x`, no symbol to the CSS server) is declared (`--x:`),
+   * in UTF-16 columns: probes to ask before its uses, which a server without an index
+   * across files resolves only in the declaring file.
+   */
+  declared: { path: string; line: number; character: number }[];
   notes: string[];
 }
 
@@ -81,7 +87,7 @@ export async function fromOutlines(
   covered: ReadonlySet<Language>,
   lacks: LacksSymbols,
 ): Promise<Outlined> {
-  const out: Outlined = { exact: [], loose: [], answered: false, notes: [] };
+  const out: Outlined = { exact: [], loose: [], answered: false, declared: [], notes: [] };
   const langs = new Map<string, Language>();
   for (const f of files) {
     const l = languageOf(f)?.language;
@@ -106,6 +112,12 @@ export async function fromOutlines(
       return;
     }
     out.answered = true;
+    if (name.leaf.startsWith('--')) {
+      const lines = splitLines((await ctx.readText(root, path)) ?? '');
+      lines.forEach((line, n) => {
+        for (const c of wordColumns(line, name.leaf)) if (/^\s*:/.test(line.slice(c + name.leaf.length))) out.declared.push({ path, line: n, character: c });
+      });
+    }
     for (const x of symbols) {
       const fit = outlineFit(name.leaf, x.name);
       if (fit === undefined) continue;
@@ -117,6 +129,7 @@ export async function fromOutlines(
   // ctx.map runs files in any order; the answer must not depend on it.
   const order = (a: OutlineSym, b: OutlineSym) => a.path.localeCompare(b.path) || a.range.start.line - b.range.start.line;
   out.exact.sort(order);
+  out.declared.sort((a, b) => a.path.localeCompare(b.path) || a.line - b.line);
   out.loose.sort(order);
   return out;
 }

@@ -15,7 +15,8 @@
 //    use sites and definition is asked there; the answer lands on the dependency's
 //    `external` coordinate.
 //    Files whose server has no workspace symbols (the CSS server) are asked for their
-//    document symbols instead, between 2 and 3 (outline.ts).
+//    document symbols instead, between 2 and 3 (outline.ts); a custom property (no
+//    symbol to it) is probed at its declarations before its uses.
 // 4. Still nothing: 404 symbol_not_found with near names, never an empty success.
 import { AppError, errors, isAppError } from '../errors.js';
 import type { RootKey } from '../api/schemas.js';
@@ -135,7 +136,7 @@ export async function resolveName(ctx: AskContext, input: ResolveInput): Promise
     if (answer) return answer;
   }
   // Not declared in the tree under that name: find a use of it and ask the server.
-  const used = await fromUseSites(ctx, input, name, files, lacks);
+  const used = await fromUseSites(ctx, input, name, files, lacks, outlined.declared);
   if (used.some((c) => c.exact)) return withNotes(finish(ctx, name, used, 'use-site'), outlined);
   if (sel.tier === 'loose') {
     const answer = await fromSymbols(false);
@@ -306,8 +307,20 @@ async function languagesMentioning(ctx: AskContext, input: ResolveInput, name: P
   return found.size > 0 ? [...found].sort() : undefined;
 }
 
-async function fromUseSites(ctx: AskContext, input: ResolveInput, name: ParsedName, files: string[], lacks: LacksSymbols): Promise<Candidate[]> {
+async function fromUseSites(
+  ctx: AskContext,
+  input: ResolveInput,
+  name: ParsedName,
+  files: string[],
+  lacks: LacksSymbols,
+  declared: Outlined['declared'] = [],
+): Promise<Candidate[]> {
+  // Declarations found for a server that does not outline them are asked first.
   const probes: { probe: Probe; qualified: boolean; rank: number }[] = [];
+  for (const d of declared.slice(0, ctx.limits.maxProbes)) {
+    const line = splitLines((await ctx.readText(input.root, d.path)) ?? '')[d.line] ?? '';
+    probes.push({ probe: { path: d.path, line: d.line, character: fromUtf16(line, d.character, input.encoding) }, qualified: false, rank: -1 });
+  }
   for (const path of files) {
     if (probes.length >= ctx.limits.maxProbes * 2) break;
     const text = await ctx.readText(input.root, path);
