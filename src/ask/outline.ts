@@ -30,6 +30,8 @@ export function lacksSymbolsOf(ctx: AskContext, root: RootKey, leaf: string, enc
         () => false,
         (err: unknown) => {
           if (isAppError(err) && err.code === 'no_server') return true;
+          // A server that cannot start says nothing of what it answers: its files are not outlined, the rest goes on.
+          if (isAppError(err) && err.code === 'server_unavailable') return false;
           throw err;
         },
       );
