@@ -15,7 +15,7 @@ import { phpRow } from './rows/php.js';
 import { pythonRow } from './rows/python.js';
 import { rustRow } from './rows/rust.js';
 import { shellRow } from './rows/shell.js';
-import { svelteRow } from './rows/svelte.js';
+import { svelteRow, svelteTypescriptRow } from './rows/svelte.js';
 import { astroRow } from './rows/astro.js';
 import { cssRow } from './rows/css.js';
 import { typescriptRows } from './rows/typescript.js';
@@ -35,6 +35,7 @@ export function defaultServerRows(p: ServerPaths): ServerRow[] {
     vueRow(p),
     angularRow(p),
     svelteRow(p),
+    svelteTypescriptRow(p),
     astroRow(p),
     cssRow(p),
     ...imageOnlyRows(),
@@ -70,7 +71,9 @@ export class ServerTable {
    */
   choose(language: Language, rootLanguages: readonly Language[] = [], usable: (r: ServerRow) => boolean = () => true): ServerRow | undefined {
     const selected = (r: ServerRow) => r.selectedWhen?.(this.config) ?? true;
-    const over = this.rows.find((r) => r.takesOver?.includes(language) && r.languages.some((l) => rootLanguages.includes(l)) && selected(r) && usable(r));
+    const over = this.rows.find(
+      (r) => r.takesOver?.includes(language) && (r.takesOverIn ?? r.languages).some((l) => rootLanguages.includes(l)) && selected(r) && usable(r),
+    );
     return over ?? this.rows.find((r) => r.languages.includes(language) && selected(r));
   }
 
