@@ -14,7 +14,6 @@
 //
 //   node --import tsx bench/ask-styles.ts [--runs 7]
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { execFileSync } from 'node:child_process';
@@ -24,14 +23,10 @@ import { opt } from './upload.js';
 import { cleanUpOnSignal } from './on-signal.js';
 import { jailUidEnv } from '../test/helpers/uids.js';
 import { git } from './git.js';
+import { load, median, printRuns } from './figures.js';
 
 const runs = Number(opt('runs', '7'));
 const FILES = 300;
-const load = () =>
-  loadavg()
-    .map((l) => l.toFixed(1))
-    .join(' ');
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function main(): Promise<void> {
   const work = tempDir('ask-styles-bench-');
@@ -82,15 +77,13 @@ async function main(): Promise<void> {
         `# run ${run}: class ${t.class!.at(-1)!.toFixed(0)} ms, property ${t.property!.at(-1)!.toFixed(0)} ms, raw ${t.raw!.at(-1)!.toFixed(0)} ms; load ${load()}`,
       );
     }
-    console.log('| what | median ms | runs (ms) |');
-    console.log('|---|---|---|');
-    const row = (name: string, xs: number[]) => console.log(`| ${name} | ${median(xs).toFixed(1)} | ${xs.map((x) => x.toFixed(1)).join(', ')} |`);
-    row('lspd /ask of a class rule', t.class!);
-    row('lspd /ask of a custom property', t.property!);
-    row("lspd documentSymbols of the class's file (raw question)", t.raw!);
-    console.log(`# ratio class / raw (medians): ${(median(t.class!) / median(t.raw!)).toFixed(1)}`);
-    console.log(`# ratio property / raw (medians): ${(median(t.property!) / median(t.raw!)).toFixed(1)}`);
-    console.log(`# load average at end ${load()}`);
+    printRuns([
+      ['lspd /ask of a class rule', t.class!],
+      ['lspd /ask of a custom property', t.property!],
+      ["lspd documentSymbols of the class's file (raw question)", t.raw!],
+    ]);
+    const ratio = (xs: number[]) => (median(xs) / median(t.raw!)).toFixed(1);
+    console.log(`# ratios to raw (medians): class ${ratio(t.class!)}, property ${ratio(t.property!)}; load average at end ${load()}`);
   } finally {
     await client.close();
     await daemon.stop();
