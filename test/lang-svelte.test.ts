@@ -102,14 +102,14 @@ describe('Svelte (svelte-language-server) in the SERVE jail', { skip }, () => {
     assert.deepEqual(at(await ask({ op: 'definition', path: R, ...position(FX, R, 'greet(String(double))') })), [GREET]);
   });
 
-  test('references of a TS function from its .ts file reach its uses in .svelte files (typescript-svelte: tsserver with typescript-svelte-plugin)', async () => {
+  test('references of a TS function from its .ts file reach its uses in .svelte files (typescript-web: tsserver with typescript-svelte-plugin)', async () => {
     const r = await lspQuery(s.daemon().url, { ...root, op: 'references', path: 'src/greet.ts', ...position(FX, 'src/greet.ts', 'greet(name') });
     assert.equal(r.status, 200, JSON.stringify(r.body));
-    assert.equal(r.body.server, 'typescript-svelte');
+    assert.equal(r.body.server, 'typescript-web');
     const ready = await getJson(s.daemon().url, '/readyz');
     assert.deepEqual(
-      (ready.body.servers as Record<string, { version?: string }>)['typescript-svelte']?.version,
-      '4.4.1, typescript-svelte-plugin 0.3.52, typescript 5.9.3',
+      (ready.body.servers as Record<string, { version?: string }>)['typescript-web']?.version,
+      '4.4.1, typescript-svelte-plugin 0.3.52, @astrojs/ts-plugin 1.10.12, typescript 5.9.3',
     );
     const found = at(r.body);
     for (const use of [
@@ -123,7 +123,7 @@ describe('Svelte (svelte-language-server) in the SERVE jail', { skip }, () => {
     assert.deepEqual(at(d.body), [GREET]);
   });
 
-  test("typescript-svelte never loads the tree's node_modules/svelte: a compiler there that throws changes nothing", async () => {
+  test("typescript-web never loads the tree's node_modules/svelte: a compiler there that throws changes nothing", async () => {
     const dir = scratchDir('lspd-svelte-ts-');
     cpSync(join(fixturesDir, FX), dir, { recursive: true });
     const svelte = join(dir, 'node_modules', 'svelte');

@@ -72,7 +72,7 @@ export interface ServerRow {
    * from a .vue file). ServerTable.choose applies it.
    */
   takesOver?: readonly Language[];
-  /** The root languages that make it take over (default: its `languages`; the typescript-svelte row: svelte). */
+  /** The root languages that make it take over (default: its `languages`; the typescript-web row: svelte, astro). */
   takesOverIn?: readonly Language[];
   /**
    * A package it cannot work without, looked up from the workspace as Node would (the

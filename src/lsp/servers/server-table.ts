@@ -15,7 +15,8 @@ import { phpRow } from './rows/php.js';
 import { pythonRow } from './rows/python.js';
 import { rustRow } from './rows/rust.js';
 import { shellRow } from './rows/shell.js';
-import { svelteRow, svelteTypescriptRow } from './rows/svelte.js';
+import { svelteRow } from './rows/svelte.js';
+import { typescriptWebRow } from './rows/typescript-web.js';
 import { astroRow } from './rows/astro.js';
 import { cssRow } from './rows/css.js';
 import { typescriptRows } from './rows/typescript.js';
@@ -35,8 +36,8 @@ export function defaultServerRows(p: ServerPaths): ServerRow[] {
     vueRow(p),
     angularRow(p),
     svelteRow(p),
-    svelteTypescriptRow(p),
     astroRow(p),
+    typescriptWebRow(p),
     cssRow(p),
     ...imageOnlyRows(),
   ];

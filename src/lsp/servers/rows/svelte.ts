@@ -3,13 +3,11 @@ import { join } from 'node:path';
 import { PROJECT_DIR } from '../../../jail/policy.js';
 import { NODE, probeFiles } from '../server-env.js';
 import { nodeModulesOf, type ServerPaths, type ServerRow } from '../server-row.js';
-import { packageClosureBinds } from '../package-binds.js';
-import { typescriptRows } from './typescript.js';
 
 /** The start script that hands it the pinned Svelte 5 (svelte-pinned.cjs), bound on its own. */
 const PINNED = { host: join(PROJECT_DIR, 'src', 'lsp', 'servers', 'rows', 'svelte-pinned.cjs'), at: '/opt/lspd/svelte/pinned.cjs' };
 /** The pinned Svelte 5, an npm alias: the server's own dependency is Svelte 4. */
-const SVELTE = 'svelte5';
+export const SVELTE = 'svelte5';
 
 export function svelteRow(p: ServerPaths): ServerRow {
   const { host, at } = nodeModulesOf(p);
@@ -55,57 +53,6 @@ export function svelteRow(p: ServerPaths): ServerRow {
         [host('svelte-language-server/bin/server.js'), host(`${SVELTE}/compiler/index.js`), PINNED.host],
         host('svelte-language-server/package.json'),
         host(`${SVELTE}/package.json`),
-        host('typescript/package.json'),
-      ),
-  };
-}
-
-/** typescript-svelte-plugin, TypeScript, svelte2tsx and the pinned Svelte as a node_modules of their own (tsserver's only plugin probe location). */
-const SVELTE_TS_AT = '/opt/lspd-svelte-ts';
-/** The tsserver that resolves every `svelte` require to the pinned one (svelte-tsserver/lib/tsserver.js), with the package.json that names its version. */
-const TSSERVER = { host: join(PROJECT_DIR, 'src', 'lsp', 'servers', 'rows', 'svelte-tsserver'), at: '/opt/lspd/svelte-tsserver' };
-
-/**
- * The TS/JS files of a root that holds .svelte files: typescript-language-server over
- * the pinned TypeScript 5 with typescript-svelte-plugin, which puts the components
- * (through svelte2tsx) into the TS program, so references, rename and call graphs
- * from a .ts file reach their uses in .svelte files (TS 7 cannot see them). The
- * .svelte files themselves stay svelte-language-server's (the plugin answers
- * nothing asked from a component).
- */
-export function svelteTypescriptRow(p: ServerPaths): ServerRow {
-  const { host } = nodeModulesOf(p);
-  const { selectedWhen: _byConfig, ...tsserver } = typescriptRows(p).find((r) => r.name === 'typescript-language-server')!;
-  return {
-    ...tsserver,
-    // Code from the tree: none, as the typescript-language-server row; the plugin is a
-    // global plugin from SVELTE_TS_AT (only its closure, TypeScript and the pinned
-    // Svelte are there), and the Svelte it would require from the tree is the pinned
-    // one (svelte-tsserver/lib/tsserver.js).
-    name: 'typescript-svelte',
-    takesOver: ['typescript', 'javascript'],
-    takesOverIn: ['svelte'],
-    binds: [
-      TSSERVER,
-      ...packageClosureBinds(p.nodeModulesHost, ['typescript-svelte-plugin', 'typescript'], SVELTE_TS_AT),
-      { host: host(SVELTE), at: `${SVELTE_TS_AT}/node_modules/svelte` },
-    ],
-    initializationOptions: {
-      tsserver: { path: `${TSSERVER.at}/lib/tsserver.js`, logVerbosity: 'off' },
-      disableAutomaticTypingAcquisition: true,
-      preferences: {},
-      plugins: [{ name: 'typescript-svelte-plugin', location: SVELTE_TS_AT }],
-    },
-    probe: () =>
-      probeFiles(
-        [
-          host('typescript-language-server/lib/cli.mjs'),
-          host('typescript-svelte-plugin/dist/src/index.js'),
-          host(`${SVELTE}/compiler/index.js`),
-          TSSERVER.host,
-        ],
-        host('typescript-language-server/package.json'),
-        host('typescript-svelte-plugin/package.json'),
         host('typescript/package.json'),
       ),
   };

@@ -1,4 +1,4 @@
-// The tsserver of the `typescript-svelte` row (rows/svelte.ts), run inside its SERVE
+// The tsserver of the `typescript-web` row (rows/typescript-web.ts), run inside its SERVE
 // jail: the pinned TypeScript's own tsserver, with every `svelte` and `svelte/...`
 // that anything in this process requires resolved to the daemon's pinned Svelte 5.
 // typescript-svelte-plugin requires `svelte/compiler` from the project's directory
@@ -10,7 +10,7 @@
 const Module = require('node:module');
 
 /** The row's own node_modules (typescript, the plugin, svelte2tsx, the pinned svelte). */
-const AT = '/opt/lspd-svelte-ts';
+const AT = '/opt/lspd-web-ts';
 const resolve = Module._resolveFilename;
 Module._resolveFilename = function (request, parent, isMain, options) {
   if (request === 'svelte' || request.startsWith('svelte/')) return resolve.call(this, request, parent, isMain, { paths: [AT] });
