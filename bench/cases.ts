@@ -41,6 +41,8 @@ const QUESTIONS: Record<string, Omit<Case, 'row'>> = {
   vue: q('vue-basic', 'src/components/Basket.vue', 'addTotals(12', 'src/totals.ts', 'export function addTotals'),
   angular: q('angular-basic', 'src/app/basket.component.html', 'basketLabel(', 'src/app/basket.component.ts', 'basketLabel(count: number)'),
   'svelte-language-server': q('svelte-basic', 'src/App.svelte', 'greet(name, true)', 'src/greet.ts', 'export function greet'),
+  // From the .ts file of a root holding .svelte files: tsserver with the Svelte and Astro plugins.
+  'typescript-web': q('svelte-basic', 'src/greet.ts', 'greet(name', 'src/greet.ts', 'export function greet'),
   'astro-language-server': q('astro-basic', 'src/pages/index.astro', "greet('astro', true)", 'src/greet.ts', 'export function greet'),
   'vscode-css-language-server': q('css-basic', 'styles/theme.css', '--brand-color);', 'styles/theme.css', '--brand-color:'),
 };

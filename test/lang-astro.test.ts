@@ -3,7 +3,7 @@
 // daemon's pinned one (typescript.tsdk), started through astro-untrusted.cjs.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cannotJail, getJson, lineOf, position, postJson } from './helpers/lsp-harness.js';
+import { cannotJail, getJson, lineOf, lspQuery, position, postJson } from './helpers/lsp-harness.js';
 import { acmeRoot, assertClean, at, completeDiagnostics, langSuite, symbolIn } from './helpers/lang-suite.js';
 
 const skip = cannotJail();
@@ -71,6 +71,15 @@ describe('Astro (@astrojs/language-server) in the SERVE jail', { skip }, () => {
     assert.ok(d, JSON.stringify(bad));
     assert.match(d.message, /Type 'string' is not assignable to type 'number'/);
     assertClean(await ask({ op: 'diagnostics', path: INDEX }));
+  });
+
+  test('references of a TS function from its .ts file reach its uses in .astro frontmatter (typescript-web: tsserver with @astrojs/ts-plugin)', async () => {
+    const r = await lspQuery(s.daemon().url, { ...root, op: 'references', path: 'src/greet.ts', ...position(FX, 'src/greet.ts', 'greet(name') });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.server, 'typescript-web');
+    const found = at(r.body);
+    for (const use of [GREET, `${INDEX}:${lineOf(FX, INDEX, "greet('astro', true)")}`, `${INDEX}:${lineOf(FX, INDEX, 'import { greet }')}`])
+      assert.ok(found.includes(use), `${use} in ${JSON.stringify(found)}`);
   });
 
   test('/ask by name finds a function declared in an .astro file', async () => {

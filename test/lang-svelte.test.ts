@@ -4,7 +4,10 @@
 // daemon's pinned ones (svelte-pinned.cjs); the tree has no node_modules.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cannotJail, getJson, lineOf, lspQuery, position, postJson } from './helpers/lsp-harness.js';
+import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { scratchDir } from './helpers/fetch-env.js';
+import { cannotJail, fixturesDir, getJson, lineOf, lspQuery, position, postJson, uploadDir } from './helpers/lsp-harness.js';
 import { acmeRoot, assertClean, at, completeDiagnostics, langSuite, symbolIn } from './helpers/lang-suite.js';
 
 const skip = cannotJail();
@@ -97,6 +100,42 @@ describe('Svelte (svelte-language-server) in the SERVE jail', { skip }, () => {
     const hover = await ask({ op: 'hover', path: R, ...position(FX, R, 'double = $derived') });
     assert.match(String(hover.contents), /const double: number/);
     assert.deepEqual(at(await ask({ op: 'definition', path: R, ...position(FX, R, 'greet(String(double))') })), [GREET]);
+  });
+
+  test('references of a TS function from its .ts file reach its uses in .svelte files (typescript-web: tsserver with typescript-svelte-plugin)', async () => {
+    const r = await lspQuery(s.daemon().url, { ...root, op: 'references', path: 'src/greet.ts', ...position(FX, 'src/greet.ts', 'greet(name') });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.server, 'typescript-web');
+    const ready = await getJson(s.daemon().url, '/readyz');
+    assert.deepEqual(
+      (ready.body.servers as Record<string, { version?: string }>)['typescript-web']?.version,
+      '4.4.1, typescript-svelte-plugin 0.3.52, @astrojs/ts-plugin 1.10.12, typescript 5.9.3',
+    );
+    const found = at(r.body);
+    for (const use of [
+      GREET,
+      `src/App.svelte:${lineOf(FX, 'src/App.svelte', 'greet(name, true)')}`,
+      `src/Runes.svelte:${lineOf(FX, 'src/Runes.svelte', 'greet(')}`,
+    ])
+      assert.ok(found.includes(use), `${use} in ${JSON.stringify(found)}`);
+    // The same program answers definition from the .ts side.
+    const d = await lspQuery(s.daemon().url, { ...root, op: 'definition', path: 'src/greet.ts', ...position(FX, 'src/greet.ts', 'greet(name') });
+    assert.deepEqual(at(d.body), [GREET]);
+  });
+
+  test("typescript-web never loads the tree's node_modules/svelte: a compiler there that throws changes nothing", async () => {
+    const dir = scratchDir('lspd-svelte-ts-');
+    cpSync(join(fixturesDir, FX), dir, { recursive: true });
+    const svelte = join(dir, 'node_modules', 'svelte');
+    mkdirSync(join(svelte, 'compiler'), { recursive: true });
+    writeFileSync(join(svelte, 'package.json'), '{"name": "svelte", "version": "5.0.0", "main": "compiler/index.js"}\n');
+    // Required, the plugin would fail to load (tsserver goes on without it) and the .svelte uses would be missing.
+    writeFileSync(join(svelte, 'compiler', 'index.js'), "throw new Error('tree code ran: node_modules/svelte');\n");
+    const tree = acmeRoot(FX, 'svelte-tree-compiler');
+    await uploadDir(s.daemon().url, tree, dir, '?warm=false');
+    const r = await lspQuery(s.daemon().url, { ...tree, op: 'references', path: 'src/greet.ts', ...position(FX, 'src/greet.ts', 'greet(name') });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.ok(at(r.body).includes(`src/App.svelte:${lineOf(FX, 'src/App.svelte', 'greet(name, true)')}`), JSON.stringify(r.body));
   });
 
   test('/ask by name finds a function declared in a .svelte file', async () => {

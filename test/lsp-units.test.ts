@@ -33,6 +33,14 @@ test('the table picks one TS/JS server by configuration, deterministically', () 
   assert.equal(ts.choose('typescript')?.name, 'typescript-language-server');
   assert.equal(ts.choose('javascript')?.name, 'typescript-language-server');
   assert.throws(() => new ServerTable([...rows, rows[0]!], cfg()), /duplicate row/);
+  // Take-overs, in table order: .vue first (its hybrid row), then .svelte/.astro (typescript-web), whichever TS server is configured.
+  for (const t of [native, ts]) {
+    assert.equal(t.choose('typescript', ['typescript', 'svelte'])?.name, 'typescript-web');
+    assert.equal(t.choose('javascript', ['javascript', 'astro'])?.name, 'typescript-web');
+    assert.equal(t.choose('typescript', ['typescript', 'svelte', 'vue'])?.name, 'vue');
+    assert.equal(t.choose('svelte', ['typescript', 'svelte'])?.name, 'svelte-language-server');
+    assert.equal(t.choose('astro', ['typescript', 'astro'])?.name, 'astro-language-server');
+  }
 });
 
 test('suffixes move the language id: .mjs/.cjs are JavaScript, .mts/.cts TypeScript', () => {

@@ -56,6 +56,7 @@ export interface AskServiceOptions {
 export const defaultAskLimits: AskLimits = {
   maxCandidates: 20,
   maxProbes: 6,
+  maxOutlineFiles: 16,
   maxScanFiles: 5000,
   maxScanBytes: 32 * 1024 * 1024,
   maxScanFileBytes: 2 * 1024 * 1024,
@@ -213,6 +214,7 @@ export class AskService {
         ...(res.partial ? { matches_partial: true } : {}),
         ...(res.exact ? {} : { exact: false }),
         ...body,
+        ...notesOf(res, body),
         incomplete: seen.incomplete || body.incomplete === true,
         untrusted: true,
         ...(seen.freshness ? { dependency_freshness: seen.freshness } : {}),
@@ -353,6 +355,12 @@ function dedupe(locs: Loc[]): Loc[] {
     seen.add(k);
     return true;
   });
+}
+
+/** What bounded the resolution, before what bounded the answer. */
+function notesOf(res: Resolution, body: AskAnswer): { notes?: string[] } {
+  const notes = [...(res.notes ?? []), ...(Array.isArray(body.notes) ? (body.notes as string[]) : [])];
+  return notes.length > 0 ? { notes } : {};
 }
 
 function errorEntry(e: AppError): Record<string, unknown> {

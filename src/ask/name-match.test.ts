@@ -14,10 +14,13 @@ test('parseSymbolName: plain, dotted, ::, #, ->, import paths, trailing ()', () 
   assert.deepEqual(parseSymbolName('App\\Http\\Kernel').qualifiers, ['App', 'Http']);
   assert.deepEqual(parseSymbolName('example.com/dep.Greet'), { raw: 'example.com/dep.Greet', leaf: 'Greet', qualifiers: ['dep'] });
   assert.equal(parseSymbolName('close()').leaf, 'close');
+  // A CSS class or id selector names its class or id.
+  assert.deepEqual(parseSymbolName('.button'), { raw: '.button', leaf: 'button', qualifiers: [] });
+  assert.deepEqual(parseSymbolName('#main'), { raw: '#main', leaf: 'main', qualifiers: [] });
 });
 
 test('parseSymbolName refuses what is not a name with 400 bad_request', () => {
-  for (const bad of ['', '   ', 'a..b', '.x', 'x.', 'two words', 'a.'.repeat(20) + 'b']) {
+  for (const bad of ['', '   ', 'a..b', '..x', '.', 'x.', 'two words', 'a.'.repeat(20) + 'b']) {
     assert.throws(
       () => parseSymbolName(bad),
       (e: unknown) => e instanceof AppError && e.code === 'bad_request' && e.status === 400,

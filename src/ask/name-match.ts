@@ -51,12 +51,15 @@ const MAX_SEGMENTS = 16;
 /**
  * Parse `symbol` into a leaf and its qualifiers. Separators: `.`, `::`, `#`, `->`,
  * `\` (PHP namespaces); a `/` marks an import path whose last segment is the
- * package (`example.com/dep.Greet` → [dep], Greet). A trailing `()` is dropped.
+ * package (`example.com/dep.Greet` → [dep], Greet). A trailing `()` is dropped, and a
+ * leading `.` or `#` (a CSS class or id: `.button` → button).
  * Throws 400 bad_request on a name with no usable leaf.
  */
 export function parseSymbolName(symbol: string): ParsedName {
   const raw = symbol.trim();
   let s = raw.replace(/\(\s*\)$/, '').replace(/::|->|#|\\/g, '.');
+  // A class or id selector (`.button`, `#main`) names the class or id: outline.ts matches its rules.
+  if (/^\.[^.]/.test(s)) s = s.slice(1);
   const slash = s.lastIndexOf('/');
   if (slash >= 0) s = s.slice(slash + 1);
   const parts = s.split('.').map((p) => p.trim());

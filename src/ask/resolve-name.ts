@@ -14,6 +14,9 @@
 //    node_modules, `dep.Greet`). Files of the tree that mention it are scanned for
 //    use sites and definition is asked there; the answer lands on the dependency's
 //    `external` coordinate.
+//    Files whose server has no workspace symbols (the CSS server) are asked for their
+//    document symbols instead, between 2 and 3 (outline.ts); a custom property (no
+//    symbol to it) is probed at its declarations before its uses.
 // 4. Still nothing: 404 symbol_not_found with near names, never an empty success.
 import { AppError, errors, isAppError } from '../errors.js';
 import type { RootKey } from '../api/schemas.js';
@@ -22,6 +25,8 @@ import { findNameFrom, findOccurrences, fromUtf16, splitLines, toUtf16, type Enc
 import type { AskContext, Loc, Range } from './types.js';
 import type { LspAnswer } from '../api/responses.js';
 import { languageOf, type Language } from '../languages.js';
+import { previewLine } from '../lsp/answer/line-reader.js';
+import { fromOutlines, lacksSymbolsOf, type LacksSymbols, type Outlined } from './outline.js';
 
 export interface Probe {
   /** Root-relative file and a position on the name, in the caller's encoding. */
@@ -54,6 +59,8 @@ export interface Resolution {
   via: 'symbols' | 'use-site';
   /** The server's symbol list was cut (past maxLocations): `matches` is a lower bound. */
   partial?: boolean;
+  /** What bounded the search (outline.ts), for the answer's `notes`. */
+  notes?: string[];
 }
 
 export interface ResolveInput {
@@ -68,11 +75,12 @@ type Sym = SymbolLike & { path: string; range: Range; selectionRange?: Range };
 
 export async function resolveName(ctx: AskContext, input: ResolveInput): Promise<Resolution> {
   const name = parseSymbolName(input.symbol);
+  const lacks = lacksSymbolsOf(ctx, input.root, name.leaf, input.encoding);
   if (input.path !== undefined) {
     // The service's own checks of the file first (404 no_such_file, 413, 415, 422 no_server):
     // a caller who named a file gets the file's error, not "no such symbol".
     await ctx.lsp({ ...rootOf(input), op: 'documentSymbols', path: input.path, encoding: input.encoding });
-    const found = await fromUseSites(ctx, input, name, [input.path]);
+    const found = await fromUseSites(ctx, input, name, [input.path], lacks);
     if (found.length > 0) return finish(ctx, name, found, 'use-site');
     throw errors.notFoundSymbol(
       `${JSON.stringify(name.raw)} is neither declared nor resolvable where it appears in ${input.path}; ask without path to search the whole tree.`,
@@ -80,7 +88,19 @@ export async function resolveName(ctx: AskContext, input: ResolveInput): Promise
   }
 
   const languages = await languagesMentioning(ctx, input, name);
-  const ws = await ctx.lsp({ ...rootOf(input), op: 'workspaceSymbols', query: name.leaf, encoding: input.encoding, ...(languages ? { languages } : {}) });
+  // Refused when no server asked has workspace symbols (a root of stylesheets): their outlines still can.
+  let refused: AppError | undefined;
+  const ws = await ctx
+    .lsp({ ...rootOf(input), op: 'workspaceSymbols', query: name.leaf, encoding: input.encoding, ...(languages ? { languages } : {}) })
+    .catch((err: unknown): LspAnswer => {
+      if (!isAppError(err) || err.code !== 'no_server') throw err;
+      refused = err;
+      return { symbols: [] } as unknown as LspAnswer;
+    });
+  // What that answer already says of each language's server, so outline.ts need not ask again.
+  const asked = languages ?? ctx.languagesOf(input.root);
+  if (refused) for (const l of asked) lacks.know(l, true);
+  else if (asked.length === 1) lacks.know(asked[0]!, false);
   const symbols = ((ws.symbols ?? []) as SymbolLike[]).filter((x): x is Sym => typeof x.path === 'string' && x.range !== undefined);
   await fillContainers(ctx, input, name, symbols);
   const sel = select(name, symbols);
@@ -102,15 +122,34 @@ export async function resolveName(ctx: AskContext, input: ResolveInput): Promise
     const answer = await fromSymbols(true);
     if (answer) return answer;
   }
+  const scan = await ctx.filesMentioning(input.root, name.leaf, name.qualifiers[0]);
+  const files = scan.files;
+  // Declared in a file whose server has no workspace symbols (a stylesheet's rule, mixin or variable)?
+  const covered = new Set(symbols.flatMap((x) => languageOf(x.path)?.language ?? []));
+  const outlined = await fromOutlines(ctx, input.root, name, input.encoding, files, covered, lacks);
+  const fromOutline = async (exact: boolean): Promise<Resolution | undefined> => {
+    const found = await pin(ctx, input, name, exact ? outlined.exact : outlined.loose, exact);
+    return found.length > 0 ? withNotes(finish(ctx, name, found, 'symbols'), outlined) : undefined;
+  };
+  if (outlined.exact.length > 0) {
+    const answer = await fromOutline(true);
+    if (answer) return answer;
+  }
   // Not declared in the tree under that name: find a use of it and ask the server.
-  const { files } = await ctx.filesMentioning(input.root, name.leaf, name.qualifiers[0]);
-  const used = await fromUseSites(ctx, input, name, files);
-  if (used.some((c) => c.exact)) return finish(ctx, name, used, 'use-site');
+  const used = await fromUseSites(ctx, input, name, files, lacks, outlined.declared);
+  if (used.some((c) => c.exact)) return withNotes(finish(ctx, name, used, 'use-site'), outlined);
   if (sel.tier === 'loose') {
     const answer = await fromSymbols(false);
     if (answer) return answer;
   }
-  if (used.length > 0) return finish(ctx, name, used, 'use-site');
+  if (outlined.loose.length > 0) {
+    const answer = await fromOutline(false);
+    if (answer) return answer;
+  }
+  if (used.length > 0) return withNotes(finish(ctx, name, used, 'use-site'), outlined);
+  // No server could look (none has workspace symbols, no file could be outlined): the
+  // refusal says why better than "not found" would, unless no file mentions the name at all.
+  if (refused && !outlined.answered && !(scan.complete && files.length === 0)) throw refused;
 
   const near = sel.suggestions.map((x) => qualifiedOf(x, leafOf(x.name)));
   const hint = near.length > 0 ? ` Near names: ${near.slice(0, 5).join(', ')}.` : '';
@@ -118,6 +157,10 @@ export async function resolveName(ctx: AskContext, input: ResolveInput): Promise
     symbol: name.raw,
     suggestions: near,
   });
+}
+
+function withNotes(r: Resolution, o: Outlined): Resolution {
+  return o.notes.length > 0 ? { ...r, notes: o.notes } : r;
 }
 
 const rootOf = (i: ResolveInput): RootKey => ({ org: i.root.org, repo: i.root.repo, sha: i.root.sha });
@@ -192,7 +235,7 @@ async function pin(ctx: AskContext, input: ResolveInput, name: ParsedName, chose
     const at = await soft(definitionsAt(ctx, input, probe));
     if (!at.ok) return at;
     const { locs: defs, other } = at.value;
-    const own: Loc = { path: x.path, range: x.range };
+    const own: Loc = { path: x.path, range: x.range, ...(await previewAt(ctx, input, x)) };
     const c: Candidate = {
       name: leafOf(x.name),
       kind: x.kind,
@@ -207,6 +250,12 @@ async function pin(ctx: AskContext, input: ResolveInput, name: ParsedName, chose
     return { ok: true, value: c };
   });
   return settle(found);
+}
+
+/** The preview line of a declaration the server gave no definition for (a CSS rule), as definitions carry one. */
+async function previewAt(ctx: AskContext, input: ResolveInput, x: Sym): Promise<{ preview?: string }> {
+  const line = splitLines((await ctx.readText(input.root, x.path)) ?? '')[x.range.start.line];
+  return line === undefined ? {} : { preview: previewLine(line, toUtf16(line, x.range.start.character, input.encoding)) };
 }
 
 /** The position of the symbol's name at or after the start of its range (ranges may start at `export`). */
@@ -258,8 +307,20 @@ async function languagesMentioning(ctx: AskContext, input: ResolveInput, name: P
   return found.size > 0 ? [...found].sort() : undefined;
 }
 
-async function fromUseSites(ctx: AskContext, input: ResolveInput, name: ParsedName, files: string[]): Promise<Candidate[]> {
+async function fromUseSites(
+  ctx: AskContext,
+  input: ResolveInput,
+  name: ParsedName,
+  files: string[],
+  lacks: LacksSymbols,
+  declared: Outlined['declared'] = [],
+): Promise<Candidate[]> {
+  // Declarations found for a server that does not outline them are asked first.
   const probes: { probe: Probe; qualified: boolean; rank: number }[] = [];
+  for (const d of declared.slice(0, ctx.limits.maxProbes)) {
+    const line = splitLines((await ctx.readText(input.root, d.path)) ?? '')[d.line] ?? '';
+    probes.push({ probe: { path: d.path, line: d.line, character: fromUtf16(line, d.character, input.encoding) }, qualified: false, rank: -1 });
+  }
   for (const path of files) {
     if (probes.length >= ctx.limits.maxProbes * 2) break;
     const text = await ctx.readText(input.root, path);
@@ -279,7 +340,7 @@ async function fromUseSites(ctx: AskContext, input: ResolveInput, name: ParsedNa
     // Resolved, but outside the tree and its dependencies (a stdlib): only a use written
     // with its qualifier (`json.dumps`) or an unqualified name can vouch for it.
     if (defs.length === 0 && !qualified && name.qualifiers.length > 0) return none;
-    const fit: Fit | 'none' = qualified || defs.length === 0 ? { fit: 'exact' } : await targetFit(ctx, input, name, defs[0]!);
+    const fit: Fit | 'none' = qualified || defs.length === 0 ? { fit: 'exact' } : await targetFit(ctx, input, name, defs[0]!, lacks);
     if (fit === 'none') return none;
     const d = defs[0];
     const sym: SymbolLike = d
@@ -308,7 +369,7 @@ interface Fit {
 }
 
 /** Does a definition target fit the qualifiers? In the tree: by its document symbol's container; outside: by module. */
-async function targetFit(ctx: AskContext, input: ResolveInput, name: ParsedName, d: Loc): Promise<Fit | 'none'> {
+async function targetFit(ctx: AskContext, input: ResolveInput, name: ParsedName, d: Loc, lacks: LacksSymbols): Promise<Fit | 'none'> {
   let host: Sym | undefined;
   if (!d.external) {
     const doc = await soft(ctx.lsp({ ...rootOf(input), op: 'documentSymbols', path: d.path, encoding: input.encoding }));
@@ -317,13 +378,24 @@ async function targetFit(ctx: AskContext, input: ResolveInput, name: ParsedName,
     host = enclosing((doc.value.symbols ?? []) as Sym[], { name: name.leaf, range: d.range });
     // In the tree, the target must be a declaration of that name: a probe inside a
     // module specifier (`'./a/parse.js'`) lands on a whole file, a renamed import on
-    // another name; neither is the symbol asked for.
-    if (!host) return 'none';
+    // another name; neither is the symbol asked for. A server that outlines less than
+    // it declares (the CSS server: a custom property is no symbol to it) vouches by
+    // landing on the name itself.
+    if (!host && !(await landsOnName(ctx, input, name.leaf, d, lacks))) return 'none';
   }
   const sym: SymbolLike = { name: name.leaf, path: d.path, external: d.external === true, module: d.module as string | undefined, container: host?.container };
   const q = matchQualifiers(name.qualifiers, chainOf(sym));
   if (q.fit === 'none') return 'none';
   return { fit: q.fit, ...(host?.container !== undefined ? { container: host.container } : {}), ...(host?.kind !== undefined ? { kind: host.kind } : {}) };
+}
+
+/** The target's range is exactly the name, in a file whose server has no workspace symbols. */
+async function landsOnName(ctx: AskContext, input: ResolveInput, leaf: string, d: Loc, lacks: LacksSymbols): Promise<boolean> {
+  const language = languageOf(d.path)?.language;
+  const { start, end } = d.range;
+  if (language === undefined || start.line !== end.line || !(await lacks(language))) return false;
+  const line = splitLines((await ctx.readText(input.root, d.path)) ?? '')[start.line] ?? '';
+  return line.slice(toUtf16(line, start.character, input.encoding), toUtf16(line, end.character, input.encoding)) === leaf;
 }
 
 /** Module path, enclosing declarations, leaf: `src.server.Server.close`. */

@@ -17,6 +17,8 @@ export interface AskLimits {
   maxCandidates: number;
   /** Most use-site positions asked about for one name. */
   maxProbes: number;
+  /** Most files asked for their document symbols when their server has no workspace symbols (outline.ts). */
+  maxOutlineFiles: number;
   /** Most tree files read looking for a use of a name. */
   maxScanFiles: number;
   /** Most bytes of tree files read looking for a use of a name. */

@@ -72,6 +72,8 @@ export interface ServerRow {
    * from a .vue file). ServerTable.choose applies it.
    */
   takesOver?: readonly Language[];
+  /** The root languages that make it take over (default: its `languages`; the typescript-web row: svelte, astro). */
+  takesOverIn?: readonly Language[];
   /**
    * A package it cannot work without, looked up from the workspace as Node would (the
    * tree's node_modules or a fetched one): absent, a query is 422 no_server saying

@@ -16,6 +16,7 @@ import { pythonRow } from './rows/python.js';
 import { rustRow } from './rows/rust.js';
 import { shellRow } from './rows/shell.js';
 import { svelteRow } from './rows/svelte.js';
+import { typescriptWebRow } from './rows/typescript-web.js';
 import { astroRow } from './rows/astro.js';
 import { cssRow } from './rows/css.js';
 import { typescriptRows } from './rows/typescript.js';
@@ -36,6 +37,7 @@ export function defaultServerRows(p: ServerPaths): ServerRow[] {
     angularRow(p),
     svelteRow(p),
     astroRow(p),
+    typescriptWebRow(p),
     cssRow(p),
     ...imageOnlyRows(),
   ];
@@ -70,7 +72,9 @@ export class ServerTable {
    */
   choose(language: Language, rootLanguages: readonly Language[] = [], usable: (r: ServerRow) => boolean = () => true): ServerRow | undefined {
     const selected = (r: ServerRow) => r.selectedWhen?.(this.config) ?? true;
-    const over = this.rows.find((r) => r.takesOver?.includes(language) && r.languages.some((l) => rootLanguages.includes(l)) && selected(r) && usable(r));
+    const over = this.rows.find(
+      (r) => r.takesOver?.includes(language) && (r.takesOverIn ?? r.languages).some((l) => rootLanguages.includes(l)) && selected(r) && usable(r),
+    );
     return over ?? this.rows.find((r) => r.languages.includes(language) && selected(r));
   }
 

@@ -7,7 +7,7 @@ import { nodeModulesOf, type ServerPaths, type ServerRow } from '../server-row.j
 /** The start script that hands it the pinned Svelte 5 (svelte-pinned.cjs), bound on its own. */
 const PINNED = { host: join(PROJECT_DIR, 'src', 'lsp', 'servers', 'rows', 'svelte-pinned.cjs'), at: '/opt/lspd/svelte/pinned.cjs' };
 /** The pinned Svelte 5, an npm alias: the server's own dependency is Svelte 4. */
-const SVELTE = 'svelte5';
+export const SVELTE = 'svelte5';
 
 export function svelteRow(p: ServerPaths): ServerRow {
   const { host, at } = nodeModulesOf(p);
