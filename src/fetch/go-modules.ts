@@ -136,7 +136,7 @@ async function readSmall(path: string, max: number): Promise<Buffer | undefined>
 }
 
 /** [sha256 hex, h1 hex | null] per path (null: unreadable), from the hashing thread. */
-function hashZips(paths: string[], h1: boolean): Promise<([string, string | null] | null)[]> {
+export function hashZips(paths: string[], h1: boolean): Promise<([string, string | null] | null)[]> {
   if (paths.length === 0) return Promise.resolve([]);
   return runWorker(new URL('./go-zip-worker.js', import.meta.url), { paths, h1 });
 }
