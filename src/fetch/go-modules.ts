@@ -40,7 +40,7 @@ import { link, lstat, open, readFile, readdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { MAX_LOCKFILE_BYTES } from './ecosystems.js';
 import { realDirs } from './npm-tarballs.js';
-import { runWorker, type PackageStore } from './package-store.js';
+import { hashFile, runWorker, type PackageStore } from './package-store.js';
 
 /** One module version as the tree's go.sum names it: its zip's h1 and its go.mod's h1, in hex. */
 export interface GoSumEntry {
@@ -136,9 +136,9 @@ async function readSmall(path: string, max: number): Promise<Buffer | undefined>
 }
 
 /** [sha256 hex, h1 hex | null] per path (null: unreadable), from the hashing thread. */
-export function hashZips(paths: string[], h1: boolean): Promise<([string, string | null] | null)[]> {
+export function hashZips(paths: string[]): Promise<([string, string | null] | null)[]> {
   if (paths.length === 0) return Promise.resolve([]);
-  return runWorker(new URL('./go-zip-worker.js', import.meta.url), { paths, h1 });
+  return runWorker(new URL('./go-zip-worker.js', import.meta.url), { paths });
 }
 
 /**
@@ -186,12 +186,10 @@ export async function seedGoModules(store: PackageStore, org: string, goSum: str
         else await drop(join(dir, name), `${kind} file no longer matches its name`);
       }
     }
-    const sums = await hashZips(
-      zipped.map((z) => join(dir, z.name)),
-      false,
-    );
-    for (const [i, { e, name }] of zipped.entries()) {
-      if (sums[i]?.[0] === ZIP_NAME.exec(name)![2]) await give(join(dir, name), cacheRel(e, 'zip'));
+    // On this thread, as npm's tarballs are: a sha256 per zip is cheap beside starting one.
+    for (const { e, name } of zipped) {
+      const sha = await hashFile(join(dir, name), 'sha256').catch(() => '');
+      if (sha === ZIP_NAME.exec(name)![2]) await give(join(dir, name), cacheRel(e, 'zip'));
       else await drop(join(dir, name), 'zip no longer matches the digest it was stored under');
     }
   });
@@ -245,10 +243,7 @@ export async function takeGoModules(store: PackageStore, org: string, modcache: 
       }
     }
     store.hit(org, 'go', hits);
-    const sums = await hashZips(
-      fresh.map((f) => f.path),
-      true,
-    );
+    const sums = await hashZips(fresh.map((f) => f.path));
     for (const [i, { e, path }] of fresh.entries()) {
       const [sha, h1] = sums[i] ?? [];
       if (!sha || !h1 || h1 !== e.zip) {

@@ -19,7 +19,7 @@ import yauzl from 'yauzl';
 
 if (!parentPort) throw new Error('go-zip-worker.js runs as a worker thread');
 const port = parentPort;
-const job = /** @type {{ paths: string[]; h1: boolean }} */ (workerData);
+const job = /** @type {{ paths: string[] }} */ (workerData);
 
 const buf = Buffer.allocUnsafe(256 * 1024);
 /** @param {number} fd */
@@ -95,7 +95,7 @@ async function hash1(fd) {
   }
 }
 
-/** For each path: [sha256 hex of its bytes, h1 hex or null (not asked, or no answer)], or null when it could not be read. */
+/** For each path: [sha256 hex of its bytes, h1 hex or null (no answer)], or null when it could not be read. */
 const out = [];
 for (const path of job.paths) {
   let fd;
@@ -107,7 +107,7 @@ for (const path of job.paths) {
   }
   try {
     const sha = sha256Fd(fd);
-    const h1 = job.h1 ? await hash1(fd).catch(() => undefined) : undefined;
+    const h1 = await hash1(fd).catch(() => undefined);
     out.push([sha, h1 ?? null]);
   } catch {
     out.push(null);
