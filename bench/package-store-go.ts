@@ -12,48 +12,20 @@
 // from the proxy), the disk the commit added (du -sB1 over roots/ and fetch-store/, hard
 // links once), the fetch's seconds. A file:// proxy has no network delay: the seconds
 // show the local cost (Go's hashing and extraction, the daemon's h1), not a download's.
-import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
-import { loadConfig } from '../src/config.js';
-import { FetchManager } from '../src/fetch/fetch-manager.js';
-import { PackageStore } from '../src/fetch/package-store.js';
-import { detectToolchains } from '../src/fetch/toolchains.js';
-import { createJail } from '../src/jail/jail.js';
-import { createLogger } from '../src/log.js';
-import { createMetrics } from '../src/metrics.js';
-import { RootStore } from '../src/store/store.js';
-import { projectDir } from '../test/helpers/daemon.js';
 import { writeGoProxy } from '../test/helpers/go-proxy.js';
-import { cannotJail } from '../test/helpers/host.js';
-import { jailUidEnv } from '../test/helpers/uids.js';
 import { tarOfFiles } from './monorepo-tree.js';
+import { mib, num, printCommits, refuseUnlessStoreRuns, runCommits } from './store-commits.js';
 
-const args = process.argv.slice(2);
-const num = (name: string, def: number) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? Number(args[i + 1]) : def;
-};
 const MODS = num('--mods', 100);
 const MOD_KIB = num('--mod-kib', 200);
 const COMMITS = Math.max(2, num('--commits', 4));
-const MiB = 1024 * 1024;
-const mib = (n: number) => (n / MiB).toFixed(1);
-const load1 = () => loadavg()[0]!.toFixed(1);
 const path = (i: number) => `example.com/bench/m${String(i).padStart(4, '0')}`;
 
-const why = cannotJail();
-if (why) {
-  console.error(`cannot run: ${why}`);
-  process.exit(1);
-}
-if (process.getuid?.() !== 0) {
-  console.error('cannot run: the package store runs only when lspd runs as root');
-  process.exit(1);
-}
+refuseUnlessStoreRuns();
 
 const proxyDir = mkdtempSync(join(tmpdir(), 'lspd-bench-store-goproxy-'));
 chmodSync(proxyDir, 0o755);
@@ -91,70 +63,31 @@ const cachedZips = (depsDir: string) => {
     .map((st) => ({ ino: st.ino, size: st.size }));
 };
 
-const log = createLogger('silent');
-type Row = { zips: number; zipBytes: number; addedBytes: number; seconds: number; load: string };
-const run = async (withStore: boolean): Promise<Row[]> => {
-  const dataDir = mkdtempSync(join(tmpdir(), `lspd-bench-store-go-${withStore ? 'on' : 'off'}-`));
-  chmodSync(dataDir, 0o755);
-  const config = loadConfig(
-    { LSPD_DATA: dataDir, LOG_LEVEL: 'silent', LSPD_GO_PROXY: `file://${proxyDir}`, LSPD_FETCH_REGISTRIES: '127.0.0.1:9', ...jailUidEnv(32) },
-    projectDir,
-  );
-  const metrics = createMetrics();
-  const packages = withStore ? await PackageStore.open({ dir: join(dataDir, 'fetch-store'), log, metrics }) : undefined;
-  const store = await RootStore.open({ config, log, metrics, ...(packages ? { packages } : {}) });
-  const jail = await createJail({ config, log });
-  await jail.canary();
-  const fetcher = new FetchManager({ config, log, metrics, jail, store, tools: await detectToolchains(), ...(packages ? { packages } : {}) });
-  const goStore = join(dataDir, 'fetch-store', 'bench', 'go');
-  const storeInodes = () => new Set(existsSync(goStore) ? readdirSync(goStore).map((n) => statSync(join(goStore, n)).ino) : []);
-  const du = () => {
-    const dirs = [join(dataDir, 'roots'), join(dataDir, 'fetch-store')].filter((d) => existsSync(d));
-    return Number(
-      execFileSync('du', ['-sB1', '-c', ...dirs], { encoding: 'utf8' })
-        .trim()
-        .split('\n')
-        .pop()!
-        .split('\t')[0],
-    );
-  };
-  const rows: Row[] = [];
-  try {
-    for (let c = 1; c <= COMMITS; c++) {
-      const key = { org: 'bench', repo: 'app', sha: createHash('sha1').update(`commit ${c}`).digest('hex') };
-      const held = storeInodes();
-      const before = du();
-      const t0 = performance.now();
-      await store.put(key, Readable.from([await treeOf(c)]), { gzip: false });
-      await fetcher.enqueue(key);
-      const view = await fetcher.wait(key);
-      const seconds = (performance.now() - t0) / 1000;
-      if (view.state !== 'done') throw new Error(`commit ${c}: fetch ${view.state}: ${view.log}`);
-      await store.refreshUsage(key);
-      const fetched = cachedZips(store.depsDir(key)).filter((z) => !held.has(z.ino));
-      rows.push({ zips: fetched.length, zipBytes: fetched.reduce((n, z) => n + z.size, 0), addedBytes: du() - before, seconds, load: load1() });
-    }
-  } finally {
-    await fetcher.close();
-    await store.close();
-    await jail.close();
-    rmSync(dataDir, { recursive: true, force: true });
-  }
-  return rows;
+/** Inodes of the org's stored Go files: a zip in a root's cache that is none of them came from the proxy. */
+const storeInodes = (dataDir: string) => {
+  const dir = join(dataDir, 'fetch-store', 'bench', 'go');
+  return new Set(existsSync(dir) ? readdirSync(dir).map((n) => statSync(join(dir, n)).ino) : []);
 };
+const run = (withStore: boolean) =>
+  runCommits({
+    withStore,
+    settings: { LSPD_GO_PROXY: `file://${proxyDir}`, LSPD_FETCH_REGISTRIES: '127.0.0.1:9' },
+    commits: COMMITS,
+    treeOf,
+    snapshot: storeInodes,
+    measure: (held, _key, depsDir) => {
+      const fetched = cachedZips(depsDir).filter((z) => !held.has(z.ino));
+      return { zips: fetched.length, zipBytes: fetched.reduce((n, z) => n + z.size, 0) };
+    },
+  });
+type Row = Awaited<ReturnType<typeof run>>[number];
 
 const on = await run(true);
 const off = await run(false);
 rmSync(proxyDir, { recursive: true, force: true });
 console.log(`bench/package-store-go: ${MODS} Go modules of ~${MOD_KIB} KiB source, ${COMMITS} commits, each after the first changing one module`);
 console.log('commit | store: zips from proxy, MiB, disk added MiB, fetch s | no store: zips from proxy, MiB, disk added MiB, fetch s | load1');
-for (let c = 0; c < COMMITS; c++) {
-  const a = on[c]!;
-  const b = off[c]!;
-  console.log(
-    `${c + 1} | ${a.zips}, ${mib(a.zipBytes)}, ${mib(a.addedBytes)}, ${a.seconds.toFixed(1)} | ${b.zips}, ${mib(b.zipBytes)}, ${mib(b.addedBytes)}, ${b.seconds.toFixed(1)} | ${a.load} / ${b.load}`,
-  );
-}
+printCommits(on, off, (r) => `${r.zips}, ${mib(r.zipBytes)}, ${mib(r.addedBytes)}, ${r.seconds.toFixed(1)}`);
 const later = (rows: Row[], f: (r: Row) => number) => rows.slice(1).reduce((n, r) => n + f(r), 0) / (COMMITS - 1);
 console.log(
   `per later commit: store ${later(on, (r) => r.zips).toFixed(0)} zips, ${mib(later(on, (r) => r.addedBytes))} MiB disk, ${later(on, (r) => r.seconds).toFixed(1)} s; ` +

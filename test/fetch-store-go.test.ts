@@ -12,25 +12,18 @@
 // to its org and freed with the org's roots.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { chmodSync, closeSync, cpSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, statSync, writeSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { loadConfig } from '../src/config.js';
-import { FetchManager } from '../src/fetch/fetch-manager.js';
 import { goModH1 } from '../src/fetch/go-modules.js';
 import { PackageStore } from '../src/fetch/package-store.js';
-import { detectToolchains } from '../src/fetch/toolchains.js';
-import { createJail, type JailRuntime } from '../src/jail/jail.js';
 import { createLogger } from '../src/log.js';
-import { createMetrics, type Metrics } from '../src/metrics.js';
-import { RootStore } from '../src/store/store.js';
+import { createMetrics } from '../src/metrics.js';
 import type { RootKey } from '../src/store/types.js';
-import { projectDir, tempDir } from './helpers/daemon.js';
+import { tempDir } from './helpers/daemon.js';
 import { writeGoProxy, type GoModule } from './helpers/go-proxy.js';
-import { skipOrFail } from './helpers/host.js';
-import { jailUidEnv } from './helpers/uids.js';
-import { packTar, SHA } from './store-helpers.js';
+import { metricValue as value, storeFetchEnv, tamper, type StoreFetchEnv } from './helpers/store-fetch.js';
+import { SHA } from './store-helpers.js';
 
 const N = 22;
 /** Module i's path; one has upper-case letters, which Go's cache escapes ("!zed07"). */
@@ -50,15 +43,9 @@ function goModule(i: number): GoModule {
 }
 
 describe('the package store: Go modules by their go.sum hash', () => {
-  let jail: JailRuntime;
-  let packages: PackageStore;
-  let store: RootStore;
-  let fetcher: FetchManager;
-  let metrics: Metrics;
-  let dataDir: string;
+  let env: StoreFetchEnv;
   let fullProxy: string;
   let proxyDir: string;
-  let skip: string | undefined;
   const sums: string[] = [];
 
   /** The proxy the jail reads holds only modules `ids` (all of them when absent). */
@@ -78,20 +65,11 @@ describe('the package store: Go modules by their go.sum hash', () => {
       { name: 'main.go', data: main },
     ];
   };
-  const fetchRoot = async (k: RootKey, extra: number) => {
-    await store.put(k, Readable.from([await packTar(tree(extra))]), { gzip: false });
-    await fetcher.enqueue(k);
-    const v = await fetcher.wait(k);
-    await store.refreshUsage(k);
-    assert.equal(v.state, 'done', v.log);
-    return v;
-  };
-  const goStore = (org: string) => join(dataDir, 'fetch-store', org, 'go');
-  const cache = (k: RootKey, i: number, ext: string) => join(store.depsDir(k), 'go', 'pkg', 'mod', 'cache', 'download', escaped(i), '@v', `v1.0.0.${ext}`);
-  const extracted = (k: RootKey, i: number) => join(store.depsDir(k), 'go', 'pkg', 'mod', `${escaped(i)}@v1.0.0`, 'lib.go');
+  const fetchRoot = (k: RootKey, extra: number) => env.fetchRoot(k, tree(extra));
+  const goStore = (org: string) => join(env.dataDir, 'fetch-store', org, 'go');
+  const cache = (k: RootKey, i: number, ext: string) => join(env.store.depsDir(k), 'go', 'pkg', 'mod', 'cache', 'download', escaped(i), '@v', `v1.0.0.${ext}`);
+  const extracted = (k: RootKey, i: number) => join(env.store.depsDir(k), 'go', 'pkg', 'mod', `${escaped(i)}@v1.0.0`, 'lib.go');
   const entries = (org: string, ext: string) => (existsSync(goStore(org)) ? readdirSync(goStore(org)).filter((n) => n.endsWith(`.${ext}`)) : []);
-  const value = async (m: { get(): Promise<{ values: { labels: Record<string, unknown>; value: number }[] }> }, labels: Record<string, string>) =>
-    (await m.get()).values.find((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x))?.value ?? 0;
   const blocks = (dir: string) =>
     existsSync(dir) ? readdirSync(dir).reduce((n, f) => n + statSync(join(dir, f)).blocks * 512, statSync(dir).blocks * 512) : 0;
   const h1hex = (line: string) => Buffer.from(/h1:(\S+)/.exec(line)![1]!, 'base64').toString('hex');
@@ -107,36 +85,17 @@ describe('the package store: Go modules by their go.sum hash', () => {
     for (let i = 0; i < N; i++) sums.push(writeGoProxy(fullProxy, [goModule(i)], 8));
     proxyDir = tempDir('lspd-fetch-store-goproxy-');
     chmodSync(proxyDir, 0o755);
-    dataDir = tempDir('lspd-fetch-store-go-');
-    chmodSync(dataDir, 0o755); // jails run as pool uids and must traverse it
     // Nothing is allowed out: the file:// proxy needs no network, and go.sum is complete.
-    const config = loadConfig(
-      { LSPD_DATA: dataDir, LOG_LEVEL: 'silent', LSPD_GO_PROXY: `file://${proxyDir}`, LSPD_FETCH_REGISTRIES: '127.0.0.1:9', ...jailUidEnv(64) },
-      projectDir,
+    env = await storeFetchEnv('lspd-fetch-store-go-', { LSPD_GO_PROXY: `file://${proxyDir}`, LSPD_FETCH_REGISTRIES: '127.0.0.1:9' }, (t) =>
+      t.go ? undefined : 'go is not installed under /usr',
     );
-    const log = createLogger('silent');
-    metrics = createMetrics();
-    if (process.getuid?.() !== 0) {
-      skip = skipOrFail('the package store runs only when lspd runs as root (jails then run as other uids)');
-      return;
-    }
-    packages = await PackageStore.open({ dir: join(dataDir, 'fetch-store'), log, metrics });
-    store = await RootStore.open({ config, log, metrics, packages });
-    jail = await createJail({ config, log });
-    const verdicts = await jail.canary();
-    const tools = await detectToolchains();
-    if (!verdicts.fetch.ok) skip = skipOrFail(`the FETCH jail is not available here: ${verdicts.fetch.reason}`);
-    else if (!tools.go) skip = skipOrFail('go is not installed under /usr');
-    fetcher = new FetchManager({ config, log, metrics, jail, store, tools, packages });
   });
   after(async () => {
-    await fetcher?.close();
-    await store?.close();
-    await jail?.close();
+    await env?.close();
   });
 
   it('stores each module once, verified; a second root downloads only the one its go.sum changed', async (t) => {
-    if (skip) return t.skip(skip);
+    if (env.skip) return t.skip(env.skip);
     serve();
     await fetchRoot(A, 20);
     assert.equal(entries('acme', 'zip').length, 21, 'every zip the first root downloaded');
@@ -154,7 +113,7 @@ describe('the package store: Go modules by their go.sum hash', () => {
       assert.equal(stored.mode & 0o777, 0o644);
       assert.equal(goModH1(readFileSync(join(goStore('acme'), `${h1hex(modLine)}.mod`))), h1hex(modLine));
     }
-    assert.equal(await value(metrics.fetchStoreMisses, { org: 'acme', ecosystem: 'go' }), 63);
+    assert.equal(await value(env.metrics.fetchStoreMisses, { org: 'acme', ecosystem: 'go' }), 63);
 
     // The proxy now holds only module 21: every other request would be a 404.
     serve([21]);
@@ -169,37 +128,31 @@ describe('the package store: Go modules by their go.sum hash', () => {
     }
     assert.equal(statSync(cache(B, 21, 'zip')).nlink, 2, "module 21 is B's alone (and the store's)");
     assert.equal(entries('acme', 'zip').length, 22, 'one zip more');
-    assert.equal(await value(metrics.fetchStoreHits, { org: 'acme', ecosystem: 'go' }), 60, '20 modules × zip, .mod, .info');
-    assert.equal(await value(metrics.fetchStoreMisses, { org: 'acme', ecosystem: 'go' }), 66);
-    assert.equal(await value(metrics.fetchStoreBytes, { org: 'acme', ecosystem: 'go' }), blocks(goStore('acme')));
+    assert.equal(await value(env.metrics.fetchStoreHits, { org: 'acme', ecosystem: 'go' }), 60, '20 modules × zip, .mod, .info');
+    assert.equal(await value(env.metrics.fetchStoreMisses, { org: 'acme', ecosystem: 'go' }), 66);
+    assert.equal(await value(env.metrics.fetchStoreBytes, { org: 'acme', ecosystem: 'go' }), blocks(goStore('acme')));
   });
 
   it('gives another org nothing: the same go.sum downloads its own, no inode shared', async (t) => {
-    if (skip) return t.skip(skip);
+    if (env.skip) return t.skip(env.skip);
     serve();
     await fetchRoot(C, 20);
     for (let i = 0; i <= 20; i++) assert.notEqual(statSync(cache(C, i, 'zip')).ino, statSync(cache(A, i, 'zip')).ino, `module ${i}: its own inode`);
-    assert.equal(await value(metrics.fetchStoreHits, { org: 'other', ecosystem: 'go' }), 0);
-    assert.equal(await value(metrics.fetchStoreMisses, { org: 'other', ecosystem: 'go' }), 63);
+    assert.equal(await value(env.metrics.fetchStoreHits, { org: 'other', ecosystem: 'go' }), 0);
+    assert.equal(await value(env.metrics.fetchStoreMisses, { org: 'other', ecosystem: 'go' }), 63);
     assert.equal(entries('other', 'zip').length, 21);
     assert.equal(entries('acme', 'zip').length, 22, "acme's store unchanged");
   });
 
   it('drops a tampered zip and a tampered go.mod: downloaded again, and the fetch is done', async (t) => {
-    if (skip) return t.skip(skip);
+    if (env.skip) return t.skip(env.skip);
     const zipH1 = h1hex(sums[5]!.split('\n')[0]!);
     const badZip = entries('acme', 'zip').find((n) => n.startsWith(`${zipH1}.`))!;
-    const badZipIno = statSync(join(goStore('acme'), badZip)).ino;
-    const fd = openSync(join(goStore('acme'), badZip), 'r+');
-    writeSync(fd, Buffer.from('tampered'), 0, 8, 200);
-    closeSync(fd);
+    const badZipIno = tamper(join(goStore('acme'), badZip), 'tampered', 200);
     const badMod = join(goStore('acme'), `${h1hex(sums[6]!.split('\n')[1]!)}.mod`);
-    const badModIno = statSync(badMod).ino;
-    const mfd = openSync(badMod, 'r+');
-    writeSync(mfd, Buffer.from('X'), 0, 1, 0);
-    closeSync(mfd);
-    const hits = await value(metrics.fetchStoreHits, { org: 'acme', ecosystem: 'go' });
-    const misses = await value(metrics.fetchStoreMisses, { org: 'acme', ecosystem: 'go' });
+    const badModIno = tamper(badMod, 'X', 0);
+    const hits = await value(env.metrics.fetchStoreHits, { org: 'acme', ecosystem: 'go' });
+    const misses = await value(env.metrics.fetchStoreMisses, { org: 'acme', ecosystem: 'go' });
 
     serve([5, 6]); // the two dropped entries are downloaded again; nothing else may be asked
     await fetchRoot(D, 20);
@@ -215,26 +168,26 @@ describe('the package store: Go modules by their go.sum hash', () => {
     assert.notEqual(statSync(badMod).ino, badModIno, 'the bad go.mod too');
     assert.equal(goModH1(readFileSync(badMod)), h1hex(sums[6]!.split('\n')[1]!));
     assert.match(readFileSync(extracted(D, 5), 'utf8'), /func F5\(\) int/);
-    assert.equal(await value(metrics.fetchStoreHits, { org: 'acme', ecosystem: 'go' }), hits + 61);
-    assert.equal(await value(metrics.fetchStoreMisses, { org: 'acme', ecosystem: 'go' }), misses + 2);
-    assert.equal(await value(metrics.fetchStoreBytes, { org: 'acme', ecosystem: 'go' }), blocks(goStore('acme')));
+    assert.equal(await value(env.metrics.fetchStoreHits, { org: 'acme', ecosystem: 'go' }), hits + 61);
+    assert.equal(await value(env.metrics.fetchStoreMisses, { org: 'acme', ecosystem: 'go' }), misses + 2);
+    assert.equal(await value(env.metrics.fetchStoreBytes, { org: 'acme', ecosystem: 'go' }), blocks(goStore('acme')));
   });
 
   it("is charged to its org and freed as the org's roots that link it go", async (t) => {
-    if (skip) return t.skip(skip);
+    if (env.skip) return t.skip(env.skip);
     const only = entries('acme', 'zip').find((n) => n.startsWith(`${h1hex(sums[21]!.split('\n')[0]!)}.`))!;
-    assert.ok(await store.delete(B));
+    assert.ok(await env.store.delete(B));
     assert.ok(!existsSync(join(goStore('acme'), only)), "the zip only B named left with B's last link");
     assert.equal(entries('acme', 'zip').length, 21);
-    assert.equal(await value(metrics.fetchStoreBytes, { org: 'acme', ecosystem: 'go' }), blocks(goStore('acme')));
-    assert.ok(await store.delete(A));
-    assert.ok(await store.delete(D));
-    assert.ok(!existsSync(join(dataDir, 'fetch-store', 'acme')), 'nothing of acme is left');
-    assert.equal(await value(metrics.fetchStoreBytes, { org: 'acme', ecosystem: 'go' }), 0);
-    assert.equal(await value(metrics.orgDiskBytes, { org: 'acme' }), 0);
+    assert.equal(await value(env.metrics.fetchStoreBytes, { org: 'acme', ecosystem: 'go' }), blocks(goStore('acme')));
+    assert.ok(await env.store.delete(A));
+    assert.ok(await env.store.delete(D));
+    assert.ok(!existsSync(join(env.dataDir, 'fetch-store', 'acme')), 'nothing of acme is left');
+    assert.equal(await value(env.metrics.fetchStoreBytes, { org: 'acme', ecosystem: 'go' }), 0);
+    assert.equal(await value(env.metrics.orgDiskBytes, { org: 'acme' }), 0);
     // A restart measures the same store, Go's entries under their kind.
-    const again = await PackageStore.open({ dir: join(dataDir, 'fetch-store'), log: createLogger('silent'), metrics: createMetrics() });
-    assert.equal(again.bytes('other'), packages.bytes('other'));
-    assert.ok(packages.bytes('other') >= blocks(goStore('other')));
+    const again = await PackageStore.open({ dir: join(env.dataDir, 'fetch-store'), log: createLogger('silent'), metrics: createMetrics() });
+    assert.equal(again.bytes('other'), env.packages.bytes('other'));
+    assert.ok(env.packages.bytes('other') >= blocks(goStore('other')));
   });
 });

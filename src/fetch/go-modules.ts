@@ -152,11 +152,13 @@ export async function seedGoModules(store: PackageStore, org: string, goSum: str
   await store.inTurn(org, async () => {
     const dir = await store.dirOf(org, 'go');
     const zips = zipsByH1(await readdir(dir));
+    const made = new Map<string, boolean>(); // dirs made or found real, by cache-relative path
     const give = async (src: string, rel: string) => {
       const st = await lstat(src).catch(() => undefined);
       if (!st?.isFile()) return;
-      const segs = rel.split('/');
-      if (!(await realDirs(modcache, segs.slice(0, -1)))) return;
+      const at = rel.slice(0, rel.lastIndexOf('/'));
+      if (!made.has(at)) made.set(at, await realDirs(modcache, at.split('/')));
+      if (!made.get(at)) return;
       try {
         await link(src, join(modcache, rel));
         job.seeded.set(rel, st.ino);
