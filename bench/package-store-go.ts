@@ -12,8 +12,13 @@
 // from the proxy), the disk the commit added (du -sB1 over roots/ and fetch-store/, hard
 // links once), the fetch's seconds. A file:// proxy has no network delay: the seconds
 // show the local cost (Go's hashing and extraction, the daemon's h1), not a download's.
+// --real DIR,DIR: git checkouts of real Go modules (their HEAD, requirements dropped,
+// nested modules and vendor/ left out, a package `lspdbench` added for main to import:
+// their other packages' imports are never loaded) required by every commit beside the
+// generated ones, so the store holds real modules' sizes and file counts.
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeGoProxy } from '../test/helpers/go-proxy.js';
@@ -41,14 +46,42 @@ for (let i = 0; i < MODS + COMMITS; i++) {
   }
   sums.push(writeGoProxy(proxyDir, [{ path: path(i), version: 'v1.0.0', files }], 8));
 }
-/** Commit c (1-based): modules 0..MODS-1, with the first c-1 swapped for MODS.. (one more each commit). */
+/** The real modules: path, version (its major, as the path says), go.sum lines, and its zip's bytes. */
+const real: { path: string; version: string; sum: string }[] = [];
+const realAt = process.argv.indexOf('--real');
+for (const repo of realAt >= 0 ? process.argv[realAt + 1]!.split(',') : []) {
+  const out = mkdtempSync(join(tmpdir(), 'lspd-bench-store-gomod-'));
+  execFileSync('sh', ['-c', 'git -C "$0" archive HEAD | tar -x -C "$1"', repo, out]);
+  const modPath = /^module\s+"?([^"\s]+)/m.exec(readFileSync(join(out, 'go.mod'), 'utf8'))![1]!;
+  const major = Number(/[/.]v(\d+)$/.exec(modPath)?.[1] ?? 1);
+  const files: Record<string, Buffer | string> = {};
+  const walk = (rel: string) => {
+    for (const name of readdirSync(join(out, rel))) {
+      const r = rel ? `${rel}/${name}` : name;
+      const st = lstatSync(join(out, r));
+      if (st.isDirectory() && name !== 'vendor' && !existsSync(join(out, r, 'go.mod'))) walk(r);
+      else if (st.isFile()) files[r] = readFileSync(join(out, r));
+    }
+  };
+  walk('');
+  files['go.mod'] = `module ${modPath}\n\ngo 1.19\n`;
+  files['lspdbench/b.go'] = 'package lspdbench\n';
+  const version = `v${major}.0.0`;
+  real.push({ path: modPath, version, sum: writeGoProxy(proxyDir, [{ path: modPath, version, files }], 8) });
+  rmSync(out, { recursive: true, force: true });
+}
+/** Commit c (1-based): the real modules and generated 0..MODS-1, with the first c-1 swapped for MODS.. (one more each commit). */
 const treeOf = (c: number) => {
   const ids = Array.from({ length: MODS }, (_, i) => (i < c - 1 ? MODS + i : i));
+  const reqs = [
+    ...real.map((r) => ({ ...r, pkg: `${r.path}/lspdbench` })),
+    ...ids.map((i) => ({ path: path(i), version: 'v1.0.0', sum: sums[i]!, pkg: path(i) })),
+  ];
   return tarOfFiles(
     new Map([
-      ['go.mod', `module example.com/app\n\ngo 1.19\n\nrequire (\n${ids.map((i) => `\t${path(i)} v1.0.0\n`).join('')})\n`],
-      ['go.sum', ids.map((i) => sums[i]).join('')],
-      ['main.go', `package main\n\nimport (\n${ids.map((i) => `\t_ "${path(i)}"\n`).join('')})\n\nfunc main() {}\n`],
+      ['go.mod', `module example.com/app\n\ngo 1.19\n\nrequire (\n${reqs.map((r) => `\t${r.path} ${r.version}\n`).join('')})\n`],
+      ['go.sum', reqs.map((r) => r.sum).join('')],
+      ['main.go', `package main\n\nimport (\n${reqs.map((r) => `\t_ "${r.pkg}"\n`).join('')})\n\nfunc main() {}\n`],
     ]),
   );
 };
@@ -85,7 +118,9 @@ type Row = Awaited<ReturnType<typeof run>>[number];
 const on = await run(true);
 const off = await run(false);
 rmSync(proxyDir, { recursive: true, force: true });
-console.log(`bench/package-store-go: ${MODS} Go modules of ~${MOD_KIB} KiB source, ${COMMITS} commits, each after the first changing one module`);
+console.log(
+  `bench/package-store-go: ${real.length ? `${real.length} real modules (${real.map((r) => r.path).join(', ')}) and ` : ''}${MODS} generated Go modules of ~${MOD_KIB} KiB source, ${COMMITS} commits, each after the first changing one module`,
+);
 console.log('commit | store: zips from proxy, MiB, disk added MiB, fetch s | no store: zips from proxy, MiB, disk added MiB, fetch s | load1');
 printCommits(on, off, (r) => `${r.zips}, ${mib(r.zipBytes)}, ${mib(r.addedBytes)}, ${r.seconds.toFixed(1)}`);
 const later = (rows: Row[], f: (r: Row) => number) => rows.slice(1).reduce((n, r) => n + f(r), 0) / (COMMITS - 1);
