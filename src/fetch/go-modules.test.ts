@@ -54,13 +54,25 @@ describe('Go modules in the package store', () => {
       ]),
     );
     writeFileSync(join(d, 'not.zip'), 'not a zip');
-    const r = await hashZips([join(d, 's/example.com/s/@v/v1.2.3.zip'), join(d, 'd/example.com/d/@v/v1.2.3.zip'), dup, join(d, 'not.zip'), join(d, 'absent')]);
+    // One entry whose central directory says it unpacks to 600 MiB: past Go's bound, never inflated.
+    const bomb = zipStored([{ name: 'x@v1/a.go', data: Buffer.from('a') }]);
+    bomb.writeUInt32LE(600 << 20, bomb.readUInt32LE(bomb.length - 6) + 24);
+    writeFileSync(join(d, 'bomb.zip'), bomb);
+    const r = await hashZips([
+      join(d, 's/example.com/s/@v/v1.2.3.zip'),
+      join(d, 'd/example.com/d/@v/v1.2.3.zip'),
+      dup,
+      join(d, 'not.zip'),
+      join(d, 'absent'),
+      join(d, 'bomb.zip'),
+    ]);
     assert.equal(r[0]?.[1], hex(stored.split('\n')[0]!));
     assert.equal(r[1]?.[1], hex(deflated.split('\n')[0]!));
     assert.equal(r[2]?.[1], null, 'a name twice: no answer');
     assert.match(r[3]?.[0] ?? '', /^[0-9a-f]{64}$/);
     assert.equal(r[3]?.[1], null);
     assert.equal(r[4], null);
+    assert.equal(r[5]?.[1], null, 'past 500 MiB unpacked: no answer');
   });
 
   it("takes in only what hashes to the root's go.sum, and follows no link a jail left", async () => {

@@ -10,7 +10,9 @@
 // Go's archive/zip reads them (yauzl decodeStrings: false; its CP437 decoding would
 // change them). A zip Go would read differently is never given an answer: a name
 // twice (Go's map keeps the last), a name with a newline (dirhash refuses it), a
-// method yauzl cannot inflate, sizes that lie. No answer: the zip is not stored.
+// method yauzl cannot inflate, sizes that lie, more than Go's 500 MiB unpacked
+// (modzip.MaxZipFile: a zip bomb a jail left is never inflated past it). No answer:
+// the zip is not stored.
 import { createHash } from 'node:crypto';
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { Readable } from 'node:stream';
@@ -22,6 +24,7 @@ const port = parentPort;
 const job = /** @type {{ paths: string[] }} */ (workerData);
 
 const buf = Buffer.allocUnsafe(256 * 1024);
+const MAX_UNPACKED = 500 << 20;
 /** @param {number} fd */
 function sha256Fd(fd) {
   const h = createHash('sha256');
@@ -76,7 +79,10 @@ async function hash1(fd) {
     /** @type {{ name: Buffer; hex: string }[]} */
     const files = [];
     const seen = new Set();
+    let unpacked = 0;
     for await (const entry of zip.eachEntry()) {
+      unpacked += entry.uncompressedSize; // yauzl's validateEntrySizes holds each entry to its own
+      if (unpacked > MAX_UNPACKED) return undefined;
       const name = /** @type {Buffer} */ (/** @type {unknown} */ (entry.fileName));
       const key = name.toString('latin1');
       if (seen.has(key) || name.includes(0x0a)) return undefined;
