@@ -6,7 +6,8 @@
 // request of go (a zip, a .mod, an .info) is a 404 and fails the fetch.
 //
 // Two roots of one org whose go.sum files share 20 modules: the second downloads
-// only its one other module, and holds the 20 zips by the same inodes; another org
+// only its one other module, and holds the 20 zips by the same inodes; a third with
+// the first's go.sum asks the (empty) proxy for nothing; another org
 // with the first go.sum downloads its own; a tampered zip and a tampered .mod in the
 // store are dropped and downloaded again, and the fetch is done; the store is charged
 // to its org and freed with the org's roots.
@@ -79,6 +80,7 @@ describe('the package store: Go modules by their go.sum hash', () => {
   const B: RootKey = { org: 'acme', repo: 'two', sha: SHA(2) };
   const C: RootKey = { org: 'other', repo: 'one', sha: SHA(3) };
   const D: RootKey = { org: 'acme', repo: 'three', sha: SHA(4) };
+  const E: RootKey = { org: 'acme', repo: 'four', sha: SHA(5) };
 
   before(async () => {
     fullProxy = tempDir('lspd-fetch-store-go-full-');
@@ -131,6 +133,13 @@ describe('the package store: Go modules by their go.sum hash', () => {
     assert.equal(await value(env.metrics.fetchStoreHits, { org: 'acme', ecosystem: 'go' }), 60, '20 modules × zip, .mod, .info');
     assert.equal(await value(env.metrics.fetchStoreMisses, { org: 'acme', ecosystem: 'go' }), 66);
     assert.equal(await value(env.metrics.fetchStoreBytes, { org: 'acme', ecosystem: 'go' }), blocks(goStore('acme')));
+
+    // The same go.sum as A's, and an empty proxy: not one request, every module from the store.
+    serve([]);
+    await fetchRoot(E, 20);
+    for (let i = 0; i <= 20; i++) assert.equal(statSync(cache(E, i, 'zip')).ino, statSync(cache(A, i, 'zip')).ino, `module ${i}: one zip inode`);
+    assert.equal(await value(env.metrics.fetchStoreHits, { org: 'acme', ecosystem: 'go' }), 60 + 63);
+    assert.equal(await value(env.metrics.fetchStoreMisses, { org: 'acme', ecosystem: 'go' }), 66, 'nothing new');
   });
 
   it('gives another org nothing: the same go.sum downloads its own, no inode shared', async (t) => {
@@ -182,6 +191,7 @@ describe('the package store: Go modules by their go.sum hash', () => {
     assert.equal(await value(env.metrics.fetchStoreBytes, { org: 'acme', ecosystem: 'go' }), blocks(goStore('acme')));
     assert.ok(await env.store.delete(A));
     assert.ok(await env.store.delete(D));
+    assert.ok(await env.store.delete(E));
     assert.ok(!existsSync(join(env.dataDir, 'fetch-store', 'acme')), 'nothing of acme is left');
     assert.equal(await value(env.metrics.fetchStoreBytes, { org: 'acme', ecosystem: 'go' }), 0);
     assert.equal(await value(env.metrics.orgDiskBytes, { org: 'acme' }), 0);
