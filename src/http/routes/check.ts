@@ -5,9 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import { checkQuery } from '../../api/schemas.js';
 import type { Deps } from '../deps.js';
-import { parse } from '../error-handler.js';
-import { clientSignal } from '../client-signal.js';
-import { err, type RouteDoc } from '../route-options.js';
+import { err, postQuery, type RouteDoc } from '../route-options.js';
 
 const doc: RouteDoc = {
   tags: ['queries'],
@@ -30,8 +28,5 @@ const doc: RouteDoc = {
 
 export async function checkRoutes(app: FastifyInstance, deps: Deps): Promise<void> {
   const { checks } = deps.services;
-  app.post('/v1/check', { config: { access: { permission: 'query', org: 'body' } }, schema: doc }, async (req, reply) => {
-    req.lspdOp = 'check';
-    return checks.check(parse(checkQuery, req.body), clientSignal(reply));
-  });
+  postQuery(app, '/v1/check', doc, checkQuery, 'check', (q, signal) => checks.check(q, signal));
 }
