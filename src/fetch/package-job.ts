@@ -1,9 +1,10 @@
 // One fetch job's use of its org's package store (package-store.ts): npm tarballs
 // laid into the job's npm cache before `npm ci` and taken back after the steps
 // (npm-tarballs.ts), Go modules laid into the job's GOMODCACHE before `go mod
-// download` and taken back once it is sealed (go-modules.ts), then every file of the output dirs the job wrote linked by
-// content (file-dedupe.ts). A failure here never fails the fetch: what the store
-// could not give is downloaded, what it could not take stays the root's own.
+// download` and taken back once it is sealed (go-modules.ts), then every file of
+// the output dirs the job wrote linked by content (file-dedupe.ts). A failure here
+// never fails the fetch: what the store could not give is downloaded, what it could
+// not take stays the root's own.
 import type { Logger } from '../log.js';
 import { dedupeFiles } from './file-dedupe.js';
 import { seedGoModules, takeGoModules, type GoJobState } from './go-modules.js';
