@@ -9,49 +9,21 @@
 // commit: tarballs asked of the registry, the disk it added (du -sB1 over the data
 // dir's roots/ and fetch-store/, hard links once), the org's charge, the fetch's
 // seconds. Counts and bytes do not depend on load; seconds do (load printed beside).
-import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
-import { loadConfig } from '../src/config.js';
-import { FetchManager } from '../src/fetch/fetch-manager.js';
-import { PackageStore } from '../src/fetch/package-store.js';
-import { detectToolchains } from '../src/fetch/toolchains.js';
-import { createJail } from '../src/jail/jail.js';
-import { createLogger } from '../src/log.js';
-import { createMetrics } from '../src/metrics.js';
-import { RootStore } from '../src/store/store.js';
-import { projectDir } from '../test/helpers/daemon.js';
-import { cannotJail } from '../test/helpers/host.js';
 import { startNpmRegistry } from '../test/helpers/npm-registry.js';
-import { jailUidEnv } from '../test/helpers/uids.js';
 import { tarOfFiles } from './monorepo-tree.js';
+import { mib, num, printCommits, refuseUnlessStoreRuns, runCommits } from './store-commits.js';
 
-const args = process.argv.slice(2);
-const num = (name: string, def: number) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? Number(args[i + 1]) : def;
-};
 const DEPS = num('--deps', 200);
 const DEP_KIB = num('--dep-kib', 100);
 const COMMITS = Math.max(2, num('--commits', 4));
-const MiB = 1024 * 1024;
-const mib = (n: number) => (n / MiB).toFixed(1);
-const load1 = () => loadavg()[0]!.toFixed(1);
 const name = (i: number) => `pkg-${String(i).padStart(4, '0')}`;
 
-const why = cannotJail();
-if (why) {
-  console.error(`cannot run: ${why}`);
-  process.exit(1);
-}
-if (process.getuid?.() !== 0) {
-  console.error('cannot run: the package store runs only when lspd runs as root');
-  process.exit(1);
-}
+refuseUnlessStoreRuns();
 
 const pkgDir = mkdtempSync(join(tmpdir(), 'lspd-bench-store-registry-'));
 const entries: Record<string, string>[] = [];
@@ -95,55 +67,16 @@ const treeOf = async (c: number) => {
 };
 
 const registry = await startNpmRegistry(pkgDir);
-const log = createLogger('silent');
-type Row = { tarballs: number; addedBytes: number; charged: number; seconds: number; load: string };
-const run = async (withStore: boolean): Promise<Row[]> => {
-  const dataDir = mkdtempSync(join(tmpdir(), `lspd-bench-store-${withStore ? 'on' : 'off'}-`));
-  chmodSync(dataDir, 0o755);
-  const config = loadConfig(
-    { LSPD_DATA: dataDir, LOG_LEVEL: 'silent', LSPD_NPM_REGISTRY: registry.url, LSPD_FETCH_REGISTRIES: registry.authority, ...jailUidEnv(32) },
-    projectDir,
-  );
-  const metrics = createMetrics();
-  const packages = withStore ? await PackageStore.open({ dir: join(dataDir, 'fetch-store'), log, metrics }) : undefined;
-  const store = await RootStore.open({ config, log, metrics, ...(packages ? { packages } : {}) });
-  const jail = await createJail({ config, log });
-  await jail.canary();
-  const fetcher = new FetchManager({ config, log, metrics, jail, store, tools: await detectToolchains(), ...(packages ? { packages } : {}) });
-  const du = () => {
-    const dirs = [join(dataDir, 'roots'), join(dataDir, 'fetch-store')].filter((d) => existsSync(d));
-    return Number(
-      execFileSync('du', ['-sB1', '-c', ...dirs], { encoding: 'utf8' })
-        .trim()
-        .split('\n')
-        .pop()!
-        .split('\t')[0],
-    );
-  };
-  const rows: Row[] = [];
-  try {
-    for (let c = 1; c <= COMMITS; c++) {
-      const key = { org: 'bench', repo: 'app', sha: createHash('sha1').update(`commit ${c}`).digest('hex') };
-      const hits = registry.hits.length;
-      const before = du();
-      const t0 = performance.now();
-      await store.put(key, Readable.from([await treeOf(c)]), { gzip: false });
-      await fetcher.enqueue(key);
-      const view = await fetcher.wait(key);
-      const seconds = (performance.now() - t0) / 1000;
-      if (view.state !== 'done') throw new Error(`commit ${c}: fetch ${view.state}: ${view.log}`);
-      await store.refreshUsage(key);
-      const charged = (await metrics.orgDiskBytes.get()).values.find((v) => v.labels.org === 'bench')?.value ?? 0;
-      rows.push({ tarballs: registry.hits.slice(hits).filter((h) => h.endsWith('.tgz')).length, addedBytes: du() - before, charged, seconds, load: load1() });
-    }
-  } finally {
-    await fetcher.close();
-    await store.close();
-    await jail.close();
-    rmSync(dataDir, { recursive: true, force: true });
-  }
-  return rows;
-};
+const run = (withStore: boolean) =>
+  runCommits({
+    withStore,
+    settings: { LSPD_NPM_REGISTRY: registry.url, LSPD_FETCH_REGISTRIES: registry.authority },
+    commits: COMMITS,
+    treeOf,
+    snapshot: () => registry.hits.length,
+    measure: (hits) => ({ tarballs: registry.hits.slice(hits).filter((h) => h.endsWith('.tgz')).length }),
+  });
+type Row = Awaited<ReturnType<typeof run>>[number];
 
 const on = await run(true);
 const off = await run(false);
@@ -151,13 +84,7 @@ await registry.close();
 rmSync(pkgDir, { recursive: true, force: true });
 console.log(`bench/package-store: ${DEPS} packages of ~${DEP_KIB} KiB, ${COMMITS} commits, each after the first changing one package`);
 console.log('commit | store: tarballs, disk added MiB, org charged MiB, fetch s | no store: tarballs, disk added MiB, org charged MiB, fetch s | load1');
-for (let c = 0; c < COMMITS; c++) {
-  const a = on[c]!;
-  const b = off[c]!;
-  console.log(
-    `${c + 1} | ${a.tarballs}, ${mib(a.addedBytes)}, ${mib(a.charged)}, ${a.seconds.toFixed(1)} | ${b.tarballs}, ${mib(b.addedBytes)}, ${mib(b.charged)}, ${b.seconds.toFixed(1)} | ${a.load} / ${b.load}`,
-  );
-}
+printCommits(on, off, (r) => `${r.tarballs}, ${mib(r.addedBytes)}, ${mib(r.charged)}, ${r.seconds.toFixed(1)}`);
 const later = (rows: Row[]) => rows.slice(1).reduce((n, r) => n + r.addedBytes, 0) / (COMMITS - 1);
 console.log(
   `disk per later commit: store ${mib(later(on))} MiB, no store ${mib(later(off))} MiB (${((100 * later(on)) / Math.max(1, later(off))).toFixed(0)}%); commit 1: ${mib(on[0]!.addedBytes)} / ${mib(off[0]!.addedBytes)} MiB`,

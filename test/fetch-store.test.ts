@@ -8,26 +8,19 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, mkdirSync, openSync, readFileSync, readdirSync, statSync, writeSync, closeSync, existsSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync, existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import { loadConfig } from '../src/config.js';
-import { FetchManager } from '../src/fetch/fetch-manager.js';
 import { PackageStore } from '../src/fetch/package-store.js';
-import { detectToolchains } from '../src/fetch/toolchains.js';
-import { createJail, type JailRuntime } from '../src/jail/jail.js';
 import { createLogger } from '../src/log.js';
-import { createMetrics, type Metrics } from '../src/metrics.js';
+import { createMetrics } from '../src/metrics.js';
 import { dirBytes } from '../src/store/disk.js';
-import { RootStore } from '../src/store/store.js';
 import type { RootKey } from '../src/store/types.js';
-import { projectDir, tempDir } from './helpers/daemon.js';
-import { skipOrFail } from './helpers/host.js';
+import { tempDir } from './helpers/daemon.js';
 import { startNpmRegistry, type NpmRegistry } from './helpers/npm-registry.js';
-import { jailUidEnv } from './helpers/uids.js';
+import { metricValue as value, storeFetchEnv, tamper, type StoreFetchEnv } from './helpers/store-fetch.js';
 import { packTar, SHA } from './store-helpers.js';
 
 const name = (i: number) => `sp-${String(i).padStart(3, '0')}`;
@@ -53,13 +46,7 @@ async function writePackage(dir: string, i: number): Promise<{ hex: string; entr
 
 describe('the package store, per org and content-addressed', () => {
   let registry: NpmRegistry;
-  let jail: JailRuntime;
-  let packages: PackageStore;
-  let store: RootStore;
-  let fetcher: FetchManager;
-  let metrics: Metrics;
-  let dataDir: string;
-  let skip: string | undefined;
+  let env: StoreFetchEnv;
   const pkgs: { hex: string; entry: Record<string, string> }[] = [];
   /** A tree whose lockfile names packages 0..99 and `extra`. */
   const tree = (extra: number) => {
@@ -79,19 +66,10 @@ describe('the package store, per org and content-addressed', () => {
       { name: 'index.js', data: `require('${name(0)}');\n` },
     ];
   };
-  const fetchRoot = async (k: RootKey, extra: number) => {
-    await store.put(k, Readable.from([await packTar(tree(extra))]), { gzip: false });
-    await fetcher.enqueue(k);
-    const v = await fetcher.wait(k);
-    await store.refreshUsage(k);
-    assert.equal(v.state, 'done', v.log);
-    return v;
-  };
-  const modules = (k: RootKey) => join(store.depsDir(k), 'npm', 'top', 'node_modules');
-  const storeDir = (org: string, kind: 'npm' | 'files') => join(dataDir, 'fetch-store', org, kind);
+  const fetchRoot = (k: RootKey, extra: number) => env.fetchRoot(k, tree(extra));
+  const modules = (k: RootKey) => join(env.store.depsDir(k), 'npm', 'top', 'node_modules');
+  const storeDir = (org: string, kind: 'npm' | 'files') => join(env.dataDir, 'fetch-store', org, kind);
   const tarballHits = (from: number) => registry.hits.slice(from).filter((h) => h.endsWith('.tgz'));
-  const value = async (m: { get(): Promise<{ values: { labels: Record<string, unknown>; value: number }[] }> }, labels: Record<string, string>) =>
-    (await m.get()).values.find((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x))?.value ?? 0;
   /** Blocks of dir and everything under it (each inode once), as the store charges itself. */
   const fileBlocks = (dir: string) => {
     if (!existsSync(dir)) return 0;
@@ -124,37 +102,17 @@ describe('the package store, per org and content-addressed', () => {
     const pkgDir = tempDir('lspd-fetch-store-registry-');
     for (let i = 0; i < 102; i++) pkgs.push(await writePackage(pkgDir, i));
     registry = await startNpmRegistry(pkgDir);
-    dataDir = tempDir('lspd-fetch-store-');
-    chmodSync(dataDir, 0o755); // jails run as pool uids and must traverse it
-    const config = loadConfig(
-      { LSPD_DATA: dataDir, LOG_LEVEL: 'silent', LSPD_NPM_REGISTRY: registry.url, LSPD_FETCH_REGISTRIES: registry.authority, ...jailUidEnv(64) },
-      projectDir,
+    env = await storeFetchEnv('lspd-fetch-store-', { LSPD_NPM_REGISTRY: registry.url, LSPD_FETCH_REGISTRIES: registry.authority }, (t) =>
+      t.npm && t.node ? undefined : 'npm/node are not installed under /usr',
     );
-    const log = createLogger('silent');
-    metrics = createMetrics();
-    if (process.getuid?.() !== 0) {
-      skip = skipOrFail('the package store runs only when lspd runs as root (jails then run as other uids)');
-      return;
-    }
-    mkdirSync(dataDir, { recursive: true });
-    packages = await PackageStore.open({ dir: join(dataDir, 'fetch-store'), log, metrics });
-    store = await RootStore.open({ config, log, metrics, packages });
-    jail = await createJail({ config, log });
-    const verdicts = await jail.canary();
-    const tools = await detectToolchains();
-    if (!verdicts.fetch.ok) skip = skipOrFail(`the FETCH jail is not available here: ${verdicts.fetch.reason}`);
-    else if (!tools.npm || !tools.node) skip = skipOrFail('npm/node are not installed under /usr');
-    fetcher = new FetchManager({ config, log, metrics, jail, store, tools, packages });
   });
   after(async () => {
-    await fetcher?.close();
-    await store?.close();
-    await jail?.close();
+    await env?.close();
     await registry?.close();
   });
 
   it('stores each package two lockfiles share once, and the second root downloads only the one it changed', async (t) => {
-    if (skip) return t.skip(skip);
+    if (env.skip) return t.skip(env.skip);
     const h0 = registry.hits.length;
     await fetchRoot(A, 100);
     assert.equal(tarballHits(h0).length, 101, 'the first root downloads every package');
@@ -186,27 +144,30 @@ describe('the package store, per org and content-addressed', () => {
     assert.equal(readdirSync(storeDir('acme', 'npm')).length, 102, 'every tarball once');
 
     const org = { org: 'acme', ecosystem: 'npm' };
-    assert.equal(await value(metrics.fetchStoreHits, org), 100);
-    assert.equal(await value(metrics.fetchStoreMisses, org), 102);
-    assert.equal(await value(metrics.fetchStoreHits, { org: 'acme', ecosystem: 'files' }), 300, "the second root's 300 shared files linked");
-    assert.equal(await value(metrics.fetchStoreBytes, org), fileBlocks(storeDir('acme', 'npm')));
+    assert.equal(await value(env.metrics.fetchStoreHits, org), 100);
+    assert.equal(await value(env.metrics.fetchStoreMisses, org), 102);
+    assert.equal(await value(env.metrics.fetchStoreHits, { org: 'acme', ecosystem: 'files' }), 300, "the second root's 300 shared files linked");
+    assert.equal(await value(env.metrics.fetchStoreBytes, org), fileBlocks(storeDir('acme', 'npm')));
     // files/ also holds the org's dir itself, charged under `files`.
-    assert.equal(await value(metrics.fetchStoreBytes, { org: 'acme', ecosystem: 'files' }), fileBlocks(storeDir('acme', 'files')) + 4096);
+    assert.equal(await value(env.metrics.fetchStoreBytes, { org: 'acme', ecosystem: 'files' }), fileBlocks(storeDir('acme', 'files')) + 4096);
 
     // Charged once: the org's disk is what du counts over its roots and its store together,
     // well under what the two roots would be charged each holding their own copy.
-    const charged = await value(metrics.orgDiskBytes, { org: 'acme' });
-    const roots = join(dataDir, 'roots', 'acme');
-    const together = du(roots, join(dataDir, 'fetch-store', 'acme'));
+    const charged = await value(env.metrics.orgDiskBytes, { org: 'acme' });
+    const roots = join(env.dataDir, 'roots', 'acme');
+    const together = du(roots, join(env.dataDir, 'fetch-store', 'acme'));
     assert.ok(Math.abs(charged - together) <= together * 0.1, `charged ${charged} B, du ${together} B`);
     const apart = du(join(roots, 'one')) + du(join(roots, 'two'));
     assert.ok(charged < apart * 0.75, `charged ${charged} B, ${apart} B as two copies`);
-    const holds = packages.holds('acme')!;
-    assert.ok((await dirBytes(store.depsDir(B), false, holds)) < (await dirBytes(store.depsDir(B))) / 3, "B's deps are charged little beside the store");
+    const holds = env.packages.holds('acme')!;
+    assert.ok(
+      (await dirBytes(env.store.depsDir(B), false, holds)) < (await dirBytes(env.store.depsDir(B))) / 3,
+      "B's deps are charged little beside the store",
+    );
   });
 
   it('gives another org nothing: the same lockfile downloads its own, no inode shared', async (t) => {
-    if (skip) return t.skip(skip);
+    if (env.skip) return t.skip(env.skip);
     const h = registry.hits.length;
     await fetchRoot(C, 100);
     assert.equal(tarballHits(h).length, 101, 'every package requested again');
@@ -217,22 +178,19 @@ describe('the package store, per org and content-addressed', () => {
         assert.notEqual(a.ino, c.ino, `${name(i)}/${f}: its own inode`);
       }
     }
-    assert.equal(await value(metrics.fetchStoreHits, { org: 'other', ecosystem: 'npm' }), 0);
-    assert.equal(await value(metrics.fetchStoreMisses, { org: 'other', ecosystem: 'npm' }), 101);
+    assert.equal(await value(env.metrics.fetchStoreHits, { org: 'other', ecosystem: 'npm' }), 0);
+    assert.equal(await value(env.metrics.fetchStoreMisses, { org: 'other', ecosystem: 'npm' }), 101);
     assert.equal(readdirSync(storeDir('acme', 'npm')).length, 102, "acme's store unchanged");
     assert.equal(readdirSync(storeDir('other', 'npm')).length, 101);
   });
 
   it('refuses a tampered tarball: fetched again, and the store keeps the verified one', async (t) => {
-    if (skip) return t.skip(skip);
+    if (env.skip) return t.skip(env.skip);
     const victim = pkgs[50]!.hex;
     const path = join(storeDir('acme', 'npm'), victim);
-    const bad = statSync(path).ino;
-    const fd = openSync(path, 'r+');
-    writeSync(fd, Buffer.from('tampered'), 0, 8, 40);
-    closeSync(fd);
-    const hits = await value(metrics.fetchStoreHits, { org: 'acme', ecosystem: 'npm' });
-    const misses = await value(metrics.fetchStoreMisses, { org: 'acme', ecosystem: 'npm' });
+    const bad = tamper(path, 'tampered', 40);
+    const hits = await value(env.metrics.fetchStoreHits, { org: 'acme', ecosystem: 'npm' });
+    const misses = await value(env.metrics.fetchStoreMisses, { org: 'acme', ecosystem: 'npm' });
 
     const h = registry.hits.length;
     await fetchRoot(D, 100);
@@ -241,33 +199,33 @@ describe('the package store, per org and content-addressed', () => {
     assert.notEqual(now.ino, bad, 'the bad entry left the store');
     assert.equal(createHash('sha512').update(readFileSync(path)).digest('hex'), victim, 'and the verified download took its place');
     assert.equal(readFileSync(join(modules(D), name(50), 'index.js'), 'utf8'), 'exports.fn50 = (x) => x + 50;\n');
-    assert.equal(await value(metrics.fetchStoreHits, { org: 'acme', ecosystem: 'npm' }), hits + 100);
-    assert.equal(await value(metrics.fetchStoreMisses, { org: 'acme', ecosystem: 'npm' }), misses + 1);
-    assert.equal(await value(metrics.fetchStoreBytes, { org: 'acme', ecosystem: 'npm' }), fileBlocks(storeDir('acme', 'npm')));
+    assert.equal(await value(env.metrics.fetchStoreHits, { org: 'acme', ecosystem: 'npm' }), hits + 100);
+    assert.equal(await value(env.metrics.fetchStoreMisses, { org: 'acme', ecosystem: 'npm' }), misses + 1);
+    assert.equal(await value(env.metrics.fetchStoreBytes, { org: 'acme', ecosystem: 'npm' }), fileBlocks(storeDir('acme', 'npm')));
   });
 
   it("is charged to its org and freed as the org's roots that link it go", async (t) => {
-    if (skip) return t.skip(skip);
+    if (env.skip) return t.skip(env.skip);
     const only = pkgs[101]!.hex; // B's alone
     const shared = join(storeDir('acme', 'npm'), pkgs[0]!.hex);
     const before = statSync(shared).nlink;
-    assert.ok(await store.delete(B));
+    assert.ok(await env.store.delete(B));
     assert.ok(!existsSync(join(storeDir('acme', 'npm'), only)), "the tarball only B named left with B's last link");
     assert.equal(statSync(shared).nlink, before - 1, 'a shared one stays');
-    assert.equal(await value(metrics.fetchStoreBytes, { org: 'acme', ecosystem: 'npm' }), fileBlocks(storeDir('acme', 'npm')));
-    assert.equal(await value(metrics.fetchStoreBytes, { org: 'acme', ecosystem: 'files' }), fileBlocks(storeDir('acme', 'files')) + 4096);
+    assert.equal(await value(env.metrics.fetchStoreBytes, { org: 'acme', ecosystem: 'npm' }), fileBlocks(storeDir('acme', 'npm')));
+    assert.equal(await value(env.metrics.fetchStoreBytes, { org: 'acme', ecosystem: 'files' }), fileBlocks(storeDir('acme', 'files')) + 4096);
 
-    assert.ok(await store.delete(A));
-    assert.ok(await store.delete(D));
-    assert.ok(!existsSync(join(dataDir, 'fetch-store', 'acme')), 'nothing of acme is left');
-    assert.equal(await value(metrics.fetchStoreBytes, { org: 'acme', ecosystem: 'npm' }), 0);
-    assert.equal(await value(metrics.fetchStoreBytes, { org: 'acme', ecosystem: 'files' }), 0);
-    assert.equal(await value(metrics.orgDiskBytes, { org: 'acme' }), 0);
+    assert.ok(await env.store.delete(A));
+    assert.ok(await env.store.delete(D));
+    assert.ok(!existsSync(join(env.dataDir, 'fetch-store', 'acme')), 'nothing of acme is left');
+    assert.equal(await value(env.metrics.fetchStoreBytes, { org: 'acme', ecosystem: 'npm' }), 0);
+    assert.equal(await value(env.metrics.fetchStoreBytes, { org: 'acme', ecosystem: 'files' }), 0);
+    assert.equal(await value(env.metrics.orgDiskBytes, { org: 'acme' }), 0);
     assert.equal(readdirSync(storeDir('other', 'npm')).length, 101, "the other org's store is its own");
-    assert.ok((await value(metrics.orgDiskBytes, { org: 'other' })) >= packages.bytes('other'));
+    assert.ok((await value(env.metrics.orgDiskBytes, { org: 'other' })) >= env.packages.bytes('other'));
     // A restart measures the same store.
-    const again = await PackageStore.open({ dir: join(dataDir, 'fetch-store'), log: createLogger('silent'), metrics: createMetrics() });
-    assert.equal(again.bytes('other'), packages.bytes('other'));
+    const again = await PackageStore.open({ dir: join(env.dataDir, 'fetch-store'), log: createLogger('silent'), metrics: createMetrics() });
+    assert.equal(again.bytes('other'), env.packages.bytes('other'));
     assert.equal(again.bytes('acme'), 0);
   });
 });

@@ -13,7 +13,7 @@ import { diskUsage } from './disk-usage.js';
 import { ecosystemTable, recordOf } from './ecosystems/table.js';
 import { LogTail } from './log-tail.js';
 import { openForJail, seal, sealParents } from './perms.js';
-import { NPM_CACHE_REL, type ServeMount, type StepContext, type StepSpawn } from './step.js';
+import { GO_MODCACHE_REL, NPM_CACHE_REL, type ServeMount, type StepContext, type StepSpawn } from './step.js';
 import type { FetchView, PlanItem, StepStatus } from './types.js';
 import { IllegalTransition } from '../util/state-machine.js';
 
@@ -218,7 +218,9 @@ export async function runJob(deps: RunDeps, o: RunOptions): Promise<RunResult> {
     return { steps, stopped, error: `the dependencies took more than ${o.maxBytes} bytes`, aborted: 'bytes', bytes, log: tail.tail(), mounts: [] };
   }
   if (aborted === 'timeout') error = 'the fetch did not finish within its deadline';
-  // Sealed and within the bound: each file becomes a link to the org's stored copy of its bytes.
+  // Sealed and within the bound: Go's downloads go to the org's store by their go.sum hash,
+  // then each other file becomes a link to the org's stored copy of its bytes.
+  await o.ctx.packages?.takeGo(join(o.ctx.depsDir, GO_MODCACHE_REL));
   await o.ctx.packages?.dedupe([...ran].filter((r): r is string => r !== undefined).map((r) => join(o.ctx.depsDir, r)));
   const mounts = await serveMounts(o.ctx.treeDir, o.ctx.depsDir, steps, (l) => tail.line(l));
   return { steps, stopped, ...(error !== undefined ? { error } : {}), ...(aborted ? { aborted } : {}), bytes, log: tail.tail(), mounts };

@@ -44,6 +44,8 @@ export const GO_LOCKDOWN_ENV = { GOTOOLCHAIN: 'local', GOTELEMETRY: 'off', GOENV
 export async function prepareGo(ctx: StepContext, ws: string): Promise<StepSpawn> {
   if (!ctx.tools.go) throw new Error('go toolchain not installed');
   const modcache = await writableDepsDir(ctx, GO_MODCACHE_REL);
+  // The tree's go.sum (immutable), not anything a jail wrote: what the org's store may give is what it names.
+  await ctx.packages?.seedGo(join(ctx.treeDir, ws, 'go.sum'), modcache.host);
   const binds: Bind[] = [modcache, ...goProxyBinds(ctx.goProxy)];
   return {
     argv: [ctx.tools.go, 'mod', 'download', 'all'],

@@ -168,7 +168,7 @@ async function cachedDigests(cacheDir: string): Promise<string[]> {
 }
 
 /** Make (or find) base/segs one level at a time; false when a component is anything but a real directory (a link a jail left). */
-async function realDirs(base: string, segs: string[]): Promise<boolean> {
+export async function realDirs(base: string, segs: string[]): Promise<boolean> {
   let p = base;
   for (const seg of segs) {
     p = join(p, seg);

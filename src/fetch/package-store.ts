@@ -9,6 +9,10 @@
 //   files/<2 hex>/<sha256 hex>[x]
 //                            files of every fetched output dir by content (x: executable),
 //                            each root's copy replaced by a link to it (file-dedupe.ts)
+//   go/<h1 hex>.<sha256 hex>.zip, go/<h1 hex>.mod, go/<sha256 hex of module@version>.info
+//                            Go's download-cache files, by the go.sum hash they were
+//                            verified against (go-modules.ts: laid into a fetch's
+//                            GOMODCACHE before `go mod download`, taken in from it after)
 //
 // Rules (LLM.md "Package store"):
 // - Never across orgs: an org's fetch reads only its own store, which holds only
@@ -37,8 +41,10 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { NAME_RE } from '../api/schemas.js';
 
-export type StoreKind = 'npm' | 'files';
-const KINDS: readonly StoreKind[] = ['npm', 'files'];
+/** The kinds, each a dir of the org's store; a file under none of the others' dirs is `files`. */
+const KINDS = ['npm', 'files', 'go'] as const;
+export type StoreKind = (typeof KINDS)[number];
+const perKind = (): Record<StoreKind, number> => ({ npm: 0, files: 0, go: 0 });
 
 interface OrgState {
   /** Blocks of the entries (files), kept as they come and go. */
@@ -62,7 +68,7 @@ export interface PackageStoreOptions {
 
 export class PackageStore {
   private readonly orgs = new Map<string, OrgState>();
-  private readonly gaugeLabels: Record<StoreKind, Set<string>> = { npm: new Set(), files: new Set() };
+  private readonly gaugeLabels = Object.fromEntries(KINDS.map((k) => [k, new Set<string>()])) as Record<StoreKind, Set<string>>;
 
   private constructor(private readonly o: PackageStoreOptions) {}
 
@@ -74,9 +80,9 @@ export class PackageStore {
     for (const org of await readdir(o.dir)) {
       if (!NAME_RE.test(org)) continue;
       const st = s.state(org);
-      const { kept } = await runStoreWorker<ScanResult>({ op: 'scan', top: join(o.dir, org), sweep: false });
+      const { kept } = await runStoreWorker<ScanResult>({ op: 'scan', top: join(o.dir, org), kinds: KINDS, sweep: false });
       for (const [ino, blocks, kind] of kept) {
-        st.bytes[kind === 0 ? 'npm' : 'files'] += blocks * 512;
+        st.bytes[KINDS[kind] ?? 'files'] += blocks * 512;
         st.inodes.add(ino);
       }
       await s.measureDirs(org, st);
@@ -191,13 +197,13 @@ export class PackageStore {
   }
 
   private async sweep(org: string, st: OrgState): Promise<void> {
-    const { freed } = await runStoreWorker<ScanResult>({ op: 'scan', top: join(this.o.dir, org), sweep: true });
+    const { freed } = await runStoreWorker<ScanResult>({ op: 'scan', top: join(this.o.dir, org), kinds: KINDS, sweep: true });
     for (const [ino, blocks, k] of freed) {
-      const kind: StoreKind = k === 0 ? 'npm' : 'files';
+      const kind: StoreKind = KINDS[k] ?? 'files';
       st.inodes.delete(ino);
       st.bytes[kind] = Math.max(0, st.bytes[kind] - blocks * 512);
     }
-    if (freed.length > 0) this.o.log.info({ org, freed: freed.length, bytes: st.bytes.npm + st.bytes.files }, 'package store swept');
+    if (freed.length > 0) this.o.log.info({ org, freed: freed.length, bytes: total(st) }, 'package store swept');
   }
 
   private async measureDirs(org: string, st: OrgState): Promise<void> {
@@ -205,13 +211,14 @@ export class PackageStore {
     const blocks = async (p: string) => ((await lstat(p).catch(() => undefined))?.blocks ?? 0) * 512;
     let files = (await blocks(top)) + (await blocks(join(top, 'files')));
     for (const d of await readdir(join(top, 'files')).catch(() => [] as string[])) files += await blocks(join(top, 'files', d));
-    st.dirBytes = { npm: await blocks(join(top, 'npm')), files };
+    st.dirBytes = { ...perKind(), files };
+    for (const kind of KINDS) if (kind !== 'files') st.dirBytes[kind] = await blocks(join(top, kind));
   }
 
   private state(org: string): OrgState {
     let st = this.orgs.get(org);
     if (!st) {
-      st = { bytes: { npm: 0, files: 0 }, dirBytes: { npm: 0, files: 0 }, inodes: new Set(), turn: Promise.resolve(), sweepAgain: false };
+      st = { bytes: perKind(), dirBytes: perKind(), inodes: new Set(), turn: Promise.resolve(), sweepAgain: false };
       this.orgs.set(org, st);
     }
     return st;
@@ -226,18 +233,29 @@ export class PackageStore {
   }
 }
 
-const total = (s: OrgState) => s.bytes.npm + s.bytes.files + s.dirBytes.npm + s.dirBytes.files;
+const total = (s: OrgState) => KINDS.reduce((n, k) => n + s.bytes[k] + s.dirBytes[k], 0);
 
-/** [ino, blocks, kind: 0 npm, 1 files] of an org's entries: kept (a scan) or removed (a sweep). */
+/** [ino, blocks, kind: index in KINDS] of an org's entries: kept (a scan) or removed (a sweep). */
 interface ScanResult {
   kept: [number, number, number][];
   freed: [number, number, number][];
 }
 
 /** Run one walk on the store's thread (store-worker.js: synchronous calls, off the loop and libuv's pool); its one answer. */
-export function runStoreWorker<T>(data: { op: 'dedupe'; top: string; dirs: string[] } | { op: 'scan'; top: string; sweep: boolean }): Promise<T> {
+export function runStoreWorker<T>(
+  data: { op: 'dedupe'; top: string; dirs: string[] } | { op: 'scan'; top: string; kinds: readonly string[]; sweep: boolean },
+): Promise<T> {
+  return runWorker<T>(new URL('./store-worker.js', import.meta.url), data);
+}
+
+/**
+ * Run `script` (plain JavaScript) as a thread on `data`; its one answer (a thread that
+ * exits without one is an error). Without the daemon's `--import tsx`: the loader
+ * doubled a thread's start (170-220 ms against 40-110 at load 10-11).
+ */
+export function runWorker<T>(script: URL, data: unknown): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const w = new Worker(new URL('./store-worker.js', import.meta.url), { workerData: data });
+    const w = new Worker(script, { workerData: data, execArgv: [] });
     let answer: { v: T } | undefined;
     w.once('message', (m: T) => (answer = { v: m }));
     w.once('error', reject);

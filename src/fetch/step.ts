@@ -3,7 +3,9 @@
 // fetchers, the manager and the SERVE-side binds all agree on.
 //
 // <deps>/fetch.json        the fetch's state; the daemon's alone, never bound into a jail
-// <deps>/go/pkg/mod        GOMODCACHE, shared by every Go module of the root
+// <deps>/go/pkg/mod        GOMODCACHE, shared by every Go module of the root; its
+//                          cache/download/ files are links to the org's package store
+//                          (what keeps them stored: go-modules.ts)
 // <deps>/npm/top/          for the tree's top directory: package.json + lockfile
 //                          copies, and the node_modules npm ci builds
 // <deps>/npm/ws/<ws>/      the same for workspace dir <ws> (kept under ws/ so no

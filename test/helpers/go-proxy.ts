@@ -3,12 +3,13 @@
 //   <dir>/<module>/@v/list, <version>.info, <version>.mod, <version>.zip
 // where the zip holds every file under the prefix "<module>@<version>/"
 // (https://go.dev/ref/mod#zip-files). Modules come from test/fixtures/go-proxy/,
-// one directory per "<module>@<version>". The zip is written here (stored, not
-// deflated: go accepts both) so the tests need no `zip` binary; go.sum's h1: hash
-// covers file names and contents only, so the fixture go.sum stays valid.
+// one directory per "<module>@<version>". The zip is written here (stored, or
+// deflated as real proxies serve it: go accepts both) so the tests need no `zip`
+// binary; go.sum's h1: hash covers file names and contents only, so the fixture
+// go.sum stays valid either way.
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { crc32 } from 'node:zlib';
+import { crc32, deflateRawSync } from 'node:zlib';
 import { createHash } from 'node:crypto';
 import { projectDir } from './daemon.js';
 
@@ -37,11 +38,16 @@ export function buildGoProxy(outDir: string, fixturesDir = goProxyFixtures): str
 }
 
 /** Lay `modules` out as a proxy in `outDir`; returns the go.sum lines that pin them. */
-export function writeGoProxy(outDir: string, modules: GoModule[]): string {
+export function writeGoProxy(outDir: string, modules: GoModule[], method: 0 | 8 = 0): string {
   const versions = new Map<string, string[]>();
   const sum: string[] = [];
   for (const m of modules) {
-    const v = join(outDir, m.path, '@v');
+    // The protocol's paths are escaped: an upper-case letter is '!' and the letter.
+    const v = join(
+      outDir,
+      m.path.replace(/[A-Z]/g, (c) => `!${c.toLowerCase()}`),
+      '@v',
+    );
     mkdirSync(v, { recursive: true });
     const goMod = Buffer.from(m.files['go.mod']!);
     writeFileSync(join(v, `${m.version}.info`), JSON.stringify({ Version: m.version, Time: '2024-01-01T00:00:00Z' }));
@@ -49,7 +55,7 @@ export function writeGoProxy(outDir: string, modules: GoModule[]): string {
     const files = Object.keys(m.files)
       .sort()
       .map((name) => ({ name: `${m.path}@${m.version}/${name}`, data: Buffer.from(m.files[name]!) }));
-    writeFileSync(join(v, `${m.version}.zip`), zipStored(files));
+    writeFileSync(join(v, `${m.version}.zip`), zipStored(files, method));
     versions.set(v, [...(versions.get(v) ?? []), m.version]);
     sum.push(`${m.path} ${m.version} ${hash1(files)}`, `${m.path} ${m.version}/go.mod ${hash1([{ name: 'go.mod', data: goMod }])}`);
   }
@@ -89,22 +95,23 @@ function listFiles(dir: string): string[] {
     });
 }
 
-/** A minimal zip (PKWARE APPNOTE 6.3.x: local headers, central directory, end record), method 0 (stored). */
-export function zipStored(files: { name: string; data: Buffer }[]): Buffer {
+/** A minimal zip (PKWARE APPNOTE 6.3.x: local headers, central directory, end record), method 0 (stored) or 8 (deflated). */
+export function zipStored(files: { name: string; data: Buffer }[], method: 0 | 8 = 0): Buffer {
   const parts: Buffer[] = [];
   const central: Buffer[] = [];
   let offset = 0;
   for (const f of files) {
     const name = Buffer.from(f.name, 'utf8');
     const crc = crc32(f.data);
+    const body = method === 8 ? deflateRawSync(f.data) : f.data;
     const local = Buffer.alloc(30);
     local.writeUInt32LE(0x04034b50, 0);
     local.writeUInt16LE(20, 4); // version needed
     local.writeUInt16LE(0x0800, 6); // UTF-8 names
-    local.writeUInt16LE(0, 8); // stored
+    local.writeUInt16LE(method, 8);
     local.writeUInt32LE(0, 10); // time/date: 1980-00-00, fine for go
     local.writeUInt32LE(crc, 14);
-    local.writeUInt32LE(f.data.length, 18);
+    local.writeUInt32LE(body.length, 18);
     local.writeUInt32LE(f.data.length, 22);
     local.writeUInt16LE(name.length, 26);
     local.writeUInt16LE(0, 28);
@@ -113,16 +120,16 @@ export function zipStored(files: { name: string; data: Buffer }[]): Buffer {
     cen.writeUInt16LE(20, 4);
     cen.writeUInt16LE(20, 6);
     cen.writeUInt16LE(0x0800, 8);
-    cen.writeUInt16LE(0, 10);
+    cen.writeUInt16LE(method, 10);
     cen.writeUInt32LE(0, 12);
     cen.writeUInt32LE(crc, 16);
-    cen.writeUInt32LE(f.data.length, 20);
+    cen.writeUInt32LE(body.length, 20);
     cen.writeUInt32LE(f.data.length, 24);
     cen.writeUInt16LE(name.length, 28);
     cen.writeUInt32LE(offset, 42);
-    parts.push(local, name, f.data);
+    parts.push(local, name, body);
     central.push(cen, name);
-    offset += local.length + name.length + f.data.length;
+    offset += local.length + name.length + body.length;
   }
   const cd = Buffer.concat(central);
   const end = Buffer.alloc(22);
