@@ -39,9 +39,19 @@ export async function buildServer(deps: Deps): Promise<FastifyInstance> {
   // A tree upload's body stays a stream for the route.
   app.addContentTypeParser([...UPLOAD_MEDIA], (_req, _payload, done) => done(null, undefined));
 
-  app.addHook('onResponse', async (req, reply) => {
+  // Labelled children made once per label set (routes, ops, servers, statuses: a few
+  // hundred at most): observe() with a labels object hashes them on every request.
+  const timers = new Map<string, { observe(v: number): void }>();
+  app.addHook('onResponse', (req, reply, done) => {
     const route = req.routeOptions.url ?? 'unknown';
-    deps.metrics.httpSeconds.observe({ route, op: req.lspdOp, server: req.lspdServer, status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+    const key = `${route} ${req.lspdOp} ${req.lspdServer} ${reply.statusCode}`;
+    let timer = timers.get(key);
+    if (!timer) {
+      timer = deps.metrics.httpSeconds.labels({ route, op: req.lspdOp, server: req.lspdServer, status: String(reply.statusCode) });
+      timers.set(key, timer);
+    }
+    timer.observe(reply.elapsedTime / 1000);
+    done();
   });
 
   await healthRoutes(app, deps);
