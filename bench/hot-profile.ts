@@ -11,7 +11,7 @@
 // each sample goes to the stage of the nearest frame on its stack that names one
 // (so fastify calling our route counts as the route's stage), µs per answer; then
 // the top self-time functions.
-//   node --import tsx bench/hot-profile.ts [--seconds S] [--clients C] [--top N]
+//   node --import tsx bench/hot-profile.ts [--seconds S] [--clients C] [--top N] [--only uncached|cached] [--no-prof]
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,6 +28,9 @@ const SECONDS = flag('--seconds', 8);
 const CLIENTS = flag('--clients', 8);
 const TOP = flag('--top', 20);
 const OPS = 4;
+/** `--only uncached|cached`: one phase; `--no-prof`: CPU per answer without the profiler's own cost. */
+const ONLY = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;
+const PROF = !args.includes('--no-prof');
 
 /** Stages by the script a frame runs in; the first rule that matches a frame's URL names it. */
 const STAGES: [string, RegExp][] = [
@@ -115,7 +118,7 @@ async function phase(slot: number, label: string, env: Record<string, string>): 
   const d = await spawnServing({
     uids: uidRange(slot),
     env: { ...env, LOG_LEVEL: 'info' },
-    nodeArgs: ['--cpu-prof', '--cpu-prof-interval', '100', '--cpu-prof-dir', dir],
+    nodeArgs: PROF ? ['--cpu-prof', '--cpu-prof-interval', '100', '--cpu-prof-dir', dir] : [],
   });
   try {
     if (d.notReady) throw new Error(`not ready: ${d.notReady}`);
@@ -145,6 +148,12 @@ async function phase(slot: number, label: string, env: Record<string, string>): 
     const to = nowMicros();
     const load = loadavg()[0]!.toFixed(1);
     await d.daemon.stop();
+    if (!PROF) {
+      console.log(
+        `${label}: ${answered} answers in ${SECONDS} s at ${CLIENTS} clients (${Math.round(answered / SECONDS)}/s); daemon CPU ${(cpu / answered).toFixed(0)} µs/answer; load ${load}`,
+      );
+      return;
+    }
     const file = readdirSync(dir).find((n) => n.includes(`.${pid}.`) && n.endsWith('.cpuprofile'));
     if (!file) throw new Error(`no profile of ${pid} in ${dir}`);
     const p = JSON.parse(readFileSync(join(dir, file), 'utf8')) as Profile;
@@ -167,5 +176,5 @@ async function phase(slot: number, label: string, env: Record<string, string>): 
   }
 }
 
-await phase(0, 'uncached', { ...CHAOS_ENV });
-await phase(1, 'cached', { LSPD_RESULT_CACHE_ENTRIES: '10000' });
+if (ONLY !== 'cached') await phase(0, 'uncached', { ...CHAOS_ENV });
+if (ONLY !== 'uncached') await phase(1, 'cached', { LSPD_RESULT_CACHE_ENTRIES: '10000' });

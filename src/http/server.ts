@@ -24,6 +24,9 @@ export async function buildServer(deps: Deps): Promise<FastifyInstance> {
     bodyLimit: deps.config.jsonBodyLimitBytes,
     // Our routes log what matters (with the root and code); a line per request is noise.
     logController: new LogController({ disableRequestLogging: true }),
+    // No child logger per request (a pino child and its bindings on every query): the
+    // one line that wants the request says its id itself (error-handler.ts).
+    childLoggerFactory: (logger) => logger,
     // Uploads are long; the per-route logic bounds them by size, not by a socket timeout.
     requestTimeout: 0,
     return503OnClosing: true,

@@ -40,12 +40,13 @@ export class ResultCache<T extends CachedAnswer = CachedAnswer> {
   }
 
   /** Every field of a query that changes its answer about one root, in a fixed order. */
-  static keyOf(server: string, q: LspQuery): string {
+  /** `paging` false: the key less the cursor and page size (what a paging cursor is bound to). */
+  static keyOf(server: string, q: LspQuery, paging = true): string {
     // One template, not an array joined: this runs on every query, hits included.
     const S = '\u0000';
     return (
       `${server}${S}${q.op}${S}${q.path ?? ''}${S}${q.line ?? ''}${S}${q.character ?? ''}${S}${q.encoding}${S}${q.includeDeclaration ? 1 : 0}` +
-      `${S}${q.query ?? ''}${S}${q.context}${S}${q.limit ?? ''}${S}${q.cursor ?? ''}${S}${isGraphOp(q.op) ? (q.depth ?? 1) : ''}` +
+      `${S}${q.query ?? ''}${S}${q.context}${S}${paging ? (q.limit ?? '') : ''}${S}${paging ? (q.cursor ?? '') : ''}${S}${isGraphOp(q.op) ? (q.depth ?? 1) : ''}` +
       // rename: another new name is another patch (bench/edits caught a second name answered with the first's patch).
       `${S}${q.newName ?? ''}${S}${q.endLine ?? ''}${S}${q.endCharacter ?? ''}${S}${q.only?.join(',') ?? ''}`
     );

@@ -11,7 +11,7 @@
 // reserve is for $/cancelRequest and cleanup. A client that disconnects aborts the
 // query the same way (`signal`).
 import type { Config } from '../config.js';
-import { deadline } from '../util/deadline.js';
+import { deadline, hangUpDeadline } from '../util/deadline.js';
 import { AppError, errors, isAppError } from '../errors.js';
 import { ops, type Admission } from '../tenancy/admission.js';
 import type { Health } from '../health.js';
@@ -92,7 +92,8 @@ interface Work {
   t0: number;
   deadline: AbortSignal;
   deadlineAt: number;
-  client: AbortSignal;
+  /** Did the client hang up (its signal, or hangUpDeadline's flag)? */
+  client: { readonly aborted: boolean };
   /** ms from t0 at which each stage of the query ended (logged for a slow one: where its time went). */
   stages?: Record<string, number>;
 }
@@ -187,20 +188,20 @@ export class QueryService {
   /**
    * POST /v1/code/lsp's way in: the answer as the bytes to send, serialised once (the
    * same bytes are kept by the cache), and a hit is a look-up and a write: nothing
-   * past the key is made for it, not even the client's hang-up signal (`clientSignal`,
-   * called only when the query goes to a server).
+   * past the key is made for it, not even the deadline (`onHangUp` registers the
+   * client's hang-up, only when the query goes to a server).
    */
-  async lspBody(q: LspQuery, clientSignal: () => AbortSignal): Promise<{ server: string; body: Buffer }> {
+  async lspBody(q: LspQuery, onHangUp: (gone: () => void) => void): Promise<{ server: string; body: Buffer }> {
     const a = this.arrive(q, ops.query.route);
     if (q.op === 'workspaceSymbols') {
-      const answer = await this.run(a, clientSignal(), (w) => this.workspaceSymbolsAnswer(w));
+      const answer = await this.run(a, onHangUp, (w) => this.workspaceSymbolsAnswer(w));
       return { server: String(answer.server ?? ''), body: Buffer.from(JSON.stringify(answer)) };
     }
     const row = this.serverFor(q.path!, a.info.languages);
     const key = ResultCache.keyOf(row.name, q);
     const hit = this.cache.getBody(a.root, key);
     if (hit) return { server: row.name, body: sentBody(hit, elapsed(a.t0)) };
-    const answer = await this.run(a, clientSignal(), (w) => this.answer(w, row));
+    const answer = await this.run(a, onHangUp, (w) => this.answer(w, row));
     const kept = keptBody(answer);
     this.remember(a.root, key, answer, kept);
     return { server: row.name, body: sentBody(kept, answer.elapsed_ms ?? 0) };
@@ -215,10 +216,11 @@ export class QueryService {
     return { q, route, t0, deadlineAt, info, root: { id: rootId(q), generation: info.generation } };
   }
 
-  /** `fn` under the query's deadline (from arrival) and the client's signal; the timer is cleared however it ends. */
-  private async run(a: Arrival, signal: AbortSignal, fn: (w: Work) => Promise<LspAnswer>): Promise<LspAnswer> {
+  /** `fn` under the query's deadline (from arrival) and the client's signal or hang-up; the timer is cleared however it ends. */
+  private async run(a: Arrival, client: AbortSignal | ((gone: () => void) => void), fn: (w: Work) => Promise<LspAnswer>): Promise<LspAnswer> {
     const { store } = this.deps;
-    const dl = deadline(signal, a.deadlineAt - Date.now());
+    const ms = a.deadlineAt - Date.now();
+    const dl = typeof client === 'function' ? hangUpDeadline(client, ms) : { ...deadline(client, ms), client };
     const w: Work = {
       q: a.q,
       route: a.route,
@@ -229,7 +231,7 @@ export class QueryService {
       t0: a.t0,
       deadline: dl.signal,
       deadlineAt: a.deadlineAt,
-      client: signal,
+      client: dl.client,
     };
     try {
       return await fn(w);
@@ -657,7 +659,7 @@ export class QueryService {
  * may ask for another size), so a cursor works on its own query's next page only.
  */
 function cursorScope(root: RootRef, server: string, q: LspQuery): string {
-  return rootScope(root) + ResultCache.keyOf(server, { ...q, cursor: undefined, limit: undefined });
+  return rootScope(root) + ResultCache.keyOf(server, q, false);
 }
 
 /** What a check's work on its scratch session is given (QueryService.scratch). */

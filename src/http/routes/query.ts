@@ -7,7 +7,7 @@ import { lspQuery } from '../../api/schemas.js';
 import { fastLspQuery } from '../../api/lsp-query-check.js';
 import { parse } from '../error-handler.js';
 import type { Deps } from '../deps.js';
-import { clientSignal } from '../client-signal.js';
+import { onHangUp } from '../client-signal.js';
 import { err, type RouteDoc } from '../route-options.js';
 
 const doc: RouteDoc = {
@@ -37,7 +37,7 @@ export async function queryRoutes(app: FastifyInstance, deps: Deps): Promise<voi
   app.post('/v1/code/lsp', { config: { access: { permission: 'query', org: 'body' } }, schema: doc }, async (req, reply) => {
     const q = fastLspQuery(req.body) ?? parse(lspQuery, req.body);
     req.lspdOp = q.op;
-    const { server, body } = await query.lspBody(q, () => clientSignal(reply));
+    const { server, body } = await query.lspBody(q, (gone) => onHangUp(reply, gone));
     req.lspdServer = server;
     reply.type(JSON_TYPE);
     return body;
