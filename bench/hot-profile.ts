@@ -105,11 +105,11 @@ function summarise(p: Profile, from: number, to: number) {
   return { stages, leaves, files };
 }
 
-/** utime + stime of a process, all threads, in µs. */
-function cpuMicros(pid: number): number {
+/** utime and stime of a process, all threads, in µs. */
+function cpuMicros(pid: number): { user: number; sys: number } {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
-  return ((Number(rest[11]) + Number(rest[12])) * 1e6) / 100;
+  return { user: (Number(rest[11]) * 1e6) / 100, sys: (Number(rest[12]) * 1e6) / 100 };
 }
 const nowMicros = () => Number(process.hrtime.bigint() / 1000n);
 
@@ -144,13 +144,17 @@ async function phase(slot: number, label: string, env: Record<string, string>): 
     const from = nowMicros();
     const cpu0 = cpuMicros(pid);
     const answered = await run(SECONDS);
-    const cpu = cpuMicros(pid) - cpu0;
+    const cpu1 = cpuMicros(pid);
+    const user = cpu1.user - cpu0.user;
+    const sys = cpu1.sys - cpu0.sys;
+    const cpu = user + sys;
+    const split = `(user ${(user / answered).toFixed(0)}, system ${(sys / answered).toFixed(0)})`;
     const to = nowMicros();
     const load = loadavg()[0]!.toFixed(1);
     await d.daemon.stop();
     if (!PROF) {
       console.log(
-        `${label}: ${answered} answers in ${SECONDS} s at ${CLIENTS} clients (${Math.round(answered / SECONDS)}/s); daemon CPU ${(cpu / answered).toFixed(0)} µs/answer; load ${load}`,
+        `${label}: ${answered} answers in ${SECONDS} s at ${CLIENTS} clients (${Math.round(answered / SECONDS)}/s); daemon CPU ${(cpu / answered).toFixed(0)} µs/answer ${split}; load ${load}`,
       );
       return;
     }
@@ -161,7 +165,7 @@ async function phase(slot: number, label: string, env: Record<string, string>): 
     const per = (us: number) => (us / answered).toFixed(1).padStart(8);
     const sampled = [...stages].filter(([k]) => k !== '(idle)').reduce((a, [, v]) => a + v, 0);
     console.log(
-      `\n${label}: ${answered} answers in ${SECONDS} s at ${CLIENTS} clients (${Math.round(answered / SECONDS)}/s); daemon CPU ${per(cpu).trim()} µs/answer (all threads); main thread sampled ${per(sampled).trim()} µs/answer; load ${load} on ${cpus().length} CPUs`,
+      `\n${label}: ${answered} answers in ${SECONDS} s at ${CLIENTS} clients (${Math.round(answered / SECONDS)}/s); daemon CPU ${per(cpu).trim()} µs/answer ${split} (all threads); main thread sampled ${per(sampled).trim()} µs/answer; load ${load} on ${cpus().length} CPUs`,
     );
     console.log('stage                                   µs/answer');
     for (const [k, v] of [...stages].sort((a, b) => b[1] - a[1])) if (k !== '(idle)') console.log(`  ${k.padEnd(38)}${per(v)}`);

@@ -11,7 +11,7 @@
 // `tsc --lsp --stdio` over a pipe, no jail, no HTTP: the floor lspd adds to).
 import { spawn } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Budget, LspConnection } from '../src/lsp/wire/transport.js';
@@ -43,6 +43,8 @@ interface Row {
   refused: number;
   lost: number;
   rss: string;
+  /** 1-minute load average at the phase's end: the host is shared, figures move with it. */
+  load: string;
 }
 
 const mib = (n: number) => Math.round(n / MiB);
@@ -102,6 +104,7 @@ async function lspdPhase(
     refused: f.refused,
     lost: f.lost,
     rss: `${mib(rss0)}→${mib(rssBytes(d.daemon.child.pid!))}`,
+    load: loadavg()[0]!.toFixed(1),
   };
 }
 
@@ -172,6 +175,7 @@ async function rawPhase(clients: number, seconds: number): Promise<Row> {
       refused: failed,
       lost: 0,
       rss: '-',
+      load: loadavg()[0]!.toFixed(1),
     };
   } finally {
     conn.close();
@@ -230,8 +234,11 @@ await withDaemon(1, { LSPD_RESULT_CACHE_ENTRIES: '10000' }, async (d) => {
 });
 for (const c of CLIENTS) rows.push(await rawPhase(c, phaseSeconds));
 
-const head = ['mode', 'clients', 's', 'requests', 'req/s', 'p50 ms', 'p95 ms', 'p99 ms', 'refused', 'lost', 'daemon RSS MiB'];
-const table = [head, ...rows.map((r) => [r.mode, r.clients, r.seconds, r.requests, r.perSecond, r.p50, r.p95, r.p99, r.refused, r.lost, r.rss].map(String))];
+const head = ['mode', 'clients', 's', 'requests', 'req/s', 'p50 ms', 'p95 ms', 'p99 ms', 'refused', 'lost', 'daemon RSS MiB', 'load'];
+const table = [
+  head,
+  ...rows.map((r) => [r.mode, r.clients, r.seconds, r.requests, r.perSecond, r.p50, r.p95, r.p99, r.refused, r.lost, r.rss, r.load].map(String)),
+];
 const widths = head.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
 console.log(
   `lspd load bench: ${cpus().length} cores, node ${process.version}, TypeScript 7 (native), 4 warm roots of ts-basic, ops definition/hover/references/documentSymbols`,
