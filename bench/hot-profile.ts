@@ -15,8 +15,9 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CHAOS_ENV, tsCall, tsRoots, uidRange } from '../test/chaos/daemons.js';
-import { Figures, Load } from '../test/chaos/harness.js';
+import { CHAOS_ENV, tsRoots, uidRange } from '../test/chaos/daemons.js';
+import { Figures } from '../test/chaos/harness.js';
+import { tsQueryLoad } from './ts-load.js';
 import { spawnServing } from '../test/helpers/daemon.js';
 
 const args = process.argv.slice(2);
@@ -27,7 +28,6 @@ const flag = (name: string, def: number) => {
 const SECONDS = flag('--seconds', 8);
 const CLIENTS = flag('--clients', 8);
 const TOP = flag('--top', 20);
-const OPS = 4;
 /** `--only uncached|cached`: one phase; `--no-prof`: CPU per answer without the profiler's own cost. */
 const ONLY = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;
 const PROF = !args.includes('--no-prof');
@@ -126,15 +126,7 @@ async function phase(slot: number, label: string, env: Record<string, string>): 
     const roots = await tsRoots(d.url, 4, `hot-${label}`);
     const run = async (seconds: number) => {
       const f = new Figures();
-      const load = new Load({
-        url: d.url,
-        next: (i) => tsCall(roots[i % roots.length]!, Math.floor(i / roots.length) % OPS),
-        concurrency: CLIENTS,
-        maxRequests: 50_000_000,
-        maxMs: seconds * 1000,
-        timeoutMs: 60_000,
-        figures: f,
-      }).start();
+      const load = tsQueryLoad(d.url, roots, CLIENTS, seconds, f);
       await new Promise((r) => setTimeout(r, seconds * 1000));
       await load.stop();
       if (f.wrong > 0) throw new Error(`${label}: wrong answers: ${f.wrongWhy.join('; ')}`);

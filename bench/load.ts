@@ -16,7 +16,8 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Budget, LspConnection } from '../src/lsp/wire/transport.js';
 import { CHAOS_ENV, fixturesDir, tsCall, tsRoots, uidRange } from '../test/chaos/daemons.js';
-import { Figures, Load, percentile, sleep } from '../test/chaos/harness.js';
+import { Figures, percentile, sleep } from '../test/chaos/harness.js';
+import { TS_OPS as OPS, tsQueryLoad } from './ts-load.js';
 import { MiB, jailRssBytes, rssBytes } from '../test/chaos/procs.js';
 import { projectDir, spawnServing, type Serving } from '../test/helpers/daemon.js';
 
@@ -29,7 +30,6 @@ const quick = args.includes('--quick');
 const phaseSeconds = flag('--phase-seconds', quick ? 5 : 20);
 const soakSeconds = flag('--soak-seconds', quick ? 30 : 300);
 const CLIENTS = [1, 8, 64];
-const OPS = 4; // tsCall's questions 0..3: definition, hover, references, documentSymbols
 
 interface Row {
   mode: string;
@@ -75,15 +75,7 @@ async function lspdPhase(
   const f = new Figures();
   const rss0 = rssBytes(d.daemon.child.pid!);
   const t0 = performance.now();
-  const load = new Load({
-    url: d.url,
-    next: (i) => tsCall(roots[i % roots.length]!, Math.floor(i / roots.length) % OPS),
-    concurrency: clients,
-    maxRequests: 50_000_000,
-    maxMs: seconds * 1000,
-    timeoutMs: 80_000,
-    figures: f,
-  }).start();
+  const load = tsQueryLoad(d.url, roots, clients, seconds, f);
   for (let s = 1; s <= seconds; s++) {
     await sleep(1000);
     onSecond?.(s);
