@@ -11,12 +11,13 @@
 // `tsc --lsp --stdio` over a pipe, no jail, no HTTP: the floor lspd adds to).
 import { spawn } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Budget, LspConnection } from '../src/lsp/wire/transport.js';
 import { CHAOS_ENV, fixturesDir, tsCall, tsRoots, uidRange } from '../test/chaos/daemons.js';
-import { Figures, Load, percentile, sleep } from '../test/chaos/harness.js';
+import { Figures, percentile, sleep } from '../test/chaos/harness.js';
+import { TS_OPS as OPS, tsQueryLoad } from './ts-load.js';
 import { MiB, jailRssBytes, rssBytes } from '../test/chaos/procs.js';
 import { projectDir, spawnServing, type Serving } from '../test/helpers/daemon.js';
 
@@ -29,7 +30,6 @@ const quick = args.includes('--quick');
 const phaseSeconds = flag('--phase-seconds', quick ? 5 : 20);
 const soakSeconds = flag('--soak-seconds', quick ? 30 : 300);
 const CLIENTS = [1, 8, 64];
-const OPS = 4; // tsCall's questions 0..3: definition, hover, references, documentSymbols
 
 interface Row {
   mode: string;
@@ -43,6 +43,8 @@ interface Row {
   refused: number;
   lost: number;
   rss: string;
+  /** 1-minute load average at the phase's end: the host is shared, figures move with it. */
+  load: string;
 }
 
 const mib = (n: number) => Math.round(n / MiB);
@@ -73,15 +75,7 @@ async function lspdPhase(
   const f = new Figures();
   const rss0 = rssBytes(d.daemon.child.pid!);
   const t0 = performance.now();
-  const load = new Load({
-    url: d.url,
-    next: (i) => tsCall(roots[i % roots.length]!, Math.floor(i / roots.length) % OPS),
-    concurrency: clients,
-    maxRequests: 50_000_000,
-    maxMs: seconds * 1000,
-    timeoutMs: 80_000,
-    figures: f,
-  }).start();
+  const load = tsQueryLoad(d.url, roots, clients, seconds, f);
   for (let s = 1; s <= seconds; s++) {
     await sleep(1000);
     onSecond?.(s);
@@ -102,6 +96,7 @@ async function lspdPhase(
     refused: f.refused,
     lost: f.lost,
     rss: `${mib(rss0)}→${mib(rssBytes(d.daemon.child.pid!))}`,
+    load: loadavg()[0]!.toFixed(1),
   };
 }
 
@@ -172,6 +167,7 @@ async function rawPhase(clients: number, seconds: number): Promise<Row> {
       refused: failed,
       lost: 0,
       rss: '-',
+      load: loadavg()[0]!.toFixed(1),
     };
   } finally {
     conn.close();
@@ -230,8 +226,11 @@ await withDaemon(1, { LSPD_RESULT_CACHE_ENTRIES: '10000' }, async (d) => {
 });
 for (const c of CLIENTS) rows.push(await rawPhase(c, phaseSeconds));
 
-const head = ['mode', 'clients', 's', 'requests', 'req/s', 'p50 ms', 'p95 ms', 'p99 ms', 'refused', 'lost', 'daemon RSS MiB'];
-const table = [head, ...rows.map((r) => [r.mode, r.clients, r.seconds, r.requests, r.perSecond, r.p50, r.p95, r.p99, r.refused, r.lost, r.rss].map(String))];
+const head = ['mode', 'clients', 's', 'requests', 'req/s', 'p50 ms', 'p95 ms', 'p99 ms', 'refused', 'lost', 'daemon RSS MiB', 'load'];
+const table = [
+  head,
+  ...rows.map((r) => [r.mode, r.clients, r.seconds, r.requests, r.perSecond, r.p50, r.p95, r.p99, r.refused, r.lost, r.rss, r.load].map(String)),
+];
 const widths = head.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
 console.log(
   `lspd load bench: ${cpus().length} cores, node ${process.version}, TypeScript 7 (native), 4 warm roots of ts-basic, ops definition/hover/references/documentSymbols`,

@@ -35,7 +35,7 @@ export interface Deps {
 export interface RouteServices {
   /** Uploads are admitted through it (the heap budget), as every service's work is. */
   admission: Pick<Services['admission'], 'heap'>;
-  query: Pick<Services['query'], 'lsp' | 'warm'>;
+  query: Pick<Services['query'], 'lsp' | 'lspBody' | 'warm'>;
   ask: Pick<Services['ask'], 'answer'>;
   diff: Pick<Services['diff'], 'diff'>;
   files: Pick<Services['files'], 'read'>;

@@ -50,7 +50,7 @@ const DRAIN_MAX_MS = 5_000;
 export function installErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler(async (err: unknown, req: FastifyRequest, reply: FastifyReply) => {
     const appErr = toAppError(err);
-    if (appErr.status >= 500 && appErr.code === 'internal') req.log.error({ err }, 'request failed');
+    if (appErr.status >= 500 && appErr.code === 'internal') req.log.error({ reqId: req.id, err }, 'request failed');
     if ((err as FastifyError)?.code === 'FST_ERR_CTP_BODY_TOO_LARGE') await dropRest(req.raw, DRAIN_MAX_BYTES, DRAIN_MAX_MS);
     return sendError(reply, appErr);
   });

@@ -24,6 +24,9 @@ export async function buildServer(deps: Deps): Promise<FastifyInstance> {
     bodyLimit: deps.config.jsonBodyLimitBytes,
     // Our routes log what matters (with the root and code); a line per request is noise.
     logController: new LogController({ disableRequestLogging: true }),
+    // No child logger per request (a pino child and its bindings on every query): the
+    // one line that wants the request says its id itself (error-handler.ts).
+    childLoggerFactory: (logger) => logger,
     // Uploads are long; the per-route logic bounds them by size, not by a socket timeout.
     requestTimeout: 0,
     return503OnClosing: true,
@@ -39,9 +42,19 @@ export async function buildServer(deps: Deps): Promise<FastifyInstance> {
   // A tree upload's body stays a stream for the route.
   app.addContentTypeParser([...UPLOAD_MEDIA], (_req, _payload, done) => done(null, undefined));
 
-  app.addHook('onResponse', async (req, reply) => {
+  // Labelled children made once per label set (routes, ops, servers, statuses: a few
+  // hundred at most): observe() with a labels object hashes them on every request.
+  const timers = new Map<string, { observe(v: number): void }>();
+  app.addHook('onResponse', (req, reply, done) => {
     const route = req.routeOptions.url ?? 'unknown';
-    deps.metrics.httpSeconds.observe({ route, op: req.lspdOp, server: req.lspdServer, status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+    const key = `${route} ${req.lspdOp} ${req.lspdServer} ${reply.statusCode}`;
+    let timer = timers.get(key);
+    if (!timer) {
+      timer = deps.metrics.httpSeconds.labels({ route, op: req.lspdOp, server: req.lspdServer, status: String(reply.statusCode) });
+      timers.set(key, timer);
+    }
+    timer.observe(reply.elapsedTime / 1000);
+    done();
   });
 
   await healthRoutes(app, deps);

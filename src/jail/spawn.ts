@@ -15,7 +15,7 @@ import type { ChildProcess } from 'node:child_process';
 import { closeSync, constants, fchownSync, openSync, readFileSync } from 'node:fs';
 import { lchown, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { PassThrough, type Duplex, type Readable } from 'node:stream';
+import { Readable, type Duplex } from 'node:stream';
 import { errors } from '../errors.js';
 import type { Logger } from '../log.js';
 import { bwrapOptions, jailCommand } from './bwrap-argv.js';
@@ -320,12 +320,21 @@ function launch(
  * never "unread"; backpressure still reaches the jail through the pipe.
  */
 function holdOutput(out: Readable): Readable {
-  const held = new PassThrough();
-  out.pipe(held);
-  // An errored pipe (the jail's end reset) does not end its destination: end it here.
-  out.once('close', () => {
-    if (!held.writableEnded) held.end();
+  // A bare Readable fed by 'data', not a PassThrough that `out` pipes into: the same
+  // hold and backpressure without a Transform's write path on every chunk a server
+  // sends (each answer of a warm query passes here).
+  let ended = false;
+  const end = () => {
+    if (!ended) held.push(null);
+    ended = true;
+  };
+  const held = new Readable({ read: () => void out.resume() });
+  out.on('data', (chunk: Buffer) => {
+    if (!held.push(chunk)) out.pause();
   });
+  out.once('end', end);
+  // An errored pipe (the jail's end reset) does not end: end what is held here.
+  out.once('close', end);
   held.once('close', () => out.destroy());
   return held;
 }

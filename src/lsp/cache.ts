@@ -8,11 +8,13 @@
 // Answers are kept serialized (UTF-8 JSON in a Buffer) and charged their length:
 // the bytes held are then exact, not an estimate of an object graph's heap (two to
 // four times its JSON), they sit outside the V8 heap whose limit kills the daemon,
-// and no caller can change a kept answer through an object it was handed. A hit
+// and no caller can change a kept answer through an object it was handed. The HTTP
+// route sends a hit's bytes as kept (answer-body.ts); a service that reads answers
 // pays one JSON.parse of at most LSPD_MAX_ANSWER_BYTES.
 import type { Metrics } from '../metrics.js';
 import { isGraphOp, type LspQuery } from '../api/schemas.js';
 import { RootCache, type RootRef } from '../store/root-cache.js';
+import { keptBody } from './answer-body.js';
 
 /** Any answer object; `incomplete: true` ones are never kept. */
 export type CachedAnswer = { incomplete?: boolean };
@@ -26,52 +28,51 @@ export interface ResultCacheBounds {
 
 export class ResultCache<T extends CachedAnswer = CachedAnswer> {
   private readonly cache: RootCache<Buffer> | undefined;
-  private readonly metrics: Metrics;
+  /** Pre-bound: a labelled inc() hashes its labels on every call. */
+  private readonly hits: { inc(): void };
+  private readonly misses: { inc(): void };
 
   constructor(bounds: ResultCacheBounds, metrics: Metrics) {
-    this.metrics = metrics;
+    this.hits = metrics.cache.labels({ result: 'hit' });
+    this.misses = metrics.cache.labels({ result: 'miss' });
     this.cache =
       bounds.entries > 0 && bounds.bytes > 0 ? new RootCache<Buffer>({ max: bounds.entries, maxBytes: bounds.bytes, sizeOf: (b) => b.length }) : undefined;
   }
 
   /** Every field of a query that changes its answer about one root, in a fixed order. */
-  static keyOf(server: string, q: LspQuery): string {
-    const fields = [
-      server,
-      q.op,
-      q.path ?? '',
-      q.line ?? '',
-      q.character ?? '',
-      q.encoding,
-      q.includeDeclaration ? 1 : 0,
-      q.query ?? '',
-      q.context,
-      q.limit ?? '',
-      q.cursor ?? '',
-      isGraphOp(q.op) ? (q.depth ?? 1) : '',
+  /** `paging` false: the key less the cursor and page size (what a paging cursor is bound to). */
+  static keyOf(server: string, q: LspQuery, paging = true): string {
+    // One template, not an array joined: this runs on every query, hits included.
+    const S = '\u0000';
+    return (
+      `${server}${S}${q.op}${S}${q.path ?? ''}${S}${q.line ?? ''}${S}${q.character ?? ''}${S}${q.encoding}${S}${q.includeDeclaration ? 1 : 0}` +
+      `${S}${q.query ?? ''}${S}${q.context}${S}${paging ? (q.limit ?? '') : ''}${S}${paging ? (q.cursor ?? '') : ''}${S}${isGraphOp(q.op) ? (q.depth ?? 1) : ''}` +
       // rename: another new name is another patch (bench/edits caught a second name answered with the first's patch).
-      q.newName ?? '',
-      q.endLine ?? '',
-      q.endCharacter ?? '',
-      q.only?.join(',') ?? '',
-    ];
-    return fields.join('\u0000');
+      `${S}${q.newName ?? ''}${S}${q.endLine ?? ''}${S}${q.endCharacter ?? ''}${S}${q.only?.join(',') ?? ''}`
+    );
   }
 
-  get(root: RootRef, key: string): T | undefined {
+  /** The kept bytes of an answer (answer-body.ts: JSON without elapsed_ms). */
+  getBody(root: RootRef, key: string): Buffer | undefined {
     if (!this.cache) return undefined;
     const v = this.cache.get(root, key);
-    this.metrics.cache.inc({ result: v ? 'hit' : 'miss' });
-    return v ? (JSON.parse(v.toString('utf8')) as T) : undefined;
+    (v ? this.hits : this.misses).inc();
+    return v;
+  }
+
+  /** The kept answer as an object (a copy: nothing a caller does to it changes what is kept). */
+  get(root: RootRef, key: string): T | undefined {
+    const kept = this.getBody(root, key);
+    return kept ? (JSON.parse(kept.toString('utf8')) as T) : undefined;
+  }
+
+  /** Keep `answer`'s bytes (keptBody of it); an incomplete answer is never kept. */
+  setBody(root: RootRef, key: string, answer: T, kept: Buffer): void {
+    if (this.cache && answer.incomplete !== true) this.cache.set(root, key, kept);
   }
 
   set(root: RootRef, key: string, answer: T): void {
-    if (!this.cache || answer.incomplete === true) return;
-    const json = JSON.stringify(answer);
-    // Not Buffer.from: a small one is a slice of a shared 8 KiB pool slab, which it would keep alive uncharged.
-    const b = Buffer.allocUnsafeSlow(Buffer.byteLength(json));
-    b.write(json, 'utf8');
-    this.cache.set(root, key, b);
+    if (this.cache && answer.incomplete !== true) this.cache.set(root, key, keptBody(answer));
   }
 
   /** The root went away: its answers of every generation go with it. */

@@ -11,7 +11,7 @@
 // reserve is for $/cancelRequest and cleanup. A client that disconnects aborts the
 // query the same way (`signal`).
 import type { Config } from '../config.js';
-import { deadline } from '../util/deadline.js';
+import { deadline, hangUpDeadline } from '../util/deadline.js';
 import { AppError, errors, isAppError } from '../errors.js';
 import { ops, type Admission } from '../tenancy/admission.js';
 import type { Health } from '../health.js';
@@ -23,6 +23,7 @@ import type { LspAnswer } from '../api/responses.js';
 import { RootCache, rootScope, type RootRef } from '../store/root-cache.js';
 import { rootId, type RootInfo } from '../store/types.js';
 import { ResultCache } from './cache.js';
+import { keptBody, parseKept, sentBody } from './answer-body.js';
 import { awaitDependencies, dependencyMounts, dependencyNote, type DependencyNote, type DependencySource } from './session/dependencies.js';
 import type { ExternalCoordinate, FileCoordinate } from './answer/coordinates.js';
 import { readRefOf } from './answer/file-read.js';
@@ -68,6 +69,16 @@ export interface QueryServiceDeps {
 /** Every answer says this: a dependency location is what the server saw, not an attested fact. */
 const DEPENDENCY_FRESHNESS = 'server_observed_not_attested';
 
+/** A query admitted: when it arrived, its deadline, the root as admitted. */
+interface Arrival {
+  q: LspQuery;
+  route: string;
+  t0: number;
+  deadlineAt: number;
+  info: RootInfo;
+  root: RootRef;
+}
+
 interface Work {
   q: LspQuery;
   /** The route a refusal is counted under: /v1/code/lsp, or the route whose service asked (/ask, /v1/diff, /v1/check). */
@@ -81,7 +92,8 @@ interface Work {
   t0: number;
   deadline: AbortSignal;
   deadlineAt: number;
-  client: AbortSignal;
+  /** Did the client hang up (its signal, or hangUpDeadline's flag)? */
+  client: { readonly aborted: boolean };
   /** ms from t0 at which each stage of the query ended (logged for a slow one: where its time went). */
   stages?: Record<string, number>;
 }
@@ -161,41 +173,75 @@ export class QueryService {
 
   /** One query; `route`: the route whose service asks (its refusals are counted there). */
   async lsp(q: LspQuery, signal: AbortSignal, route: string = ops.query.route): Promise<LspAnswer> {
-    const { config, store } = this.deps;
+    const a = this.arrive(q, route);
+    if (q.op === 'workspaceSymbols') return this.run(a, signal, (w) => this.workspaceSymbolsAnswer(w));
+    const row = this.serverFor(q.path!, a.info.languages);
+    const key = ResultCache.keyOf(row.name, q);
+    // A hit implies the file passed its checks when it was first asked: the root is immutable.
+    const hit = this.cache.getBody(a.root, key);
+    if (hit) return parseKept<LspAnswer>(hit, elapsed(a.t0));
+    const answer = await this.run(a, signal, (w) => this.answer(w, row));
+    this.remember(a.root, key, answer);
+    return answer;
+  }
+
+  /**
+   * POST /v1/code/lsp's way in: the answer as the bytes to send, serialised once (the
+   * same bytes are kept by the cache), and a hit is a look-up and a write: nothing
+   * past the key is made for it, not even the deadline (`onHangUp` registers the
+   * client's hang-up, only when the query goes to a server).
+   */
+  async lspBody(q: LspQuery, onHangUp: (gone: () => void) => void): Promise<{ server: string; body: Buffer }> {
+    const a = this.arrive(q, ops.query.route);
+    if (q.op === 'workspaceSymbols') {
+      const answer = await this.run(a, onHangUp, (w) => this.workspaceSymbolsAnswer(w));
+      return { server: String(answer.server ?? ''), body: Buffer.from(JSON.stringify(answer)) };
+    }
+    const row = this.serverFor(q.path!, a.info.languages);
+    const key = ResultCache.keyOf(row.name, q);
+    const hit = this.cache.getBody(a.root, key);
+    if (hit) return { server: row.name, body: sentBody(hit, elapsed(a.t0)) };
+    const answer = await this.run(a, onHangUp, (w) => this.answer(w, row));
+    const kept = keptBody(answer);
+    this.remember(a.root, key, answer, kept);
+    return { server: row.name, body: sentBody(kept, answer.elapsed_ms ?? 0) };
+  }
+
+  /** Admission (not_ready, busy, need_tree) and the deadline's start: what every query pays before anything else. */
+  private arrive(q: LspQuery, route: string): Arrival {
     const t0 = performance.now();
-    const deadlineAt = Date.now() + config.queryTimeoutMs - config.cleanupReserveMs;
+    const deadlineAt = Date.now() + this.deps.config.queryTimeoutMs - this.deps.config.cleanupReserveMs;
     const info = this.deps.admission.admit(q, ops.query, route);
-    store.touch(q);
-    const dl = deadline(signal, deadlineAt - Date.now());
+    this.deps.store.touch(q);
+    return { q, route, t0, deadlineAt, info, root: { id: rootId(q), generation: info.generation } };
+  }
+
+  /** `fn` under the query's deadline (from arrival) and the client's signal or hang-up; the timer is cleared however it ends. */
+  private async run(a: Arrival, client: AbortSignal | ((gone: () => void) => void), fn: (w: Work) => Promise<LspAnswer>): Promise<LspAnswer> {
+    const { store } = this.deps;
+    const ms = a.deadlineAt - Date.now();
+    const dl = typeof client === 'function' ? hangUpDeadline(client, ms) : { ...deadline(client, ms), client };
     const w: Work = {
-      q,
-      route,
-      root: { id: rootId(q), generation: info.generation },
-      languages: info.languages,
-      treeDir: store.treeDir(q),
-      depsDir: store.depsDir(q),
-      t0,
+      q: a.q,
+      route: a.route,
+      root: a.root,
+      languages: a.info.languages,
+      treeDir: store.treeDir(a.q),
+      depsDir: store.depsDir(a.q),
+      t0: a.t0,
       deadline: dl.signal,
-      deadlineAt,
-      client: signal,
+      deadlineAt: a.deadlineAt,
+      client: dl.client,
     };
     try {
-      return await this.answer(w);
+      return await fn(w);
     } finally {
       dl.clear();
     }
   }
 
-  private async answer(w: Work): Promise<LspAnswer> {
-    const { config } = this.deps;
-    const { q, t0 } = w;
-    if (q.op === 'workspaceSymbols') return this.workspaceSymbolsAnswer(w);
-
-    const row = this.serverFor(q.path!, w.languages);
-    const key = ResultCache.keyOf(row.name, q);
-    // A hit implies the file passed its checks when it was first asked: the root is immutable.
-    const hit = this.cache.get(w.root, key);
-    if (hit) return { ...hit, elapsed_ms: elapsed(t0) };
+  private async answer(w: Work, row: ServerRow): Promise<LspAnswer> {
+    const { q } = w;
     // The workspace look-up and the target's checks read different files: both at once
     // (a cold query waits on each; the look-up never rejects).
     const workspace = this.workspaces.find(w.root, w.treeDir, q.path!, row.rootMarkers);
@@ -217,7 +263,6 @@ export class QueryService {
       (n) => (before = n),
     );
     const answer = this.finish(w, row.name, r, noteOf(before, dependencyNote(this.deps.dependencies, q, row)));
-    this.remember(w, key, answer);
     const ms = answer.elapsed_ms ?? 0;
     if (ms >= SLOW_QUERY_MS) this.deps.log.info({ root: w.root.id, op: q.op, server: row.name, ms, stages: w.stages }, 'slow query');
     return answer;
@@ -488,8 +533,8 @@ export class QueryService {
     rows.sort((a, b) => this.deps.table.rows.indexOf(a) - this.deps.table.rows.indexOf(b));
     const name = rows.map((r) => r.name).join(',');
     const key = ResultCache.keyOf(name, w.q);
-    const hit = this.cache.get(w.root, key);
-    if (hit) return { ...hit, elapsed_ms: elapsed(w.t0) };
+    const hit = this.cache.getBody(w.root, key);
+    if (hit) return parseKept<LspAnswer>(hit, elapsed(w.t0));
 
     const before: (DependencyNote | undefined)[] = [];
     let lacking: AppError | undefined;
@@ -538,7 +583,7 @@ export class QueryService {
     };
     const answer = this.finish(w, name, merged, rows.length === 1 ? noteOf(before[0], dependencyNote(this.deps.dependencies, w.q, rows[0]!)) : undefined);
     if (before.some((n) => n?.may_change)) return answer; // some server answered without dependencies on their way
-    this.remember(w, key, answer);
+    this.remember(w.root, key, answer);
     return answer;
   }
 
@@ -548,9 +593,10 @@ export class QueryService {
    * fetch's end drops the root's answers, and one finishing just after that drop
    * would otherwise stay, saying `running`, for as long as the root.
    */
-  private remember(w: Work, key: string, answer: LspAnswer): void {
+  private remember(root: RootRef, key: string, answer: LspAnswer, kept?: Buffer): void {
     if ((answer.dependencies as { state?: string } | undefined)?.state === 'running') return;
-    this.cache.set(w.root, key, answer);
+    if (kept) this.cache.setBody(root, key, answer, kept);
+    else this.cache.set(root, key, answer);
   }
 
   /** The common fields of every answer, then the size cap. */
@@ -613,7 +659,7 @@ export class QueryService {
  * may ask for another size), so a cursor works on its own query's next page only.
  */
 function cursorScope(root: RootRef, server: string, q: LspQuery): string {
-  return rootScope(root) + ResultCache.keyOf(server, { ...q, cursor: undefined, limit: undefined });
+  return rootScope(root) + ResultCache.keyOf(server, q, false);
 }
 
 /** What a check's work on its scratch session is given (QueryService.scratch). */

@@ -12,13 +12,15 @@ export interface Deadline {
   clear: () => void;
 }
 
+/** The same reason AbortSignal.timeout gives, so callers can tell a timeout apart. */
+const timedOut = () => new DOMException('The operation was aborted due to timeout', 'TimeoutError');
+
 export function deadline(outer: AbortSignal, ms: number): Deadline {
   const ctl = new AbortController();
   const onAbort = () => ctl.abort(outer.reason);
   if (outer.aborted) onAbort();
   else outer.addEventListener('abort', onAbort, { once: true });
-  // The same reason AbortSignal.timeout gives, so callers can tell a timeout apart.
-  const timer = setTimeout(() => ctl.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')), Math.max(1, ms));
+  const timer = setTimeout(() => ctl.abort(timedOut()), Math.max(1, ms));
   return {
     signal: ctl.signal,
     clear: () => {
@@ -26,6 +28,23 @@ export function deadline(outer: AbortSignal, ms: number): Deadline {
       outer.removeEventListener('abort', onAbort);
     },
   };
+}
+
+/**
+ * A deadline that the caller's hang-up also ends, for a caller with no signal of its
+ * own (an HTTP query: `onHangUp` registers the callback): one controller per query,
+ * not one for the client and one for the deadline. `client.aborted` says it was the
+ * hang-up.
+ */
+export function hangUpDeadline(onHangUp: (gone: () => void) => void, ms: number): Deadline & { client: { readonly aborted: boolean } } {
+  const ctl = new AbortController();
+  const client = { aborted: false };
+  onHangUp(() => {
+    client.aborted = true;
+    ctl.abort(new Error('client disconnected'));
+  });
+  const timer = setTimeout(() => ctl.abort(timedOut()), Math.max(1, ms));
+  return { signal: ctl.signal, client, clear: () => clearTimeout(timer) };
 }
 
 // `raceAbort`: waiting on something shared (a session's start, an in-flight slot, a

@@ -74,12 +74,14 @@ export interface SpawnOptions {
   /** Jail uids (a restart keeps its range); else none are set and `env` may name them. */
   uids?: UidRange;
   timeoutMs?: number;
+  /** Node flags before the script (bench/hot-profile: `--cpu-prof`, which NODE_OPTIONS refuses). */
+  nodeArgs?: readonly string[];
 }
 
 /** Spawn `node --import tsx src/main.ts` on 127.0.0.1:0 and resolve once it logs "listening". */
 export async function spawnDaemon(opts: SpawnOptions = {}): Promise<Daemon> {
   const dataDir = opts.dataDir ?? tempDir();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', 'src/main.ts'], {
     cwd: projectDir,
     env: {
       ...process.env,
@@ -264,7 +266,7 @@ export async function startStoreServer(opts: { dataDir?: string; env?: Record<st
   };
   const services: RouteServices = {
     admission,
-    query: { lsp: async () => unserved(), warm: () => {} },
+    query: { lsp: async () => unserved(), lspBody: async () => unserved(), warm: () => {} },
     ask: { answer: async () => unserved() },
     diff: { diff: async () => unserved() },
     checks: { check: async () => unserved() },

@@ -1,11 +1,13 @@
-// POST /v1/code/lsp: the body validated with the shared schema, then the query
-// service, which admits it (src/tenancy/admission.ts: jail proved, org's share, root stored)
-// and answers.
+// POST /v1/code/lsp: the body validated (the precompiled check of its common shape,
+// else the shared zod schema), then the query service, which admits it
+// (src/tenancy/admission.ts: jail proved, org's share, root stored) and answers with
+// the bytes to send: serialised once, a cache hit sent as kept.
 import type { FastifyInstance } from 'fastify';
 import { lspQuery } from '../../api/schemas.js';
+import { fastLspQuery } from '../../api/lsp-query-check.js';
 import { parse } from '../error-handler.js';
 import type { Deps } from '../deps.js';
-import { clientSignal } from '../client-signal.js';
+import { onHangUp } from '../client-signal.js';
 import { err, type RouteDoc } from '../route-options.js';
 
 const doc: RouteDoc = {
@@ -27,13 +29,17 @@ const doc: RouteDoc = {
   },
 };
 
+/** What fastify sends a JSON answer as. */
+const JSON_TYPE = 'application/json; charset=utf-8';
+
 export async function queryRoutes(app: FastifyInstance, deps: Deps): Promise<void> {
   const { query } = deps.services;
   app.post('/v1/code/lsp', { config: { access: { permission: 'query', org: 'body' } }, schema: doc }, async (req, reply) => {
-    const q = parse(lspQuery, req.body);
+    const q = fastLspQuery(req.body) ?? parse(lspQuery, req.body);
     req.lspdOp = q.op;
-    const answer = await query.lsp(q, clientSignal(reply));
-    req.lspdServer = String(answer.server ?? '');
-    return answer;
+    const { server, body } = await query.lspBody(q, (gone) => onHangUp(reply, gone));
+    req.lspdServer = server;
+    reply.type(JSON_TYPE);
+    return body;
   });
 }

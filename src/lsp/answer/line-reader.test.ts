@@ -71,3 +71,22 @@ test('previewLine windows long lines without splitting surrogate pairs', () => {
   assert.ok(previewLine('a'.repeat(1000), 0).startsWith('aaa') && previewLine('a'.repeat(1000), 0).endsWith('…'));
   assert.ok(previewLine('a'.repeat(1000), 999).startsWith('…') && !previewLine('a'.repeat(1000), 999).endsWith('…'));
 });
+
+test('lines the reader gives at once are taken in the same turn; a read under way is asked once', async () => {
+  const asked: string[] = [];
+  const reader = new LineReader((coord, start, count) => {
+    asked.push(`${coord.path}:${start}+${count}`);
+    const lines = Array.from({ length: count }, (_, k) => `${coord.path} ${start + k}`);
+    return coord.path === 'held' ? lines : new Promise((res) => setTimeout(() => res(lines), 2));
+  });
+  const held = { kind: 'tree', path: 'held', jailPath: '/src/held' } as const;
+  const read = { kind: 'tree', path: 'read', jailPath: '/src/read' } as const;
+  reader.want(held, 3);
+  reader.want(read, 1, 40);
+  const loading = reader.load();
+  assert.equal(reader.line(held, 3), 'held 3', 'taken before the first await');
+  await loading;
+  assert.equal(reader.line(read, 1), 'read 1');
+  assert.equal(reader.line(read, 40), 'read 40');
+  assert.deepEqual(asked, ['held:3+1', 'read:1+1', 'read:40+1']);
+});

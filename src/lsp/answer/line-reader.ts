@@ -23,6 +23,9 @@ const READ_CONCURRENCY = 8;
 /** Longest preview or context line; longer lines (minified code) are windowed. */
 export const PREVIEW_MAX_CHARS = 400;
 
+/** A span's read that did not answer at once. */
+type Pending = { start: number; got: Promise<readonly string[] | undefined> };
+
 export class LineReader {
   readonly #read: ReadLines;
   readonly #files = new Map<string, Map<number, string>>();
@@ -45,43 +48,82 @@ export class LineReader {
     this.want(coord, r.start.line, r.end.line);
   }
 
-  /** Read every wanted line not yet cached, a few files at a time. */
+  /** Read every wanted line not yet cached, a few files at a time; lines the reader holds are taken in this turn. */
   async load(): Promise<void> {
-    const jobs = [...this.#wanted.entries()];
+    // Files under way first: the workers take them before starting any other read, so
+    // no more than READ_CONCURRENCY reads are ever under way at once.
+    const asked: [string, { coord: FileCoordinate; lines: Set<number> }, Pending | undefined][] = [];
+    const rest: typeof asked = [];
+    for (const [key, w] of this.#wanted) {
+      if (asked.length >= READ_CONCURRENCY) rest.push([key, w, undefined]);
+      else {
+        const pending = this.#takeHeld(key, w.coord, w.lines);
+        if (pending) asked.push([key, w, pending]);
+      }
+    }
     this.#wanted.clear();
+    const jobs = [...asked, ...rest];
+    if (jobs.length === 0) return;
     let next = 0;
     const worker = async () => {
       while (next < jobs.length) {
-        const [key, { coord, lines }] = jobs[next++]!;
-        await this.#loadFile(key, coord, lines);
+        const [key, { coord, lines }, pending] = jobs[next++]!;
+        await this.#loadFile(key, coord, lines, pending);
       }
     };
     await Promise.all(Array.from({ length: Math.min(READ_CONCURRENCY, jobs.length) }, worker));
   }
 
-  async #loadFile(key: string, coord: FileCoordinate, lines: Set<number>): Promise<void> {
+  /** The spans of a file still to read, in order, each [start, count]. */
+  #spans(key: string, lines: Set<number>): [number, number][] {
     let cache = this.#files.get(key);
     if (!cache) this.#files.set(key, (cache = new Map()));
     const todo = [...lines].filter((l) => !cache.has(l)).sort((a, b) => a - b);
+    const spans: [number, number][] = [];
     for (let i = 0; i < todo.length;) {
       let j = i;
       while (j + 1 < todo.length && todo[j + 1]! - todo[j]! <= SPAN_GAP) j++;
-      const start = todo[i]!;
-      const count = todo[j]! - start + 1;
+      spans.push([todo[i]!, todo[j]! - todo[i]! + 1]);
+      i = j + 1;
+    }
+    return spans;
+  }
+
+  /** Take what the reader gives at once (lines it holds); the first read it could not answer at once, if any. */
+  #takeHeld(key: string, coord: FileCoordinate, lines: Set<number>): Pending | undefined {
+    for (const [start, count] of this.#spans(key, lines)) {
+      let got: ReturnType<ReadLines>;
+      try {
+        got = this.#read(coord, start, count);
+      } catch {
+        continue; // unreadable: previews are omitted, positions pass through
+      }
+      if (got instanceof Promise) return { start, got: got.catch(() => undefined) }; // unreadable, as below
+      this.#keep(key, start, count, got);
+    }
+    return undefined;
+  }
+
+  /** Read the file's spans still wanted; `asked`: the read of one of them, already under way. */
+  async #loadFile(key: string, coord: FileCoordinate, lines: Set<number>, asked?: Pending): Promise<void> {
+    for (const [start, count] of this.#spans(key, lines)) {
       let got: readonly string[] | undefined;
       try {
-        got = await this.#read(coord, start, count);
+        got = await (asked?.start === start ? asked.got : this.#read(coord, start, count));
       } catch {
         got = undefined; // unreadable: previews are omitted, positions pass through
       }
-      if (Array.isArray(got)) {
-        for (let k = 0; k < Math.min(count, got.length); k++) {
-          const t: unknown = got[k];
-          // a trailing \r cannot be line content: LSP counts it as a terminator
-          if (typeof t === 'string') cache.set(start + k, t.endsWith('\r') ? t.slice(0, -1) : t);
-        }
-      }
-      i = j + 1;
+      this.#keep(key, start, count, got);
+    }
+  }
+
+  #keep(key: string, start: number, count: number, got: readonly string[] | undefined): void {
+    const cache = this.#files.get(key)!;
+    if (!Array.isArray(got)) return;
+    for (let k = 0; k < Math.min(count, got.length); k++) {
+      const t: unknown = got[k];
+      // a trailing \r cannot be line content: LSP counts it as a terminator
+      if (typeof t === 'string') cache.set(start + k, t.endsWith('\r') ? t.slice(0, -1) : t);
     }
   }
 

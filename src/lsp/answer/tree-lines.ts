@@ -9,7 +9,7 @@
 // when the root's fetch ends (installed.json and site-packages appear then).
 import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { join, sep } from 'node:path';
-import type { FileCoordinate } from './coordinates.js';
+import type { FileCoordinate, MaybePromise } from './coordinates.js';
 import { splitLines } from '../wire/encoding.js';
 import { RootCache, type RootRef } from '../../store/root-cache.js';
 import { hostPathOf, type HostDirs } from './paths.js';
@@ -67,13 +67,14 @@ export class TreeLines {
     return this.files.bytes + this.composerIndex.bytes + this.pythonIndex.bytes;
   }
 
-  /** A ReadLines for one root. */
-  reader(root: RootRef, dirs: HostDirs): (coord: FileCoordinate, startLine: number, count: number) => Promise<readonly string[] | undefined> {
-    return async (coord, startLine, count) => {
+  /** A ReadLines for one root: lines already held are given at once (no promise), the rest read. */
+  reader(root: RootRef, dirs: HostDirs): (coord: FileCoordinate, startLine: number, count: number) => MaybePromise<readonly string[] | undefined> {
+    return (coord, startLine, count) => {
       const host = hostPathOf(coord.jailPath, dirs);
       if (host === undefined) return undefined;
-      const lines = this.files.get(root, host) ?? (await this.load(root, host, dirs));
-      return lines?.slice(startLine, startLine + count);
+      const held = this.files.get(root, host);
+      if (held) return held.slice(startLine, startLine + count);
+      return this.load(root, host, dirs).then((lines) => lines?.slice(startLine, startLine + count));
     };
   }
 

@@ -71,11 +71,15 @@ export class ServerTable {
    * operator who chose tsserver wants tsserver), but for a take-over.
    */
   choose(language: Language, rootLanguages: readonly Language[] = [], usable: (r: ServerRow) => boolean = () => true): ServerRow | undefined {
-    const selected = (r: ServerRow) => r.selectedWhen?.(this.config) ?? true;
-    const over = this.rows.find(
-      (r) => r.takesOver?.includes(language) && (r.takesOverIn ?? r.languages).some((l) => rootLanguages.includes(l)) && selected(r) && usable(r),
-    );
-    return over ?? this.rows.find((r) => r.languages.includes(language) && selected(r));
+    // Loops, not closures: this runs on every query.
+    for (const r of this.rows)
+      if (r.takesOver?.includes(language) && (r.takesOverIn ?? r.languages).some((l) => rootLanguages.includes(l)) && this.selected(r) && usable(r)) return r;
+    for (const r of this.rows) if (r.languages.includes(language) && this.selected(r)) return r;
+    return undefined;
+  }
+
+  private selected(r: ServerRow): boolean {
+    return r.selectedWhen?.(this.config) ?? true;
   }
 
   /** Probe every row; absent servers are reported with the reason, never dropped. */

@@ -101,6 +101,15 @@ export class FrameReader {
   }
 
   private take(n: number): Buffer {
+    // The common case: the bytes sit in the first chunk (a whole frame per read). A
+    // view, no copy: callers decode it at once and keep nothing of it.
+    const first = this.chunks[0]!;
+    if (first.length >= n) {
+      if (first.length === n) this.chunks.shift();
+      else this.chunks[0] = first.subarray(n);
+      this.buffered -= n;
+      return first.subarray(0, n);
+    }
     const out = Buffer.allocUnsafe(n);
     let filled = 0;
     while (filled < n) {
@@ -126,6 +135,9 @@ export class FrameReader {
 
 /** The body length a header block declares; throws FrameError for anything else. */
 export function parseHeader(text: string, maxFrameBytes: number): number {
+  // What every server sends: one Content-Length line.
+  const only = /^Content-Length: (\d{1,12})$/.exec(text);
+  if (only) return checkLength(Number(only[1]), maxFrameBytes);
   let length: number | undefined;
   for (const line of text.split('\r\n')) {
     const colon = line.indexOf(':');
@@ -140,6 +152,10 @@ export function parseHeader(text: string, maxFrameBytes: number): number {
     }
   }
   if (length === undefined) throw new FrameError('server sent a frame without Content-Length');
+  return checkLength(length, maxFrameBytes);
+}
+
+function checkLength(length: number, maxFrameBytes: number): number {
   if (length > maxFrameBytes) {
     throw new FrameError(`server announced a ${length}-byte frame, over the ${maxFrameBytes}-byte limit`);
   }

@@ -12,20 +12,16 @@
 // notification flood fails the waiters quickly while 50 concurrent requests on one
 // session do not starve each other on the progress chatter they cause together.
 //
-// `shutdown` goes without params: `sendRequest(method, token)` puts no params
-// member on the wire, where `sendRequest(method, null)` would put `params: [null]`,
-// which TypeScript 7 rejects
+// No CancellationToken per request (a token source and its emitter on every query):
+// an abort sends `$/cancelRequest` for the id we read off the wire as the library
+// wrote the request, which is what the library's token would have sent.
+//
+// `shutdown` goes without params: `sendRequest(method)` puts no params member on
+// the wire, where `sendRequest(method, null)` would put `params: [null]`, which
+// TypeScript 7 rejects
 // (https://microsoft.github.io/language-server-protocol/specifications/lsp/3.17/specification/#shutdown).
 import type { Readable, Writable } from 'node:stream';
-import {
-  CancellationTokenSource,
-  createMessageConnection,
-  ErrorCodes as RpcErrorCodes,
-  Message,
-  ResponseError,
-  type Logger,
-  type MessageConnection,
-} from 'vscode-jsonrpc/node';
+import { createMessageConnection, ErrorCodes as RpcErrorCodes, Message, ResponseError, type Logger, type MessageConnection } from 'vscode-jsonrpc/node';
 import { BoundedMessageReader } from './bounded-reader.js';
 import { BoundedMessageWriter } from './bounded-writer.js';
 import { FrameError } from './frame-reader.js';
@@ -189,7 +185,6 @@ export class LspConnection {
     if (opts.signal?.aborted) return Promise.reject(abortReason(opts.signal));
     return new Promise<T>((resolve, reject) => {
       const { signal, budget } = opts;
-      const source = new CancellationTokenSource();
       const p: Pending = { id: undefined, budget, reject, cleanup: () => {} };
       const settle = (): boolean => {
         if (!this.pending.delete(p)) return false;
@@ -202,7 +197,7 @@ export class LspConnection {
       this.pending.add(p);
       try {
         // No params member at all when there are none: `shutdown` must go without.
-        answer = params === undefined || params === null ? this.conn.sendRequest(method, source.token) : this.conn.sendRequest(method, params, source.token);
+        answer = params === undefined || params === null ? this.conn.sendRequest(method) : this.conn.sendRequest(method, params);
       } catch (err) {
         settle();
         reject(this.mapError(err));
@@ -218,12 +213,12 @@ export class LspConnection {
       }
       const onAbort = () => {
         if (!settle()) return;
-        this.cancel(source, answer, opts);
+        this.cancel(p.id!, answer, opts);
         reject(abortReason(signal!));
       };
       const offBudget = budget?.onExceeded((err) => {
         if (!settle()) return;
-        this.cancel(source, answer, opts);
+        this.cancel(p.id!, answer, opts);
         reject(err);
       });
       if (budget && this.pending.has(p)) this.holders.add(budget);
@@ -284,10 +279,10 @@ export class LspConnection {
     return new ConnectionClosedError(why.message);
   }
 
-  /** `$/cancelRequest` (the library sends it for the token), and a watch for the answer a cooperative server still sends. */
-  private cancel(source: CancellationTokenSource, answer: Promise<unknown>, opts: RequestOptions): void {
+  /** `$/cancelRequest` for the request's id, and a watch for the answer a cooperative server still sends. */
+  private cancel(id: JsonRpcId, answer: Promise<unknown>, opts: RequestOptions): void {
     if (this.isClosed) return;
-    source.cancel();
+    this.conn.sendNotification('$/cancelRequest', { id }).catch(() => {}); // our writer never fails a write
     if (opts.cancelGraceMs === undefined || !opts.onUnanswered) return;
     const t = setTimeout(() => {
       this.watches.delete(t);
