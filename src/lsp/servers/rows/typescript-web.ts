@@ -5,7 +5,7 @@ import { PROJECT_DIR } from '../../../jail/policy.js';
 import { probeFiles } from '../server-env.js';
 import { nodeModulesOf, type ServerPaths, type ServerRow } from '../server-row.js';
 import { packageClosureBinds } from '../package-binds.js';
-import { typescriptRows } from './typescript.js';
+import { tslsOptions, typescriptRows } from './typescript.js';
 import { SVELTE } from './svelte.js';
 
 /** The plugins, what they require, TypeScript and the pinned Svelte as a node_modules of their own (tsserver's only plugin probe location). */
@@ -37,12 +37,10 @@ export function typescriptWebRow(p: ServerPaths): ServerRow {
       ...packageClosureBinds(p.nodeModulesHost, [...PLUGINS, 'typescript'], WEB_TS_AT),
       { host: host(SVELTE), at: `${WEB_TS_AT}/node_modules/svelte` },
     ],
-    initializationOptions: {
-      tsserver: { path: `${TSSERVER.at}/lib/tsserver.js`, logVerbosity: 'off' },
-      disableAutomaticTypingAcquisition: true,
-      preferences: {},
-      plugins: PLUGINS.map((name) => ({ name, location: WEB_TS_AT })),
-    },
+    initializationOptions: tslsOptions(
+      `${TSSERVER.at}/lib/tsserver.js`,
+      PLUGINS.map((name) => ({ name, location: WEB_TS_AT })),
+    ),
     probe: () =>
       probeFiles(
         [

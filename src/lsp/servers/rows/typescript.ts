@@ -4,6 +4,17 @@ import { TSSERVER_TYPESCRIPT_AT } from '../../../jail/layout.js';
 import { NODE, probeFiles } from '../server-env.js';
 import { nodeModulesOf, type ServerPaths, type ServerRow } from '../server-row.js';
 
+/** typescript-language-server's options: this tsserver, never the tree's; `plugins` global, from the row's own node_modules. */
+export function tslsOptions(tsserverJs: string, plugins?: { name: string; location: string; languages?: string[] }[]): Record<string, unknown> {
+  return {
+    tsserver: { path: tsserverJs, logVerbosity: 'off' },
+    // The typings installer starts npm and reaches for the network; it also outlived the server.
+    disableAutomaticTypingAcquisition: true,
+    preferences: {},
+    ...(plugins && { plugins }),
+  };
+}
+
 /** Both rows; LSPD_TYPESCRIPT_SERVER selects one (`selectedWhen`). */
 export function typescriptRows(p: ServerPaths): ServerRow[] {
   const { host, at } = nodeModulesOf(p);
@@ -62,12 +73,7 @@ export function typescriptRows(p: ServerPaths): ServerRow[] {
       binds: [{ host: host('typescript'), at: TSSERVER_TYPESCRIPT_AT }],
       ecosystem: 'npm',
       rootMarkers: ['tsconfig.json', 'jsconfig.json', 'package.json'],
-      initializationOptions: {
-        tsserver: { path: `${TSSERVER_TYPESCRIPT_AT}/lib/tsserver.js`, logVerbosity: 'off' },
-        // The typings installer starts npm and reaches for the network; it also outlived the server.
-        disableAutomaticTypingAcquisition: true,
-        preferences: {},
-      },
+      initializationOptions: tslsOptions(`${TSSERVER_TYPESCRIPT_AT}/lib/tsserver.js`),
       // Its syntax server answers definitions with the local import line before the
       // project loads (non-empty and wrong), and its progress can end seconds before
       // the right answer: wait for the document's first semantic diagnostics.

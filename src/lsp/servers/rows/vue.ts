@@ -7,6 +7,7 @@ import { PROJECT_DIR } from '../../../jail/policy.js';
 import { NODE, probeFiles } from '../server-env.js';
 import { packageClosureBinds } from '../package-binds.js';
 import { nodeModulesOf, type ServerPaths, type ServerRow } from '../server-row.js';
+import { tslsOptions, typescriptRows } from './typescript.js';
 
 /** The plugin, what it requires and TypeScript, as a node_modules of their own: tsserver's only plugin probe location. */
 const VUE_AT = '/opt/lspd-vue';
@@ -15,7 +16,9 @@ const HYBRID = { host: join(PROJECT_DIR, 'src', 'lsp', 'servers', 'rows', 'vue-h
 export function vueRow(p: ServerPaths): ServerRow {
   const { host, at } = nodeModulesOf(p);
   const tsLib = `${VUE_AT}/node_modules/typescript/lib`;
+  const { selectedWhen: _byConfig, ...tsserver } = typescriptRows(p).find((r) => r.name === 'typescript-language-server')!;
   return {
+    ...tsserver,
     // Code from the tree: none, as the typescript-language-server row. tsserver loads
     // @vue/typescript-plugin as a global plugin from VUE_AT, and a tsconfig's
     // compilerOptions.plugins resolve from there too: only the plugin's own
@@ -30,30 +33,15 @@ export function vueRow(p: ServerPaths): ServerRow {
     // cannot see .vue files, so its references from a .ts file would miss their uses.
     takesOver: ['typescript', 'javascript'],
     argv: [NODE, HYBRID.at, '--ts', at('typescript-language-server/lib/cli.mjs'), '--vue', at('@vue/language-server/index.js'), '--tsdk', tsLib],
-    env: {},
     binds: [HYBRID, ...packageClosureBinds(p.nodeModulesHost, ['@vue/typescript-plugin', 'typescript'], VUE_AT)],
-    ecosystem: 'npm',
-    rootMarkers: ['tsconfig.json', 'jsconfig.json', 'package.json'],
     // Split by vue-hybrid.mjs: `ts` to typescript-language-server, `vue` to vue-language-server.
     initializationOptions: {
-      ts: {
-        tsserver: { path: `${tsLib}/tsserver.js`, logVerbosity: 'off' },
-        disableAutomaticTypingAcquisition: true,
-        preferences: {},
-        plugins: [{ name: '@vue/typescript-plugin', location: VUE_AT, languages: ['vue'] }],
-      },
+      ts: tslsOptions(`${tsLib}/tsserver.js`, [{ name: '@vue/typescript-plugin', location: VUE_AT, languages: ['vue'] }]),
       vue: {},
     },
-    // tsserver's first diagnostics of the document (typescript-language-server's
-    // signal, see its row); vue-hybrid.mjs holds the vue server's until then.
-    readiness: { kind: 'documentDiagnostics' },
-    // typescript-language-server's (measured: incomingCalls from a .ts file reach a .vue caller, test/lang-vue).
-    hierarchyOps: ['incomingCalls', 'outgoingCalls'],
-    // Also typescript-language-server's: a rename at the .ts declaration edits the .vue uses (test/lang-vue).
-    editOps: ['rename', 'codeActions'],
-    editCommands: ['_typescript.applyWorkspaceEdit'],
-    encodings: ['utf-16'],
-    maxInFlight: 32,
+    // Readiness, hierarchy and edit ops are typescript-language-server's (its row):
+    // vue-hybrid.mjs holds the vue server's diagnostics until tsserver's first; measured
+    // in test/lang-vue: incomingCalls and a rename from a .ts reach the .vue uses.
     probe: () =>
       probeFiles(
         [
