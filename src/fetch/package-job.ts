@@ -1,15 +1,20 @@
 // One fetch job's use of its org's package store (package-store.ts): npm tarballs
 // laid into the job's npm cache before `npm ci` and taken back after the steps
-// (npm-tarballs.ts), then every file of the output dirs the job wrote linked by
+// (npm-tarballs.ts), wheels and composer dists the same way (python-wheels.ts,
+// composer-dists.ts), then every file of the output dirs the job wrote linked by
 // content (file-dedupe.ts). A failure here never fails the fetch: what the store
 // could not give is downloaded, what it could not take stays the root's own.
 import type { Logger } from '../log.js';
 import { dedupeFiles } from './file-dedupe.js';
 import { lockIntegrities, seedTarballs, takeTarballs, type NpmJobState } from './npm-tarballs.js';
 import type { PackageStore } from './package-store.js';
+import { lockSha256s, seedWheels, takeWheels, type WheelJobState } from './python-wheels.js';
+import { lockedDists, seedDists, takeDists, type DistJobState, type LockJson } from './composer-dists.js';
 
 export class JobPackages {
   private readonly npm: NpmJobState = { wanted: new Set(), seeded: new Map() };
+  private readonly wheels: WheelJobState = { wanted: new Set() };
+  private readonly dists: DistJobState = { wanted: new Set() };
   constructor(
     private readonly store: PackageStore,
     readonly org: string,
@@ -31,6 +36,42 @@ export class JobPackages {
       await takeTarballs(this.store, this.org, cacheDir, depsDir, this.npm);
     } catch (err) {
       this.log.warn({ err, org: this.org }, 'package store: tarballs not stored');
+    }
+  }
+
+  /** Before a pip step: the wheels the lock of tree dir `ws` names that the store holds, linked into `inDir` (read-only to the jail). */
+  async seedWheels(treeDir: string, ws: string, inDir: string): Promise<void> {
+    try {
+      await seedWheels(this.store, this.org, await lockSha256s(treeDir, ws), inDir, this.wheels);
+    } catch (err) {
+      this.log.warn({ err, org: this.org }, 'package store: wheels not laid out; pip downloads them');
+    }
+  }
+
+  /** After the steps, before the python tmp dir (`outDir`: what the driver downloaded) is removed. */
+  async takeWheels(outDir: string, depsDir: string): Promise<void> {
+    try {
+      await takeWheels(this.store, this.org, outDir, depsDir, this.wheels);
+    } catch (err) {
+      this.log.warn({ err, org: this.org }, 'package store: wheels not stored');
+    }
+  }
+
+  /** Before a composer step: the dists `lock` (the daemon's reading of the tree's) names that the store holds, linked into composer's cache. */
+  async seedDists(lock: LockJson, cacheDir: string): Promise<void> {
+    try {
+      await seedDists(this.store, this.org, lockedDists(lock), cacheDir, this.dists);
+    } catch (err) {
+      this.log.warn({ err, org: this.org }, 'package store: dists not laid out; composer downloads them');
+    }
+  }
+
+  /** After the steps, before composer's cache is removed. */
+  async takeDists(cacheDir: string, depsDir: string): Promise<void> {
+    try {
+      await takeDists(this.store, this.org, cacheDir, depsDir, this.dists);
+    } catch (err) {
+      this.log.warn({ err, org: this.org }, 'package store: dists not stored');
     }
   }
 

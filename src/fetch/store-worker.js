@@ -15,7 +15,7 @@ import { parentPort, threadId, workerData } from 'node:worker_threads';
 
 if (!parentPort) throw new Error('store-worker.js runs as a worker thread');
 const port = parentPort;
-const job = /** @type {{ op: 'dedupe'; top: string; dirs: string[] } | { op: 'scan'; top: string; sweep: boolean }} */ (workerData);
+const job = /** @type {{ op: 'dedupe'; top: string; dirs: string[] } | { op: 'scan'; top: string; sweep: boolean; kinds: string[] }} */ (workerData);
 
 const buf = Buffer.allocUnsafe(256 * 1024);
 /** @param {string} path */
@@ -132,18 +132,21 @@ function dedupe(top, /** @type {string[]} */ dirs) {
 }
 
 /**
- * The org's entries as [ino, blocks, kind] (0 npm, 1 files); temp files a crash left
+ * The org's entries as [ino, blocks, kind] (kind: the index in `kinds` of the top
+ * dir it is under; the last, files, for anything else); temp files a crash left
  * are removed, and when sweeping, so is every entry no root links (one name: the
  * store's), then the dirs left empty. What was removed comes back as `freed`.
  * @param {string} top  the org's dir
  * @param {boolean} sweep
+ * @param {string[]} kinds
  */
-function scan(top, sweep) {
+function scan(top, sweep, kinds) {
   /** @type {[number, number, number][]} */ const kept = [];
   /** @type {[number, number, number][]} */ const freed = [];
-  const npm = join(top, 'npm') + '/';
   walk(top, (p, st) => {
-    const kind = p.startsWith(npm) ? 0 : 1;
+    const rest = p.slice(top.length + 1);
+    const at = rest.includes('/') ? kinds.indexOf(rest.slice(0, rest.indexOf('/'))) : -1;
+    const kind = at < 0 ? kinds.length - 1 : at;
     if (p.slice(p.lastIndexOf('/') + 1).startsWith('.tmp-')) return void unlinkSync(p);
     if (sweep && st.nlink === 1) {
       unlinkSync(p);
@@ -154,7 +157,7 @@ function scan(top, sweep) {
     // Empty dirs go too (the 256 fan-out dirs are a MiB), and the org's once it holds nothing.
     const files = join(top, 'files');
     for (const d of readdirSafe(files)) tryRmdir(join(files, d));
-    for (const d of [files, join(top, 'npm'), top]) tryRmdir(d);
+    for (const d of [...kinds.map((k) => join(top, k)), top]) tryRmdir(d);
   }
   port.postMessage({ kept: sweep ? [] : kept, freed });
 }
@@ -177,4 +180,4 @@ const tryRmdir = (d) => {
 };
 
 if (job.op === 'dedupe') dedupe(job.top, job.dirs);
-else scan(job.top, job.sweep);
+else scan(job.top, job.sweep, job.kinds);
