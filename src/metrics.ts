@@ -97,10 +97,11 @@ export function createMetrics(config?: Pick<Config, 'metricsMaxOrgs'>) {
     // The org's package store (src/fetch/package-store.ts): ecosystem `npm` counts
     // tarballs by lockfile integrity, `python` wheels by sha256, `composer` dists by
     // shasum, `files` the extracted files of every ecosystem.
-    fetchStoreBytes: gauge('lspd_fetch_store_bytes', "Disk held by an org's package store, by org and ecosystem (npm, python, composer: archives; files: extracted files).", [
-      'org',
-      'ecosystem',
-    ]),
+    fetchStoreBytes: gauge(
+      'lspd_fetch_store_bytes',
+      "Disk held by an org's package store, by org and ecosystem (npm, python, composer: archives; files: extracted files).",
+      ['org', 'ecosystem'],
+    ),
     fetchStoreHits: counter(
       'lspd_fetch_store_hits_total',
       "Packages (npm, python, composer) or files (files) a fetch took from the org's package store instead of the registry or its own copy.",

@@ -123,7 +123,8 @@ export async function takeTarballs(store: PackageStore, org: string, cacheDir: s
       const dest = join(dir, hex);
       if (await lstat(dest).catch(() => undefined)) continue;
       const got = await copyVerified(store, org, 'npm', cacheContentPath(cacheDir, hex), dir, 'sha512', (h) => (h === hex ? hex : undefined));
-      if (got !== undefined && got !== hex) store.warn({ org, integrity: hex.slice(0, 16) }, 'package store: a cached tarball does not match its digest; not stored');
+      if (got !== undefined && got !== hex)
+        store.warn({ org, integrity: hex.slice(0, 16) }, 'package store: a cached tarball does not match its digest; not stored');
     }
     await holdEntries(dir, job.wanted, depsDir, 'npm');
   });

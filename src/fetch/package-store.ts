@@ -241,7 +241,9 @@ interface ScanResult {
 }
 
 /** Run one walk on the store's thread (store-worker.js: synchronous calls, off the loop and libuv's pool); its one answer. */
-export function runStoreWorker<T>(data: { op: 'dedupe'; top: string; dirs: string[] } | { op: 'scan'; top: string; sweep: boolean; kinds: string[] }): Promise<T> {
+export function runStoreWorker<T>(
+  data: { op: 'dedupe'; top: string; dirs: string[] } | { op: 'scan'; top: string; sweep: boolean; kinds: string[] },
+): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const w = new Worker(new URL('./store-worker.js', import.meta.url), { workerData: data });
     let answer: { v: T } | undefined;

@@ -139,7 +139,8 @@ export async function takeWheels(store: PackageStore, org: string, outDir: strin
       const hex = await copyVerified(store, org, 'python', join(outDir, f.name), dir, 'sha256', (h) =>
         job.wanted.has(h) && !have.has(h) ? `${h}-${f.name}` : undefined,
       );
-      if (hex !== undefined && !job.wanted.has(hex)) store.warn({ org, wheel: f.name.slice(0, 120) }, 'package store: a wheel the lock does not name; not stored');
+      if (hex !== undefined && !job.wanted.has(hex))
+        store.warn({ org, wheel: f.name.slice(0, 120) }, 'package store: a wheel the lock does not name; not stored');
     }
     const now = await storedWheels(dir);
     await holdEntries(
