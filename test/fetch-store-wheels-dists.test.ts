@@ -7,23 +7,17 @@
 // given out, is fetched again and replaced, and the fetch still succeeds.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, statSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readdirSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { loadConfig } from '../src/config.js';
 import { FetchManager } from '../src/fetch/fetch-manager.js';
-import { PackageStore } from '../src/fetch/package-store.js';
-import { detectToolchains } from '../src/fetch/toolchains.js';
-import { createJail, type JailRuntime } from '../src/jail/jail.js';
-import { createLogger } from '../src/log.js';
-import { createMetrics, type Metrics } from '../src/metrics.js';
+import type { Metrics } from '../src/metrics.js';
 import { RootStore } from '../src/store/store.js';
 import type { RootKey } from '../src/store/types.js';
 import { startComposerRepo, type ComposerPackage, type ComposerRepo } from './helpers/composer-repo.js';
-import { projectDir, tempDir } from './helpers/daemon.js';
-import { skipOrFail } from './helpers/host.js';
 import { startPypiIndex, type PyIndex, type PyProject } from './helpers/pypi-index.js';
+import { metricValue as value, storeEnv, type StoreEnv } from './helpers/store-env.js';
 import { jailUidEnv } from './helpers/uids.js';
 import { packTar, SHA } from './store-helpers.js';
 
@@ -42,8 +36,7 @@ const dists: ComposerPackage[] = Array.from({ length: 6 }, (_, i) => ({
 describe('the package store: wheels and composer dists, per org', () => {
   let index: PyIndex;
   let repo: ComposerRepo;
-  let jail: JailRuntime;
-  let packages: PackageStore;
+  let env: StoreEnv;
   let store: RootStore;
   let fetcher: FetchManager;
   let metrics: Metrics;
@@ -78,8 +71,6 @@ describe('the package store: wheels and composer dists, per org', () => {
   const storeDir = (org: string, kind: string) => join(dataDir, 'fetch-store', org, kind);
   const wheelHits = (from: number) => index.hits.slice(from);
   const distHits = (from: number) => repo.hits.slice(from).filter((h) => h.endsWith('.zip'));
-  const value = async (m: { get(): Promise<{ values: { labels: Record<string, unknown>; value: number }[] }> }, labels: Record<string, string>) =>
-    (await m.get()).values.find((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x))?.value ?? 0;
   const wheelEntry = (org: string, i: number) => join(storeDir(org, 'python'), `${index.sha256(index.wheelName(wheels[i]!))}-${index.wheelName(wheels[i]!)}`);
   const shasum = (i: number) => (repo.lock([`acme/cp${i}`]).packages as { dist: { shasum: string } }[])[0]!.dist.shasum;
   const blocks = (dir: string) => readdirSync(dir).reduce((n, f) => n + statSync(join(dir, f)).blocks * 512, 0);
@@ -87,39 +78,14 @@ describe('the package store: wheels and composer dists, per org', () => {
   before(async () => {
     index = await startPypiIndex(wheels);
     repo = await startComposerRepo(dists);
-    dataDir = tempDir('lspd-fetch-store-wd-');
-    chmodSync(dataDir, 0o755); // jails run as pool uids and must traverse it
-    const config = loadConfig(
-      {
-        LSPD_DATA: dataDir,
-        LOG_LEVEL: 'silent',
-        LSPD_PIP_INDEX_URL: index.url,
-        LSPD_COMPOSER_REPO: repo.url,
-        LSPD_FETCH_REGISTRIES: `${index.authority},${repo.authority}`,
-        ...jailUidEnv(64),
-      },
-      projectDir,
+    env = await storeEnv(
+      { LSPD_PIP_INDEX_URL: index.url, LSPD_COMPOSER_REPO: repo.url, LSPD_FETCH_REGISTRIES: `${index.authority},${repo.authority}`, ...jailUidEnv(64) },
+      (t) => (!t.python || !t.pip || !t.composer || !t.php ? 'python3-pip and composer are not installed (images/pins.env)' : undefined),
     );
-    const log = createLogger('silent');
-    metrics = createMetrics();
-    if (process.getuid?.() !== 0) {
-      skip = skipOrFail('the package store runs only when lspd runs as root (jails then run as other uids)');
-      return;
-    }
-    mkdirSync(dataDir, { recursive: true });
-    packages = await PackageStore.open({ dir: join(dataDir, 'fetch-store'), log, metrics });
-    store = await RootStore.open({ config, log, metrics, packages });
-    jail = await createJail({ config, log });
-    const verdicts = await jail.canary();
-    const tools = await detectToolchains();
-    if (!verdicts.fetch.ok) skip = skipOrFail(`the FETCH jail is not available here: ${verdicts.fetch.reason}`);
-    else if (!tools.python || !tools.pip || !tools.composer || !tools.php) skip = skipOrFail('python3-pip and composer are not installed (images/pins.env)');
-    fetcher = new FetchManager({ config, log, metrics, jail, store, tools, packages });
+    ({ store, fetcher, metrics, dataDir, skip } = env);
   });
   after(async () => {
-    await fetcher?.close();
-    await store?.close();
-    await jail?.close();
+    await env?.close();
     await index?.close();
     await repo?.close();
   });

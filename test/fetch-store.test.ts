@@ -8,26 +8,23 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, mkdirSync, openSync, readFileSync, readdirSync, statSync, writeSync, closeSync, existsSync } from 'node:fs';
+import { openSync, readFileSync, readdirSync, statSync, writeSync, closeSync, existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import { loadConfig } from '../src/config.js';
 import { FetchManager } from '../src/fetch/fetch-manager.js';
 import { PackageStore } from '../src/fetch/package-store.js';
-import { detectToolchains } from '../src/fetch/toolchains.js';
-import { createJail, type JailRuntime } from '../src/jail/jail.js';
 import { createLogger } from '../src/log.js';
 import { createMetrics, type Metrics } from '../src/metrics.js';
 import { dirBytes } from '../src/store/disk.js';
 import { RootStore } from '../src/store/store.js';
 import type { RootKey } from '../src/store/types.js';
-import { projectDir, tempDir } from './helpers/daemon.js';
-import { skipOrFail } from './helpers/host.js';
+import { tempDir } from './helpers/daemon.js';
 import { startNpmRegistry, type NpmRegistry } from './helpers/npm-registry.js';
 import { jailUidEnv } from './helpers/uids.js';
+import { metricValue as value, storeEnv, type StoreEnv } from './helpers/store-env.js';
 import { packTar, SHA } from './store-helpers.js';
 
 const name = (i: number) => `sp-${String(i).padStart(3, '0')}`;
@@ -53,7 +50,7 @@ async function writePackage(dir: string, i: number): Promise<{ hex: string; entr
 
 describe('the package store, per org and content-addressed', () => {
   let registry: NpmRegistry;
-  let jail: JailRuntime;
+  let env: StoreEnv;
   let packages: PackageStore;
   let store: RootStore;
   let fetcher: FetchManager;
@@ -90,8 +87,6 @@ describe('the package store, per org and content-addressed', () => {
   const modules = (k: RootKey) => join(store.depsDir(k), 'npm', 'top', 'node_modules');
   const storeDir = (org: string, kind: 'npm' | 'files') => join(dataDir, 'fetch-store', org, kind);
   const tarballHits = (from: number) => registry.hits.slice(from).filter((h) => h.endsWith('.tgz'));
-  const value = async (m: { get(): Promise<{ values: { labels: Record<string, unknown>; value: number }[] }> }, labels: Record<string, string>) =>
-    (await m.get()).values.find((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x))?.value ?? 0;
   /** Blocks of dir and everything under it (each inode once), as the store charges itself. */
   const fileBlocks = (dir: string) => {
     if (!existsSync(dir)) return 0;
@@ -124,32 +119,13 @@ describe('the package store, per org and content-addressed', () => {
     const pkgDir = tempDir('lspd-fetch-store-registry-');
     for (let i = 0; i < 102; i++) pkgs.push(await writePackage(pkgDir, i));
     registry = await startNpmRegistry(pkgDir);
-    dataDir = tempDir('lspd-fetch-store-');
-    chmodSync(dataDir, 0o755); // jails run as pool uids and must traverse it
-    const config = loadConfig(
-      { LSPD_DATA: dataDir, LOG_LEVEL: 'silent', LSPD_NPM_REGISTRY: registry.url, LSPD_FETCH_REGISTRIES: registry.authority, ...jailUidEnv(64) },
-      projectDir,
+    env = await storeEnv({ LSPD_NPM_REGISTRY: registry.url, LSPD_FETCH_REGISTRIES: registry.authority, ...jailUidEnv(64) }, (t) =>
+      !t.npm || !t.node ? 'npm/node are not installed under /usr' : undefined,
     );
-    const log = createLogger('silent');
-    metrics = createMetrics();
-    if (process.getuid?.() !== 0) {
-      skip = skipOrFail('the package store runs only when lspd runs as root (jails then run as other uids)');
-      return;
-    }
-    mkdirSync(dataDir, { recursive: true });
-    packages = await PackageStore.open({ dir: join(dataDir, 'fetch-store'), log, metrics });
-    store = await RootStore.open({ config, log, metrics, packages });
-    jail = await createJail({ config, log });
-    const verdicts = await jail.canary();
-    const tools = await detectToolchains();
-    if (!verdicts.fetch.ok) skip = skipOrFail(`the FETCH jail is not available here: ${verdicts.fetch.reason}`);
-    else if (!tools.npm || !tools.node) skip = skipOrFail('npm/node are not installed under /usr');
-    fetcher = new FetchManager({ config, log, metrics, jail, store, tools, packages });
+    ({ packages, store, fetcher, metrics, dataDir, skip } = env);
   });
   after(async () => {
-    await fetcher?.close();
-    await store?.close();
-    await jail?.close();
+    await env?.close();
     await registry?.close();
   });
 

@@ -22,66 +22,61 @@ export class JobPackages {
   ) {}
 
   /** Before an npm step: the tarballs the tree's lockfile `lockFile` names that the store holds, linked into `cacheDir`. */
-  async seedNpm(lockFile: string, cacheDir: string): Promise<void> {
-    try {
+  seedNpm(lockFile: string, cacheDir: string): Promise<void> {
+    return this.safely(async () => {
       await seedTarballs(this.store, this.org, await lockIntegrities(lockFile), cacheDir, this.npm);
-    } catch (err) {
-      this.log.warn({ err, org: this.org }, 'package store: tarballs not laid out; npm downloads them');
-    }
+    }, 'package store: tarballs not laid out; npm downloads them');
   }
 
   /** After the steps, before the npm cache is removed. */
-  async takeNpm(cacheDir: string, depsDir: string): Promise<void> {
-    try {
+  takeNpm(cacheDir: string, depsDir: string): Promise<void> {
+    return this.safely(async () => {
       await takeTarballs(this.store, this.org, cacheDir, depsDir, this.npm);
-    } catch (err) {
-      this.log.warn({ err, org: this.org }, 'package store: tarballs not stored');
-    }
+    }, 'package store: tarballs not stored');
   }
 
   /** Before a pip step: the wheels the lock of tree dir `ws` names that the store holds, linked into `inDir` (read-only to the jail). */
-  async seedWheels(treeDir: string, ws: string, inDir: string): Promise<void> {
-    try {
+  seedWheels(treeDir: string, ws: string, inDir: string): Promise<void> {
+    return this.safely(async () => {
       await seedWheels(this.store, this.org, await lockSha256s(treeDir, ws), inDir, this.wheels);
-    } catch (err) {
-      this.log.warn({ err, org: this.org }, 'package store: wheels not laid out; pip downloads them');
-    }
+    }, 'package store: wheels not laid out; pip downloads them');
   }
 
   /** After the steps, before the python tmp dir (`outDir`: what the driver downloaded) is removed. */
-  async takeWheels(outDir: string, depsDir: string): Promise<void> {
-    try {
+  takeWheels(outDir: string, depsDir: string): Promise<void> {
+    return this.safely(async () => {
       await takeWheels(this.store, this.org, outDir, depsDir, this.wheels);
-    } catch (err) {
-      this.log.warn({ err, org: this.org }, 'package store: wheels not stored');
-    }
+    }, 'package store: wheels not stored');
   }
 
   /** Before a composer step: the dists `lock` (the daemon's reading of the tree's) names that the store holds, linked into composer's cache. */
-  async seedDists(lock: LockJson, cacheDir: string): Promise<void> {
-    try {
+  seedDists(lock: LockJson, cacheDir: string): Promise<void> {
+    return this.safely(async () => {
       await seedDists(this.store, this.org, lockedDists(lock), cacheDir, this.dists);
-    } catch (err) {
-      this.log.warn({ err, org: this.org }, 'package store: dists not laid out; composer downloads them');
-    }
+    }, 'package store: dists not laid out; composer downloads them');
   }
 
   /** After the steps, before composer's cache is removed. */
-  async takeDists(cacheDir: string, depsDir: string): Promise<void> {
-    try {
+  takeDists(cacheDir: string, depsDir: string): Promise<void> {
+    return this.safely(async () => {
       await takeDists(this.store, this.org, cacheDir, depsDir, this.dists);
-    } catch (err) {
-      this.log.warn({ err, org: this.org }, 'package store: dists not stored');
-    }
+    }, 'package store: dists not stored');
   }
 
   /** After the output dirs are sealed and within the byte bound. */
-  async dedupe(dirs: readonly string[]): Promise<void> {
-    try {
+  dedupe(dirs: readonly string[]): Promise<void> {
+    return this.safely(async () => {
       const n = await dedupeFiles(this.store, this.org, dirs);
       this.log.debug({ org: this.org, ...n }, 'package store: files linked');
+    }, 'package store: files not linked');
+  }
+
+  /** A store failure never fails the fetch: it is logged, and the tool downloads (or the root keeps its copy). */
+  private async safely(fn: () => Promise<void>, failed: string): Promise<void> {
+    try {
+      await fn();
     } catch (err) {
-      this.log.warn({ err, org: this.org }, 'package store: files not linked');
+      this.log.warn({ err, org: this.org }, failed);
     }
   }
 }
