@@ -79,27 +79,38 @@ const counts = async (m: typeof metrics.fetchStoreHits) => {
   const values = (await m.get()).values;
   return Object.fromEntries(KINDS.map((k) => [k, values.find((v) => v.labels.ecosystem === k)?.value ?? 0]));
 };
+/** Seconds the job's steps took, by ecosystem (lspd_fetch_seconds' sums): the rest of a fetch is the daemon's own work (seal, dedupe, store). */
+const stepSeconds = async () => {
+  const out: Record<string, number> = {};
+  for (const v of (await metrics.fetchSeconds.get()).values) {
+    if (v.metricName?.endsWith('_sum')) out[String(v.labels.ecosystem)] = (out[String(v.labels.ecosystem)] ?? 0) + v.value;
+  }
+  return out;
+};
 const rev = execFileSync('git', ['--git-dir', GIT, 'rev-parse', REV], { encoding: 'utf8' }).trim();
 console.log(`bench/store-real-tree: ${GIT} at ${rev.slice(0, 12)}, ${ROOTS} roots of one org (a repo each)`);
-console.log('root | fetch s | downloaded (store misses) | given by the store (hits) | received MiB | disk added MiB | state | load1');
+console.log('root | fetch s (steps by ecosystem) | downloaded (store misses) | given by the store (hits) | received MiB | disk added MiB | state | load1');
 try {
   for (let r = 1; r <= ROOTS; r++) {
     const key = { org: 'bench', repo: `tree${r}`, sha: rev };
     const git = spawn('git', ['--git-dir', GIT, 'archive', '--format=tar', rev], { stdio: ['ignore', 'pipe', 'inherit'] });
     await store.put(key, git.stdout, { gzip: false });
-    const [h0, m0, rx0, du0] = [await counts(metrics.fetchStoreHits), await counts(metrics.fetchStoreMisses), received(), du()];
+    const [h0, m0, rx0, du0, s0] = [await counts(metrics.fetchStoreHits), await counts(metrics.fetchStoreMisses), received(), du(), await stepSeconds()];
     const t0 = performance.now();
     await fetcher.enqueue(key);
     const view = await fetcher.wait(key);
     const seconds = (performance.now() - t0) / 1000;
     await store.refreshUsage(key);
-    const [h1, m1] = [await counts(metrics.fetchStoreHits), await counts(metrics.fetchStoreMisses)];
+    const [h1, m1, s1] = [await counts(metrics.fetchStoreHits), await counts(metrics.fetchStoreMisses), await stepSeconds()];
+    const steps = Object.keys(s1)
+      .map((k) => `${k} ${(s1[k]! - (s0[k] ?? 0)).toFixed(1)}`)
+      .join(', ');
     const per = (a: Record<string, number>, b: Record<string, number>) =>
       KINDS.filter((k) => a[k]! - b[k]! > 0)
         .map((k) => `${k} ${a[k]! - b[k]!}`)
         .join(', ') || '0';
     console.log(
-      `${r} | ${seconds.toFixed(1)} | ${per(m1, m0)} | ${per(h1, h0)} | ${mib(received() - rx0)} | ${mib(du() - du0)} | ${view.state} ${(view.ecosystems ?? []).map((s) => `${s.ecosystem}:${s.dir || '.'}:${s.state}`).join(' ')} | ${load1()}`,
+      `${r} | ${seconds.toFixed(1)} (${steps}) | ${per(m1, m0)} | ${per(h1, h0)} | ${mib(received() - rx0)} | ${mib(du() - du0)} | ${view.state} ${(view.ecosystems ?? []).map((s) => `${s.ecosystem}:${s.dir || '.'}:${s.state}`).join(' ')} | ${load1()}`,
     );
     if (view.state !== 'done') console.log(view.log);
   }
