@@ -7,7 +7,7 @@
 // given out, is fetched again and replaced, and the fetch still succeeds.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, openSync, readFileSync, readdirSync, statSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readdirSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
@@ -27,6 +27,8 @@ const wheels: PyProject[] = Array.from({ length: 6 }, (_, i) => ({
   // A namespace dir two wheels share: installed in one pip run, both halves land.
   wheel: { [`wp_${i}/__init__.py`]: `N = ${i}\n`, [`nsp/part${i}.py`]: `P = ${i}\n` },
 }));
+const NO_WHEEL = 'no wheel of this version for this platform on the index (an sdist is never built)';
+const windowsOnly: PyProject = { name: 'win-only', version: '2.0', tag: 'cp311-cp311-win_amd64', wheel: { 'win_only/__init__.py': 'W = 1\n' } };
 const dists: ComposerPackage[] = Array.from({ length: 6 }, (_, i) => ({
   name: `acme/cp${i}`,
   version: '1.0.0',
@@ -44,9 +46,9 @@ describe('the package store: wheels and composer dists, per org', () => {
   let skip: string | undefined;
   let roots = 0;
 
-  /** A tree with a hashed requirements.txt naming wheels `ids` and a composer.lock naming dists `ids`. */
-  const tree = (ids: number[]) => {
-    const req = ids.map((i) => `wp-${i}==1.0.0 --hash=sha256:${index.sha256(index.wheelName(wheels[i]!))}\n`).join('');
+  /** A tree with a hashed requirements.txt naming wheels `ids` (and `more` lines) and a composer.lock naming dists `ids`. */
+  const tree = (ids: number[], more: string) => {
+    const req = ids.map((i) => `wp-${i}==1.0.0 --hash=sha256:${index.sha256(index.wheelName(wheels[i]!))}\n`).join('') + more;
     const lock = repo.lock(ids.map((i) => `acme/cp${i}`));
     const require = Object.fromEntries(ids.map((i) => [`acme/cp${i}`, '1.0.0']));
     return [
@@ -56,14 +58,14 @@ describe('the package store: wheels and composer dists, per org', () => {
       { name: 'app.py', data: 'import wp_0\n' },
     ];
   };
-  const fetchRoot = async (org: string, ids: number[]): Promise<RootKey> => {
+  const fetchRoot = async (org: string, ids: number[], more = '', pySkipped = ''): Promise<RootKey> => {
     const k: RootKey = { org, repo: `r${++roots}`, sha: SHA(roots) };
-    await store.put(k, Readable.from([await packTar(tree(ids))]), { gzip: false });
+    await store.put(k, Readable.from([await packTar(tree(ids, more))]), { gzip: false });
     await fetcher.enqueue(k);
     const v = await fetcher.wait(k);
     await store.refreshUsage(k);
     assert.equal(v.state, 'done', v.log);
-    assert.deepEqual(v.ecosystems!.map((s) => `${s.ecosystem} ${s.state} ${(s.skipped ?? []).join()}`).sort(), ['composer done ', 'python done ']);
+    assert.deepEqual(v.ecosystems!.map((s) => `${s.ecosystem} ${s.state} ${(s.skipped ?? []).join()}`).sort(), ['composer done ', `python done ${pySkipped}`]);
     return k;
   };
   const site = (k: RootKey) => join(store.depsDir(k), 'python', 'top', 'site-packages');
@@ -76,7 +78,7 @@ describe('the package store: wheels and composer dists, per org', () => {
   const blocks = (dir: string) => readdirSync(dir).reduce((n, f) => n + statSync(join(dir, f)).blocks * 512, 0);
 
   before(async () => {
-    index = await startPypiIndex(wheels);
+    index = await startPypiIndex([...wheels, windowsOnly]);
     repo = await startComposerRepo(dists);
     env = await storeEnv(
       { LSPD_PIP_INDEX_URL: index.url, LSPD_COMPOSER_REPO: repo.url, LSPD_FETCH_REGISTRIES: `${index.authority},${repo.authority}`, ...jailUidEnv(64) },
@@ -206,5 +208,20 @@ describe('the package store: wheels and composer dists, per org', () => {
     for (const ecosystem of ['python', 'composer']) {
       assert.equal(await value(metrics.fetchStoreBytes, { org: 'acme', ecosystem }), blocks(storeDir('acme', ecosystem)) + 4096, ecosystem);
     }
+  });
+
+  it('a stored wheel pip cannot install here is asked of the index again, and the fetch still succeeds', async (t) => {
+    if (skip) return t.skip(skip);
+    // Planted as if an earlier fetch had stored it: the daemon stores only what pip here
+    // downloaded, so only another interpreter (an upgrade) could leave one like it.
+    const name = index.wheelName(windowsOnly);
+    const hex = index.sha256(name);
+    const bytes = Buffer.from(await (await fetch(`http://${index.authority}/files/${name}`)).arrayBuffer());
+    writeFileSync(join(storeDir('acme', 'python'), `${hex}-${name}`), bytes, { mode: 0o644 });
+    const w = index.hits.length;
+    const k = await fetchRoot('acme', [0], `win-only==2.0 --hash=sha256:${hex}\n`, `win-only==2.0: ${NO_WHEEL}`);
+    assert.ok(!wheelHits(w).includes(`/files/${index.wheelName(wheels[0]!)}`), 'wp-0 still came from the store');
+    assert.ok(wheelHits(w).includes('/simple/win-only/'), wheelHits(w).join(' '));
+    assert.equal(readFileSync(join(site(k), 'wp_0', '__init__.py'), 'utf8'), 'N = 0\n');
   });
 });

@@ -410,8 +410,8 @@ def install_hashed(args, reqs, report):
     `pip download` brings of the rest (kept in --wheels-out for the daemon to store),
     then one `pip install --no-index` of them all. One install run: several runs
     into one --target would each skip a directory an earlier one made (namespace
-    packages). When the stored wheels do not install (pip checks each hash; a wheel
-    of another interpreter's tags), they are downloaded too and the install redone."""
+    packages). A stored wheel pip does not take (pip checks each hash; a wheel of
+    another interpreter's tags) is downloaded instead and the install redone."""
     have = stored_sha256s(args.wheels_in)
     stored = [r for r in reqs if in_store(r, have)]
     rest = [r for r in reqs if r not in stored]
@@ -420,15 +420,18 @@ def install_hashed(args, reqs, report):
     got = install(args, rest, True, report, "download") if rest else []
     if report["failed"] or not (stored or got):
         return
-    code, out = run_pip(args, stored + got, True, "local")
-    if code != 0 and stored:
-        print("lspd: the stored wheels did not install; downloading them", flush=True)
-        args.wheels_in = None
-        got += install(args, stored, True, report, "download")
-        if report["failed"]:
+    while True:
+        code, out = run_pip(args, stored + got, True, "local")
+        if code == 0 or not stored:
+            break
+        # A stored wheel pip would not take here: that one (unnamed: all of them) from the index.
+        culprit = failing_name(out, stored)
+        again = [culprit] if culprit else stored
+        print(f"lspd: {len(again)} stored wheels did not install; downloading them", flush=True)
+        stored = [r for r in stored if r not in again]
+        got += install(args, again, True, report, "download")
+        if report["failed"] or not (stored or got):
             return
-        stored = []
-        code, out = run_pip(args, got, True, "local")
     if code != 0:
         fatal, reason = classify(out)
         report["failed"].append(reason if fatal else f"the downloaded wheels did not install: {reason}")
