@@ -1,7 +1,8 @@
 // Question (issue 26): on a real repository, what does the org's package store
 // (src/fetch/package-store.ts: npm tarballs, wheels, composer dists) save a second
 // root whose locks are the first's?
-//   node --import tsx bench/store-real-tree.ts --git <git dir> [--rev HEAD] [--roots 2]
+//   node --import tsx bench/store-real-tree.ts --git <git dir> [--rev HEAD] [--roots 2] [--log-level debug]
+// (--log-level: the daemon's log on stderr, to see where a fetch's own time goes)
 // `git archive` of --rev is stored as --roots roots of one org, each in a repo of its
 // own (so reuse by workspace, which needs the same repo, is not what shares), and
 // fetched in turn through the real RootStore, FetchManager and FETCH jail, from the
@@ -14,6 +15,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
+import pino from 'pino';
 import { join } from 'node:path';
 import { loadConfig } from '../src/config.js';
 import { FetchManager } from '../src/fetch/fetch-manager.js';
@@ -58,7 +60,7 @@ const received = () =>
 const dataDir = mkdtempSync(join(tmpdir(), 'lspd-bench-store-tree-'));
 chmodSync(dataDir, 0o755);
 const config = loadConfig({ LSPD_DATA: dataDir, LOG_LEVEL: 'silent', ...jailUidEnv(32) }, projectDir);
-const log = createLogger('silent');
+const log = createLogger(opt('--log-level', 'silent'), pino.destination(2));
 const metrics = createMetrics();
 const packages = await PackageStore.open({ dir: join(dataDir, 'fetch-store'), log, metrics });
 const store = await RootStore.open({ config, log, metrics, packages });
