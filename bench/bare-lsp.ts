@@ -69,6 +69,7 @@ export class BareServer {
   private readonly home = mkdtempSync(join(tmpdir(), 'lspd-bare-home-'));
   private readonly listeners = new Set<() => void>();
   private stderr = '';
+  private readonly versions = new Map<string, number>();
 
   constructor(
     readonly row: ServerRow,
@@ -140,7 +141,7 @@ export class BareServer {
       if (v?.kind === 'end') this.timeline.push({ at, kind: 'progress-end', detail: String(p.token) });
     } else if (method === 'textDocument/publishDiagnostics') {
       const n = Array.isArray(p.diagnostics) ? p.diagnostics.length : 0;
-      this.timeline.push({ at, kind: 'diagnostics', detail: `${String(p.uri).split('/').pop()} ${n}` });
+      this.timeline.push({ at, kind: 'diagnostics', detail: `${String(p.uri).split('/').pop()} ${n} v${String(p.version)}` });
     } else if (method === 'window/logMessage') {
       this.timeline.push({ at, kind: 'log', detail: String(p.message).slice(0, 160) });
     }
@@ -203,6 +204,18 @@ export class BareServer {
       params: { textDocument: { uri, languageId: lang.languageId, version: 1, text: readFileSync(join(this.workspace, rel), 'utf8') } },
     });
     return uri;
+  }
+
+  /** didChange of an opened file to `text`, whole. */
+  change(rel: string, text: string): void {
+    const version = (this.versions.get(rel) ?? 1) + 1;
+    this.versions.set(rel, version);
+    this.send({ method: 'textDocument/didChange', params: { textDocument: { uri: this.uri(rel), version }, contentChanges: [{ text }] } });
+  }
+
+  /** The server's process id (its CPU, for benches). */
+  get pid(): number {
+    return this.cp.pid!;
   }
 
   /** Resolve on the next notification, or after ms. */

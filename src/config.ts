@@ -109,7 +109,7 @@ export const configSchema = z.object({
   maxPatchFiles: int(50, 1).describe('Most files one checked patch may change (413 past it).'),
   maxPatchHunks: int(500, 1).describe('Most hunks one checked patch may hold (413 past it).'),
   maxCheckDependents: int(30, 0).describe(
-    'Most files that depend on the changed ones a check also checks (found by references at their top-level declarations).',
+    'Most files that depend on the changed ones a check also checks (found by references at the top-level declarations the patch changes).',
   ),
   queryTimeoutMs: int(70_000, 100).describe('Deadline for one query in all, cleanup included.'),
   cleanupReserveMs: int(3_000, 0).describe('Part of the query deadline kept for cancelling and cleanup.'),

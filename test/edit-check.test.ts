@@ -48,7 +48,7 @@ describe('POST /v1/check, in the SERVE jail', { skip }, () => {
   let d: Lspd;
   before(async () => {
     d = await startLspd();
-    for (const fx of ['ts-basic', 'callgraph-py']) await uploadFixture(d.url, rootOf(fx), fx);
+    for (const fx of ['ts-basic', 'callgraph-py', 'check-ts']) await uploadFixture(d.url, rootOf(fx), fx);
   });
   after(async () => {
     await d?.close();
@@ -140,6 +140,33 @@ describe('POST /v1/check, in the SERVE jail', { skip }, () => {
       fresh.some((x) => x.path === 'src/app.ts' && /Cannot find module '\.\/extra\.js'/.test(x.message)),
       `the file only the check before added is gone: ${JSON.stringify(fresh)}`,
     );
+  });
+
+  test('TypeScript: the files checked are those using what the patch changes, followed through the changed file', async () => {
+    const lib = fixture('check-ts', 'src/lib.ts');
+    const files = async (text: string) => {
+      const r = await check('check-ts', patchOf('check-ts', { 'src/lib.ts': text }));
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      return { files: [...(r.body.files as string[])].sort(), fresh: r.body.new as Diag[] };
+    };
+    // area's users only: the files using describe or unit cannot see a difference.
+    const area = await files(lib.replace('area(size: number)', 'area(size: number, scale: number)'));
+    assert.deepEqual(area.files, ['src/lib.ts', 'src/uses-area.ts']);
+    assert.ok(
+      area.fresh.some((x) => x.path === 'src/uses-area.ts' && /Expected 2 arguments/.test(x.message)),
+      JSON.stringify(area.fresh),
+    );
+    // Shape is used by describe's signature in lib.ts: describe changes with it, so its users are checked.
+    const shape = await files(lib.replace('sides: number;', 'sides: string;'));
+    assert.deepEqual(shape.files, ['src/lib.ts', 'src/uses-describe.ts']);
+    assert.ok(
+      shape.fresh.some((x) => x.path === 'src/uses-describe.ts' && /not assignable to type 'string'/.test(x.message)),
+      JSON.stringify(shape.fresh),
+    );
+    // A change outside every declaration (an export list): every user is checked.
+    const all = await files(lib + 'export { area as areaOf };\n');
+    assert.deepEqual(all.files, ['src/lib.ts', 'src/uses-area.ts', 'src/uses-describe.ts', 'src/uses-unit.ts']);
+    assert.deepEqual(all.fresh, []);
   });
 
   test('a patch that does not apply is 422 naming the file and hunk; malformed or out of the root 400; too large 413', async () => {

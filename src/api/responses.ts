@@ -330,7 +330,9 @@ export const checkAnswer = z.looseObject({
   new: z.array(pathDiagnostic).describe('Diagnostics the patch adds (matched by file, message and code, never line); ranges are in the patched files.'),
   fixed: z.array(pathDiagnostic).describe('Diagnostics the patch removes; ranges are in the stored files.'),
   unchanged: z.number().int().describe('Diagnostics of the checked files that are there before and after.'),
-  files: z.array(z.string()).describe('The files checked: the changed ones (less deleted ones) and those that reference their top-level declarations.'),
+  files: z
+    .array(z.string())
+    .describe('The files checked: the changed ones (less deleted ones) and those that reference the top-level declarations it changes.'),
   incomplete: z.boolean().describe('A server had not finished indexing, said nothing about a file in time, or a bound cut the dependents (see notes).'),
   notes: z.array(z.string()).optional(),
   truncated: z.literal(true).optional().describe('new or fixed was cut to fit LSPD_MAX_ANSWER_BYTES (the longer list first).'),

@@ -2,10 +2,11 @@
 // it changes in diagnostics, in the changed files and the files that depend on them.
 //   parse + apply   src/edit/apply-patch.ts on the stored texts (the query checks:
 //                   inside the root, ≤ maxTargetFileBytes, UTF-8); 400/413/422
-//   dependents      references at each modified or deleted file's top-level
-//                   declarations (documentSymbols), asked through the query service
-//                   on the plain sessions (the stored program, cached); at most
-//                   maxCheckDependents files, of the changed file's language
+//   dependents      references at the top-level declarations (documentSymbols) a
+//                   patch changes in each modified or deleted file (touched.ts; all
+//                   of them when it changes anything outside them), asked through
+//                   the query service on the plain sessions (the stored program,
+//                   cached); at most maxCheckDependents files, of the file's language
 //   before          the diagnostics op on every file checked, through the query
 //                   service (cached: the stored root never changes)
 //   after           on the root's scratch session (QueryService.scratch, pool key
@@ -34,6 +35,8 @@ import { mapLimit } from '../ask/ask-service.js';
 import type { ScratchContext } from '../lsp/query-service.js';
 import type { Session } from '../lsp/session/session.js';
 import { treeFileUri } from '../lsp/answer/paths.js';
+import type { Position, Range } from '../lsp/wire/lsp-types.js';
+import { declarationHolding, touchedDeclarations } from './touched.js';
 
 type Answer = Record<string, unknown> & { incomplete?: boolean };
 
@@ -87,6 +90,7 @@ export class CheckService {
 
   async check(q: CheckQuery, signal: AbortSignal): Promise<CheckAnswer> {
     const t0 = performance.now();
+    const laps = new Laps(t0);
     const key: RootKey = { org: q.org, repo: q.repo, sha: q.sha };
     this.port.admit(key);
     const L = this.limits;
@@ -124,13 +128,15 @@ export class CheckService {
         g.files.push({ patch: p, old, text });
         groups.set(lang.language, g);
       }
+      laps.lap('parse');
       let incomplete = false;
       const all = { new: [] as CheckDiag[], fixed: [] as CheckDiag[], unchanged: 0, files: [] as string[] };
       for (const [language, g] of groups) {
         const dep = await this.dependents(key, language, g, dl.signal, notes);
         g.dependents = dep.paths;
         incomplete ||= dep.incomplete;
-        const r = await this.checkGroup(key, g, deadlineAt, dl.signal);
+        laps.lap('dependents');
+        const r = await this.checkGroup(key, g, deadlineAt, dl.signal, laps);
         incomplete ||= r.incomplete;
         all.new.push(...r.new);
         all.fixed.push(...r.fixed);
@@ -154,6 +160,8 @@ export class CheckService {
         (answer as { truncated?: boolean }).truncated = true;
       }
       answer.elapsed_ms = Math.round((performance.now() - t0) * 10) / 10;
+      // One line per check: where its time went (bench/edits reads it).
+      this.log.info({ root: `${q.org}/${q.repo}/${q.sha}`, ms: answer.elapsed_ms, files: all.files.length, stages: laps.ms, ...laps.counts }, 'check');
       return answer as CheckAnswer;
     } catch (err) {
       if (dl.signal.aborted && !isAppError(err)) throw errors.timeout(`The check did not finish within ${L.deadlineMs} ms; it was cancelled.`);
@@ -164,38 +172,68 @@ export class CheckService {
   }
 
   /**
-   * Files of `language` that reference a top-level declaration of a modified or deleted
-   * file, by the plain sessions (the stored program): bounded by maxDeclarations per
-   * file and maxCheckDependents in all; a cut is said in `notes`.
+   * Files of `language` that reference a top-level declaration the patch changes
+   * (touched.ts) in a modified or deleted file, by the plain sessions (the stored
+   * program): a use of one in a changed file changes the declaration holding it too,
+   * so its references are asked in turn. Bounded by maxDeclarations per file and
+   * maxCheckDependents in all; a cut is said in `notes`.
    */
   private async dependents(key: RootKey, language: string, g: Group, signal: AbortSignal, notes: string[]): Promise<{ paths: string[]; incomplete: boolean }> {
     const L = this.limits;
     const changed = new Set(g.files.map((f) => f.patch.path));
     const base = { ...key, encoding: 'utf-16' as const, includeDeclaration: false, context: 0 };
     let incomplete = false;
-    const anchors: { path: string; line: number; character: number }[] = [];
-    await mapLimit(
-      g.files.filter((f) => f.patch.change !== 'add'),
-      L.concurrency,
-      async (f) => {
-        const a = await this.port.lsp({ ...base, op: 'documentSymbols', path: f.patch.path }, signal);
-        incomplete ||= a.incomplete === true;
-        const top = ((a.symbols ?? []) as { container?: string; selectionRange?: { start: { line: number; character: number } } }[]).filter(
-          (s) => s.container === undefined && s.selectionRange,
-        );
-        if (top.length > L.maxDeclarations)
-          notes.push(`${f.patch.path}: references asked at its first ${L.maxDeclarations} of ${top.length} top-level declarations.`);
-        for (const s of top.slice(0, L.maxDeclarations)) anchors.push({ path: f.patch.path, ...s.selectionRange!.start });
-      },
-    );
-    const found = new Set<string>();
-    await mapLimit(anchors, L.concurrency, async (at) => {
-      const a = await this.port.lsp({ ...base, op: 'references', path: at.path, line: at.line, character: at.character, limit: 1000 }, signal);
+    type Top = { range?: Range; selectionRange: { start: Position } };
+    const decls = new Map<string, Top[]>();
+    const stored = g.files.filter((f) => f.patch.change !== 'add');
+    await mapLimit(stored, L.concurrency, async (f) => {
+      const a = await this.port.lsp({ ...base, op: 'documentSymbols', path: f.patch.path }, signal);
       incomplete ||= a.incomplete === true;
-      for (const l of (a.locations ?? []) as { path: string; external?: boolean }[]) {
-        if (!l.external && !changed.has(l.path) && languageOf(l.path)?.language === language) found.add(l.path);
-      }
+      const symbols = (a.symbols ?? []) as (Partial<Top> & { container?: string })[];
+      decls.set(
+        f.patch.path,
+        symbols.filter((s): s is Top & { container?: string } => s.container === undefined && s.selectionRange !== undefined),
+      );
     });
+    // Declarations whose references are asked, once each, at most maxDeclarations per file.
+    const asked = new Map<string, Set<number>>();
+    let next: { path: string; i: number }[] = [];
+    const take = (path: string, i: number) => {
+      const seen = asked.get(path) ?? asked.set(path, new Set()).get(path)!;
+      if (seen.has(i)) return;
+      if (seen.size >= L.maxDeclarations) {
+        const note = `${path}: references asked at ${L.maxDeclarations} of its ${decls.get(path)!.length} top-level declarations.`;
+        if (!notes.includes(note)) notes.push(note);
+        return;
+      }
+      seen.add(i);
+      next.push({ path, i });
+    };
+    const takeAll = (path: string) => decls.get(path)!.forEach((_, i) => take(path, i));
+    for (const f of stored) {
+      const touched = f.patch.change === 'delete' ? 'all' : touchedDeclarations(f.old ?? '', f.text, decls.get(f.patch.path)!);
+      if (touched === 'all') takeAll(f.patch.path);
+      else for (const i of touched) take(f.patch.path, i);
+    }
+    const found = new Set<string>();
+    while (next.length > 0) {
+      const batch = next;
+      next = [];
+      await mapLimit(batch, L.concurrency, async (at) => {
+        const { start } = decls.get(at.path)![at.i]!.selectionRange;
+        const a = await this.port.lsp({ ...base, op: 'references', path: at.path, ...start, limit: 1000 }, signal);
+        incomplete ||= a.incomplete === true;
+        for (const l of (a.locations ?? []) as { path: string; range: Range; external?: boolean }[]) {
+          if (l.external) continue;
+          const inChanged = decls.get(l.path);
+          if (inChanged) {
+            const k = declarationHolding(inChanged, l.range.start);
+            if (k === undefined) takeAll(l.path);
+            else take(l.path, k);
+          } else if (!changed.has(l.path) && languageOf(l.path)?.language === language) found.add(l.path);
+        }
+      });
+    }
     const paths = [...found].sort();
     if (paths.length > L.maxCheckDependents) {
       notes.push(`${paths.length} files depend on the changed ones; the first ${L.maxCheckDependents} (LSPD_MAX_CHECK_DEPENDENTS) were checked.`);
@@ -205,7 +243,7 @@ export class CheckService {
   }
 
   /** Before (plain, cached) and after (scratch, patched) diagnostics of one group's files, compared. */
-  private async checkGroup(key: RootKey, g: Group, deadlineAt: number, signal: AbortSignal) {
+  private async checkGroup(key: RootKey, g: Group, deadlineAt: number, signal: AbortSignal, laps: Laps) {
     const L = this.limits;
     const dependents = new Map<string, string>();
     for (const path of g.dependents) {
@@ -214,6 +252,7 @@ export class CheckService {
     }
     const checked = [...g.files.filter((f) => f.patch.change !== 'delete').map((f) => f.patch.path), ...dependents.keys()];
     const stored = [...g.files.filter((f) => f.patch.change !== 'add').map((f) => f.patch.path), ...dependents.keys()];
+    laps.lap('read');
     let incomplete = false;
     const before: CheckDiag[] = [];
     await mapLimit(stored, L.concurrency, async (path) => {
@@ -221,13 +260,16 @@ export class CheckService {
       incomplete ||= a.incomplete === true;
       for (const d of (a.diagnostics ?? []) as Record<string, unknown>[]) before.push({ ...d, path } as CheckDiag);
     });
+    laps.lap('before');
     const anchor = g.files.find((f) => f.patch.change !== 'add')?.patch.path ?? g.files[0]!.patch.path;
-    const after = await this.port.scratch(key, anchor, deadlineAt, signal, (c) =>
-      this.inTurn(c.session, signal, () => this.patched(c, g, dependents, checked)),
-    );
+    const after = await this.port.scratch(key, anchor, deadlineAt, signal, (c) => {
+      laps.lap('lease');
+      return this.inTurn(c.session, signal, () => (laps.lap('turn'), this.patched(c, g, dependents, checked, laps)));
+    });
     incomplete ||= after.incomplete;
     const fresh = newDiagnostics(after.diags, before) as CheckDiag[];
     const fixed = newDiagnostics(before, after.diags) as CheckDiag[];
+    laps.lap('compare');
     return { new: fresh, fixed, unchanged: after.diags.length - fresh.length, files: checked, incomplete };
   }
 
@@ -262,6 +304,7 @@ export class CheckService {
     g: Group,
     dependents: ReadonlyMap<string, string>,
     checked: readonly string[],
+    laps: Laps,
   ): Promise<{ diags: CheckDiag[]; incomplete: boolean }> {
     const s = c.session;
     const idOf = (path: string) => languageOf(path)!.languageId;
@@ -287,6 +330,8 @@ export class CheckService {
         const windowMs = Math.max(0, Math.min(c.diagnosticsWindowMs, c.deadlineAt - Date.now()));
         await Promise.all(fresh.map((path) => s.pushedDiagnostics(treeFileUri(path), windowMs, c.deadline)));
       }
+      laps.lap('open');
+      laps.count('opened', fresh.length);
       const since = Date.now();
       const versions = new Map<string, number>();
       const mine = new Set(g.files.map((f) => f.patch.path));
@@ -295,6 +340,7 @@ export class CheckService {
         if (mine.has(path)) continue;
         held.delete(path);
         revert(s, path, k);
+        laps.count('reverted');
       }
       for (const f of g.files) {
         const path = f.patch.path;
@@ -306,6 +352,8 @@ export class CheckService {
           versions.set(path, 1);
         } else versions.set(path, s.change(path, f.text));
       }
+      laps.count('changed', versions.size);
+      laps.lap('change');
       const texts = new Map(g.files.map((f) => [f.patch.path, f.text]));
       let incomplete = !ready;
       const diags: CheckDiag[] = [];
@@ -335,11 +383,14 @@ export class CheckService {
         // shares one type checker among them, but its CPU per check was no less and the
         // round trips under load made it slower: measured by the jail's CPU, bench/edits.)
         const raws = await Promise.all(checked.map((path) => s.request('textDocument/diagnostic', { textDocument: { uri: treeFileUri(path) } }, c.deadline)));
+        laps.lap('pull');
         for (const [i, path] of checked.entries()) await project(path, raws[i]);
+        laps.lap('project');
         keep = true;
       } else {
         // Changed files first: a pushing server analyses them before their dependents.
         for (const path of checked) await project(path, await pushed(path));
+        laps.lap('pushed');
       }
       return { diags, incomplete };
     } finally {
@@ -356,6 +407,21 @@ export class CheckService {
         if (s.state.kind === 'ready') s.forgetUnopenedDiagnostics();
       }
     }
+  }
+}
+
+/** Where one check's time went, stage by stage (ms, summed over its languages), and what it sent: its log line. */
+class Laps {
+  readonly ms: Record<string, number> = {};
+  readonly counts: Record<string, number> = {};
+  constructor(private at: number) {}
+  lap(stage: string): void {
+    const now = performance.now();
+    this.ms[stage] = Math.round(((this.ms[stage] ?? 0) + now - this.at) * 10) / 10;
+    this.at = now;
+  }
+  count(what: string, n = 1): void {
+    this.counts[what] = (this.counts[what] ?? 0) + n;
   }
 }
 

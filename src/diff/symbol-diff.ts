@@ -47,6 +47,15 @@ const MAX_SIGNATURE_CHARS = 300;
  * inserted at head change no base line.
  */
 export function changedBaseLines(base: string, head: string): Set<number> {
+  return baseLineEdits(base, head).changed;
+}
+
+/**
+ * changedBaseLines, and the lines head inserts, by the base line they come before
+ * (base's line count: at its end). Past MAX_LCS_CELLS every middle line is changed
+ * and head's middle inserted before the first of them.
+ */
+export function baseLineEdits(base: string, head: string): { changed: Set<number>; inserted: Map<number, string[]> } {
   const a = base.split('\n');
   const b = head.split('\n');
   let pre = 0;
@@ -55,11 +64,13 @@ export function changedBaseLines(base: string, head: string): Set<number> {
   while (suf < a.length - pre && suf < b.length - pre && a[a.length - 1 - suf] === b[b.length - 1 - suf]) suf++;
   const am = a.slice(pre, a.length - suf);
   const bm = b.slice(pre, b.length - suf);
-  const out = new Set<number>();
-  if (am.length === 0) return out;
-  if (bm.length === 0 || am.length * bm.length > MAX_LCS_CELLS) {
-    for (let i = 0; i < am.length; i++) out.add(pre + i);
-    return out;
+  const changed = new Set<number>();
+  const inserted = new Map<number, string[]>();
+  const insert = (before: number, line: string) => (inserted.get(before) ?? inserted.set(before, []).get(before)!).push(line);
+  if (am.length === 0 || bm.length === 0 || am.length * bm.length > MAX_LCS_CELLS) {
+    for (let i = 0; i < am.length; i++) changed.add(pre + i);
+    for (const line of bm) insert(pre, line);
+    return { changed, inserted };
   }
   // Suffix LCS lengths, one row per base line (row-major in one typed array).
   const w = bm.length + 1;
@@ -71,14 +82,14 @@ export function changedBaseLines(base: string, head: string): Set<number> {
   }
   let i = 0;
   let j = 0;
-  while (i < am.length) {
-    if (j < bm.length && am[i] === bm[j]) {
+  while (i < am.length || j < bm.length) {
+    if (i < am.length && j < bm.length && am[i] === bm[j]) {
       i++;
       j++;
-    } else if (j < bm.length && L[i * w + j + 1]! >= L[(i + 1) * w + j]!) j++;
-    else out.add(pre + i++);
+    } else if (j < bm.length && (i >= am.length || L[i * w + j + 1]! >= L[(i + 1) * w + j]!)) insert(pre + i, bm[j++]!);
+    else changed.add(pre + i++);
   }
-  return out;
+  return { changed, inserted };
 }
 
 export function qualifiedName(s: { name: string; container?: string }): string {

@@ -1,5 +1,5 @@
 // One root's fetch: its state machine, and the run that takes it from queued to
-// done or failed. The manager (fetch-manager.ts) owns the queue, persistence and
+// done or failed. The manager (fetch-manager.ts) owns the queue, persistence (state-file.ts) and
 // callers; this module owns what happens while a job runs: one FETCH-jail spawn per
 // workspace in turn, a deadline and a byte bound over the whole job, and the
 // bounded, scrubbed log tail the caller sees.
@@ -10,11 +10,11 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { removeTree } from '../store/remove-tree.js';
 import { diskUsage } from './disk-usage.js';
-import { recordOf } from './ecosystems/table.js';
+import { ecosystemTable, recordOf } from './ecosystems/table.js';
 import { LogTail } from './log-tail.js';
 import { openForJail, seal, sealParents } from './perms.js';
 import { WHEELS_OUT } from './python-wheels.js';
-import { COMPOSER_CACHE_REL, NPM_CACHE_REL, OUTPUT_DIRS, PYTHON_TMP_REL, SCRATCH_DIRS, type ServeMount, type StepContext, type StepSpawn } from './step.js';
+import { COMPOSER_CACHE_REL, NPM_CACHE_REL, PYTHON_TMP_REL, type ServeMount, type StepContext, type StepSpawn } from './step.js';
 import type { FetchView, PlanItem, StepStatus } from './types.js';
 import { IllegalTransition } from '../util/state-machine.js';
 
@@ -195,7 +195,7 @@ export async function runJob(deps: RunDeps, o: RunOptions): Promise<RunResult> {
   await o.ctx.packages?.takeNpm(join(o.ctx.depsDir, NPM_CACHE_REL), o.ctx.depsDir);
   await o.ctx.packages?.takeWheels(join(o.ctx.depsDir, PYTHON_TMP_REL, WHEELS_OUT), o.ctx.depsDir);
   await o.ctx.packages?.takeDists(join(o.ctx.depsDir, COMPOSER_CACHE_REL), o.ctx.depsDir);
-  for (const rel of SCRATCH_DIRS) await removeTree(join(o.ctx.depsDir, rel));
+  for (const rel of scratchDirs()) await removeTree(join(o.ctx.depsDir, rel));
   // Only what this job's jails wrote: a workspace linked from an earlier root is that root's, sealed when it was fetched.
   const ran = new Set(steps.filter((s) => s.reused === undefined && s.state !== 'refused').map((s) => recordOf(s.ecosystem)?.outputRel(s.dir)));
   for (const rel of ran) {
@@ -361,9 +361,14 @@ function watchBytes(dir: string, maxBytes: number, intervalMs: number, signal: A
   return state;
 }
 
+/** Top-level <deps> dirs the fetchers' results live in (each record's; read at call time: the table imports this module's importers). */
+const outputDirs = () => ecosystemTable.map((r) => r.outputDir);
+/** <deps> dirs fetchers write only during a job (download caches). */
+const scratchDirs = () => ecosystemTable.flatMap((r) => r.scratchDirs ?? []);
+
 /** Remove what the fetchers wrote (not the state file). */
 export async function removeOutputs(depsDir: string): Promise<void> {
-  for (const rel of [...OUTPUT_DIRS, ...SCRATCH_DIRS]) {
+  for (const rel of [...outputDirs(), ...scratchDirs()]) {
     await removeTree(join(depsDir, rel));
   }
 }

@@ -3,13 +3,10 @@
 //
 // - Per workspace: each fetches and fails on its own (a job with a failed workspace
 //   and a done one shows `partial`), and one whose inputs match a workspace an
-//   earlier root of the org and repo fetched is linked from it before the job queues
-//   (donors.ts, fetch-reuse.ts), holding no slot.
+//   earlier root of the org and repo fetched is linked from it before the job queues,
+//   holding no slot (base-reuse.ts).
 // - States per root: none | queued | running | done | failed | refused (types.ts),
-//   persisted as <deps>/fetch.json on every change, written by rename so a crash
-//   leaves the old or the new file. At the next start `resume` re-queues a job a
-//   crash interrupted, once; interrupted twice, it is marked failed (a fetch that
-//   takes the daemon down must not do so at every start).
+//   persisted on every change and resumed at the next start (state-file.ts).
 // - Fair between orgs: the queue hands out jobs round-robin between orgs, and an
 //   org runs at most its share of the slots (src/tenancy/fair-share.ts), so one org's
 //   hundred uploads delay another org's first fetch by at most one job.
@@ -27,12 +24,11 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { rootId, type RootKey } from '../store/types.js';
 import { defaultDetectLimits, detect, type DetectLimits } from './ecosystems.js';
-import { readStateFile, writeStateFile, type StateFile } from './state-file.js';
-import { FetchAbort, FetchJob, abortCause, initialSteps, runJob, serveMounts, type JobState } from './fetch-job.js';
-import { dropReuse, type ReuseCandidate } from './fetch-reuse.js';
-import { Donors, linkDonations, markLinked } from './donors.js';
-import { borrowedMounts, type Borrowing } from './borrow.js';
-import type { ServeMount } from './step.js';
+import { readStateFile, resumedState, StateWrites, type StateFile } from './state-file.js';
+import { FetchAbort, FetchJob, abortCause, initialSteps, runJob } from './fetch-job.js';
+import type { ReuseCandidate } from './fetch-reuse.js';
+import { BaseReuse, linkedLog } from './base-reuse.js';
+import { REGISTRY_SETTINGS, type RegistrySettings, type ServeMount } from './step.js';
 import type { Ecosystem, FetchStore, FetchView, StepStatus, Toolchains } from './types.js';
 import { recordOf } from './ecosystems/table.js';
 import { JobPackages } from './package-job.js';
@@ -41,18 +37,7 @@ import type { PackageStore } from './package-store.js';
 export interface FetchManagerOptions {
   config: Pick<
     Config,
-    | 'fetchTimeoutMs'
-    | 'fetchSlots'
-    | 'fetchMaxBytes'
-    | 'goProxy'
-    | 'npmRegistry'
-    | 'pipIndexUrl'
-    | 'composerRepo'
-    | 'cargoRegistry'
-    | 'dataDir'
-    | 'stderrRingBytes'
-    | 'orgMaxFetches'
-    | 'orgReservePercent'
+    'fetchTimeoutMs' | 'fetchSlots' | 'fetchMaxBytes' | keyof RegistrySettings | 'dataDir' | 'stderrRingBytes' | 'orgMaxFetches' | 'orgReservePercent'
   >;
   log: Logger;
   metrics: Pick<Metrics, 'fetchSeconds'>;
@@ -75,8 +60,6 @@ export interface FetchManagerOptions {
   packages?: PackageStore;
 }
 
-const MAX_ATTEMPTS = 2;
-
 export class FetchManager {
   private readonly jobs = new Map<string, { key: RootKey; job: FetchJob }>();
   /** Root ids of queued jobs, per org. */
@@ -87,14 +70,8 @@ export class FetchManager {
   private readonly pendingEnqueue = new Map<string, Promise<FetchView>>();
   private readonly doneListeners = new Set<(key: RootKey, view: FetchView) => void>();
   private readonly settleWaiters = new Map<string, Set<() => void>>();
-  private readonly writes = new Map<string, Promise<void>>();
-  /** Composed roots: the base whose workspaces they link first, waited for while its fetch runs (fetch-reuse.ts). */
-  private readonly reuseFrom = new Map<string, RootKey>();
-  private readonly donors: Donors;
-  /** Jobs linking earlier roots' workspaces before they queue (no slot held): cancel and close stop them. */
-  private readonly linking = new Map<string, { abort: AbortController; done: Promise<void> }>();
-  /** Heads served from earlier roots' dirs, by head id (borrow.ts); kept until those roots go. */
-  private readonly borrowing = new Map<string, Borrowing>();
+  private readonly writes: StateWrites;
+  private readonly reuse: BaseReuse;
   /** Awaited before a borrowing head's own copy is made: tests hold it to see the head served from its donor meanwhile. */
   copyGate: (key: RootKey) => Promise<void> = async () => undefined;
   private closed = false;
@@ -107,13 +84,23 @@ export class FetchManager {
     this.concurrency = o.config.fetchSlots;
     this.slots = new FairShare(shareLimits(this.concurrency, { orgCap: o.config.orgMaxFetches, reservePercent: o.config.orgReservePercent, floor: 1 }));
     this.log = o.log;
-    this.donors = new Donors({
-      treeDir: (k) => o.store.treeDir(k),
-      depsDir: (k) => o.store.depsDir(k),
+    this.writes = new StateWrites(o.log);
+    this.reuse = new BaseReuse({
+      store: o.store,
+      log: o.log,
+      closed: () => this.closed,
       jobs: () => this.jobs.values(),
       job: (k) => this.jobs.get(rootId(k))?.job,
       wait: (k, signal) => this.wait(k, signal),
-      written: (k) => this.writes.get(rootId(k)),
+      written: (k) => this.writes.pending(k),
+      queue: (k) => {
+        this.queue.push(k.org, rootId(k));
+        this.pump();
+      },
+      notifyDone: (k, view) => this.notifyDone(k, view),
+      wake: (id) => this.wake(id),
+      persist: (k, job) => this.persist(k, job),
+      copyGate: (k) => this.copyGate(k),
     });
     // The store awaits this before it deletes the files: no jail still writes them.
     o.store.onRemove((key) => this.cancel(key));
@@ -123,13 +110,13 @@ export class FetchManager {
    * After an upload: detect what the tree needs and queue it. Idempotent: a root
    * that already has a job answers that job's view. Resolves with the state the
    * PUT answer shows ('queued', 'none' or 'refused'). `reuse`: the root was
-   * composed on a base, whose workspaces are tried first for linking (donors.ts).
+   * composed on a base, whose workspaces are tried first for linking (base-reuse.ts).
    */
   enqueue(key: RootKey, reuse?: ReuseCandidate): Promise<FetchView> {
     const id = rootId(key);
     const have = this.jobs.get(id);
     if (have) return Promise.resolve(have.job.view());
-    if (reuse && reuse.base.org === key.org && reuse.base.repo === key.repo) this.reuseFrom.set(id, reuse.base);
+    this.reuse.expect(key, reuse);
     let p = this.pendingEnqueue.get(id);
     if (!p) {
       p = this.detectAndQueue(key, 1).finally(() => this.pendingEnqueue.delete(id));
@@ -210,8 +197,7 @@ export class FetchManager {
 
   /** Deps dirs of the roots this one's binds borrow now (borrow.ts): answers name their files as this root's own. */
   lentDeps(key: RootKey): string[] {
-    const b = this.borrowing.get(rootId(key));
-    return b && b.until === undefined ? [...b.donors.values()].map((k) => this.o.store.depsDir(k)) : [];
+    return this.reuse.lentDeps(key);
   }
 
   /** Dependency-related environment for a SERVE jail of this root running `ecosystem`'s server. */
@@ -222,9 +208,9 @@ export class FetchManager {
 
   /**
    * At start (call it once the FETCH jail is proved; again later is harmless and
-   * starts whatever is queued): load each stored root's state file. A job a crash interrupted is
-   * re-queued (attempt+1) or, past MAX_ATTEMPTS, marked failed; a root with no
-   * state file (the crash came between its upload and its enqueue) is detected anew.
+   * starts whatever is queued): load each stored root's state file (state-file.ts
+   * says what each resumes as); a root with no state file (the crash came between
+   * its upload and its enqueue) is detected anew.
    */
   async resume(keys: Iterable<RootKey>): Promise<void> {
     for (const key of keys) {
@@ -235,38 +221,14 @@ export class FetchManager {
         await this.enqueue(key);
         continue;
       }
-      const { view, attempt } = saved;
-      if (view.state === 'queued' || view.state === 'running') {
-        if (attempt >= MAX_ATTEMPTS) {
-          const steps = (view.ecosystems ?? []).map((s) =>
-            s.state === 'queued' || s.state === 'running' ? { ...s, state: 'failed' as const, reason: 'interrupted by daemon restarts' } : s,
-          );
-          this.settle(
-            key,
-            new FetchJob({
-              name: 'failed',
-              error: `the fetch was interrupted by a daemon restart ${attempt} times`,
-              finishedAt: new Date().toISOString(),
-              log: '',
-              mounts: await this.mountsOf(key, steps),
-              steps,
-              attempt,
-            }),
-          );
-        } else {
-          // What a reuse linked before the crash is linked again (or fetched): never half-kept.
-          const relinked = await dropReuse(this.o.store.depsDir(key));
-          const steps = (view.ecosystems ?? []).map((s) =>
-            s.state === 'running' || (relinked && s.reused !== undefined) ? { ecosystem: s.ecosystem, dir: s.dir, state: 'queued' as const } : s,
-          );
-          const job = new FetchJob({ name: 'queued', steps, attempt: attempt + 1 });
-          this.jobs.set(id, { key, job });
-          this.queueOrLink(key, job);
-          this.log.info({ root: id, attempt: attempt + 1 }, 'fetch re-queued after restart');
-        }
-        continue;
-      }
-      this.jobs.set(id, { key, job: new FetchJob(await this.restore(key, view, attempt)) });
+      const { how, state } = await resumedState(saved, this.o.store.treeDir(key), this.o.store.depsDir(key));
+      if (how === 'failed') this.settle(key, new FetchJob(state));
+      else if (how === 'requeued') {
+        const job = new FetchJob(state);
+        this.jobs.set(id, { key, job });
+        this.queueOrLink(key, job);
+        this.log.info({ root: id, attempt: saved.attempt + 1 }, 'fetch re-queued after restart');
+      } else this.jobs.set(id, { key, job: new FetchJob(state) });
     }
     this.pump();
   }
@@ -275,15 +237,7 @@ export class FetchManager {
   async cancel(key: RootKey): Promise<void> {
     const id = rootId(key);
     await this.pendingEnqueue.get(id)?.catch(() => undefined);
-    this.reuseFrom.delete(id);
-    this.donors.forget(key);
-    this.borrowing.delete(id);
-    await this.returnBorrowed(key);
-    const linking = this.linking.get(id);
-    if (linking) {
-      linking.abort.abort(new FetchAbort('cancelled'));
-      await linking.done;
-    }
+    await this.reuse.cancel(key);
     const entry = this.jobs.get(id);
     if (!entry) return;
     this.jobs.delete(id);
@@ -304,8 +258,7 @@ export class FetchManager {
    */
   async close(): Promise<void> {
     this.closed = true;
-    for (const l of this.linking.values()) l.abort.abort(new FetchAbort('shutdown'));
-    await Promise.allSettled([...this.linking.values()].map((l) => l.done));
+    await this.reuse.close();
     for (const { job } of this.jobs.values()) {
       const s = job.state;
       if (s.name === 'running') s.abort.abort(new FetchAbort('shutdown'));
@@ -383,11 +336,7 @@ export class FetchManager {
           ctx: {
             treeDir,
             depsDir,
-            goProxy: this.o.config.goProxy,
-            npmRegistry: this.o.config.npmRegistry,
-            pipIndexUrl: this.o.config.pipIndexUrl,
-            composerRepo: this.o.config.composerRepo,
-            cargoRegistry: this.o.config.cargoRegistry,
+            ...(Object.fromEntries(REGISTRY_SETTINGS.map((k) => [k, this.o.config[k]])) as RegistrySettings),
             tools: this.o.tools,
             ...(this.o.packages ? { packages: new JobPackages(this.o.packages, key.org, this.log) } : {}),
           },
@@ -452,128 +401,11 @@ export class FetchManager {
     }
   }
 
-  /**
-   * Before a job queues (it holds no slot meanwhile): link each unit of its
-   * workspaces that an earlier root of the org and repo fetched with the same
-   * inputs (fetch-reuse.ts), then queue what is left, or settle done when nothing
-   * is. A composed root's base is tried first and, while its fetch runs, waited for
-   * when it would give something; other roots count once settled.
-   */
+  /** Before a job queues: link what earlier roots fetched (base-reuse.ts), else queue it in this turn, as a first commit always was. */
   private queueOrLink(key: RootKey, job: FetchJob): void {
-    const id = rootId(key);
-    const earlier = [...this.jobs.values()].some(
-      ({ key: k, job: j }) => k.org === key.org && k.repo === key.repo && k.sha !== key.sha && (j.state.name === 'done' || j.state.name === 'failed'),
-    );
-    if (this.reuseFrom.has(id) || earlier) return this.startLinking(key, job);
-    // Nothing it could link: queued in this turn, as a first commit always was.
-    this.queue.push(key.org, id);
+    if (this.reuse.start(key, job)) return;
+    this.queue.push(key.org, rootId(key));
     this.pump();
-  }
-
-  private startLinking(key: RootKey, job: FetchJob): void {
-    const id = rootId(key);
-    const abort = new AbortController();
-    const done = this.linkEarlier(key, job, abort.signal)
-      .catch((err: unknown) => this.log.warn({ err, root: id }, 'fetch reuse failed; fetching'))
-      .finally(() => {
-        this.linking.delete(id);
-        if (this.closed || this.jobs.get(id)?.job !== job || job.state.name !== 'queued') return;
-        if (job.state.steps.some((s) => s.state === 'queued')) {
-          this.queue.push(key.org, id);
-          this.pump();
-        }
-      });
-    this.linking.set(id, { abort, done });
-  }
-
-  private async linkEarlier(key: RootKey, job: FetchJob, signal: AbortSignal): Promise<void> {
-    const id = rootId(key);
-    const q = job.state;
-    if (q.name !== 'queued') return;
-    const base = this.reuseFrom.get(id);
-    this.reuseFrom.delete(id);
-    const found = await this.donors.find(key, q.steps, base, signal);
-    if (found.length === 0 || signal.aborted || this.jobs.get(id)?.job !== job) return;
-    const depsDir = this.o.store.depsDir(key);
-    const treeDir = this.o.store.treeDir(key);
-    const donors = [...new Set(found.map((f) => f.donor.sha))];
-    // Served from the donors' own dirs at once (borrow.ts), before our copy is made.
-    const borrowed = await borrowedMounts(treeDir, found, (k) => this.o.store.depsDir(k));
-    if (signal.aborted || this.jobs.get(id)?.job !== job) return;
-    const given = new Set(found.flatMap((f) => f.unit));
-    const queued = q.steps.filter((s) => s.state === 'queued').length;
-    // Mounts first, then every change below in one turn: a query must never see a
-    // workspace done (so not waited for) whose mounts are not published yet.
-    const linked = markLinked(found);
-    q.early = borrowed;
-    let settle!: () => void;
-    const lent: Borrowing = {
-      head: key,
-      donors: new Map(found.map((f) => [rootId(f.donor), f.donor])),
-      steps: linked.map(({ reused: _r, ...s }) => s),
-      copy: new Promise<void>((r) => (settle = r)),
-    };
-    this.borrowing.set(id, lent);
-    this.log.info({ root: id, from: donors, workspaces: linked.length }, 'fetch reused');
-    // Sessions started before this lack the mounts: the listeners restart them (reused
-    // steps, named without `reused`, count as fetched for this one event).
-    this.notifyDone(key, { state: 'done', ecosystems: lent.steps, finishedAt: new Date().toISOString() });
-    this.wake(id);
-    try {
-      await this.copyGate(key);
-      await linkDonations(found, depsDir, (k) => this.o.store.depsDir(k), queued);
-    } catch (err) {
-      // Fetched for real instead; sessions that bind the donors' dirs are restarted at that fetch's end.
-      for (const s of given) {
-        s.state = 'queued';
-        delete s.reused;
-        delete s.skipped;
-      }
-      q.early = [];
-      throw err;
-    } finally {
-      lent.until = Date.now();
-      settle();
-    }
-    const asDone = (steps: StepStatus[]) => steps.map((s) => (given.has(s) ? { ...s, state: 'done' as const } : s));
-    const early = await serveMounts(treeDir, depsDir, asDone([...given]));
-    const mounts = await serveMounts(treeDir, depsDir, asDone(q.steps));
-    if (signal.aborted || this.jobs.get(id)?.job !== job) return;
-    // Our copy replaces the donors' dirs for sessions started from now on; no restart:
-    // the same files (hard links of the same inodes) at the same places.
-    const finished = new Date().toISOString();
-    if (q.steps.every((s) => s.state !== 'queued')) {
-      const bytes = donors.length === 1 ? (this.stateOf(found[0]!.donor)?.bytes ?? 0) : 0;
-      job.to({ name: 'running', startedAt: finished, abort: new AbortController(), steps: q.steps, attempt: q.attempt });
-      job.to({ name: 'done', steps: q.steps, attempt: q.attempt, startedAt: finished, finishedAt: finished, bytes, log: linkedLog(q.steps), mounts });
-    } else q.early = early;
-    // Told with nothing fetched, so no session restarts; the store measures the copy.
-    this.notifyDone(key, { state: 'done', ecosystems: [], finishedAt: finished });
-    this.wake(id);
-    await this.persist(key, job);
-  }
-
-  /**
-   * A root is going: the heads that borrow its dirs (borrow.ts) get their own copies
-   * first, and their sessions started before that are restarted, since they bind
-   * the dirs about to be removed.
-   */
-  private async returnBorrowed(donor: RootKey): Promise<void> {
-    const id = rootId(donor);
-    for (const [headId, lent] of [...this.borrowing]) {
-      if (!lent.donors.has(id)) continue;
-      await lent.copy;
-      this.borrowing.delete(headId);
-      if (!this.jobs.has(headId)) continue;
-      // A session started in the same ms as the copy landed counts as one that borrowed.
-      const finishedAt = new Date((lent.until ?? Date.now()) + 1).toISOString();
-      this.notifyDone(lent.head, { state: 'done', ecosystems: lent.steps, finishedAt });
-    }
-  }
-
-  private stateOf(key: RootKey): { bytes?: number } | undefined {
-    const s = this.jobs.get(rootId(key))?.job.state;
-    return s && (s.name === 'done' || s.name === 'failed') ? s : undefined;
   }
 
   private notifyDone(key: RootKey, view: FetchView): void {
@@ -596,74 +428,16 @@ export class FetchManager {
     this.settleWaiters.delete(id);
   }
 
-  /** Write the job's state file; `as` overrides what is written (a shutdown writes queued). */
-  private async persist(key: RootKey, job: FetchJob, as?: StateFile): Promise<void> {
+  /** Write the job's state file (state-file.ts); `as` overrides what is written (a shutdown writes queued). */
+  private persist(key: RootKey, job: FetchJob, as?: StateFile): Promise<void> {
     const id = rootId(key);
-    // Writes of one root are chained: two writers of one .tmp file could interleave.
-    const prev = this.writes.get(id) ?? Promise.resolve();
-    const p = prev.then(async () => {
+    return this.writes.write(key, this.o.store.depsDir(key), () => {
       const s = job.state;
       // A removed root's job (cancelled, or replaced) must not recreate its deps dir's file.
-      if (s.name === 'cancelled' || this.jobs.get(id)?.job !== job) return;
-      try {
-        await writeStateFile(this.o.store.depsDir(key), as ?? { v: 1, view: job.view(), attempt: 'attempt' in s ? s.attempt : 0 });
-      } catch (err) {
-        // The root may have been removed meanwhile; anything else is worth a warning.
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.log.warn({ err, root: id }, 'cannot persist fetch state');
-      }
+      if (s.name === 'cancelled' || this.jobs.get(id)?.job !== job) return undefined;
+      return as ?? { v: 1, view: job.view(), attempt: 'attempt' in s ? s.attempt : 0 };
     });
-    this.writes.set(id, p);
-    await p;
-    if (this.writes.get(id) === p) this.writes.delete(id);
   }
-
-  private async mountsOf(key: RootKey, steps: StepStatus[]): Promise<ServeMount[]> {
-    return serveMounts(this.o.store.treeDir(key), this.o.store.depsDir(key), steps);
-  }
-
-  /** A settled state from its file; done/failed recompute (and re-check) their mounts. */
-  private async restore(key: RootKey, v: FetchView, attempt: number): Promise<JobState> {
-    const steps = v.ecosystems ?? [];
-    const now = new Date().toISOString();
-    switch (v.state) {
-      case 'done':
-        return {
-          name: 'done',
-          steps,
-          attempt,
-          startedAt: v.startedAt ?? now,
-          finishedAt: v.finishedAt ?? now,
-          bytes: v.bytes ?? 0,
-          log: v.log ?? '',
-          mounts: await this.mountsOf(key, steps),
-        };
-      case 'partial':
-      case 'failed':
-        return {
-          name: 'failed',
-          error: v.error ?? 'failed',
-          steps,
-          attempt,
-          finishedAt: v.finishedAt ?? now,
-          log: v.log ?? '',
-          mounts: await this.mountsOf(key, steps),
-          ...(v.startedAt ? { startedAt: v.startedAt } : {}),
-          ...(v.bytes !== undefined ? { bytes: v.bytes } : {}),
-        };
-      case 'refused':
-        return { name: 'refused', error: v.error ?? 'refused', steps, attempt };
-      default:
-        return { name: 'none' };
-    }
-  }
-}
-
-/** The log lines that say which workspaces were linked, and from where. */
-function linkedLog(steps: readonly StepStatus[]): string {
-  return steps
-    .filter((s) => s.reused !== undefined)
-    .map((s) => `lspd: ${s.ecosystem} ${s.dir || '.'}: dependencies linked from ${s.reused}: the same lockfiles and manifests\n`)
-    .join('');
 }
 
 function goProxyLabels(goProxy: string): Record<string, string> {

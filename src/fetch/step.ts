@@ -32,11 +32,12 @@
 // fetcher can reach the state file or another ecosystem's output.
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Config } from '../config.js';
 import { DEPS_AT } from '../jail/layout.js';
 import type { Bind } from '../jail/types.js';
 import type { LogTail } from './log-tail.js';
 import type { JobPackages } from './package-job.js';
-import type { Toolchains } from './types.js';
+import type { Ecosystem, Toolchains } from './types.js';
 
 export const STATE_FILE = 'fetch.json';
 export const GO_MODCACHE_REL = 'go/pkg/mod';
@@ -46,10 +47,6 @@ export const PYTHON_TMP_REL = 'python-tmp';
 /** The org's stored wheels laid out for the job (python-wheels.ts), bound read-only. */
 export const PYTHON_STORE_REL = 'python-store';
 export const CARGO_HOME_REL = 'cargo';
-/** Scratch dirs a fetcher writes during a job; removed when the job ends. */
-export const SCRATCH_DIRS = [NPM_CACHE_REL, COMPOSER_CACHE_REL, PYTHON_TMP_REL, PYTHON_STORE_REL] as const;
-/** Top-level <deps> dirs the fetchers' results live in (sealed after a job, removed when over the byte bound). */
-export const OUTPUT_DIRS = ['go', 'npm', 'composer', 'python', CARGO_HOME_REL] as const;
 
 /** <deps>-relative dir of an npm workspace's install ('' is the tree's top). */
 export function npmRel(ws: string): string {
@@ -57,21 +54,17 @@ export function npmRel(ws: string): string {
 }
 
 /** <deps>-relative dir of `ecosystem`'s output for workspace `ws`: <eco>/top or <eco>/ws/<ws>. */
-export function wsRel(ecosystem: 'npm' | 'composer' | 'python', ws: string): string {
+export function wsRel(ecosystem: Ecosystem, ws: string): string {
   return ws === '' ? `${ecosystem}/top` : `${ecosystem}/ws/${ws}`;
 }
 
-export interface StepContext {
+/** The config settings fetchers read (their registries; config.ts says what each is): the manager hands every job these. */
+export const REGISTRY_SETTINGS = ['goProxy', 'npmRegistry', 'pipIndexUrl', 'composerRepo', 'cargoRegistry'] as const;
+export type RegistrySettings = Pick<Config, (typeof REGISTRY_SETTINGS)[number]>;
+
+export interface StepContext extends RegistrySettings {
   treeDir: string;
   depsDir: string;
-  goProxy: string;
-  npmRegistry: string;
-  /** PEP 503 index pip installs wheels from. */
-  pipIndexUrl: string;
-  /** Composer repository used in place of packagist.org (and as a dist mirror when it is not packagist). */
-  composerRepo: string;
-  /** Cargo's sparse index for crates.io packages (config cargoRegistry). */
-  cargoRegistry: string;
   tools: Toolchains;
   /** Notes for the caller (why a bind was skipped, …) go here, scrubbed later. */
   log: LogTail;

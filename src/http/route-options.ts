@@ -7,8 +7,11 @@
 // they name, in the handler, as before.
 // Request state the hooks read (the metric labels, the token's principal) is a
 // fastify request decoration, declared here.
+import type { FastifyInstance, RouteShorthandOptions } from 'fastify';
 import type { z } from 'zod';
-import type { Access } from './auth.js';
+import { PUBLIC, type Access } from './auth.js';
+import { clientSignal } from './client-signal.js';
+import { parse } from './error-handler.js';
 import type { Principal } from '../tokens.js';
 
 export interface Answer {
@@ -34,6 +37,32 @@ export interface RouteDoc {
 
 /** An error answer's doc. */
 export const err = (description: string): Answer => ({ description, schema: 'Error' });
+
+/** The access rule of a query a caller makes for the org its body names. */
+export const QUERY_ACCESS: Access = { permission: 'query', org: 'body' };
+
+/** The options of a public operations route (health, metrics, docs): no org data, so no bearer header. */
+export function operationsRoute(summary: string, answers: RouteDoc['answers']): RouteShorthandOptions {
+  return { config: { access: PUBLIC }, schema: { tags: ['operations'], summary, answers } };
+}
+
+/**
+ * A POST answered by one service call: QUERY_ACCESS and `doc` in its options, the
+ * body parsed with `body`, the op label set, the service given the client's signal.
+ */
+export function postQuery<Q>(
+  app: FastifyInstance,
+  path: string,
+  doc: RouteDoc,
+  body: z.ZodType<Q>,
+  op: string,
+  answer: (q: Q, signal: AbortSignal) => Promise<unknown>,
+): void {
+  app.post(path, { config: { access: QUERY_ACCESS }, schema: doc }, async (req, reply) => {
+    req.lspdOp = op;
+    return answer(parse(body, req.body), clientSignal(reply));
+  });
+}
 
 declare module 'fastify' {
   interface FastifyContextConfig {

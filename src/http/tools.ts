@@ -228,7 +228,7 @@ const specs: ToolSpec[] = [
     about:
       'Check a patch before writing it: patch is a unified diff (git diff output: modified, added and deleted files, a/ and b/ paths relative to the tree) applied to this commit in memory only; ' +
       'nothing is written and no other query ever sees it. The answer lists new (diagnostics the patch adds), fixed (those it removes) and unchanged (a count), ' +
-      'in the changed files and the files that use their top-level declarations (files). Diagnostics are matched by file, message and code, so an error that only moved is not new. ' +
+      'in the changed files and the files that use the top-level declarations the patch changes (files). Diagnostics are matched by file, message and code, so an error that only moved is not new. ' +
       'A patch whose lines are not in the commit is patch_does_not_apply naming the file and hunk. incomplete: true means a server was not ready or a bound cut the files checked (see notes).',
     input: checkQuery,
     run: (args, runner, signal) => runner.checks.check(check(checkQuery, args), signal),

@@ -5,9 +5,8 @@
 // An upload is built in staging and appears with one rename(2), so a crash at any
 // moment leaves the whole root or nothing; staging and trash are emptied at open.
 // It keeps an in-memory index (rebuilt from meta.json files at open) so `get` is
-// synchronous, serializes work per root with an in-process lock, and enforces the
-// disk quotas (global and per org, eviction.ts) by evicting least recently used
-// roots nobody holds; an upload its org has no room for is refused while it streams.
+// synchronous, and serializes work per root with an in-process lock. What roots
+// cost and which go when an org or the store is over its quota: quota.ts.
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readdir, rename, stat, utimes, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -20,11 +19,10 @@ import type { PhaseVerdict } from '../health.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { fsyncDir, syncFilesystem, umaskStripsModes } from './disk.js';
-import { baseMissing, checkGitTree, depsCharge, loadBaseIndex, treeCharge } from './incremental.js';
-import { pickVictims } from './eviction.js';
-import type { EntryLimits } from './entry-check.js';
+import { baseMissing, checkGitTree, loadBaseIndex } from './incremental.js';
 import { loadIndex, type IndexEntry } from './root-index.js';
 import { checkRootKey } from './root-key.js';
+import { StoreQuota } from './quota.js';
 import { ingestTar } from './tar-ingest.js';
 import { encodeTreeIndex, TREE_INDEX, type TreeEntry } from './tree-index.js';
 import { storageError } from './tree-writer.js';
@@ -53,9 +51,6 @@ export interface StoreDeps {
   packages?: PackageCharge;
 }
 
-/** The usage id of an org's package store in the quota's view: never a root id (those have no NUL), never a victim. */
-const packagesId = (org: string) => `\u0000packages/${org}`;
-
 const META = 'meta.json';
 /** A root's last use is written to its meta.json mtime at most this often (LRU order survives restarts). */
 const PERSIST_USE_MS = 60_000;
@@ -69,8 +64,6 @@ export class RootStore {
   private readonly locks = new Map<string, Promise<unknown>>();
   private readonly background = new Set<Promise<unknown>>();
   private readonly removeListeners: RemoveListener[] = [];
-  /** Org labels lspd_org_disk_bytes has shown, so an org whose roots all went reads 0, not its last value. */
-  private readonly orgGaugeLabels = new Set<string>();
   private holdCheck: HoldCheck = () => false;
   /**
    * Uploads running (LSPD_MAX_UPLOADS), fair-shared per org: each holds a staging
@@ -80,7 +73,7 @@ export class RootStore {
   private readonly uploads: FairShare;
   /** What running uploads hold in memory (LSPD_UPLOAD_MEMORY_BYTES), fair-shared per org. */
   private readonly memory: UploadMemory;
-  private quotaRun: Promise<void> = Promise.resolve();
+  private readonly quota: StoreQuota;
   private closed = false;
 
   private constructor(
@@ -97,6 +90,9 @@ export class RootStore {
     this.memory = new UploadMemory(c.uploadMemoryBytes, c.orgReservePercent, (org) =>
       metrics.orgRefusals.inc({ org: metrics.orgLabels.of(org), reason: 'upload_memory' }),
     );
+    const { index } = this;
+    const held = (key: RootKey) => this.holdCheck(key);
+    this.quota = new StoreQuota(deps, { index, held, evict: (id) => this.evict(id), track: (p) => this.track(p) });
   }
 
   /** Create the layout, remove what a crash left in staging and trash, load the index. */
@@ -197,19 +193,14 @@ export class RootStore {
     };
   }
 
-  /** Bytes each org stores (trees and dependency caches). */
+  /** Bytes each org stores (trees, dependency caches, its package store). */
   orgUsage(): Map<string, number> {
-    const out = new Map<string, number>();
-    for (const e of this.index.values()) out.set(e.key.org, (out.get(e.key.org) ?? 0) + e.treeBytes + e.depsBytes);
-    const p = this.deps.packages;
-    for (const org of p?.orgsStoring() ?? []) out.set(org, (out.get(org) ?? 0) + p!.bytes(org));
-    return out;
+    return this.quota.orgUsage();
   }
 
   /** The most disk one org may use (LSPD_ORG_DISK_QUOTA_BYTES, never more than the global quota). */
   get orgQuotaBytes(): number {
-    const { diskQuotaBytes, orgDiskQuotaBytes } = this.deps.config;
-    return Math.min(orgDiskQuotaBytes ?? diskQuotaBytes, diskQuotaBytes);
+    return this.quota.orgQuotaBytes;
   }
 
   /**
@@ -255,7 +246,7 @@ export class RootStore {
       }
       return this.create(key, body, opts, started);
     }).finally(() => this.uploads.give(key.org));
-    if (result.created) await this.enforceQuota(key.org, id);
+    if (result.created) await this.quota.enforce(key.org, id);
     return result;
   }
 
@@ -295,9 +286,9 @@ export class RootStore {
   async refreshUsage(key: RootKey): Promise<void> {
     const e = this.index.get(rootId(key));
     if (!e) return;
-    e.depsBytes = await depsCharge(join(e.dir, 'deps'), e.info, this.baseStored(e), this.shared(e.key.org));
-    this.updateGauges();
-    await this.enforceQuota(key.org);
+    await this.quota.chargeDeps(e);
+    this.quota.updateGauges();
+    await this.quota.enforce(key.org);
   }
 
   /** Finish what is queued (uploads, removals) and refuse new uploads. */
@@ -355,7 +346,7 @@ export class RootStore {
         body,
         gzip: opts.gzip,
         dir: join(staging, 'tree'),
-        limits: this.limitsFor(key.org),
+        limits: this.quota.limitsFor(key.org),
         fixModes: this.fixModes,
         signal: opts.signal,
         readTimeoutMs: config.uploadReadTimeoutMs,
@@ -414,9 +405,9 @@ export class RootStore {
       memory.release();
     }
     const now = Date.now();
-    const treeBytes = treeCharge(info, baseKey !== undefined && this.index.has(rootId(baseKey)));
+    const treeBytes = this.quota.newTreeCharge(info, baseKey);
     this.index.set(id, { key: { ...key }, info, dir: final, treeBytes, depsBytes: 0, lastUsedMs: now, persistedUseMs: now });
-    this.updateGauges();
+    this.quota.updateGauges();
     const ms = Math.round(performance.now() - started);
     this.observe('created', started);
     const orgBytes = this.orgUsage().get(key.org) ?? 0;
@@ -445,8 +436,8 @@ export class RootStore {
   /** Drop from the index, tell listeners, rename out of sight, then delete the files. */
   private async remove(id: string, e: IndexEntry, reason: RemoveReason, wait = true): Promise<void> {
     this.index.delete(id);
-    this.chargeDependents(e);
-    this.updateGauges();
+    this.quota.chargeDependents(e);
+    this.quota.updateGauges();
     for (const listener of [...this.removeListeners]) {
       try {
         await listener(e.key, reason);
@@ -461,7 +452,7 @@ export class RootStore {
         // Its links are gone: the package store frees what no root of the org links any more.
         if (this.deps.packages) {
           await this.deps.packages.release(e.key.org);
-          this.updateGauges();
+          this.quota.updateGauges();
         }
       })
       .catch((err: unknown) => this.deps.log.error({ err, root: id }, 'could not delete removed root'));
@@ -470,49 +461,14 @@ export class RootStore {
     else this.track(gone);
   }
 
-  /**
-   * The entry limits of an upload by `org`: the configured ones, and the room the
-   * org has: its quota less what it stores that cannot be evicted now (held roots).
-   * The room is always given: a tree within every limit can still take more disk
-   * than its file bytes (200,000 directories are 800 MB of blocks).
-   */
-  private limitsFor(org: string): EntryLimits {
-    const { maxTreeBytes, maxTreeFiles, maxFileBytes, diskBlockBytes: blockBytes, maxHardLinksPerFile } = this.deps.config;
-    const quota = this.orgQuotaBytes;
-    let held = 0;
-    for (const e of this.index.values()) if (e.key.org === org && this.holdCheck(e.key)) held += e.treeBytes + e.depsBytes;
-    const room = Math.max(0, quota - held);
-    const why =
-      `The tree does not fit org ${JSON.stringify(org)}'s disk: its quota is ${quota} bytes` +
-      (held > 0 ? `, ${held} of which are held by roots in use, leaving ${room}` : '') +
-      '; delete roots of this org or upload a smaller tree.';
-    return { maxTreeBytes, maxTreeFiles, maxFileBytes, blockBytes, maxHardLinksPerFile, room: { bytes: room, why } };
-  }
-
-  /**
-   * Evict least recently used unheld roots until every org fits its quota and the
-   * store the global one, taking from `grower` (whose upload or fetch grew the
-   * store) and orgs above their share first (eviction.ts); runs one at a time.
-   */
-  private enforceQuota(grower?: string, protect?: string): Promise<void> {
-    const run = this.quotaRun.then(async () => {
-      const usage = [...this.index.entries()].map(([id, e]) => ({ id, org: e.key.org, bytes: e.treeBytes + e.depsBytes, lastUsedMs: e.lastUsedMs }));
-      // The org's package store counts as the org's, and is never evicted itself: it shrinks as the roots that link it go.
-      const p = this.deps.packages;
-      for (const org of p?.orgsStoring() ?? []) usage.push({ id: packagesId(org), org, bytes: p!.bytes(org), lastUsedMs: 0 });
-      const spare = (id: string) => id === protect || !this.index.has(id) || this.holdCheck(this.index.get(id)!.key);
-      const rule = { globalBytes: this.deps.config.diskQuotaBytes, orgBytes: this.orgQuotaBytes, ...(grower !== undefined ? { grower } : {}) };
-      for (const id of pickVictims(usage, rule, spare)) {
-        await this.locked(id, async () => {
-          const e = this.index.get(id);
-          if (!e || this.holdCheck(e.key)) return;
-          await this.remove(id, e, 'evicted', false);
-          this.deps.metrics.evictions.inc();
-        });
-      }
+  /** The quota's eviction of `id`: under its lock, unless it went or became held meanwhile. */
+  private evict(id: string): Promise<void> {
+    return this.locked(id, async () => {
+      const e = this.index.get(id);
+      if (!e || this.holdCheck(e.key)) return;
+      await this.remove(id, e, 'evicted', false);
+      this.deps.metrics.evictions.inc();
     });
-    this.quotaRun = run.catch((err: unknown) => this.deps.log.error({ err }, 'quota enforcement failed'));
-    return this.quotaRun;
   }
 
   /** Run `fn` after every earlier task on the same root. */
@@ -538,47 +494,9 @@ export class RootStore {
       this.deps.log.warn({ dir: dir.slice(this.deps.config.dataDir.length + 1) }, 'removing an unreadable root');
       await removeTree(dir);
     }
-    await Promise.all(
-      [...this.index.values()].map(async (e) => {
-        e.treeBytes = treeCharge(e.info, this.baseStored(e));
-        e.depsBytes = await depsCharge(join(e.dir, 'deps'), e.info, this.baseStored(e), this.shared(e.key.org));
-      }),
-    );
-    this.updateGauges();
+    await this.quota.chargeLoaded();
     this.deps.log.info({ roots: this.index.size }, 'store opened');
-    await this.enforceQuota();
-  }
-
-  /**
-   * Whether the root `e` was composed on is stored, and is the same one: a base
-   * deleted and uploaded again later holds other inodes than the ones `e` links.
-   */
-  private baseStored(e: IndexEntry): boolean {
-    if (e.info.base === undefined) return false;
-    const b = this.index.get(rootId({ ...e.key, sha: e.info.base }));
-    return b !== undefined && b.info.createdAt <= e.info.createdAt;
-  }
-
-  /** Inodes of the org's package store: a root's links to them are charged to the store. */
-  private shared(org: string): ((ino: number) => boolean) | undefined {
-    return this.deps.packages?.holds(org);
-  }
-
-  /** A removed root's dependents hold the files they linked from it alone now: charge them in full (incremental.ts). */
-  private chargeDependents(gone: IndexEntry): void {
-    for (const e of this.index.values()) {
-      if (e.info.base !== gone.key.sha || e.key.org !== gone.key.org || e.key.repo !== gone.key.repo) continue;
-      e.treeBytes = treeCharge(e.info, false);
-      this.track(
-        depsCharge(join(e.dir, 'deps'), e.info, false, this.shared(e.key.org)).then(
-          (n) => {
-            e.depsBytes = n;
-            this.updateGauges();
-          },
-          () => {},
-        ),
-      );
-    }
+    await this.quota.enforce();
   }
 
   private async mkdir755(dir: string): Promise<void> {
@@ -594,16 +512,6 @@ export class RootStore {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
-  }
-
-  private updateGauges(): void {
-    const { metrics } = this.deps;
-    const perOrg = this.orgUsage();
-    let bytes = 0;
-    for (const b of perOrg.values()) bytes += b;
-    metrics.roots.set(this.index.size);
-    metrics.rootsBytes.set(bytes);
-    for (const [org, b] of metrics.orgLabels.fold(perOrg, this.orgGaugeLabels)) metrics.orgDiskBytes.set({ org }, b);
   }
 
   private observe(result: string, started: number): void {

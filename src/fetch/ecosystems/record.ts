@@ -3,10 +3,25 @@
 // where the output lives in the root's deps dir, what SERVE mounts of it, and which
 // tree files a workspace's fetch reads (for reuse across commits). The records are
 // collected in ./table.ts; the job runner, the reuse and the manager read only
-// them. Detection (which dirs are workspaces, the size bound on lockfiles) is still
-// ../ecosystems.ts.
+// them. The tree walk and the size bound on lockfiles are ../ecosystems.ts; whether a
+// dir is a workspace, and why one is refused, is the record's `detect`.
+import { lstat, readFile } from 'node:fs/promises';
 import type { ServeMount, StepContext, StepSpawn } from '../step.js';
-import type { Ecosystem } from '../types.js';
+import type { Ecosystem, Toolchains } from '../types.js';
+
+/** A tree dir as detection sees it. */
+export interface DetectDir {
+  treeDir: string;
+  /** Tree-relative ('' is the tree's top, where a manifest without a lock is reported). */
+  dir: string;
+  /** Names of the plain files in it. */
+  files: ReadonlySet<string>;
+  /** Names of the directories in it (never links). */
+  dirs: ReadonlySet<string>;
+}
+
+/** What detection makes of a dir: a workspace to fetch, one refused with the reason the caller reads. */
+export type Detected = { action: 'fetch' } | { action: 'refuse'; reason: string };
 
 export interface EcosystemRecord {
   name: Ecosystem;
@@ -24,6 +39,15 @@ export interface EcosystemRecord {
    * workspace's fetch, unparsed, naming the file (../ecosystems.ts bounded).
    */
   lockfiles: readonly (string | RegExp)[];
+  /**
+   * Whether `d` is a workspace of this ecosystem, and whether it may be fetched with
+   * `tools` (undefined: not one). Dirs are asked in the table's order.
+   */
+  detect(d: DetectDir, tools: Toolchains): Promise<Detected | undefined>;
+  /** Top-level <deps> dir its results live in (sealed after a job, removed when over the byte bound). */
+  outputDir: string;
+  /** <deps> dirs it (or the package store for it) writes only during a job (a download cache); removed when the job ends. */
+  scratchDirs?: readonly string[];
   /** Host-side preparation of workspace `ws` into a FETCH-jail spawn. */
   prepare(ctx: StepContext, ws: string): Promise<StepSpawn>;
   /** One sentence for the caller from the step's output (registry-reason.ts for registry failures). */
@@ -54,3 +78,18 @@ export function inside(path: string, ws: string): boolean {
 }
 
 export const baseName = (path: string): string => path.slice(path.lastIndexOf('/') + 1);
+
+export const fetchIt: Detected = { action: 'fetch' };
+export const refuse = (reason: string): Detected => ({ action: 'refuse', reason });
+
+/** A small JSON object file (a manifest read only to say why nothing was fetched), or undefined. */
+export async function readSmallJson(file: string): Promise<Record<string, unknown> | undefined> {
+  try {
+    const st = await lstat(file);
+    if (!st.isFile() || st.size > 4 * 1024 * 1024) return undefined;
+    const v: unknown = JSON.parse(await readFile(file, 'utf8'));
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined; // unreadable or not JSON: the language server will say so; nothing to fetch
+  }
+}

@@ -7,7 +7,7 @@ import { askBatch, askOps, askQuery } from '../../api/schemas.js';
 import { clientSignal } from '../client-signal.js';
 import type { Deps } from '../deps.js';
 import { parse } from '../error-handler.js';
-import { err, type RouteDoc } from '../route-options.js';
+import { err, QUERY_ACCESS, type RouteDoc } from '../route-options.js';
 
 const doc: RouteDoc = {
   tags: ['queries'],
@@ -25,7 +25,7 @@ const doc: RouteDoc = {
 
 export async function askRoutes(app: FastifyInstance, deps: Deps): Promise<void> {
   const { ask } = deps.services;
-  app.post('/ask', { config: { access: { permission: 'query', org: 'body' } }, schema: doc }, async (req, reply) => {
+  app.post('/ask', { config: { access: QUERY_ACCESS }, schema: doc }, async (req, reply) => {
     // Any JSON value can arrive here (`"x"`, `7`, `true`): `in` on a non-object throws,
     // so look inside only an object; the schema refuses the rest with a 400.
     const body = typeof req.body === 'object' && req.body !== null ? (req.body as Record<string, unknown>) : undefined;

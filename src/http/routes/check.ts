@@ -5,15 +5,13 @@
 import type { FastifyInstance } from 'fastify';
 import { checkQuery } from '../../api/schemas.js';
 import type { Deps } from '../deps.js';
-import { parse } from '../error-handler.js';
-import { clientSignal } from '../client-signal.js';
-import { err, type RouteDoc } from '../route-options.js';
+import { err, postQuery, type RouteDoc } from '../route-options.js';
 
 const doc: RouteDoc = {
   tags: ['queries'],
   summary: 'A patch checked against a stored root in memory only: the diagnostics it adds and removes.',
   description:
-    "patch (a unified diff of modified, added and deleted files) is applied to the root's files in memory; the changed files and the files referencing their top-level declarations are checked on a scratch language-server session no other query uses, and every change is undone after. new and fixed are matched by file, message and code (never line). Nothing is written anywhere.",
+    "patch (a unified diff of modified, added and deleted files) is applied to the root's files in memory; the changed files and the files referencing the top-level declarations it changes are checked on a scratch language-server session no other query uses, and every change is undone after. new and fixed are matched by file, message and code (never line). Nothing is written anywhere.",
   requestBody: ['CheckQuery'],
   answers: {
     '200': { description: 'What the patch changes in diagnostics.', schema: 'CheckAnswer' },
@@ -30,8 +28,5 @@ const doc: RouteDoc = {
 
 export async function checkRoutes(app: FastifyInstance, deps: Deps): Promise<void> {
   const { checks } = deps.services;
-  app.post('/v1/check', { config: { access: { permission: 'query', org: 'body' } }, schema: doc }, async (req, reply) => {
-    req.lspdOp = 'check';
-    return checks.check(parse(checkQuery, req.body), clientSignal(reply));
-  });
+  postQuery(app, '/v1/check', doc, checkQuery, 'check', (q, signal) => checks.check(q, signal));
 }

@@ -5,9 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import { diffQuery } from '../../api/schemas.js';
 import type { Deps } from '../deps.js';
-import { parse } from '../error-handler.js';
-import { clientSignal } from '../client-signal.js';
-import { err, type RouteDoc } from '../route-options.js';
+import { err, postQuery, type RouteDoc } from '../route-options.js';
 
 const doc: RouteDoc = {
   tags: ['queries'],
@@ -26,8 +24,5 @@ const doc: RouteDoc = {
 
 export async function diffRoutes(app: FastifyInstance, deps: Deps): Promise<void> {
   const { diff } = deps.services;
-  app.post('/v1/diff', { config: { access: { permission: 'query', org: 'body' } }, schema: doc }, async (req, reply) => {
-    req.lspdOp = 'diff';
-    return diff.diff(parse(diffQuery, req.body), clientSignal(reply));
-  });
+  postQuery(app, '/v1/diff', doc, diffQuery, 'diff', (q, signal) => diff.diff(q, signal));
 }

@@ -7,9 +7,8 @@
 // with an onRoute hook, each with the access rule and the doc it declares in its
 // options (../route-options.ts), so the document lists exactly what the server serves.
 import type { FastifyInstance } from 'fastify';
-import { PUBLIC } from '../auth.js';
 import { buildOpenApi, type CollectedRoute } from '../openapi.js';
-import type { RouteDoc } from '../route-options.js';
+import { operationsRoute, type RouteDoc } from '../route-options.js';
 
 export function installDocs(app: FastifyInstance): void {
   const routes: CollectedRoute[] = [];
@@ -29,23 +28,12 @@ export function installDocs(app: FastifyInstance): void {
 
   app.get(
     '/docs/json',
-    {
-      config: { access: PUBLIC },
-      schema: {
-        tags: ['operations'],
-        summary: 'This document (OpenAPI 3.1, JSON).',
-        answers: { '200': { description: 'OpenAPI document.', contentType: 'application/json' } },
-      },
-    },
+    operationsRoute('This document (OpenAPI 3.1, JSON).', { '200': { description: 'OpenAPI document.', contentType: 'application/json' } }),
     async (_req, reply) => reply.type('application/json').send(document()),
   );
 
-  const html = {
-    tags: ['operations'],
-    summary: 'This document, rendered as HTML.',
-    answers: { '200': { description: 'HTML.', contentType: 'text/html' } },
-  } as const;
-  app.get('/docs', { config: { access: PUBLIC }, schema: html }, async (_req, reply) => {
+  const html = operationsRoute('This document, rendered as HTML.', { '200': { description: 'HTML.', contentType: 'text/html' } });
+  app.get('/docs', html, async (_req, reply) => {
     page ??= renderHtml(document());
     return (
       reply

@@ -3,33 +3,22 @@
 import type { FastifyInstance } from 'fastify';
 import type { PhaseVerdict, ServerAvailability } from '../../health.js';
 import { ownTextScrubber } from '../../lsp/answer/own-text.js';
-import { PUBLIC } from '../auth.js';
 import type { Deps } from '../deps.js';
+import { operationsRoute } from '../route-options.js';
 
 export async function healthRoutes(app: FastifyInstance, deps: Deps): Promise<void> {
   // Reasons quote the host (a bwrap path, an errno naming a file under the data dir), and
   // /readyz needs no token: they are scrubbed as answers are; the log keeps them whole.
   const scrub = ownTextScrubber(deps.config.dataDir);
 
-  app.get(
-    '/livez',
-    {
-      config: { access: PUBLIC },
-      schema: { tags: ['operations'], summary: 'Liveness: 200 while the process runs.', answers: { '200': { description: 'Alive.' } } },
-    },
-    async () => ({ live: true }),
-  );
+  app.get('/livez', operationsRoute('Liveness: 200 while the process runs.', { '200': { description: 'Alive.' } }), async () => ({ live: true }));
 
   app.get(
     '/readyz',
-    {
-      config: { access: PUBLIC },
-      schema: {
-        tags: ['operations'],
-        summary: 'Readiness: 200 only when the boot canary proved both jail phases and the store is writable.',
-        answers: { '200': { description: 'Ready.', schema: 'ReadyAnswer' }, '503': { description: 'Not ready; `reason` says why.', schema: 'ReadyAnswer' } },
-      },
-    },
+    operationsRoute('Readiness: 200 only when the boot canary proved both jail phases and the store is writable.', {
+      '200': { description: 'Ready.', schema: 'ReadyAnswer' },
+      '503': { description: 'Not ready; `reason` says why.', schema: 'ReadyAnswer' },
+    }),
     async (_req, reply) => {
       const h = deps.health;
       const verdict = (v: PhaseVerdict): PhaseVerdict => (v.ok ? v : { ok: false, reason: scrub(v.reason) });
@@ -47,14 +36,7 @@ export async function healthRoutes(app: FastifyInstance, deps: Deps): Promise<vo
 
   app.get(
     '/metrics',
-    {
-      config: { access: PUBLIC },
-      schema: {
-        tags: ['operations'],
-        summary: 'Prometheus metrics (text exposition format).',
-        answers: { '200': { description: 'Metrics.', contentType: 'text/plain' } },
-      },
-    },
+    operationsRoute('Prometheus metrics (text exposition format).', { '200': { description: 'Metrics.', contentType: 'text/plain' } }),
     async (_req, reply) => {
       const text = await deps.metrics.registry.metrics();
       return reply.type(deps.metrics.registry.contentType).send(text);

@@ -11,20 +11,16 @@
 // whoever needs the place, any org). A query that would make one more session busy
 // for its org (spawn one, or lease an idle one) is refused 503 busy past the org's
 // share; leasing a session its org already keeps busy costs nothing.
-// Recycling: a session past LSPD_SESSION_RECYCLE_REQUESTS requests or whose jail
-// uses LSPD_SESSION_RECYCLE_MEMORY_BYTES (servers only grow: 429 → 989 MiB in five
-// minutes of bench/load) gets a successor, started outside the map and made ready
-// on the document the old one opened first; only then does the key point at it, and
-// the old one, like a session restartRoot took, stops when its last lease goes. So
-// no query waits for the successor and none loses the session it holds.
+// Recycling a session past a threshold through a successor readied out of the map:
+// recycle.ts; the old one, like a session restartRoot took, drains.
 import { envName, type Config } from '../../config.js';
 import { errors } from '../../errors.js';
-import { deadline } from '../../util/deadline.js';
 import { shareLimits, shareVerdict, type ShareLimits } from '../../tenancy/fair-share.js';
 import type { Logger } from '../../log.js';
 import type { Metrics } from '../../metrics.js';
 import type { Bind, Jail } from '../../jail/types.js';
 import type { ServerRow } from '../servers/server-row.js';
+import { Recycler } from './recycle.js';
 import { Session, SessionFailedError } from './session.js';
 
 export interface PoolDeps {
@@ -82,11 +78,8 @@ export class SessionPool {
   private readonly draining = new Set<Session>();
   /** Sessions taken out of the map and still shutting down; close() waits for them. */
   private readonly stopping = new Set<Promise<void>>();
-  /** Successors being made ready for sessions past a recycle threshold, by key (not in the map until ready). */
-  private readonly successors = new Map<string, Session>();
-  /** Per session: when recycling may look again (after a failed successor), when memory was last read. */
-  private readonly recycleChecks = new WeakMap<Session, { notBefore: number; memoryReadAt: number }>();
   private readonly closed = new AbortController();
+  private readonly recycler: Recycler;
   private readonly gaugeLabels = new Set<string>();
   private readonly orgGaugeLabels = new Set<string>();
   private readonly share: ShareLimits;
@@ -101,6 +94,14 @@ export class SessionPool {
     this.share = shareLimits(c.maxSessions, { orgCap: c.orgMaxSessions, reservePercent: c.orgReservePercent, floor: 1 });
     this.reaper = setInterval(() => this.reap(), deps.config.reapIntervalMs);
     this.reaper.unref();
+    this.recycler = new Recycler({
+      ...deps,
+      log: this.log,
+      closed: this.closed.signal,
+      sessionCount: () => this.sessions.size,
+      newSession: (key, spec) => this.newSession(key, spec),
+      adopt: (key, next, old) => this.adopt(key, next, old),
+    });
   }
 
   static keyOf(server: string, rootId: string, workspace: string, generation = '', purpose = ''): string {
@@ -130,7 +131,7 @@ export class SessionPool {
         );
       }
     }
-    if (s) this.maybeRecycle(key, s, spec, now);
+    if (s) this.recycler.maybeRecycle(key, s, spec, now);
     if (!s || s.leases === 0) this.admit(orgOfRoot(spec.rootId));
     if (!s) {
       if (this.sessions.size >= this.deps.config.maxSessions && !this.evictOneIdle()) {
@@ -206,7 +207,7 @@ export class SessionPool {
     });
     s.onEnd(() => {
       if (this.sessions.get(key) === s) this.sessions.delete(key);
-      if (this.successors.get(key) === s) this.successors.delete(key);
+      this.recycler.forget(key, s);
       this.updateGauge();
     });
     s.started.then(
@@ -228,61 +229,8 @@ export class SessionPool {
     return s;
   }
 
-  /** Why `s` should be replaced now ('requests' or 'memory'), if it should. Memory is read at most once a second. */
-  private recycleReason(s: Session, now: number): 'requests' | 'memory' | undefined {
-    const c = this.deps.config;
-    const check = this.recycleChecks.get(s) ?? { notBefore: 0, memoryReadAt: 0 };
-    this.recycleChecks.set(s, check);
-    if (now < check.notBefore) return undefined;
-    if (c.sessionRecycleRequests > 0 && s.requests >= c.sessionRecycleRequests) return 'requests';
-    if (c.sessionRecycleMemoryBytes > 0 && now - check.memoryReadAt >= 1000) {
-      check.memoryReadAt = now;
-      // Before the cap whatever the two settings say: a threshold at or past it would never be met.
-      const threshold = Math.min(c.sessionRecycleMemoryBytes, Math.floor(c.jailMemoryBytes * 0.75));
-      if ((s.memoryBytes() ?? 0) >= threshold) return 'memory';
-    }
-    return undefined;
-  }
-
-  /** Start a successor for `old` when it is past a threshold and the pool has room for both. */
-  private maybeRecycle(key: string, old: Session, spec: SessionSpec, now: number): void {
-    if (old.state.kind !== 'ready' || this.successors.has(key)) return;
-    const why = this.recycleReason(old, now);
-    if (!why || this.sessions.size + this.successors.size >= this.deps.config.maxSessions) return;
-    const next = this.newSession(key, spec);
-    if (old.asked) next.foreground(); // it replaces one queries use: no guess
-    this.successors.set(key, next);
-    this.deps.metrics.recycles.inc({ server: old.key.server, reason: why });
-    this.log.info({ server: old.key.server, root: old.key.rootId, why, requests: old.requests, memoryBytes: old.memoryBytes() }, 'replacing session');
-    void this.makeReady(next, old).then(
-      () => this.promote(key, next, old),
-      (err: unknown) => {
-        if (this.successors.get(key) === next) this.successors.delete(key);
-        void next.stop();
-        // The old one serves on; it is looked at again after a while, not on every query.
-        this.recycleChecks.set(old, { notBefore: Date.now() + RECYCLE_RETRY_MS, memoryReadAt: 0 });
-        this.log.warn({ server: old.key.server, root: old.key.rootId, err: (err as Error).message }, 'successor session not ready; the old one serves on');
-      },
-    );
-  }
-
-  /** Initialize, then open the document the old session opened first and wait for the row's readiness on it. */
-  private async makeReady(next: Session, old: Session): Promise<void> {
-    const c = this.deps.config;
-    const dl = deadline(this.closed.signal, c.initializeTimeoutMs + c.readyTimeoutMs);
-    try {
-      await next.whenReady(dl.signal);
-      const doc = old.firstDoc;
-      if (doc) await next.waitReady(next.open(doc.rel, doc.languageId, doc.text), c.readyTimeoutMs, dl.signal);
-    } finally {
-      dl.clear();
-    }
-  }
-
-  /** The successor is ready: new queries get it; the old one stops once no query holds it. */
-  private promote(key: string, next: Session, old: Session): void {
-    if (this.successors.get(key) !== next) return; // its root was stopped or restarted meanwhile
-    this.successors.delete(key);
+  /** A recycled session's successor is ready: new queries get it; the old one stops once no query holds it. */
+  private adopt(key: string, next: Session, old: Session): void {
     const here = this.sessions.get(key);
     if (this.state !== 'open' || next.state.kind !== 'ready' || (here !== old && here !== undefined)) {
       void next.stop();
@@ -295,17 +243,6 @@ export class SessionPool {
       else this.draining.add(old);
     }
     this.updateGauge();
-  }
-
-  /** Stop and forget the successors of a root (stopped, or restarted for its dependencies). */
-  private dropSuccessors(rootId: string): Promise<void>[] {
-    const stops: Promise<void>[] = [];
-    for (const [key, s] of [...this.successors]) {
-      if (s.key.rootId !== rootId) continue;
-      this.successors.delete(key);
-      stops.push(s.stop());
-    }
-    return stops;
   }
 
   /** May `org` make one more session busy? Throws 503 busy when not (counted per org). */
@@ -402,7 +339,7 @@ export class SessionPool {
       this.draining.delete(s);
       stops.push(s.stop());
     }
-    stops.push(...this.dropSuccessors(rootId));
+    stops.push(...this.recycler.drop(rootId));
     for (const key of [...this.backoffs.keys()]) if (key.includes(`\u0000${rootId}\u0000`)) this.backoffs.delete(key);
     this.updateGauge();
     await Promise.all(stops);
@@ -416,7 +353,7 @@ export class SessionPool {
   restartRoot(rootId: string, which: (s: Session) => boolean = () => true): number {
     let n = 0;
     // A successor started before the fetch ended lacks what it brought.
-    for (const p of this.dropSuccessors(rootId)) {
+    for (const p of this.recycler.drop(rootId)) {
       const q: Promise<void> = p.finally(() => this.stopping.delete(q));
       this.stopping.add(q);
     }
@@ -435,22 +372,17 @@ export class SessionPool {
   /** The root's sessions, for GET /v1/roots/{...}. */
   sessionsOf(rootId: string): { server: string; workspace: string; state: string; documents: number }[] {
     const out: { server: string; workspace: string; state: string; documents: number }[] = [];
-    for (const s of [...this.sessions.values(), ...this.successors.values()]) {
+    for (const s of [...this.sessions.values(), ...this.recycler.list()]) {
       // A warm-up's session (and a recycled session's successor) says 'warming' until the warm-up drove it to readiness.
       if (s.key.rootId === rootId)
         out.push({
           server: s.key.server,
           workspace: s.key.workspace,
-          state: (s.warm === 'warming' || this.isSuccessor(s)) && (s.state.kind === 'starting' || s.state.kind === 'ready') ? 'warming' : s.state.kind,
+          state: (s.warm === 'warming' || this.recycler.isSuccessor(s)) && (s.state.kind === 'starting' || s.state.kind === 'ready') ? 'warming' : s.state.kind,
           documents: s.openDocuments,
         });
     }
     return out;
-  }
-
-  private isSuccessor(s: Session): boolean {
-    for (const x of this.successors.values()) if (x === s) return true;
-    return false;
   }
 
   /** Every session in the map (tests and metrics). */
@@ -468,8 +400,7 @@ export class SessionPool {
     this.state = 'closing';
     clearInterval(this.reaper);
     this.closed.abort();
-    const all = [...this.sessions.values(), ...this.draining, ...this.successors.values()];
-    this.successors.clear();
+    const all = [...this.sessions.values(), ...this.draining, ...this.recycler.takeAll()];
     this.sessions.clear();
     this.draining.clear();
     await Promise.all([...all.map((s) => s.stop()), ...this.stopping]);
@@ -498,10 +429,6 @@ export class SessionPool {
   }
 }
 
-/** After a successor failed to become ready, how long the old session serves before recycling is tried again. */
-const RECYCLE_RETRY_MS = 30_000;
-
-/** A root id is `org/repo/sha`. */
 /** `org/repo` of a root id (`org/repo/sha`). */
 function repoOfRoot(rootId: string): string {
   return rootId.slice(0, rootId.lastIndexOf('/'));

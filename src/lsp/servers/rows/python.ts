@@ -46,6 +46,12 @@ export function pythonRow(p: ServerPaths): ServerRow {
     // Pyright holds requests until its first analysis is done, but it also opens
     // a progress token for every references request: those are not indexing.
     readiness: { kind: 'progress', ignoreTitles: /^(Finding references|Searching|Renaming)/i },
+    // It pushes a changed file in two parts, the bind pass's (empty) then the check's,
+    // 15 ms apart idle and more under load, and a progress or another file's push can
+    // fall between: the empty part was read as the answer (the flaky pyright check of
+    // test/edit-check). It answers textDocument/diagnostic (registered only dynamically,
+    // which we do not offer) with the file checked in the program as it is then.
+    pullDiagnostics: true,
     hierarchyOps: ['incomingCalls', 'outgoingCalls'],
     editOps: ['rename', 'codeActions'],
     encodings: ['utf-16'],
