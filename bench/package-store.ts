@@ -9,9 +9,8 @@
 // commit: tarballs asked of the registry, the disk it added (du -sB1 over the data
 // dir's roots/ and fetch-store/, hard links once), the org's charge, the fetch's
 // seconds. Counts and bytes do not depend on load; seconds do (load printed beside).
-import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -28,6 +27,7 @@ import { projectDir } from '../test/helpers/daemon.js';
 import { cannotJail } from '../test/helpers/host.js';
 import { startNpmRegistry } from '../test/helpers/npm-registry.js';
 import { jailUidEnv } from '../test/helpers/uids.js';
+import { duBytes } from '../test/helpers/du.js';
 import { tarOfFiles } from './monorepo-tree.js';
 
 const args = process.argv.slice(2);
@@ -110,16 +110,7 @@ const run = async (withStore: boolean): Promise<Row[]> => {
   const jail = await createJail({ config, log });
   await jail.canary();
   const fetcher = new FetchManager({ config, log, metrics, jail, store, tools: await detectToolchains(), ...(packages ? { packages } : {}) });
-  const du = () => {
-    const dirs = [join(dataDir, 'roots'), join(dataDir, 'fetch-store')].filter((d) => existsSync(d));
-    return Number(
-      execFileSync('du', ['-sB1', '-c', ...dirs], { encoding: 'utf8' })
-        .trim()
-        .split('\n')
-        .pop()!
-        .split('\t')[0],
-    );
-  };
+  const du = () => duBytes(join(dataDir, 'roots'), join(dataDir, 'fetch-store'));
   const rows: Row[] = [];
   try {
     for (let c = 1; c <= COMMITS; c++) {

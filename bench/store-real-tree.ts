@@ -13,7 +13,7 @@
 // host counts too), the disk it added (du -sB1 over roots/ and fetch-store/, hard
 // links once). Seconds depend on load and the network (load printed beside).
 import { execFileSync, spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import pino from 'pino';
 import { join } from 'node:path';
@@ -28,6 +28,7 @@ import { RootStore } from '../src/store/store.js';
 import { projectDir } from '../test/helpers/daemon.js';
 import { cannotJail } from '../test/helpers/host.js';
 import { jailUidEnv } from '../test/helpers/uids.js';
+import { duBytes } from '../test/helpers/du.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string, def: string) => {
@@ -67,16 +68,7 @@ const store = await RootStore.open({ config, log, metrics, packages });
 const jail = await createJail({ config, log });
 await jail.canary();
 const fetcher = new FetchManager({ config, log, metrics, jail, store, tools: await detectToolchains(), packages });
-const du = () => {
-  const dirs = [join(dataDir, 'roots'), join(dataDir, 'fetch-store')].filter((d) => existsSync(d));
-  return Number(
-    execFileSync('du', ['-sB1', '-c', ...dirs], { encoding: 'utf8' })
-      .trim()
-      .split('\n')
-      .pop()!
-      .split('\t')[0],
-  );
-};
+const du = () => duBytes(join(dataDir, 'roots'), join(dataDir, 'fetch-store'));
 const counts = async (m: typeof metrics.fetchStoreHits) => {
   const values = (await m.get()).values;
   return Object.fromEntries(KINDS.map((k) => [k, values.find((v) => v.labels.ecosystem === k)?.value ?? 0]));

@@ -6,7 +6,6 @@
 // downloads its own; a tampered store tarball is refused, fetched again and
 // replaced; the store is charged to its org once and freed with the org's roots.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { openSync, readFileSync, readdirSync, statSync, writeSync, closeSync, existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
@@ -24,6 +23,7 @@ import type { RootKey } from '../src/store/types.js';
 import { tempDir } from './helpers/daemon.js';
 import { startNpmRegistry, type NpmRegistry } from './helpers/npm-registry.js';
 import { jailUidEnv } from './helpers/uids.js';
+import { duBytes } from './helpers/du.js';
 import { metricValue as value, storeEnv, type StoreEnv } from './helpers/store-env.js';
 import { packTar, SHA } from './store-helpers.js';
 
@@ -100,14 +100,7 @@ describe('the package store, per org and content-addressed', () => {
     }
     return n;
   };
-  const du = (...dirs: string[]) =>
-    Number(
-      execFileSync('du', ['-sB1', '-c', ...dirs], { encoding: 'utf8' })
-        .trim()
-        .split('\n')
-        .pop()!
-        .split('\t')[0],
-    );
+  const du = duBytes;
 
   const A: RootKey = { org: 'acme', repo: 'one', sha: SHA(1) };
   // Another repo: fetch reuse (same org AND repo, same lockfile) must not be what shares here.
