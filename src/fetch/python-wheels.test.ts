@@ -31,8 +31,9 @@ describe('wheels in the package store', () => {
     );
     writeFileSync(join(t, 'svc', 'reqs', 'base.txt'), `w==2 --hash=sha256:${c}\n`);
     writeFileSync(join(t, 'outside.txt'), `v==3 --hash=sha256:${d}\n`);
-    writeFileSync(join(t, '..', `lspd-outside-${process.pid}.txt`), `q==3 --hash=sha256:${e}\n`);
-    symlinkSync(join(t, '..', `lspd-outside-${process.pid}.txt`), join(t, 'svc', 'linked.txt'));
+    const away = join(tempDir('lspd-wheels-away-'), 'more.txt');
+    writeFileSync(away, `q==3 --hash=sha256:${e}\n`);
+    symlinkSync(away, join(t, 'svc', 'linked.txt'));
     assert.deepEqual([...(await lockSha256s(t, 'svc'))].sort(), [b, c, d].sort(), 'a tree file above the workspace counts; a link does not');
   });
 
