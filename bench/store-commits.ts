@@ -5,9 +5,8 @@
 // fetch's seconds (upload to done), the disk it added (du -sB1 over roots/ and
 // fetch-store/, hard links once), the org's charge, and what the bench measures itself
 // around it (`snapshot` before, `measure` after).
-import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -21,6 +20,7 @@ import { createMetrics } from '../src/metrics.js';
 import { RootStore } from '../src/store/store.js';
 import type { RootKey } from '../src/store/types.js';
 import { projectDir } from '../test/helpers/daemon.js';
+import { duBytes } from '../test/helpers/du.js';
 import { cannotJail } from '../test/helpers/host.js';
 import { jailUidEnv } from '../test/helpers/uids.js';
 
@@ -78,16 +78,7 @@ export async function runCommits<S, R>(o: CommitRun<S, R>): Promise<(R & CommitF
   const jail = await createJail({ config, log });
   await jail.canary();
   const fetcher = new FetchManager({ config, log, metrics, jail, store, tools: await detectToolchains(), ...(packages ? { packages } : {}) });
-  const du = () => {
-    const dirs = [join(dataDir, 'roots'), join(dataDir, 'fetch-store')].filter((d) => existsSync(d));
-    return Number(
-      execFileSync('du', ['-sB1', '-c', ...dirs], { encoding: 'utf8' })
-        .trim()
-        .split('\n')
-        .pop()!
-        .split('\t')[0],
-    );
-  };
+  const du = () => duBytes(join(dataDir, 'roots'), join(dataDir, 'fetch-store'));
   const rows: (R & CommitFigures)[] = [];
   try {
     for (let c = 1; c <= o.commits; c++) {

@@ -95,20 +95,22 @@ export function createMetrics(config?: Pick<Config, 'metricsMaxOrgs'>) {
     orgSessions: gauge('lspd_org_sessions', 'Live language-server sessions, by org.', ['org']),
     orgDiskBytes: gauge('lspd_org_disk_bytes', "Disk used by an org's roots, their dependency caches and its package store.", ['org']),
     // The org's package store (src/fetch/package-store.ts): ecosystem `npm` counts
-    // tarballs by lockfile integrity, `files` the extracted files of every ecosystem.
+    // tarballs by lockfile integrity, `python` wheels by sha256, `composer` dists by
+    // shasum, `go` download-cache files by go.sum hash, `files` the extracted files of
+    // every ecosystem.
     fetchStoreBytes: gauge(
       'lspd_fetch_store_bytes',
-      "Disk held by an org's package store, by org and ecosystem (npm: tarballs, go: module zips, go.mod and .info files, files: extracted files).",
+      "Disk held by an org's package store, by org and ecosystem (npm, python, composer: archives; go: module zips, go.mod and .info files; files: extracted files).",
       ['org', 'ecosystem'],
     ),
     fetchStoreHits: counter(
       'lspd_fetch_store_hits_total',
-      "Packages (npm), Go download-cache files (go) or files (files) a fetch took from the org's package store instead of the registry or its own copy.",
+      "Packages (npm, python, composer), Go download-cache files (go) or files (files) a fetch took from the org's package store instead of the registry or its own copy.",
       ['org', 'ecosystem'],
     ),
     fetchStoreMisses: counter(
       'lspd_fetch_store_misses_total',
-      "Packages (npm), Go download-cache files (go) or files (files) a fetch brought that the org's package store did not hold (verified, then stored).",
+      "Packages (npm, python, composer), Go download-cache files (go) or files (files) a fetch brought that the org's package store did not hold (verified, then stored).",
       ['org', 'ecosystem'],
     ),
   };

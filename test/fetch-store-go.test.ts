@@ -23,7 +23,7 @@ import { createMetrics } from '../src/metrics.js';
 import type { RootKey } from '../src/store/types.js';
 import { tempDir } from './helpers/daemon.js';
 import { writeGoProxy, type GoModule } from './helpers/go-proxy.js';
-import { metricValue as value, storeFetchEnv, tamper, type StoreFetchEnv } from './helpers/store-fetch.js';
+import { metricValue as value, storeEnv, tamper, type StoreEnv } from './helpers/store-env.js';
 import { SHA } from './store-helpers.js';
 
 const N = 22;
@@ -44,7 +44,7 @@ function goModule(i: number): GoModule {
 }
 
 describe('the package store: Go modules by their go.sum hash', () => {
-  let env: StoreFetchEnv;
+  let env: StoreEnv;
   let fullProxy: string;
   let proxyDir: string;
   const sums: string[] = [];
@@ -88,7 +88,7 @@ describe('the package store: Go modules by their go.sum hash', () => {
     proxyDir = tempDir('lspd-fetch-store-goproxy-');
     chmodSync(proxyDir, 0o755);
     // Nothing is allowed out: the file:// proxy needs no network, and go.sum is complete.
-    env = await storeFetchEnv('lspd-fetch-store-go-', { LSPD_GO_PROXY: `file://${proxyDir}`, LSPD_FETCH_REGISTRIES: '127.0.0.1:9' }, (t) =>
+    env = await storeEnv('lspd-fetch-store-go-', { LSPD_GO_PROXY: `file://${proxyDir}`, LSPD_FETCH_REGISTRIES: '127.0.0.1:9' }, (t) =>
       t.go ? undefined : 'go is not installed under /usr',
     );
   });

@@ -6,7 +6,6 @@
 // downloads its own; a tampered store tarball is refused, fetched again and
 // replaced; the store is charged to its org once and freed with the org's roots.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync, statSync, existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
@@ -19,8 +18,9 @@ import { createMetrics } from '../src/metrics.js';
 import { dirBytes } from '../src/store/disk.js';
 import type { RootKey } from '../src/store/types.js';
 import { tempDir } from './helpers/daemon.js';
+import { duBytes as du } from './helpers/du.js';
 import { startNpmRegistry, type NpmRegistry } from './helpers/npm-registry.js';
-import { metricValue as value, storeFetchEnv, tamper, type StoreFetchEnv } from './helpers/store-fetch.js';
+import { metricValue as value, storeEnv, tamper, type StoreEnv } from './helpers/store-env.js';
 import { packTar, SHA } from './store-helpers.js';
 
 const name = (i: number) => `sp-${String(i).padStart(3, '0')}`;
@@ -46,7 +46,7 @@ async function writePackage(dir: string, i: number): Promise<{ hex: string; entr
 
 describe('the package store, per org and content-addressed', () => {
   let registry: NpmRegistry;
-  let env: StoreFetchEnv;
+  let env: StoreEnv;
   const pkgs: { hex: string; entry: Record<string, string> }[] = [];
   /** A tree whose lockfile names packages 0..99 and `extra`. */
   const tree = (extra: number) => {
@@ -83,14 +83,6 @@ describe('the package store, per org and content-addressed', () => {
     }
     return n;
   };
-  const du = (...dirs: string[]) =>
-    Number(
-      execFileSync('du', ['-sB1', '-c', ...dirs], { encoding: 'utf8' })
-        .trim()
-        .split('\n')
-        .pop()!
-        .split('\t')[0],
-    );
 
   const A: RootKey = { org: 'acme', repo: 'one', sha: SHA(1) };
   // Another repo: fetch reuse (same org AND repo, same lockfile) must not be what shares here.
@@ -102,7 +94,7 @@ describe('the package store, per org and content-addressed', () => {
     const pkgDir = tempDir('lspd-fetch-store-registry-');
     for (let i = 0; i < 102; i++) pkgs.push(await writePackage(pkgDir, i));
     registry = await startNpmRegistry(pkgDir);
-    env = await storeFetchEnv('lspd-fetch-store-', { LSPD_NPM_REGISTRY: registry.url, LSPD_FETCH_REGISTRIES: registry.authority }, (t) =>
+    env = await storeEnv('lspd-fetch-store-', { LSPD_NPM_REGISTRY: registry.url, LSPD_FETCH_REGISTRIES: registry.authority }, (t) =>
       t.npm && t.node ? undefined : 'npm/node are not installed under /usr',
     );
   });

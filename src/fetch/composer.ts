@@ -66,6 +66,8 @@ export async function prepareComposer(ctx: StepContext, ws: string): Promise<Ste
     ),
   );
   const cache = await writableDepsDir(ctx, COMPOSER_CACHE_REL);
+  // The dists the org's store holds, where composer's cache has them (composer-dists.ts).
+  await ctx.packages?.seedDists(safeLock, cache.host);
   return {
     argv: [
       ctx.tools.php,

@@ -10,7 +10,7 @@ import type { FetchJob } from './fetch-job.js';
 import { mkdir } from 'node:fs/promises';
 import { markDepsReused } from '../store/incremental.js';
 import { dropReuse, fetchInputEntries, linkOutput, reuseUnits, unitRels, workspaceDigest, type InputEntry } from './fetch-reuse.js';
-import { linkTarballRefs } from './npm-tarballs.js';
+import { linkPackageRefs } from './store-entries.js';
 import type { StepStatus } from './types.js';
 
 /** A unit of the new root's steps, the root that gives it, and that root's steps (for what it skipped). */
@@ -109,7 +109,7 @@ export async function linkDonations(found: Donation[], depsDir: string, depsOf: 
   await markDepsReused(depsDir, all && donors.length === 1 ? donors[0]! : 'several');
   try {
     for (const { donor, unit } of found) for (const rel of unitRels(unit)) await linkOutput(depsOf(donor), depsDir, rel);
-    for (const d of new Set(found.map((f) => f.donor))) await linkTarballRefs(depsOf(d), depsDir);
+    for (const d of new Set(found.map((f) => f.donor))) await linkPackageRefs(depsOf(d), depsDir);
   } catch (err) {
     await dropReuse(depsDir);
     throw err;

@@ -13,7 +13,8 @@ import { diskUsage } from './disk-usage.js';
 import { ecosystemTable, recordOf } from './ecosystems/table.js';
 import { LogTail } from './log-tail.js';
 import { openForJail, seal, sealParents } from './perms.js';
-import { GO_MODCACHE_REL, NPM_CACHE_REL, type ServeMount, type StepContext, type StepSpawn } from './step.js';
+import { WHEELS_OUT } from './python-wheels.js';
+import { COMPOSER_CACHE_REL, GO_MODCACHE_REL, NPM_CACHE_REL, PYTHON_TMP_REL, type ServeMount, type StepContext, type StepSpawn } from './step.js';
 import type { FetchView, PlanItem, StepStatus } from './types.js';
 import { IllegalTransition } from '../util/state-machine.js';
 
@@ -190,8 +191,10 @@ export async function runJob(deps: RunDeps, o: RunOptions): Promise<RunResult> {
     // walks over what was fetched. A resumed job seals and measures when it ends.
     return { steps, stopped, aborted: early, bytes: 0, log: tail.tail(), mounts: [] };
   }
-  // What npm downloaded goes to the org's package store before its cache is removed.
+  // What npm, pip and composer downloaded goes to the org's package store before their caches are removed.
   await o.ctx.packages?.takeNpm(join(o.ctx.depsDir, NPM_CACHE_REL), o.ctx.depsDir);
+  await o.ctx.packages?.takeWheels(join(o.ctx.depsDir, PYTHON_TMP_REL, WHEELS_OUT), o.ctx.depsDir);
+  await o.ctx.packages?.takeDists(join(o.ctx.depsDir, COMPOSER_CACHE_REL), o.ctx.depsDir);
   for (const rel of scratchDirs()) await removeTree(join(o.ctx.depsDir, rel));
   // Only what this job's jails wrote: a workspace linked from an earlier root is that root's, sealed when it was fetched.
   const ran = new Set(steps.filter((s) => s.reused === undefined && s.state !== 'refused').map((s) => recordOf(s.ecosystem)?.outputRel(s.dir)));
@@ -363,7 +366,7 @@ function watchBytes(dir: string, maxBytes: number, intervalMs: number, signal: A
 /** Top-level <deps> dirs the fetchers' results live in (each record's; read at call time: the table imports this module's importers). */
 const outputDirs = () => ecosystemTable.map((r) => r.outputDir);
 /** <deps> dirs fetchers write only during a job (download caches). */
-const scratchDirs = () => ecosystemTable.flatMap((r) => (r.scratchDir ? [r.scratchDir] : []));
+const scratchDirs = () => ecosystemTable.flatMap((r) => r.scratchDirs ?? []);
 
 /** Remove what the fetchers wrote (not the state file). */
 export async function removeOutputs(depsDir: string): Promise<void> {

@@ -39,8 +39,8 @@ import { constants, type Stats } from 'node:fs';
 import { link, lstat, open, readFile, readdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { MAX_LOCKFILE_BYTES } from './ecosystems.js';
-import { realDirs } from './npm-tarballs.js';
 import { hashFile, runWorker, type PackageStore } from './package-store.js';
+import { realDirs } from './store-entries.js';
 
 /** One module version as the tree's go.sum names it: its zip's h1 and its go.mod's h1, in hex. */
 export interface GoSumEntry {

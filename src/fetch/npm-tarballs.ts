@@ -15,15 +15,11 @@
 // its name. A seeded entry npm did not keep (refused, or replaced) is hashed again,
 // and dropped from the store when it no longer matches its name. Only sha512
 // integrities are stored (npm's default since npm 5; an old sha1-only entry is fetched).
-import { constants } from 'node:fs';
-import { link, lstat, mkdir, open, readFile, readdir, unlink } from 'node:fs/promises';
-import { createHash } from 'node:crypto';
+import { link, lstat, readFile, readdir } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { MAX_LOCKFILE_BYTES } from './ecosystems.js';
-import { hashFile, placeEntry, type PackageStore } from './package-store.js';
-
-/** <deps>-relative dir of a root's references to the store's tarballs (links: a root holds what its lockfiles named). Daemon-only, never bound. */
-export const PACKAGE_REFS_REL = 'package-refs';
+import type { PackageStore } from './package-store.js';
+import { copyVerified, entryIntact, holdEntries, realDirs } from './store-entries.js';
 
 const HEX512 = /^[0-9a-f]{128}$/;
 /** cacache's content dir for sha512 under npm's cache dir (npm_config_cache + /_cacache). */
@@ -119,27 +115,18 @@ export async function takeTarballs(store: PackageStore, org: string, cacheDir: s
         continue;
       }
       const src = join(dir, hex);
-      const st = await lstat(src).catch(() => undefined);
-      if (!st || st.ino !== ino) continue;
-      if ((await hashFile(src, 'sha512').catch(() => '')) === hex) continue;
-      store.warn({ org, integrity: hex.slice(0, 16) }, 'package store: a tarball no longer matches its digest; dropped');
-      await unlink(src).catch(() => undefined);
-      store.dropped(org, 'npm', st.ino, st.blocks);
+      if ((await lstat(src).catch(() => undefined))?.ino === ino) await entryIntact(store, org, 'npm', src, 'sha512', hex);
     }
     store.hit(org, 'npm', hits);
     for (const hex of await cachedDigests(cacheDir)) {
       if (!job.wanted.has(hex)) continue; // not what this root's lockfiles name: never stored
       const dest = join(dir, hex);
       if (await lstat(dest).catch(() => undefined)) continue;
-      await copyVerified(store, org, cacheContentPath(cacheDir, hex), dir, dest, hex);
+      const got = await copyVerified(store, org, 'npm', cacheContentPath(cacheDir, hex), dir, 'sha512', (h) => (h === hex ? hex : undefined));
+      if (got !== undefined && got !== hex)
+        store.warn({ org, integrity: hex.slice(0, 16) }, 'package store: a cached tarball does not match its digest; not stored');
     }
-    const refs = join(depsDir, PACKAGE_REFS_REL, 'npm');
-    await mkdir(refs, { recursive: true, mode: 0o700 });
-    for (const hex of job.wanted) {
-      await link(join(dir, hex), join(refs, hex)).catch((err: NodeJS.ErrnoException) => {
-        if (!['ENOENT', 'EEXIST', 'EMLINK', 'EXDEV'].includes(err.code ?? '')) throw err;
-      });
-    }
+    await holdEntries(dir, job.wanted, depsDir, 'npm');
   });
 }
 
@@ -165,77 +152,4 @@ async function cachedDigests(cacheDir: string): Promise<string[]> {
     }
   }
   return out;
-}
-
-/** Make (or find) base/segs one level at a time; false when a component is anything but a real directory (a link a jail left). */
-export async function realDirs(base: string, segs: string[]): Promise<boolean> {
-  let p = base;
-  for (const seg of segs) {
-    p = join(p, seg);
-    let st = await lstat(p).catch(() => undefined);
-    if (!st) {
-      await mkdir(p).catch((err: NodeJS.ErrnoException) => {
-        if (err.code !== 'EEXIST') throw err;
-      });
-      st = await lstat(p);
-    }
-    if (!st.isDirectory()) return false;
-  }
-  return true;
-}
-
-/**
- * Copy a jail-written file into the store through sha512: the daemon's own inode
- * (root-owned, 0644), placed only when the bytes are `hex`. A copy, not a link: the
- * cached file is the jail uid's, and a later jail of that uid must never own a store inode.
- */
-async function copyVerified(store: PackageStore, org: string, from: string, dir: string, dest: string, hex: string): Promise<void> {
-  const tmp = store.tempName(dir);
-  let src;
-  try {
-    src = await open(from, constants.O_RDONLY | constants.O_NOFOLLOW);
-  } catch {
-    return;
-  }
-  const out = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o644);
-  let ok = false;
-  try {
-    if (!(await src.stat()).isFile()) return;
-    const h = createHash('sha512');
-    const buf = Buffer.allocUnsafe(256 * 1024);
-    for (;;) {
-      const { bytesRead } = await src.read(buf, 0, buf.length, null);
-      if (bytesRead === 0) break;
-      h.update(buf.subarray(0, bytesRead));
-      await out.write(buf, 0, bytesRead);
-    }
-    ok = h.digest('hex') === hex;
-    if (ok) await out.chmod(0o644);
-  } finally {
-    await src.close();
-    await out.close();
-    if (!ok) await unlink(tmp).catch(() => undefined);
-  }
-  if (!ok) {
-    store.warn({ org, integrity: hex.slice(0, 16) }, 'package store: a cached tarball does not match its digest; not stored');
-    return;
-  }
-  if (await placeEntry(tmp, dest)) {
-    const st = await lstat(dest);
-    store.added(org, 'npm', st.ino, st.blocks);
-  }
-}
-
-/** A root that links an earlier root's workspaces holds that root's tarballs too (they outlive it while we stand). */
-export async function linkTarballRefs(fromDeps: string, toDeps: string): Promise<void> {
-  const from = join(fromDeps, PACKAGE_REFS_REL, 'npm');
-  const names = (await readdir(from).catch(() => [] as string[])).filter((n) => HEX512.test(n));
-  if (names.length === 0) return;
-  const to = join(toDeps, PACKAGE_REFS_REL, 'npm');
-  await mkdir(to, { recursive: true, mode: 0o700 });
-  for (const n of names) {
-    await link(join(from, n), join(to, n)).catch((err: NodeJS.ErrnoException) => {
-      if (!['ENOENT', 'EEXIST', 'EMLINK', 'EXDEV'].includes(err.code ?? '')) throw err;
-    });
-  }
 }

@@ -6,6 +6,9 @@
 //   npm/<sha512 hex>         npm tarballs, by the lockfile integrity they were verified
 //                            against (npm-tarballs.ts: laid into a fetch's npm cache as
 //                            links before `npm ci`, taken in from it after)
+//   python/<sha256 hex>-<wheel file name>
+//                            wheels, by a sha256 the lock names (python-wheels.ts)
+//   composer/<sha1 hex>      composer dists, by the lock's dist.shasum (composer-dists.ts)
 //   files/<2 hex>/<sha256 hex>[x]
 //                            files of every fetched output dir by content (x: executable),
 //                            each root's copy replaced by a link to it (file-dedupe.ts)
@@ -24,7 +27,7 @@
 //   dir, where `openForJail` leaves root-owned files with other links alone
 //   (perms.ts); the store dir itself is 0700 and bound nowhere.
 // - References are links: a root holds each store file it uses by a name in its
-//   deps dir (node_modules files themselves; tarballs under <deps>/package-refs/npm/),
+//   deps dir (node_modules files themselves; archives under <deps>/package-refs/<kind>/),
 //   so a store entry whose link count is 1 is used by no root and `sweep` removes it
 //   (after a root's files are gone: RootStore calls `release`). Crash-safe: nothing
 //   to keep in step but the filesystem.
@@ -41,15 +44,15 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { NAME_RE } from '../api/schemas.js';
 
-/** The kinds, each a dir of the org's store; a file under none of the others' dirs is `files`. */
-const KINDS = ['npm', 'files', 'go'] as const;
+/** The kinds, each a dir of the org's store; `files` last: the worker's scan counts whatever is under no other kind's dir as files. */
+const KINDS = ['npm', 'python', 'composer', 'go', 'files'] as const;
 export type StoreKind = (typeof KINDS)[number];
-const perKind = (): Record<StoreKind, number> => ({ npm: 0, files: 0, go: 0 });
+const zeroes = (): Record<StoreKind, number> => ({ npm: 0, python: 0, composer: 0, go: 0, files: 0 });
 
 interface OrgState {
   /** Blocks of the entries (files), kept as they come and go. */
   bytes: Record<StoreKind, number>;
-  /** Blocks of the store's own directories (the org's, npm/, files/ and its 256 fan-out dirs), measured after each turn. */
+  /** Blocks of the store's own directories (the org's, one per kind, files/'s 256 fan-out dirs), measured after each turn. */
   dirBytes: Record<StoreKind, number>;
   /** Inode numbers of the store's files (all on the store's device): a root is not charged for these. */
   inodes: Set<number>;
@@ -80,9 +83,9 @@ export class PackageStore {
     for (const org of await readdir(o.dir)) {
       if (!NAME_RE.test(org)) continue;
       const st = s.state(org);
-      const { kept } = await runStoreWorker<ScanResult>({ op: 'scan', top: join(o.dir, org), kinds: KINDS, sweep: false });
+      const { kept } = await runStoreWorker<ScanResult>({ op: 'scan', top: join(o.dir, org), sweep: false, kinds: KINDS });
       for (const [ino, blocks, kind] of kept) {
-        st.bytes[KINDS[kind] ?? 'files'] += blocks * 512;
+        st.bytes[KINDS[kind]!] += blocks * 512;
         st.inodes.add(ino);
       }
       await s.measureDirs(org, st);
@@ -197,9 +200,9 @@ export class PackageStore {
   }
 
   private async sweep(org: string, st: OrgState): Promise<void> {
-    const { freed } = await runStoreWorker<ScanResult>({ op: 'scan', top: join(this.o.dir, org), kinds: KINDS, sweep: true });
+    const { freed } = await runStoreWorker<ScanResult>({ op: 'scan', top: join(this.o.dir, org), sweep: true, kinds: KINDS });
     for (const [ino, blocks, k] of freed) {
-      const kind: StoreKind = KINDS[k] ?? 'files';
+      const kind = KINDS[k]!;
       st.inodes.delete(ino);
       st.bytes[kind] = Math.max(0, st.bytes[kind] - blocks * 512);
     }
@@ -211,14 +214,14 @@ export class PackageStore {
     const blocks = async (p: string) => ((await lstat(p).catch(() => undefined))?.blocks ?? 0) * 512;
     let files = (await blocks(top)) + (await blocks(join(top, 'files')));
     for (const d of await readdir(join(top, 'files')).catch(() => [] as string[])) files += await blocks(join(top, 'files', d));
-    st.dirBytes = { ...perKind(), files };
-    for (const kind of KINDS) if (kind !== 'files') st.dirBytes[kind] = await blocks(join(top, kind));
+    st.dirBytes = zeroes();
+    for (const kind of KINDS) st.dirBytes[kind] = kind === 'files' ? files : await blocks(join(top, kind));
   }
 
   private state(org: string): OrgState {
     let st = this.orgs.get(org);
     if (!st) {
-      st = { bytes: perKind(), dirBytes: perKind(), inodes: new Set(), turn: Promise.resolve(), sweepAgain: false };
+      st = { bytes: zeroes(), dirBytes: zeroes(), inodes: new Set(), turn: Promise.resolve(), sweepAgain: false };
       this.orgs.set(org, st);
     }
     return st;
@@ -235,7 +238,7 @@ export class PackageStore {
 
 const total = (s: OrgState) => KINDS.reduce((n, k) => n + s.bytes[k] + s.dirBytes[k], 0);
 
-/** [ino, blocks, kind: index in KINDS] of an org's entries: kept (a scan) or removed (a sweep). */
+/** [ino, blocks, kind: its index in KINDS] of an org's entries: kept (a scan) or removed (a sweep). */
 interface ScanResult {
   kept: [number, number, number][];
   freed: [number, number, number][];
@@ -243,7 +246,7 @@ interface ScanResult {
 
 /** Run one walk on the store's thread (store-worker.js: synchronous calls, off the loop and libuv's pool); its one answer. */
 export function runStoreWorker<T>(
-  data: { op: 'dedupe'; top: string; dirs: string[] } | { op: 'scan'; top: string; kinds: readonly string[]; sweep: boolean },
+  data: { op: 'dedupe'; top: string; dirs: string[] } | { op: 'scan'; top: string; sweep: boolean; kinds: readonly string[] },
 ): Promise<T> {
   return runWorker<T>(new URL('./store-worker.js', import.meta.url), data);
 }
@@ -268,7 +271,7 @@ export function runWorker<T>(script: URL, data: unknown): Promise<T> {
  * link. `sizeHint` sizes the read buffer: a fresh 256 KiB buffer per file of a
  * node_modules (most are a few KiB) cost 8x the hashing itself (33k files: 8.5 s CPU against 1).
  */
-export async function hashFile(path: string, algorithm: 'sha256' | 'sha512', sizeHint = 256 * 1024): Promise<string> {
+export async function hashFile(path: string, algorithm: 'sha1' | 'sha256' | 'sha512', sizeHint = 256 * 1024): Promise<string> {
   const fh = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
   try {
     const h = createHash(algorithm);

@@ -1,5 +1,6 @@
 # lspd's Python fetcher, run inside the FETCH jail as
 #   /usr/bin/python3 -I -B pip-driver.py --workspace DIR --target DIR --report FILE --index-url URL
+#     [--wheels-out DIR [--wheels-in DIR]]
 # (src/fetch/python.ts builds that argv and reads the report).
 #
 # Wheels only: a wheel is an archive, and installing one runs none of its code; an
@@ -11,6 +12,10 @@
 # - --no-deps: the lock is the whole set; pip resolves nothing of its own.
 # - hashes in the lock are passed as --hash, and pip checks them (--require-hashes
 #   for the requirements that have them; a mismatch fails the fetch).
+# - with --wheels-out, hashed requirements are `pip download`ed there (what the
+#   daemon takes into the org's package store), except those whose wheel the store
+#   gave in --wheels-in, then installed from those two dirs with --no-index
+#   (install_hashed; src/fetch/python-wheels.ts has the why).
 # - the tree's requirement lines are never handed to pip as they are: a requirements
 #   file can carry --index-url, --find-links, -e, URLs and paths. Each line is
 #   parsed here and re-written as `name==version ; marker --hash=...`, or skipped.
@@ -251,23 +256,34 @@ def line_of(r):
     return s
 
 
-def run_pip(args, reqs, require_hashes):
+def run_pip(args, reqs, require_hashes, mode="index"):
+    """One pip run over `reqs`. mode: "index" installs from the index, "download"
+    only downloads into --wheels-out, "local" installs from the stored and
+    downloaded wheels with no index at all."""
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, dir=os.environ.get("TMPDIR")) as f:
         f.write("\n".join(line_of(r) for r in reqs) + "\n")
         listing = f.name
     cmd = [
-        sys.executable, "-I", "-m", "pip", "install",
+        sys.executable, "-I", "-m", "pip", "download" if mode == "download" else "install",
         "--isolated", "--no-input", "--disable-pip-version-check", "--no-cache-dir",
-        "--progress-bar", "off", "--no-compile", "--no-warn-script-location",
-        "--only-binary=:all:", "--no-deps",
-        "--target", args.target, "--index-url", args.index_url,
+        "--progress-bar", "off", "--only-binary=:all:", "--no-deps",
+    ]
+    if mode == "download":
+        cmd += ["--dest", args.wheels_out]
+    else:
+        cmd += ["--no-compile", "--no-warn-script-location", "--target", args.target]
+    if mode == "local":
+        cmd.append("--no-index")
+        for d in (args.wheels_in, args.wheels_out):
+            if d and os.path.isdir(d):
+                cmd += ["--find-links", d]
+    else:
         # An index that does not answer fails the workspace in well under a minute:
         # the egress proxy answers 504 after 10 s without a connection, and pip's
         # defaults (5 retries, 15 s reads) would wait minutes on it.
-        "--retries", "1", "--timeout", "15",
-    ]
-    if args.trusted_host:
-        cmd += ["--trusted-host", args.trusted_host]
+        cmd += ["--index-url", args.index_url, "--retries", "1", "--timeout", "15"]
+        if args.trusted_host:
+            cmd += ["--trusted-host", args.trusted_host]
     if require_hashes:
         cmd.append("--require-hashes")
     cmd += ["-r", listing]
@@ -345,31 +361,83 @@ def failing_name(out, reqs):
     return next((r for r in reqs if norm(r["name"]) == want), None)
 
 
-def install(args, reqs, require_hashes, report):
-    """Install `reqs` in as few pip runs as it takes: one, plus one per requirement with no wheel."""
+def install(args, reqs, require_hashes, report, mode="index"):
+    """Run pip over `reqs` in as few runs as it takes (one, plus one per requirement
+    with no wheel); the requirements it installed (or downloaded)."""
     pending = list(reqs)
     while pending:
-        code, out = run_pip(args, pending, require_hashes)
+        code, out = run_pip(args, pending, require_hashes, mode)
         if code == 0:
-            report["installed"] += [f"{r['name']}=={r['version']}" for r in pending]
-            return
+            return pending
         fatal, reason = classify(out)
         culprit = failing_name(out, pending) or (pending[0] if len(pending) == 1 else None)
         if fatal:
             report["failed"].append(f"{culprit['name']}=={culprit['version']}: {reason}" if culprit else reason)
             # The daemon's hint reads this line (src/fetch/python.ts pythonHint).
             print(f"lspd: failed: {reason}", flush=True)
-            return
+            return []
         if culprit is None:
             # Not attributable to one requirement: one at a time, so each says for itself.
+            done = []
             for r in pending:
-                install(args, [r], require_hashes, report)
+                done += install(args, [r], require_hashes, report, mode)
                 if report["failed"]:
-                    return
-            return
+                    break
+            return done
         report["skipped"].append(f"{culprit['name']}=={culprit['version']}: {reason}")
         print(f"lspd: skipped {culprit['name']}=={culprit['version']}: {reason}", flush=True)
         pending.remove(culprit)
+    return []
+
+
+def stored_sha256s(wheels_in):
+    """Digests of the wheels the daemon laid out from the org's store (its manifest: `<sha256> <file>` lines)."""
+    if not wheels_in:
+        return set()
+    try:
+        with open(os.path.join(wheels_in, "lspd-sha256.txt")) as f:
+            return {line.split(" ", 1)[0] for line in f if line.strip()}
+    except OSError:
+        return set()
+
+
+def in_store(r, have):
+    return any(h.lower().startswith("sha256:") and h[7:].lower() in have for h in r["hashes"])
+
+
+def install_hashed(args, reqs, report):
+    """Requirements with hashes, through local dirs: the store's wheels and what
+    `pip download` brings of the rest (kept in --wheels-out for the daemon to store),
+    then one `pip install --no-index` of them all. One install run: several runs
+    into one --target would each skip a directory an earlier one made (namespace
+    packages). A stored wheel pip does not take (pip checks each hash; a wheel of
+    another interpreter's tags) is downloaded instead and the install redone."""
+    have = stored_sha256s(args.wheels_in)
+    stored = [r for r in reqs if in_store(r, have)]
+    rest = [r for r in reqs if r not in stored]
+    if stored:
+        print(f"lspd: {len(stored)} wheels from the package store", flush=True)
+    got = install(args, rest, True, report, "download") if rest else []
+    if report["failed"] or not (stored or got):
+        return
+    while True:
+        code, out = run_pip(args, stored + got, True, "local")
+        if code == 0 or not stored:
+            break
+        # A stored wheel pip would not take here: that one (unnamed: all of them) from the index.
+        culprit = failing_name(out, stored)
+        again = [culprit] if culprit else stored
+        print(f"lspd: {len(again)} stored wheels did not install; downloading them", flush=True)
+        stored = [r for r in stored if r not in again]
+        got += install(args, again, True, report, "download")
+        if report["failed"] or not (stored or got):
+            return
+    if code != 0:
+        fatal, reason = classify(out)
+        report["failed"].append(reason if fatal else f"the downloaded wheels did not install: {reason}")
+        print(f"lspd: failed: {reason}", flush=True)
+        return
+    report["installed"] += [f"{r['name']}=={r['version']}" for r in stored + got]
 
 
 def main():
@@ -380,6 +448,8 @@ def main():
     ap.add_argument("--report", required=True)
     ap.add_argument("--index-url", required=True)
     ap.add_argument("--trusted-host")
+    ap.add_argument("--wheels-in")  # read-only: the org's stored wheels (src/fetch/python-wheels.ts)
+    ap.add_argument("--wheels-out")  # where hashed requirements are downloaded to (taken into the store after)
     args = ap.parse_args()
     global TREE_TOP
     TREE_TOP = os.path.realpath(args.tree)
@@ -398,8 +468,13 @@ def main():
     for n in plan.notes:
         print(f"lspd: {n}", flush=True)
     os.makedirs(args.target, exist_ok=True)
-    if plan.reqs:
-        reason = probe_index(args.index_url, plan.reqs[0]["name"])
+    hashed = [r for r in plan.reqs if r["hashes"]]
+    plain = [r for r in plan.reqs if not r["hashes"]]
+    have = stored_sha256s(args.wheels_in) if args.wheels_out else set()
+    # The index is asked only when something comes from it (all from the store: no request at all).
+    from_index = plain + [r for r in hashed if not in_store(r, have)]
+    if from_index:
+        reason = probe_index(args.index_url, from_index[0]["name"])
         if reason:
             report["failed"].append(reason)
             write_report(args.report, report)
@@ -407,11 +482,13 @@ def main():
             return 3
     # pip's hash mode is all or nothing per run: requirements with hashes are
     # installed in a run that requires them, the rest in a run of their own.
-    hashed = [r for r in plan.reqs if r["hashes"]]
-    plain = [r for r in plan.reqs if not r["hashes"]]
-    for group, require_hashes in ((hashed, True), (plain, False)):
-        if group and not report["failed"]:
-            install(args, group, require_hashes, report)
+    if hashed and args.wheels_out:
+        os.makedirs(args.wheels_out, exist_ok=True)
+        install_hashed(args, hashed, report)
+    elif hashed:
+        report["installed"] += [f"{r['name']}=={r['version']}" for r in install(args, hashed, True, report)]
+    if plain and not report["failed"]:
+        report["installed"] += [f"{r['name']}=={r['version']}" for r in install(args, plain, False, report)]
     write_report(args.report, report)
     print(f"lspd: {len(report['installed'])} installed, {len(report['skipped'])} skipped, {len(report['failed'])} failed", flush=True)
     return 3 if report["failed"] else 0

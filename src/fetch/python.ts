@@ -16,7 +16,9 @@ import { z } from 'zod';
 import { PROJECT_DIR } from '../jail/policy.js';
 import { isPlainDir, isRegularFile } from './ecosystems.js';
 import { registryReason } from './registry-reason.js';
-import { PYTHON_TMP_REL, under, writableDepsDir, wsRel, type ServeMount, type StepContext, type StepSpawn } from './step.js';
+import { PYTHON_STORE_REL, PYTHON_TMP_REL, under, writableDepsDir, wsRel, type ServeMount, type StepContext, type StepSpawn } from './step.js';
+import { WHEELS_OUT } from './python-wheels.js';
+import type { Bind } from '../jail/types.js';
 import { DEPS_AT, PIP_DRIVER_AT, TREE_AT } from '../jail/layout.js';
 
 const DRIVER_HOST = join(PROJECT_DIR, 'src', 'fetch', 'pip-driver.py');
@@ -31,6 +33,10 @@ export async function preparePython(ctx: StepContext, ws: string): Promise<StepS
   const at = out.at;
   await mkdir(join(out.host, SITE_PACKAGES), { recursive: true });
   const tmp = await writableDepsDir(ctx, PYTHON_TMP_REL);
+  // The org's stored wheels this lock names, read-only (python-wheels.ts); pip downloads the rest into wheels/.
+  const stored: Bind = { host: join(ctx.depsDir, PYTHON_STORE_REL), at: `${DEPS_AT}/${PYTHON_STORE_REL}` };
+  await ctx.packages?.seedWheels(ctx.treeDir, ws, stored.host);
+  const seeded = ctx.packages !== undefined && (await isPlainDir(ctx.depsDir, PYTHON_STORE_REL));
   const index = new URL(ctx.pipIndexUrl);
   return {
     argv: [
@@ -48,6 +54,9 @@ export async function preparePython(ctx: StepContext, ws: string): Promise<StepS
       `${at}/${REPORT}`,
       '--index-url',
       ctx.pipIndexUrl,
+      '--wheels-out',
+      `${tmp.at}/${WHEELS_OUT}`,
+      ...(seeded ? ['--wheels-in', stored.at] : []),
       // pip ignores a plain-http index unless its host is trusted (127.0.0.1 always
       // is): an operator who configured an http mirror chose it.
       ...(index.protocol === 'http:' ? ['--trusted-host', index.host] : []),
@@ -61,7 +70,7 @@ export async function preparePython(ctx: StepContext, ws: string): Promise<StepS
       // Downloads and pip's staging dir: wheels can outgrow the jail's tmpfs.
       TMPDIR: tmp.at,
     },
-    binds: [out, tmp, { host: DRIVER_HOST, at: PIP_DRIVER_AT }],
+    binds: [out, tmp, { host: DRIVER_HOST, at: PIP_DRIVER_AT }, ...(seeded ? [stored] : [])],
     tree: { hostDir: ctx.treeDir, at: TREE_AT },
     cwd: at,
   };

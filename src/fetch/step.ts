@@ -21,10 +21,12 @@
 // <deps>/cargo/           CARGO_HOME of every Cargo workspace of the root (config.toml
 //                          written by lspd, registry index cache, .crate files, sources)
 // <deps>/python-tmp/       pip's temp dir during the fetch (wheels can outgrow the
-//                          jail's tmpfs); removed after it
-// <deps>/package-refs/npm/ links to the org's package store's tarballs the root's
-//                          lockfiles named (what keeps them stored); the daemon's
-//                          alone, never bound (npm-tarballs.ts)
+//                          jail's tmpfs; wheels/ the driver's downloads); removed after it
+// <deps>/python-store/     links to the org's stored wheels the lock names, root's,
+//                          bound read-only during the fetch; removed after it
+// <deps>/package-refs/<kind>/ links to the org's package store's archives (npm, python,
+//                          composer) the root's lockfiles named (what keeps them
+//                          stored); the daemon's alone, never bound (store-entries.ts)
 //
 // The in-jail names mirror these under /deps, as src/lsp/answer/paths.ts lays them out
 // for sessions (DEPS_AT, GOMODCACHE_AT, npmModulesAt): keep the two in step.
@@ -44,6 +46,8 @@ export const GO_MODCACHE_REL = 'go/pkg/mod';
 export const NPM_CACHE_REL = 'npm-cache';
 export const COMPOSER_CACHE_REL = 'composer-cache';
 export const PYTHON_TMP_REL = 'python-tmp';
+/** The org's stored wheels laid out for the job (python-wheels.ts), bound read-only. */
+export const PYTHON_STORE_REL = 'python-store';
 export const CARGO_HOME_REL = 'cargo';
 
 /** <deps>-relative dir of an npm workspace's install ('' is the tree's top). */

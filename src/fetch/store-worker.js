@@ -15,7 +15,7 @@ import { parentPort, threadId, workerData } from 'node:worker_threads';
 
 if (!parentPort) throw new Error('store-worker.js runs as a worker thread');
 const port = parentPort;
-const job = /** @type {{ op: 'dedupe'; top: string; dirs: string[] } | { op: 'scan'; top: string; kinds: string[]; sweep: boolean }} */ (workerData);
+const job = /** @type {{ op: 'dedupe'; top: string; dirs: string[] } | { op: 'scan'; top: string; sweep: boolean; kinds: string[] }} */ (workerData);
 
 const buf = Buffer.allocUnsafe(256 * 1024);
 /** @param {string} path */
@@ -132,22 +132,21 @@ function dedupe(top, /** @type {string[]} */ dirs) {
 }
 
 /**
- * The org's entries as [ino, blocks, kind] (kind: the index in `kinds` of the dir
- * it is under, `files` for any other); temp files a crash left are removed, and
- * when sweeping, so is every entry no root links (one name: the store's), then the
- * dirs left empty. What was removed comes back as `freed`.
+ * The org's entries as [ino, blocks, kind] (kind: the index in `kinds` of the top
+ * dir it is under; the last, files, for anything else); temp files a crash left
+ * are removed, and when sweeping, so is every entry no root links (one name: the
+ * store's), then the dirs left empty. What was removed comes back as `freed`.
  * @param {string} top  the org's dir
- * @param {string[]} kinds
  * @param {boolean} sweep
+ * @param {string[]} kinds
  */
-function scan(top, kinds, sweep) {
+function scan(top, sweep, kinds) {
   /** @type {[number, number, number][]} */ const kept = [];
   /** @type {[number, number, number][]} */ const freed = [];
-  const dirs = kinds.map((k) => join(top, k) + '/');
-  const other = kinds.indexOf('files');
   walk(top, (p, st) => {
-    const at = dirs.findIndex((d) => p.startsWith(d));
-    const kind = at < 0 ? other : at;
+    const rest = p.slice(top.length + 1);
+    const at = rest.includes('/') ? kinds.indexOf(rest.slice(0, rest.indexOf('/'))) : -1;
+    const kind = at < 0 ? kinds.length - 1 : at;
     if (p.slice(p.lastIndexOf('/') + 1).startsWith('.tmp-')) return void unlinkSync(p);
     if (sweep && st.nlink === 1) {
       unlinkSync(p);
@@ -181,4 +180,4 @@ const tryRmdir = (d) => {
 };
 
 if (job.op === 'dedupe') dedupe(job.top, job.dirs);
-else scan(job.top, job.kinds, job.sweep);
+else scan(job.top, job.sweep, job.kinds);

@@ -32,7 +32,7 @@ export const composer: EcosystemRecord = {
     return (await bare(d)) ? refuse(NO_LOCK) : undefined;
   },
   outputDir: 'composer',
-  scratchDir: COMPOSER_CACHE_REL,
+  scratchDirs: [COMPOSER_CACHE_REL],
   prepare: prepareComposer,
   hint: (output) => composerHint(output) ?? registryReason(output),
   outputRel: (ws) => wsRel('composer', ws),

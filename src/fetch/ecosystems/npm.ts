@@ -38,7 +38,7 @@ export const npm: EcosystemRecord = {
     return (await bare(d)) ? refuse(NO_LOCK) : undefined;
   },
   outputDir: 'npm',
-  scratchDir: NPM_CACHE_REL,
+  scratchDirs: [NPM_CACHE_REL],
   prepare: prepareNpm,
   hint: npmHint,
   outputRel: npmRel,

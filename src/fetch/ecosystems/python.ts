@@ -1,6 +1,6 @@
 // Python: wheels only, from the tree's lock, by pip-driver.py (../python.ts has the why).
 import { preparePython, pythonHint, pythonServeMounts, pythonSkipped } from '../python.js';
-import { PYTHON_TMP_REL, wsRel } from '../step.js';
+import { PYTHON_STORE_REL, PYTHON_TMP_REL, wsRel } from '../step.js';
 import { baseName, fetchIt, inside, refuse, type EcosystemRecord } from './record.js';
 
 const LOCKS = new Set(['uv.lock', 'poetry.lock', 'Pipfile.lock', 'Pipfile', 'pyproject.toml', 'setup.py', 'setup.cfg']);
@@ -30,7 +30,7 @@ export const python: EcosystemRecord = {
     return MARKERS.some((m) => files.has(m)) ? refuse(NO_LOCK) : undefined;
   },
   outputDir: 'python',
-  scratchDir: PYTHON_TMP_REL,
+  scratchDirs: [PYTHON_TMP_REL, PYTHON_STORE_REL],
   prepare: preparePython,
   hint: pythonHint,
   skipped: pythonSkipped,

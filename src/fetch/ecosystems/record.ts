@@ -46,8 +46,8 @@ export interface EcosystemRecord {
   detect(d: DetectDir, tools: Toolchains): Promise<Detected | undefined>;
   /** Top-level <deps> dir its results live in (sealed after a job, removed when over the byte bound). */
   outputDir: string;
-  /** <deps> dir it writes only during a job (a download cache); removed when the job ends. */
-  scratchDir?: string;
+  /** <deps> dirs it (or the package store for it) writes only during a job (a download cache); removed when the job ends. */
+  scratchDirs?: readonly string[];
   /** Host-side preparation of workspace `ws` into a FETCH-jail spawn. */
   prepare(ctx: StepContext, ws: string): Promise<StepSpawn>;
   /** One sentence for the caller from the step's output (registry-reason.ts for registry failures). */

@@ -1,8 +1,8 @@
-// What a package-store test needs (test/fetch-store.test.ts for npm,
-// test/fetch-store-go.test.ts for Go): a data dir, the real PackageStore, RootStore,
-// FETCH jail (canary run) and FetchManager over them, built from explicit settings,
-// and a fetch of one tree that must end done. When the host cannot run the store (not
-// root, no jail, a toolchain missing) `skip` says why through host.ts.
+// What a package store test needs (test/fetch-store*.test.ts: npm, Go, wheels and
+// composer dists): a data dir jail uids can traverse, the real PackageStore and
+// RootStore over it, the real jail with its canary run, a FetchManager that uses
+// them, and a fetch of one tree that must end done. The store runs only when lspd
+// runs as root, so elsewhere `skip` says why (host.ts decides whether that fails).
 import assert from 'node:assert/strict';
 import { chmodSync, closeSync, mkdirSync, openSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
@@ -22,11 +22,12 @@ import { projectDir, tempDir } from './daemon.js';
 import { skipOrFail } from './host.js';
 import { jailUidEnv } from './uids.js';
 
-export interface StoreFetchEnv {
+export interface StoreEnv {
   dataDir: string;
   metrics: Metrics;
   packages: PackageStore;
   store: RootStore;
+  jail: JailRuntime;
   fetcher: FetchManager;
   /** Why the tests cannot run here, or undefined. */
   skip?: string;
@@ -35,19 +36,18 @@ export interface StoreFetchEnv {
   close(): Promise<void>;
 }
 
-/** `settings`: LSPD_* beside the data dir; `lacks`: what the test's ecosystem misses among the toolchains, if anything. */
-export async function storeFetchEnv(prefix: string, settings: Record<string, string>, lacks: (t: Toolchains) => string | undefined): Promise<StoreFetchEnv> {
+/** `settings`: LSPD_* beside the data dir; `lacks`: what of the toolchains the tests need is missing, or undefined. */
+export async function storeEnv(prefix: string, settings: Record<string, string>, lacks: (t: Toolchains) => string | undefined): Promise<StoreEnv> {
   const dataDir = tempDir(prefix);
   chmodSync(dataDir, 0o755); // jails run as pool uids and must traverse it
   const config = loadConfig({ LSPD_DATA: dataDir, LOG_LEVEL: 'silent', ...settings, ...jailUidEnv(64) }, projectDir);
   const log = createLogger('silent');
   const metrics = createMetrics();
-  const env = { dataDir, metrics } as StoreFetchEnv;
-  let jail: JailRuntime | undefined;
+  const env = { dataDir, metrics } as StoreEnv;
   env.close = async () => {
     await env.fetcher?.close();
     await env.store?.close();
-    await jail?.close();
+    await env.jail?.close();
   };
   if (process.getuid?.() !== 0) {
     env.skip = skipOrFail('the package store runs only when lspd runs as root (jails then run as other uids)');
@@ -56,13 +56,12 @@ export async function storeFetchEnv(prefix: string, settings: Record<string, str
   mkdirSync(dataDir, { recursive: true });
   env.packages = await PackageStore.open({ dir: join(dataDir, 'fetch-store'), log, metrics });
   env.store = await RootStore.open({ config, log, metrics, packages: env.packages });
-  jail = await createJail({ config, log });
-  const verdicts = await jail.canary();
+  env.jail = await createJail({ config, log });
+  const verdicts = await env.jail.canary();
   const tools = await detectToolchains();
-  const missing = lacks(tools);
-  if (!verdicts.fetch.ok) env.skip = skipOrFail(`the FETCH jail is not available here: ${verdicts.fetch.reason}`);
-  else if (missing) env.skip = skipOrFail(missing);
-  env.fetcher = new FetchManager({ config, log, metrics, jail, store: env.store, tools, packages: env.packages });
+  const missing = verdicts.fetch.ok ? lacks(tools) : `the FETCH jail is not available here: ${verdicts.fetch.reason}`;
+  if (missing) env.skip = skipOrFail(missing);
+  env.fetcher = new FetchManager({ config, log, metrics, jail: env.jail, store: env.store, tools, packages: env.packages });
   env.fetchRoot = async (k, files) => {
     await env.store.put(k, Readable.from([await packTar(files)]), { gzip: false });
     await env.fetcher.enqueue(k);
@@ -85,7 +84,7 @@ export function tamper(path: string, text: string, at: number): number {
   return statSync(path).ino;
 }
 
-/** A metric's value for the series whose labels include `labels` (0 when none). */
+/** A counter's or gauge's value for the series with `labels` (0 when there is none). */
 export async function metricValue(
   m: { get(): Promise<{ values: { labels: Record<string, unknown>; value: number }[] }> },
   labels: Record<string, string>,
