@@ -89,7 +89,7 @@ describe('the package store: Go modules by their go.sum hash', () => {
     chmodSync(proxyDir, 0o755);
     // Nothing is allowed out: the file:// proxy needs no network, and go.sum is complete.
     env = await storeEnv('lspd-fetch-store-go-', { LSPD_GO_PROXY: `file://${proxyDir}`, LSPD_FETCH_REGISTRIES: '127.0.0.1:9' }, (t) =>
-      t.go ? undefined : 'go is not installed under /usr',
+      !t.go ? 'go is not installed under /usr' : undefined,
     );
   });
   after(async () => {

@@ -95,7 +95,7 @@ describe('the package store, per org and content-addressed', () => {
     for (let i = 0; i < 102; i++) pkgs.push(await writePackage(pkgDir, i));
     registry = await startNpmRegistry(pkgDir);
     env = await storeEnv('lspd-fetch-store-', { LSPD_NPM_REGISTRY: registry.url, LSPD_FETCH_REGISTRIES: registry.authority }, (t) =>
-      t.npm && t.node ? undefined : 'npm/node are not installed under /usr',
+      !t.npm || !t.node ? 'npm/node are not installed under /usr' : undefined,
     );
   });
   after(async () => {

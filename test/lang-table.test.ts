@@ -130,6 +130,26 @@ test('readiness by log line: only the pattern counts, and the line is not kept',
   assert.equal(t.isReady(undefined), false, 'open progress still blocks');
 });
 
+test('readiness by diagnostics, progress due after them: a progress that begins late still holds it (clangd under load)', async () => {
+  const row = { kind: 'documentDiagnostics', graceMs: 0, progressWithinMs: 200 } as const;
+  const uri = 'file:///src/main.c';
+  const t = new ReadinessTracker(row, 0, 0);
+  t.watch(uri);
+  t.onDiagnostics({ uri, diagnostics: [] });
+  assert.equal(t.isReady(uri), false, 'diagnostics alone: the index may not have begun');
+  t.onProgress({ token: 'i', value: { kind: 'begin', title: 'indexing' } });
+  assert.equal(t.isReady(uri), false);
+  t.onProgress({ token: 'i', value: { kind: 'end' } });
+  assert.equal(t.isReady(uri), true);
+  // No progress ever: ready once the window after the diagnostics has passed, not before.
+  const quiet = new ReadinessTracker(row, 0, 0);
+  quiet.watch(uri);
+  quiet.onDiagnostics({ uri, diagnostics: [] });
+  const began = Date.now();
+  assert.equal(await quiet.waitReady(uri, 5000), true);
+  assert.ok(Date.now() - began >= 150, 'waited for the window');
+});
+
 test('readiness with expected progress: quiet before the first progress is not ready', async () => {
   const t = new ReadinessTracker({ kind: 'progress', expectProgress: true }, 0, 0);
   assert.equal(t.isReady(undefined), false, 'intelephense has not begun indexing yet');

@@ -3,7 +3,7 @@
 // for the hostile ones tar-stream would never write), and a walk of the data dir
 // that proves nothing was left behind.
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
+import { readdirSync, type Dirent } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import tar from 'tar-stream';
@@ -132,7 +132,15 @@ export function tarOf(...parts: Buffer[]): Buffer {
 export function walk(dataDir: string): string[] {
   const out: string[] = [];
   const visit = (rel: string) => {
-    for (const e of readdirSync(join(dataDir, rel), { withFileTypes: true })) {
+    let entries: Dirent[];
+    try {
+      entries = readdirSync(join(dataDir, rel), { withFileTypes: true });
+    } catch (err) {
+      // A staging or trash dir the daemon's remover takes away while we walk it.
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw err;
+    }
+    for (const e of entries) {
       const p = join(rel, e.name);
       out.push(p);
       if (e.isDirectory()) visit(p);

@@ -49,7 +49,16 @@ type ReadinessSignal =
    * semantic checker has then loaded the project holding it. For servers whose
    * early answers come from a syntax-only pass (typescript-language-server).
    */
-  | { kind: 'documentDiagnostics'; ignoreTitles?: RegExp }
+  | {
+      kind: 'documentDiagnostics';
+      ignoreTitles?: RegExp;
+      /**
+       * For servers whose indexing progress may begin only after the document's
+       * diagnostics (clangd's background index): not ready until a progress has
+       * begun, or this long after the diagnostics passed without one.
+       */
+      progressWithinMs?: number;
+    }
   /**
    * Ready once the server has logged (window/logMessage) a line matching
    * `pattern`: for servers whose only word that indexing finished is a log line

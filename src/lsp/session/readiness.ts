@@ -137,9 +137,18 @@ export class ReadinessTracker {
     return Math.max(0, this.quietSince + this.graceMs - now);
   }
 
+  /** documentDiagnostics with `progressWithinMs`: how long a progress may still begin after `p` (0: none is awaited). */
+  private msUntilProgressDue(p: Published, now: number): number {
+    const within = this.strategy.kind === 'documentDiagnostics' ? this.strategy.progressWithinMs : undefined;
+    return within === undefined || this.progressSeen ? 0 : Math.max(0, p.at + within - now);
+  }
+
   isReady(uri: string | undefined, now = Date.now()): boolean {
     if (this.msUntilQuiet(now) > 0) return false;
-    if (this.strategy.kind === 'documentDiagnostics' && uri !== undefined) return this.published.has(uri);
+    if (this.strategy.kind === 'documentDiagnostics' && uri !== undefined) {
+      const p = this.published.get(uri);
+      return p !== undefined && this.msUntilProgressDue(p, now) === 0;
+    }
     if (this.strategy.kind === 'logMessage') return this.logSeen;
     if (this.strategy.kind === 'progress' && this.strategy.expectProgress) return this.progressSeen;
     return true;
@@ -157,7 +166,10 @@ export class ReadinessTracker {
       if (this.isReady(uri, now)) return true;
       if (now >= until || signal?.aborted) return false;
       const quietIn = this.msUntilQuiet(now);
-      await this.changed(Math.min(until - now, quietIn > 0 && quietIn !== Infinity ? quietIn : until - now), signal);
+      const published = uri === undefined ? undefined : this.published.get(uri);
+      const dueIn = published ? this.msUntilProgressDue(published, now) : 0;
+      const wakeIn = Math.min(quietIn > 0 && quietIn !== Infinity ? quietIn : Infinity, dueIn > 0 ? dueIn : Infinity);
+      await this.changed(Math.min(until - now, wakeIn), signal);
     }
   }
 

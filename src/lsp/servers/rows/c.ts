@@ -23,7 +23,9 @@ export function cRow(): ServerRow {
     // - readiness: the background index reports $/progress ("indexing") that
     //   begins only once the first file is opened, after the moment a progress
     //   check would look: so wait for the opened file's diagnostics (its AST is
-    //   built; the index has begun) and then for the progress to close. No grace
+    //   built) and then for the progress to close; under load the progress can
+    //   begin after the diagnostics (CI saw a definition land on the header), so a
+    //   progress is awaited up to progressWithinMs after them. No grace
     //   after it: the two signals are its own, and bench/calibrate (3 runs a day,
     //   issues 7 and 15) never saw a wrong answer asked after them (50 ms of a
     //   300 ms cold start).
@@ -50,7 +52,7 @@ export function cRow(): ServerRow {
     rootMarkers: ['compile_commands.json', 'compile_flags.txt'],
     sessionFiles: (ws, c) => clangdSessionFiles(ws, { ...defaultCdbLimits, maxDatabaseBytes: c.maxCompileDbBytes, maxFlagsBytes: c.maxCompileFlagsBytes }),
     initializationOptions: (workspaceAt: string) => ({ fallbackFlags: fallbackFlags(workspaceAt) }),
-    readiness: { kind: 'documentDiagnostics', graceMs: 0 },
+    readiness: { kind: 'documentDiagnostics', graceMs: 0, progressWithinMs: 1000 },
     // clangd 16 advertises callHierarchyProvider but answers callHierarchy/outgoingCalls
     // MethodNotFound (outgoing calls came in a later clangd): that op is 422 no_server.
     hierarchyOps: ['incomingCalls', 'supertypes', 'subtypes'],
