@@ -27,7 +27,7 @@ import { keptBody, parseKept, sentBody } from './answer-body.js';
 import { awaitDependencies, dependencyMounts, dependencyNote, type DependencyNote, type DependencySource } from './session/dependencies.js';
 import type { ExternalCoordinate, FileCoordinate } from './answer/coordinates.js';
 import { readRefOf } from './answer/file-read.js';
-import { editOpsOf, hierarchyOpsOf, runOp, workspaceSymbols, type OpResult, type SymbolsResult } from './lsp-ops.js';
+import { editOpsOf, hierarchyOpsOf, runOp, workspaceSymbols, type OpContext, type OpResult, type SymbolsResult } from './lsp-ops.js';
 import { treeJailPath } from './answer/paths.js';
 import type { Lease, SessionPool } from './session/pool.js';
 import { capAnswer, projectDiagnostics, type DiagnosticsAnswer, type ReadLines } from './answer/projection.js';
@@ -124,12 +124,21 @@ export class QueryService {
   private readonly ownText: Scrubber;
   /** Sessions started on upload (session/warm-up.ts), through the same finder and target checks as queries. */
   private readonly warmUp: WarmUp;
+  /** The answer bounds every op gets (the config is fixed for the daemon's life): one object, not one a query. */
+  private readonly limits: OpContext['limits'];
   /** A row whose server is not known to be absent (/readyz's probe). */
   private readonly installed = (row: ServerRow): boolean => this.deps.health.servers[row.name]?.available !== false;
 
   constructor(deps: QueryServiceDeps) {
     this.deps = deps;
     const c = deps.config;
+    this.limits = Object.freeze({
+      maxLocations: c.maxLocations,
+      maxHoverBytes: c.maxHoverBytes,
+      diagnosticsWindowMs: c.diagnosticsWindowMs,
+      maxCallNodes: c.maxCallNodes,
+      maxAnswerBytes: c.maxAnswerBytes,
+    });
     this.ownText = ownTextScrubber(c.dataDir);
     this.cache = new ResultCache<LspAnswer>({ entries: c.resultCacheEntries, bytes: c.resultCacheBytes }, deps.metrics);
     this.lines = new TreeLines(c.fileCacheBytes / 2);
@@ -466,7 +475,6 @@ export class QueryService {
   }
 
   private opContext(w: Work, session: Session, uri: string, target: TargetFile) {
-    const { config } = this.deps;
     const dirs = {
       treeHostDir: w.treeDir,
       depsHostDir: w.depsDir,
@@ -494,13 +502,7 @@ export class QueryService {
       deadline: w.deadline,
       deadlineAt: w.deadlineAt,
       readTree: (path: string) => this.readTarget(w.root, w.treeDir, path),
-      limits: {
-        maxLocations: config.maxLocations,
-        maxHoverBytes: config.maxHoverBytes,
-        diagnosticsWindowMs: config.diagnosticsWindowMs,
-        maxCallNodes: config.maxCallNodes,
-        maxAnswerBytes: config.maxAnswerBytes,
-      },
+      limits: this.limits,
     };
   }
 

@@ -93,7 +93,8 @@ export function fileUriToJailPath(uriOrPath: string): string | undefined {
 
 /** Is `p` (normalized) `dir` itself or inside it? */
 export function isUnder(p: string, dir: string): boolean {
-  return p === dir || p.startsWith(dir.endsWith('/') ? dir : dir + '/');
+  // Without building `dir + '/'`: projection asks this of every location and mount.
+  return p.startsWith(dir) && (p.length === dir.length || dir.endsWith('/') || p.charCodeAt(dir.length) === 47); /* '/' */
 }
 
 /** Host directories backing the jail's binds, for one root. */
