@@ -82,7 +82,7 @@ describe('Python (pyright) in the SERVE jail', { skip }, () => {
     assert.equal(p.range.start.line, lineOf(FX, 'pkg/greet.py', 'class Person'));
   });
 
-  test('diagnostics: the type error is found (pyright's diagnostics are pulled); a clean module is clean', async () => {
+  test('diagnostics: the type error is found (pulled from pyright); a clean module is clean', async () => {
     const bad = await ask({ op: 'diagnostics', path: 'pkg/broken.py' });
     const diags = completeDiagnostics(bad);
     assert.ok(diags.length >= 1, JSON.stringify(bad));
