@@ -39,6 +39,7 @@ import { constants, type Stats } from 'node:fs';
 import { link, lstat, open, readFile, readdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { MAX_LOCKFILE_BYTES } from './ecosystems.js';
+import { nextTurn, turnCounter } from '../util/event-loop.js';
 import { hashFile, runWorker, type PackageStore } from './package-store.js';
 import { realDirs } from './store-entries.js';
 
@@ -70,22 +71,32 @@ const H1 = /^h1:([A-Za-z0-9+/]{43}=)$/;
 const ZIP_NAME = /^([0-9a-f]{64})\.([0-9a-f]{64})\.zip$/;
 
 /** Every well-formed line of go.sum text; a line Go would not write (a path with "..", an odd hash) is left out, never guessed. */
-export function parseGoSum(text: string): GoSumEntry[] {
+export async function parseGoSum(text: string): Promise<GoSumEntry[]> {
   const byKey = new Map<string, GoSumEntry>();
-  for (const line of text.split('\n')) {
-    const f = line.trim().split(/\s+/);
-    if (f.length !== 3) continue;
-    const [mod, rawVer, hash] = f as [string, string, string];
-    const isMod = rawVer.endsWith('/go.mod');
-    const ver = isMod ? rawVer.slice(0, -'/go.mod'.length) : rawVer;
-    const h = H1.exec(hash);
-    if (!h || !VERSION.test(ver) || !mod.split('/').every((e) => ELEM.test(e))) continue;
-    const key = `${mod}@${ver}`;
-    const e = byKey.get(key) ?? { mod, ver };
-    e[isMod ? 'gomod' : 'zip'] = Buffer.from(h[1]!, 'base64').toString('hex');
-    byKey.set(key, e);
+  // A tree's go.sum may be up to MAX_LOCKFILE_BYTES: the loop hands the event loop back between slices.
+  const turn = turnCounter();
+  for (let start = 0; start < text.length;) {
+    const nl = text.indexOf('\n', start);
+    const end = nl < 0 ? text.length : nl;
+    addGoSumLine(byKey, text.slice(start, end));
+    if (turn(end - start)) await nextTurn();
+    start = end + 1;
   }
   return [...byKey.values()];
+}
+
+function addGoSumLine(byKey: Map<string, GoSumEntry>, line: string): void {
+  const f = line.trim().split(/\s+/);
+  if (f.length !== 3) return;
+  const [mod, rawVer, hash] = f as [string, string, string];
+  const isMod = rawVer.endsWith('/go.mod');
+  const ver = isMod ? rawVer.slice(0, -'/go.mod'.length) : rawVer;
+  const h = H1.exec(hash);
+  if (!h || !VERSION.test(ver) || !mod.split('/').every((e) => ELEM.test(e))) return;
+  const key = `${mod}@${ver}`;
+  const e = byKey.get(key) ?? { mod, ver };
+  e[isMod ? 'gomod' : 'zip'] = Buffer.from(h[1]!, 'base64').toString('hex');
+  byKey.set(key, e);
 }
 
 /** The entries of a go.sum in the stored tree (a regular file within the lockfile bound; anything else names nothing). */

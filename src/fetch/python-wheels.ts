@@ -24,6 +24,7 @@
 import { lstat, mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { MAX_LOCKFILE_BYTES, isPlainDir } from './ecosystems.js';
+import { nextTurn, turnCounter } from '../util/event-loop.js';
 import type { PackageStore } from './package-store.js';
 import { copyVerified, entryIntact, holdEntries, linkOrSkip } from './store-entries.js';
 
@@ -67,7 +68,12 @@ export async function lockSha256s(treeDir: string, ws: string): Promise<Set<stri
     seen.add(file);
     const text = await readBounded(treeDir, file);
     if (text === undefined) continue;
-    for (const m of text.matchAll(SHA256)) out.add(m[1]!.toLowerCase());
+    // Up to MAX_LOCKFILE_BYTES a file: the scan hands the event loop back between slices.
+    const turn = turnCounter();
+    for (const m of text.matchAll(SHA256)) {
+      out.add(m[1]!.toLowerCase());
+      if (turn(m[0].length)) await nextTurn();
+    }
     if (lock || depth >= MAX_INCLUDE_DEPTH) continue;
     for (const m of text.matchAll(INCLUDE)) queue.push([join(dirname(file), m[1]!), depth + 1]);
   }
