@@ -15,6 +15,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Budget, LspConnection } from '../src/lsp/wire/transport.js';
+import { TS7_INITIALIZATION_OPTIONS } from '../src/lsp/servers/rows/typescript.js';
 import { CHAOS_ENV, fixturesDir, tsCall, tsRoots, uidRange } from '../test/chaos/daemons.js';
 import { Figures, percentile, sleep } from '../test/chaos/harness.js';
 import { TS_OPS as OPS, tsQueryLoad } from './ts-load.js';
@@ -119,6 +120,7 @@ async function rawPhase(clients: number, seconds: number): Promise<Row> {
       rootUri: root,
       workspaceFolders: [{ uri: root, name: 'ts-basic' }],
       capabilities: { general: { positionEncodings: ['utf-16'] } },
+      initializationOptions: TS7_INITIALIZATION_OPTIONS, // configured as lspd configures it
     });
     conn.notify('initialized', {});
     for (const rel of ['src/app.ts', 'src/greet.ts']) {

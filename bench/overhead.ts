@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { agent, postLsp as post } from './keep-alive.js';
 import { FrameReader } from '../src/lsp/wire/frame-reader.js';
+import { TS7_INITIALIZATION_OPTIONS } from '../src/lsp/servers/rows/typescript.js';
 import { spawnDaemon, type Daemon } from '../test/helpers/daemon.js';
 import { cannotJail, fixturesDir, position, shaOf, uploadFixture } from '../test/helpers/lsp-harness.js';
 import { jailUidEnv } from '../test/helpers/uids.js';
@@ -69,7 +70,13 @@ class RawClient {
   }
   async start(): Promise<void> {
     const root = 'file://' + TREE;
-    await this.request('initialize', { processId: null, rootUri: root, workspaceFolders: [{ uri: root, name: FX }], capabilities: {} });
+    await this.request('initialize', {
+      processId: null,
+      rootUri: root,
+      workspaceFolders: [{ uri: root, name: FX }],
+      capabilities: {},
+      initializationOptions: TS7_INITIALIZATION_OPTIONS,
+    });
     this.send({ method: 'initialized', params: {} });
     for (const p of ['src/app.ts', 'src/greet.ts']) {
       this.send({

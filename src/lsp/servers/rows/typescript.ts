@@ -15,6 +15,16 @@ export function tslsOptions(tsserverJs: string, plugins?: { name: string; locati
   };
 }
 
+/**
+ * TS 7 logs warnings and errors only (`logVerbosity` is VS Code's LogLevel: 4 is
+ * Warning). At its default, Info, it sends one or two window/logMessage lines per
+ * request ("handled method …", snapshot clones) that the session drops unread, each
+ * a frame for the daemon to parse and dispatch: 1.75 inbound messages per answer
+ * besides the answer itself, measured with strace on bench/load's questions.
+ * The benches give the raw server the same options.
+ */
+export const TS7_INITIALIZATION_OPTIONS = Object.freeze({ logVerbosity: 4 });
+
 /** Both rows; LSPD_TYPESCRIPT_SERVER selects one (`selectedWhen`). */
 export function typescriptRows(p: ServerPaths): ServerRow[] {
   const { host, at } = nodeModulesOf(p);
@@ -41,6 +51,7 @@ export function typescriptRows(p: ServerPaths): ServerRow[] {
         javascript: {},
         editor: {},
       },
+      initializationOptions: TS7_INITIALIZATION_OPTIONS,
       // TS 7 loads the project synchronously inside didOpen, and requests queue
       // behind it: the first answer is already right (94 ms cold on the fixture).
       readiness: { kind: 'progress', queuesFromStart: true },
