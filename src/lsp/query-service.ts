@@ -23,14 +23,14 @@ import type { LspAnswer } from '../api/responses.js';
 import { RootCache, rootScope, type RootRef } from '../store/root-cache.js';
 import { rootId, type RootInfo } from '../store/types.js';
 import { ResultCache } from './cache.js';
-import { keptBody, parseKept, sentBody } from './answer-body.js';
+import { keptOf, parseKept, sentBody, sentOf } from './answer-body.js';
 import { awaitDependencies, dependencyMounts, dependencyNote, type DependencyNote, type DependencySource } from './session/dependencies.js';
 import type { ExternalCoordinate, FileCoordinate } from './answer/coordinates.js';
 import { readRefOf } from './answer/file-read.js';
 import { editOpsOf, hierarchyOpsOf, runOp, workspaceSymbols, type OpContext, type OpResult, type SymbolsResult } from './lsp-ops.js';
 import { treeJailPath } from './answer/paths.js';
 import type { Lease, SessionPool } from './session/pool.js';
-import { capAnswer, projectDiagnostics, type DiagnosticsAnswer, type ReadLines } from './answer/projection.js';
+import { capAnswerJson, projectDiagnostics, type DiagnosticsAnswer, type ReadLines } from './answer/projection.js';
 import { createScrubber, type Scrubber } from './answer/scrub.js';
 import { knownHostPaths, ownTextScrubber, scrubbedError } from './answer/own-text.js';
 import type { ServerRow } from './servers/server-row.js';
@@ -142,7 +142,8 @@ export class QueryService {
     this.ownText = ownTextScrubber(c.dataDir);
     this.cache = new ResultCache<LspAnswer>({ entries: c.resultCacheEntries, bytes: c.resultCacheBytes }, deps.metrics);
     this.lines = new TreeLines(c.fileCacheBytes / 2);
-    this.targets = new TargetCache(c.fileCacheBytes / 2);
+    // A target's lines also serve the previews of answers landing in it, with no second read.
+    this.targets = new TargetCache(c.fileCacheBytes / 2, (root, treeDir, t) => this.lines.remember(root, treeDir, t));
     deps.metrics.watchCache('result', () => this.cache.bytes);
     deps.metrics.watchCache('tree_lines', () => this.lines.bytes);
     deps.metrics.watchCache('targets', () => this.targets.bytes);
@@ -189,8 +190,8 @@ export class QueryService {
     // A hit implies the file passed its checks when it was first asked: the root is immutable.
     const hit = this.cache.getBody(a.root, key);
     if (hit) return parseKept<LspAnswer>(hit, elapsed(a.t0));
-    const answer = await this.run(a, signal, (w) => this.answer(w, row));
-    this.remember(a.root, key, answer);
+    const { answer, json } = await this.run(a, signal, (w) => this.answer(w, row));
+    this.remember(a.root, key, answer, json);
     return answer;
   }
 
@@ -210,10 +211,10 @@ export class QueryService {
     const key = ResultCache.keyOf(row.name, q);
     const hit = this.cache.getBody(a.root, key);
     if (hit) return { server: row.name, body: sentBody(hit, elapsed(a.t0)) };
-    const answer = await this.run(a, onHangUp, (w) => this.answer(w, row));
-    const kept = keptBody(answer);
-    this.remember(a.root, key, answer, kept);
-    return { server: row.name, body: sentBody(kept, answer.elapsed_ms ?? 0) };
+    const { answer, json } = await this.run(a, onHangUp, (w) => this.answer(w, row));
+    const kept = this.remember(a.root, key, answer, json);
+    const ms = answer.elapsed_ms ?? 0;
+    return { server: row.name, body: kept ? sentBody(kept, ms) : sentOf(answer, json, ms) };
   }
 
   /** Admission (not_ready, busy, need_tree) and the deadline's start: what every query pays before anything else. */
@@ -226,7 +227,7 @@ export class QueryService {
   }
 
   /** `fn` under the query's deadline (from arrival) and the client's signal or hang-up; the timer is cleared however it ends. */
-  private async run(a: Arrival, client: AbortSignal | ((gone: () => void) => void), fn: (w: Work) => Promise<LspAnswer>): Promise<LspAnswer> {
+  private async run<T>(a: Arrival, client: AbortSignal | ((gone: () => void) => void), fn: (w: Work) => Promise<T>): Promise<T> {
     const { store } = this.deps;
     const ms = a.deadlineAt - Date.now();
     const dl = typeof client === 'function' ? hangUpDeadline(client, ms) : { ...deadline(client, ms), client };
@@ -249,7 +250,7 @@ export class QueryService {
     }
   }
 
-  private async answer(w: Work, row: ServerRow): Promise<LspAnswer> {
+  private async answer(w: Work, row: ServerRow): Promise<Finished> {
     const { q } = w;
     // The workspace look-up and the target's checks read different files: both at once
     // (a cold query waits on each; the look-up never rejects).
@@ -271,10 +272,10 @@ export class QueryService {
       },
       (n) => (before = n),
     );
-    const answer = this.finish(w, row.name, r, noteOf(before, dependencyNote(this.deps.dependencies, q, row)));
-    const ms = answer.elapsed_ms ?? 0;
+    const done = this.finish(w, row.name, r, noteOf(before, dependencyNote(this.deps.dependencies, q, row)));
+    const ms = done.answer.elapsed_ms ?? 0;
     if (ms >= SLOW_QUERY_MS) this.deps.log.info({ root: w.root.id, op: q.op, server: row.name, ms, stages: w.stages }, 'slow query');
-    return answer;
+    return done;
   }
 
   /**
@@ -350,11 +351,9 @@ export class QueryService {
     }
   }
 
-  /** A checked target file (cached); its lines also serve the previews of answers landing in it, with no second read. */
-  private async readTarget(root: RootRef, treeDir: string, rel: string): Promise<TargetFile> {
-    const target = await this.targets.read(root, treeDir, rel, this.deps.config.maxTargetFileBytes);
-    this.lines.remember(root, treeDir, target);
-    return target;
+  /** A checked target file (cached; its lines handed to `lines` when read). */
+  private readTarget(root: RootRef, treeDir: string, rel: string): Promise<TargetFile> {
+    return this.targets.read(root, treeDir, rel, this.deps.config.maxTargetFileBytes);
   }
 
   /** The closed table's choice for a file of a root holding `rootLanguages`, or 422 no_server saying why. */
@@ -583,9 +582,14 @@ export class QueryService {
       complete: got.length > 0 && got.every((p) => p.complete),
       notes: got.flatMap((p) => p.notes),
     };
-    const answer = this.finish(w, name, merged, rows.length === 1 ? noteOf(before[0], dependencyNote(this.deps.dependencies, w.q, rows[0]!)) : undefined);
+    const { answer, json } = this.finish(
+      w,
+      name,
+      merged,
+      rows.length === 1 ? noteOf(before[0], dependencyNote(this.deps.dependencies, w.q, rows[0]!)) : undefined,
+    );
     if (before.some((n) => n?.may_change)) return answer; // some server answered without dependencies on their way
-    this.remember(w.root, key, answer);
+    this.remember(w.root, key, answer, json);
     return answer;
   }
 
@@ -593,21 +597,22 @@ export class QueryService {
    * Cache an answer, but not one made while its dependencies were downloading (its note,
    * `noteOf`, says `running` from before its session was leased to its end): the
    * fetch's end drops the root's answers, and one finishing just after that drop
-   * would otherwise stay, saying `running`, for as long as the root.
+   * would otherwise stay, saying `running`, for as long as the root. Returns the kept
+   * bytes, when kept.
    */
-  private remember(root: RootRef, key: string, answer: LspAnswer, kept?: Buffer): void {
-    if ((answer.dependencies as { state?: string } | undefined)?.state === 'running') return;
-    if (kept) this.cache.setBody(root, key, answer, kept);
-    else this.cache.set(root, key, answer);
+  private remember(root: RootRef, key: string, answer: LspAnswer, json: string): Buffer | undefined {
+    if ((answer.dependencies as { state?: string } | undefined)?.state === 'running' || !this.cache.keeps(answer)) return undefined;
+    const kept = keptOf(answer, json);
+    this.cache.setBody(root, key, answer, kept);
+    return kept;
   }
 
-  /** The common fields of every answer, then the size cap. */
-  private finish(w: Work, server: string, r: Noted<OpResult>, dependencies?: DependencyNote): LspAnswer {
-    const answer: LspAnswer = capAnswer(
+  /** The common fields of every answer, then the size cap; with the JSON the cap measured (elapsed_ms 0, last: answer-body.ts). */
+  private finish(w: Work, server: string, r: Noted<OpResult>, dependencies?: DependencyNote): Finished {
+    const { answer, json } = capAnswerJson<LspAnswer>(
       {
         op: w.q.op,
         server,
-        elapsed_ms: 0,
         ...r.answer,
         // lspd's own notes quote what the tree gave (a removed compile argument, its host path with it): scrubbed as server text is.
         ...(r.notes.length ? { notes: r.notes.map(this.scrubberFor(w)) } : {}),
@@ -615,12 +620,13 @@ export class QueryService {
         untrusted: true,
         dependency_freshness: DEPENDENCY_FRESHNESS,
         ...(dependencies ? { dependencies } : {}),
+        elapsed_ms: 0,
       },
       this.deps.config.maxAnswerBytes,
       r.kind === 'locations' ? r.page : undefined,
     );
     answer.elapsed_ms = elapsed(w.t0);
-    return answer;
+    return { answer, json };
   }
 
   /** Turn what went wrong into the API's error, naming the server and never a host path. */
@@ -674,6 +680,12 @@ export interface ScratchContext {
   waitReady(uri: string): Promise<boolean>;
   /** A raw diagnostics answer for tree file `rel` projected as the diagnostics op does; `lines` are its text when patched. */
   diagnostics(raw: unknown, rel: string, lines?: readonly string[]): Promise<DiagnosticsAnswer>;
+}
+
+/** An answer and its JSON as the size cap measured it: what is kept and sent is cut from that, not serialised again. */
+interface Finished {
+  answer: LspAnswer;
+  json: string;
 }
 
 /** An op's result with its session's notes (what a bound or a refused flag changed in what its server sees). */
