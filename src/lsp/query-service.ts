@@ -272,7 +272,7 @@ export class QueryService {
       },
       (n) => (before = n),
     );
-    const done = this.finish(w, row.name, r, noteOf(before, dependencyNote(this.deps.dependencies, q, row)));
+    const done = this.finish(w, row.name, r, noteOf(before, this.deps.dependencies, q, row));
     const ms = done.answer.elapsed_ms ?? 0;
     if (ms >= SLOW_QUERY_MS) this.deps.log.info({ root: w.root.id, op: q.op, server: row.name, ms, stages: w.stages }, 'slow query');
     return done;
@@ -383,11 +383,8 @@ export class QueryService {
     const { pool, admission } = this.deps;
     const org = w.q.org;
     admission.wait(org, w.route);
+    // Waiting until the slot is taken or the work ends, whichever is first (no named arrow per query: util/deadline.ts).
     let waiting = true;
-    const admitted = () => {
-      if (waiting) admission.queue.give(org);
-      waiting = false;
-    };
     let lease: Lease | undefined;
     let releaseSlot: (() => void) | undefined;
     try {
@@ -416,13 +413,14 @@ export class QueryService {
       this.noteHierarchyOps(row, lease.session);
       this.noteEditOps(row, lease.session);
       releaseSlot = await lease.session.slot(w.deadline);
-      admitted();
+      waiting = false;
+      admission.queue.give(org);
       return await fn(lease.session);
     } catch (err) {
       if (err instanceof SessionFailedError) await err.tailSettled;
       throw this.mapError(err, row, w, lease?.session.notes ?? []);
     } finally {
-      admitted();
+      if (waiting) admission.queue.give(org);
       releaseSlot?.();
       lease?.release();
     }
@@ -474,6 +472,9 @@ export class QueryService {
   }
 
   private opContext(w: Work, session: Session, uri: string, target: TargetFile) {
+    // Methods, not arrows, below: no name defined per query (util/deadline.ts); hence no `this` in them.
+    const { targets } = this;
+    const { maxTargetFileBytes } = this.deps.config;
     const dirs = {
       treeHostDir: w.treeDir,
       depsHostDir: w.depsDir,
@@ -495,12 +496,16 @@ export class QueryService {
         readComposerVersion: this.lines.composerVersionReader(w.root, dirs),
         readPythonDist: this.lines.pythonDistReader(w.root, dirs),
         rustSrcVersion: session.row.stdSourcesVersion?.(),
-        readRef: (c: ExternalCoordinate) => readRefOf(c.jailPath, dirs),
+        readRef(c: ExternalCoordinate) {
+          return readRefOf(c.jailPath, dirs);
+        },
       },
       scrub: this.scrubberFor(w),
       deadline: w.deadline,
       deadlineAt: w.deadlineAt,
-      readTree: (path: string) => this.readTarget(w.root, w.treeDir, path),
+      readTree(path: string) {
+        return targets.read(w.root, w.treeDir, path, maxTargetFileBytes);
+      },
       limits: this.limits,
     };
   }
@@ -582,12 +587,7 @@ export class QueryService {
       complete: got.length > 0 && got.every((p) => p.complete),
       notes: got.flatMap((p) => p.notes),
     };
-    const { answer, json } = this.finish(
-      w,
-      name,
-      merged,
-      rows.length === 1 ? noteOf(before[0], dependencyNote(this.deps.dependencies, w.q, rows[0]!)) : undefined,
-    );
+    const { answer, json } = this.finish(w, name, merged, rows.length === 1 ? noteOf(before[0], this.deps.dependencies, w.q, rows[0]!) : undefined);
     if (before.some((n) => n?.may_change)) return answer; // some server answered without dependencies on their way
     this.remember(w.root, key, answer, json);
     return answer;
@@ -702,8 +702,8 @@ function elapsed(t0: number): number {
  * is replaced only once released, so the answer was made without them; noted `done`
  * it was cached and stayed wrong for as long as the root (bench/monorepo: a one-file
  * commit's dependency definition, asked while its base's dependencies were being
- * linked in, kept landing on the import).
+ * linked in, kept landing on the import). Else where they stand now (only then read).
  */
-function noteOf(before: DependencyNote | undefined, after: DependencyNote | undefined): DependencyNote | undefined {
-  return before?.may_change ? before : after;
+function noteOf(before: DependencyNote | undefined, src: DependencySource, key: RootKey, row: ServerRow): DependencyNote | undefined {
+  return before?.may_change ? before : dependencyNote(src, key, row);
 }
