@@ -126,6 +126,8 @@ export class QueryService {
   private readonly warmUp: WarmUp;
   /** The answer bounds every op gets (the config is fixed for the daemon's life): one object, not one a query. */
   private readonly limits: OpContext['limits'];
+  /** The store's dirs of an admitted root, by its RootInfo (one object per upload, dropped with it): joined once, not per query. */
+  private readonly dirsOf = new WeakMap<RootInfo, { treeDir: string; depsDir: string }>();
   /** A row whose server is not known to be absent (/readyz's probe). */
   private readonly installed = (row: ServerRow): boolean => this.deps.health.servers[row.name]?.available !== false;
 
@@ -231,13 +233,15 @@ export class QueryService {
     const { store } = this.deps;
     const ms = a.deadlineAt - Date.now();
     const dl = typeof client === 'function' ? hangUpDeadline(client, ms) : { ...deadline(client, ms), client };
+    let dirs = this.dirsOf.get(a.info);
+    if (!dirs) this.dirsOf.set(a.info, (dirs = { treeDir: store.treeDir(a.q), depsDir: store.depsDir(a.q) }));
     const w: Work = {
       q: a.q,
       route: a.route,
       root: a.root,
       languages: a.info.languages,
-      treeDir: store.treeDir(a.q),
-      depsDir: store.depsDir(a.q),
+      treeDir: dirs.treeDir,
+      depsDir: dirs.depsDir,
       t0: a.t0,
       deadline: dl.signal,
       deadlineAt: a.deadlineAt,
