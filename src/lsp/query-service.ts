@@ -29,6 +29,7 @@ import type { ExternalCoordinate, FileCoordinate } from './answer/coordinates.js
 import { readRefOf } from './answer/file-read.js';
 import { editOpsOf, hierarchyOpsOf, runOp, workspaceSymbols, type OpContext, type OpResult, type SymbolsResult } from './lsp-ops.js';
 import { treeJailPath } from './answer/paths.js';
+import { TREE_AT } from '../jail/layout.js';
 import type { Lease, SessionPool } from './session/pool.js';
 import { capAnswerJson, projectDiagnostics, type DiagnosticsAnswer, type ReadLines } from './answer/projection.js';
 import { createScrubber, type Scrubber } from './answer/scrub.js';
@@ -398,7 +399,7 @@ export class QueryService {
       await awaitDependencies(this.deps.dependencies, w.q, row, w.deadlineAt, w.deadline, this.deps.config.fetchWaitMs);
       mark(w, 'dependencies');
       const workspace = await workspaceOf;
-      await this.assertNeeds(w, row, workspace);
+      if (row.needsPackage) await this.assertNeeds(w, row, workspace);
       // Where the dependencies stood when the session was chosen, in the same turn: see noteOf.
       leased?.(dependencyNote(this.deps.dependencies, w.q, row));
       lease = pool.acquire({
@@ -412,7 +413,8 @@ export class QueryService {
       });
       // How the session was found: started by this query, by a warm-up (and how far), or long running.
       (w.stages ??= {})[`leased_${lease.session.state.kind}${lease.session.warm ? `_${lease.session.warm}` : ''}`] = elapsed(w.t0);
-      await lease.session.whenReady(w.deadline);
+      // Not awaited when ready already (most queries): a turn of the loop less.
+      if (lease.session.state.kind !== 'ready') await lease.session.whenReady(w.deadline);
       mark(w, 'initialized');
       this.noteHierarchyOps(row, lease.session);
       this.noteEditOps(row, lease.session);
@@ -482,7 +484,8 @@ export class QueryService {
     const dirs = {
       treeHostDir: w.treeDir,
       depsHostDir: w.depsDir,
-      mounts: dependencyMounts(this.deps.dependencies, w.q, session.row).depBinds,
+      // The binds alone (dependencyMounts' depBinds), not the env and settings a new session needs.
+      mounts: this.deps.dependencies.serveBinds(w.q, TREE_AT),
       lentDeps: this.deps.dependencies?.lentDeps?.(w.q) ?? [],
     };
     const document: FileCoordinate = { kind: 'tree', path: target.path, jailPath: treeJailPath(target.path) };
