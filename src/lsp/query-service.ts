@@ -95,15 +95,23 @@ interface Work {
   deadlineAt: number;
   /** Did the client hang up (its signal, or hangUpDeadline's flag)? */
   client: { readonly aborted: boolean };
-  /** ms from t0 at which each stage of the query ended (logged for a slow one: where its time went). */
-  stages?: Record<string, number>;
+  /** Each stage of the query and the ms from t0 at which it ended, in pairs (logged for a slow one: where its time went). */
+  stages: (string | number)[];
 }
 
 /** A query slower than this logs its stages (`slow query`): what a first answer on a fresh commit waited for. */
 const SLOW_QUERY_MS = 1000;
 
 function mark(w: Work, stage: string): void {
-  (w.stages ??= {})[stage] = elapsed(w.t0);
+  // Pairs in an array, not keys added to an object: a keyed store per stage, every query, for a log line few queries write.
+  w.stages.push(stage, elapsed(w.t0));
+}
+
+/** The stages as the slow-query line shows them. */
+function stagesOf(w: Work): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (let i = 0; i < w.stages.length; i += 2) out[w.stages[i] as string] = w.stages[i + 1] as number;
+  return out;
 }
 
 /** What one root's scrubber is charged (see `scrubbers`). */
@@ -233,7 +241,7 @@ export class QueryService {
   private async run<T>(a: Arrival, client: AbortSignal | ((gone: () => void) => void), fn: (w: Work) => Promise<T>): Promise<T> {
     const { store } = this.deps;
     const ms = a.deadlineAt - Date.now();
-    const dl = typeof client === 'function' ? hangUpDeadline(client, ms) : { ...deadline(client, ms), client };
+    const dl = typeof client === 'function' ? hangUpDeadline(client, ms) : Object.assign(deadline(client, ms), { client });
     let dirs = this.dirsOf.get(a.info);
     if (!dirs) this.dirsOf.set(a.info, (dirs = { treeDir: store.treeDir(a.q), depsDir: store.depsDir(a.q) }));
     const w: Work = {
@@ -247,6 +255,7 @@ export class QueryService {
       deadline: dl.signal,
       deadlineAt: a.deadlineAt,
       client: dl.client,
+      stages: [],
     };
     try {
       return await fn(w);
@@ -271,15 +280,15 @@ export class QueryService {
       async (session) => {
         const { uri, complete } = await this.openAndWait(w, session, target);
         mark(w, 'ready');
-        const out = await runOp({ ...this.opContext(w, session, uri, target), cursorScope: cursorScope(w.root, row.name, q) });
+        const out = await runOp(this.opContext(w, session, uri, target, cursorScope(w.root, row.name, q)));
         mark(w, 'answered');
-        return { ...out, complete: out.complete && complete, notes: session.notes };
+        return Object.assign(out, { complete: out.complete && complete, notes: session.notes });
       },
       (n) => (before = n),
     );
     const done = this.finish(w, row.name, r, noteOf(before, this.deps.dependencies, q, row));
     const ms = done.answer.elapsed_ms ?? 0;
-    if (ms >= SLOW_QUERY_MS) this.deps.log.info({ root: w.root.id, op: q.op, server: row.name, ms, stages: w.stages }, 'slow query');
+    if (ms >= SLOW_QUERY_MS) this.deps.log.info({ root: w.root.id, op: q.op, server: row.name, ms, stages: stagesOf(w) }, 'slow query');
     return done;
   }
 
@@ -308,6 +317,7 @@ export class QueryService {
       deadline: dl.signal,
       deadlineAt,
       client: signal,
+      stages: [],
     };
     try {
       return await this.withSession(
@@ -402,17 +412,16 @@ export class QueryService {
       if (row.needsPackage) await this.assertNeeds(w, row, workspace);
       // Where the dependencies stood when the session was chosen, in the same turn: see noteOf.
       leased?.(dependencyNote(this.deps.dependencies, w.q, row));
-      lease = pool.acquire({
-        row,
-        rootId: w.root.id,
-        generation: w.root.generation,
-        workspace,
-        treeHostDir: w.treeDir,
-        ...dependencyMounts(this.deps.dependencies, w.q, row),
-        ...(purpose ? { purpose } : {}),
-      });
+      // Object.assign, not fields and spreads in one literal (lsp-ops.ts withProjection: V8's slow path).
+      lease = pool.acquire(
+        Object.assign(
+          { row, rootId: w.root.id, generation: w.root.generation, workspace, treeHostDir: w.treeDir },
+          dependencyMounts(this.deps.dependencies, w.q, row),
+          purpose ? { purpose } : {},
+        ),
+      );
       // How the session was found: started by this query, by a warm-up (and how far), or long running.
-      (w.stages ??= {})[`leased_${lease.session.state.kind}${lease.session.warm ? `_${lease.session.warm}` : ''}`] = elapsed(w.t0);
+      mark(w, `leased_${lease.session.state.kind}${lease.session.warm ? `_${lease.session.warm}` : ''}`);
       // Not awaited when ready already (most queries): a turn of the loop less.
       if (lease.session.state.kind !== 'ready') await lease.session.whenReady(w.deadline);
       mark(w, 'initialized');
@@ -477,7 +486,7 @@ export class QueryService {
     return { uri, complete };
   }
 
-  private opContext(w: Work, session: Session, uri: string, target: TargetFile) {
+  private opContext(w: Work, session: Session, uri: string, target: TargetFile, scope = ''): OpContext {
     // Methods, not arrows, below: no name defined per query (util/deadline.ts); hence no `this` in them.
     const { targets } = this;
     const { maxTargetFileBytes } = this.deps.config;
@@ -513,6 +522,7 @@ export class QueryService {
       readTree(path: string) {
         return targets.read(w.root, w.treeDir, path, maxTargetFileBytes);
       },
+      cursorScope: scope,
       limits: this.limits,
     };
   }
@@ -566,8 +576,8 @@ export class QueryService {
           this.workspaces.find(w.root, w.treeDir, rel, row.rootMarkers),
           async (session) => {
             const { uri, complete } = await this.openAndWait(w, session, target);
-            const out = await workspaceSymbols({ ...this.opContext(w, session, uri, target), cursorScope: cursorScope(w.root, name, w.q) });
-            return { ...out, complete: out.complete && complete, notes: session.notes };
+            const out = await workspaceSymbols(this.opContext(w, session, uri, target, cursorScope(w.root, name, w.q)));
+            return Object.assign(out, { complete: out.complete && complete, notes: session.notes });
           },
           (n) => (before[rows.indexOf(row)] = n),
         ).catch((err: unknown) => {
@@ -616,19 +626,17 @@ export class QueryService {
 
   /** The common fields of every answer, then the size cap; with the JSON the cap measured (elapsed_ms 0, last: answer-body.ts). */
   private finish(w: Work, server: string, r: Noted<OpResult>, dependencies?: DependencyNote): Finished {
+    // Built by Object.assign in this order (the bytes sent follow it), not as one literal of fields and spreads (lsp-ops.ts withProjection).
     const { answer, json } = capAnswerJson<LspAnswer>(
-      {
-        op: w.q.op,
-        server,
-        ...r.answer,
+      Object.assign(
+        { op: w.q.op, server },
+        r.answer,
         // lspd's own notes quote what the tree gave (a removed compile argument, its host path with it): scrubbed as server text is.
-        ...(r.notes.length ? { notes: r.notes.map(this.scrubberFor(w)) } : {}),
-        incomplete: !r.complete,
-        untrusted: true,
-        dependency_freshness: DEPENDENCY_FRESHNESS,
-        ...(dependencies ? { dependencies } : {}),
-        elapsed_ms: 0,
-      },
+        r.notes.length ? { notes: r.notes.map(this.scrubberFor(w)) } : {},
+        { incomplete: !r.complete, untrusted: true, dependency_freshness: DEPENDENCY_FRESHNESS },
+        dependencies ? { dependencies } : {},
+        { elapsed_ms: 0 },
+      ),
       this.deps.config.maxAnswerBytes,
       r.kind === 'locations' ? r.page : undefined,
     );
