@@ -37,9 +37,24 @@ export function jailPathToFileUri(absPath: string): string {
   return 'file://' + absPath.split('/').map(encodeSegment).join('/');
 }
 
+/** treeFileUri's answers: every query asks it of its document. A pure function's memo, bounded by the characters it holds. */
+const treeUris = new Map<string, string>();
+let treeUriChars = 0;
+const TREE_URI_CHARS = 1 << 20;
+
 /** `file:` URI of a root-relative path: what didOpen and every position request send. */
 export function treeFileUri(rel: string): string {
-  return jailPathToFileUri(treeJailPath(rel));
+  let uri = treeUris.get(rel);
+  if (uri === undefined) {
+    uri = jailPathToFileUri(treeJailPath(rel));
+    if (treeUriChars + rel.length + uri.length > TREE_URI_CHARS) {
+      treeUris.clear();
+      treeUriChars = 0;
+    }
+    treeUris.set(rel, uri);
+    treeUriChars += rel.length + uri.length;
+  }
+  return uri;
 }
 
 /**
