@@ -37,15 +37,16 @@ export class BoundHistogram<L extends string> {
   readonly aggregator = 'sum';
   readonly name: string;
   readonly help: string;
-  private readonly labelNames: readonly L[];
-  private readonly bounds: readonly number[];
+  readonly labelNames: readonly L[];
+  /** The bucket bounds, ascending (prom-client's name for them: bench/behaviour-dump reads it). */
+  readonly upperBounds: readonly number[];
   private children = new Map<string, Child>();
 
   constructor(opts: { name: string; help: string; labelNames: readonly L[]; buckets: readonly number[]; registers: Registry[] }) {
     this.name = opts.name;
     this.help = opts.help;
     this.labelNames = opts.labelNames;
-    this.bounds = [...opts.buckets].sort((a, b) => a - b);
+    this.upperBounds = [...opts.buckets].sort((a, b) => a - b);
     for (const r of opts.registers) r.registerMetric(this as unknown as Parameters<Registry['registerMetric']>[0]);
   }
 
@@ -53,7 +54,7 @@ export class BoundHistogram<L extends string> {
   labels(labels: Labels<L>): { observe(v: number): void } {
     const key = this.labelNames.map((n) => String(labels[n] ?? '')).join('\u0000');
     let c = this.children.get(key);
-    if (!c) this.children.set(key, (c = new Child({ ...labels }, this.bounds)));
+    if (!c) this.children.set(key, (c = new Child({ ...labels }, this.upperBounds)));
     return c;
   }
 
@@ -70,9 +71,13 @@ export class BoundHistogram<L extends string> {
     const values: { labels: Record<string, string | number>; value: number; metricName: string }[] = [];
     for (const c of this.children.values()) {
       let acc = 0;
-      for (let i = 0; i <= this.bounds.length; i++) {
+      for (let i = 0; i <= this.upperBounds.length; i++) {
         acc += c.counts[i]!;
-        values.push({ labels: { ...c.labels, le: i < this.bounds.length ? this.bounds[i]! : '+Inf' }, value: acc, metricName: `${this.name}_bucket` });
+        values.push({
+          labels: { ...c.labels, le: i < this.upperBounds.length ? this.upperBounds[i]! : '+Inf' },
+          value: acc,
+          metricName: `${this.name}_bucket`,
+        });
       }
       values.push({ labels: c.labels, value: c.sum, metricName: `${this.name}_sum` });
       values.push({ labels: c.labels, value: c.count, metricName: `${this.name}_count` });
