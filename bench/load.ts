@@ -1,10 +1,11 @@
 // Question: under a steady query load against warm roots, what throughput and
 // latency does lspd give at 1, 8 and 64 concurrent clients, beside the raw
 // language server, and does the daemon's memory level off over a long soak?
-//   node --import tsx bench/load.ts [--soak-seconds N] [--phase-seconds N] [--quick]
+//   node --import tsx bench/load.ts [--soak-seconds N] [--phase-seconds N] [--roots N] [--quick]
 // Defaults: 20 s per phase, a 300 s soak; --quick is 5 s phases and a 30 s soak.
-// Load: four roots of test/fixtures/ts-basic, each client looping over definition,
-// hover, references and documentSymbols (undici, one connection per client).
+// Load: four roots of test/fixtures/ts-basic (--roots), each client looping over
+// definition, hover, references and documentSymbols (bench/ts-load.ts: a lean undici
+// Pool, one connection per client).
 // Rows: "lspd uncached" (LSPD_RESULT_CACHE_ENTRIES=0: every query reaches TS 7 in
 // its SERVE jail), "lspd cached" (the default cache: roots are immutable, so
 // repeats are hits), and "raw TS 7" (the same requests straight to a bare
@@ -31,6 +32,8 @@ const quick = args.includes('--quick');
 const phaseSeconds = flag('--phase-seconds', quick ? 5 : 20);
 const soakSeconds = flag('--soak-seconds', quick ? 30 : 300);
 const CLIENTS = [1, 8, 64];
+/** `--roots 1` asks one server, as the raw row does; four spread the load over four TS 7 processes. */
+const ROOTS = flag('--roots', 4);
 
 interface Row {
   mode: string;
@@ -192,7 +195,7 @@ async function withDaemon<T>(slot: number, env: Record<string, string>, fn: (d: 
 const rows: Row[] = [];
 let soakLine = '';
 await withDaemon(0, {}, async (d) => {
-  const roots = await tsRoots(d.url, 4, 'bench');
+  const roots = await tsRoots(d.url, ROOTS, 'bench');
   for (const r of roots)
     for (let q = 0; q < OPS; q++)
       await fetch(d.url + '/v1/code/lsp', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(tsCall(r, q).json) }).then(
@@ -222,7 +225,7 @@ await withDaemon(0, {}, async (d) => {
     `Jails RSS MiB at 0/50/100 %: ${[0, 50, 100].map((p) => at(jailRss, p)).join(' / ')}`;
 });
 await withDaemon(1, { LSPD_RESULT_CACHE_ENTRIES: '10000' }, async (d) => {
-  const roots = await tsRoots(d.url, 4, 'bench-cached');
+  const roots = await tsRoots(d.url, ROOTS, 'bench-cached');
   await lspdPhase(d, 'warm-up', 8, Math.min(10, phaseSeconds), roots);
   for (const c of CLIENTS) rows.push(await lspdPhase(d, 'lspd cached', c, phaseSeconds, roots));
 });
@@ -235,7 +238,7 @@ const table = [
 ];
 const widths = head.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
 console.log(
-  `lspd load bench: ${cpus().length} cores, node ${process.version}, TypeScript 7 (native), 4 warm roots of ts-basic, ops definition/hover/references/documentSymbols`,
+  `lspd load bench: ${cpus().length} cores, node ${process.version}, TypeScript 7 (native), ${ROOTS} warm root${ROOTS === 1 ? '' : 's'} of ts-basic, ops definition/hover/references/documentSymbols`,
 );
 for (const row of table) console.log(row.map((c, i) => (i <= 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
 console.log(soakLine);

@@ -1,9 +1,9 @@
 // The bounded transport on its own: framing limits before allocation, garbage,
 // request/response matching, cancellation, per-request budgets, server requests,
-// the inbound queue and the write bound (vscode-jsonrpc under our reader/writer).
+// the inbound queue, the write bound and batching (vscode-jsonrpc under our reader/writer).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { PassThrough } from 'node:stream';
+import { PassThrough, Writable } from 'node:stream';
 import { FrameError, FrameReader } from '../src/lsp/wire/frame-reader.js';
 import { MAX_QUEUED_MESSAGES } from '../src/lsp/wire/bounded-reader.js';
 import { WriteBlockedError } from '../src/lsp/wire/bounded-writer.js';
@@ -87,7 +87,7 @@ test('requests match responses by id; errors become ResponseError; shutdown carr
   const a = conn.request('textDocument/hover', { x: 1 });
   const b = conn.request('shutdown');
   await tick();
-  // The ids are the library's: read them off the wire.
+  // The ids are the connection's: read them off the wire.
   const [ia, ib] = [sent[0]!.id, sent[1]!.id];
   assert.notEqual(ia, ib);
   assert.deepEqual(sent[0], { jsonrpc: '2.0', id: ia, method: 'textDocument/hover', params: { x: 1 } });
@@ -276,4 +276,41 @@ test('a server repeating an id cannot stall the reader: the queue is drained by 
   reply({ jsonrpc: '2.0', id: sent[0]!.id, result: 'answered' });
   assert.equal(await p, 'answered');
   await until(() => notes.length === 1000, 20_000);
+});
+
+test('requests made in one turn leave in one write, in order; their answers settle as they are read', async () => {
+  const fromServer = new PassThrough();
+  const writes: Buffer[][] = [];
+  const toServer = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      writes.push([chunk]);
+      cb();
+    },
+    writev(chunks, cb) {
+      writes.push(chunks.map((c) => c.chunk as Buffer));
+      cb();
+    },
+  });
+  const conn = new LspConnection({ input: fromServer, output: toServer, maxFrameBytes: 1 << 20 });
+  const ps = Array.from({ length: 20 }, (_, i) => conn.request('textDocument/hover', { i }));
+  await tick();
+  assert.equal(writes.length, 1, `${writes.length} writes for 20 requests made in one turn`);
+  const sent: { id: number; params: { i: number } }[] = [];
+  const r = new FrameReader({ maxFrameBytes: 1 << 20, onMessage: (m) => sent.push(m as (typeof sent)[0]), onError: assert.fail });
+  r.push(Buffer.concat(writes[0]!));
+  assert.deepEqual(
+    sent.map((m) => m.params.i),
+    Array.from({ length: 20 }, (_, i) => i),
+  );
+  // All twenty answers in one chunk, in reverse: each request gets its own, before the next turn.
+  fromServer.write(Buffer.concat(sent.reverse().map((m) => frame({ jsonrpc: '2.0', id: m.id, result: { i: m.params.i } }))));
+  let settled = 0;
+  for (const p of ps) void p.then(() => settled++);
+  await tick();
+  assert.equal(settled, 20);
+  assert.deepEqual(
+    await Promise.all(ps),
+    Array.from({ length: 20 }, (_, i) => ({ i })),
+  );
+  conn.close();
 });

@@ -4,19 +4,23 @@
 // The library's own StreamMessageWriter waits for each write's callback before the
 // next, behind a semaphore: against a server that stopped reading, every later
 // message waits in that semaphore's queue, unbounded, and no write ever fails. Here
-// a write is handed to the pipe at once as one frame (header and body in one
-// buffer) and resolves; once more than `maxQueuedWriteBytes` sit unread in the pipe's
-// buffer the writer reports the server wedged (onError) and drops everything after,
-// and the session kills the server, which is what releases the pipe. Writes to a
-// pipe that is already closed are dropped: the exit path reports that server.
+// a write is handed to the pipe at once as one frame and resolves; once more than
+// `maxQueuedWriteBytes` sit unread in the pipe's buffer the writer reports the server
+// wedged (onError) and drops everything after, and the session kills the server,
+// which is what releases the pipe. Writes to a pipe that is already closed are
+// dropped: the exit path reports that server.
+//
+// Frames written in one turn of the event loop leave in one system call: the first
+// write of a turn corks the pipe and a setImmediate uncorks it, so the queries of
+// every HTTP request read in that turn reach the server together (one writev, one
+// wake-up of the server) instead of one write each. An `end()` of the pipe flushes
+// what is corked; `writableLength` counts it, so the bound holds as before.
 import type { Writable } from 'node:stream';
 import { AbstractMessageWriter, type Message, type MessageWriter } from 'vscode-jsonrpc/node';
 
 export interface BoundedWriterOptions {
   /** Bytes we let queue on the server's stdin before calling it wedged. */
   maxQueuedWriteBytes: number;
-  /** Sees every message as it is written, dropped or not (the connection learns its request ids here). */
-  onWrite: (msg: Message) => void;
 }
 
 /** The server stopped reading its input: it is wedged. */
@@ -24,11 +28,18 @@ export class WriteBlockedError extends Error {
   override name = 'WriteBlockedError';
 }
 
+const DONE = Promise.resolve();
+
 export class BoundedMessageWriter extends AbstractMessageWriter implements MessageWriter {
   private readonly output: Writable;
   private readonly opts: BoundedWriterOptions;
   private blocked = false;
+  private corked = false;
   private count = 0;
+  private readonly uncork = () => {
+    this.corked = false;
+    if (!this.output.destroyed) this.output.uncork();
+  };
 
   constructor(output: Writable, opts: BoundedWriterOptions) {
     super();
@@ -38,20 +49,24 @@ export class BoundedMessageWriter extends AbstractMessageWriter implements Messa
     output.on('error', (err) => this.fireError(new Error(`server input failed: ${err.message}`)));
   }
 
-  write(msg: Message): Promise<void> {
-    this.opts.onWrite(msg);
+  write(msg: Message | object): Promise<void> {
     const out = this.output;
-    if (this.blocked || out.destroyed || out.writableEnded) return Promise.resolve();
-    const body = Buffer.from(JSON.stringify(msg), 'utf8');
-    out.write(Buffer.concat([Buffer.from(`Content-Length: ${body.length}\r\n\r\n`, 'latin1'), body]));
+    if (this.blocked || out.destroyed || out.writableEnded) return DONE;
+    const body = JSON.stringify(msg);
+    if (!this.corked) {
+      this.corked = true;
+      out.cork();
+      setImmediate(this.uncork);
+    }
+    out.write(`Content-Length: ${Buffer.byteLength(body, 'utf8')}\r\n\r\n${body}`, 'utf8');
     this.count++;
     if (out.writableLength > this.opts.maxQueuedWriteBytes) {
       this.blocked = true;
-      this.fireError(new WriteBlockedError(`the server stopped reading its input (${out.writableLength} bytes queued)`), msg, this.count);
+      this.fireError(new WriteBlockedError(`the server stopped reading its input (${out.writableLength} bytes queued)`), msg as Message, this.count);
     }
-    return Promise.resolve();
+    return DONE;
   }
 
-  /** Nothing to flush: every write went to the pipe when it was made. */
+  /** Nothing to flush: a corked turn is flushed by its setImmediate or by the pipe's end. */
   end(): void {}
 }

@@ -1,10 +1,16 @@
-// A bounded JSON-RPC 2.0 client over a language server's stdio, built on
-// vscode-jsonrpc's MessageConnection: the library does ids, dispatch of server
-// requests and notifications, `$/cancelRequest` from a CancellationToken and its
-// ResponseError; the bounds are ours, in the reader and writer it is given
-// (bounded-reader.ts: frame ceiling checked from the header, a short inbound queue;
-// bounded-writer.ts: a server that stops reading cannot make us queue writes) and
-// in the budgets charged here as messages are read.
+// A bounded JSON-RPC 2.0 client over a language server's stdio. Our own requests
+// go straight through the bounded writer with ids we give them, and their answers
+// are matched by id as the reader parses them, in the same turn; vscode-jsonrpc's
+// MessageConnection does the rest: dispatch of the server's requests to us and of
+// its notifications (`$/progress` included), on the same reader and writer. Why
+// not the library's sendRequest too (as this file did until issue 28): it queues
+// every inbound message and hands the queue one message per event-loop turn behind
+// a few promise hops, and its request path allocated a promise, a map entry and an
+// id sniffed off the wire per query; for answers we match by id ourselves, that
+// was a fifth of the daemon's transport cost per warm answer. The bounds are ours,
+// in the reader and writer (bounded-reader.ts: frame ceiling checked from the
+// header, a short inbound queue; bounded-writer.ts: a server that stops reading
+// cannot make us queue writes) and in the budgets charged here as messages are read.
 //
 // Budgets: every waiter (a request, or a session waiting for readiness or
 // diagnostics) holds a Budget. A response charges its own request in full; every
@@ -12,13 +18,12 @@
 // notification flood fails the waiters quickly while 50 concurrent requests on one
 // session do not starve each other on the progress chatter they cause together.
 //
-// No CancellationToken per request (a token source and its emitter on every query):
-// an abort sends `$/cancelRequest` for the id we read off the wire as the library
-// wrote the request, which is what the library's token would have sent.
+// An abort (the query's deadline or hang-up) or a tripped budget fails the request
+// at once and sends `$/cancelRequest` for its id; a cancelled request the server
+// never answers within `cancelGraceMs` is reported (`onUnanswered`).
 //
-// `shutdown` goes without params: `sendRequest(method)` puts no params member on
-// the wire, where `sendRequest(method, null)` would put `params: [null]`, which
-// TypeScript 7 rejects
+// `shutdown` goes without params: no params member is put on the wire when there
+// are none, where `params: null` would be one, which TypeScript 7 rejects
 // (https://microsoft.github.io/language-server-protocol/specifications/lsp/3.17/specification/#shutdown).
 import type { Readable, Writable } from 'node:stream';
 import { createMessageConnection, ErrorCodes as RpcErrorCodes, Message, ResponseError, type Logger, type MessageConnection } from 'vscode-jsonrpc/node';
@@ -93,12 +98,13 @@ export interface RequestOptions {
 type ServerRequestHandler = (method: string, params: unknown) => unknown;
 type NotificationHandler = (method: string, params: unknown) => void;
 
-/** A request we wait on: its id (learnt as the library writes it) and its budget. */
+/** One of our requests waiting for its answer (kept by its id in `pending`). */
 interface Pending {
-  id: JsonRpcId | undefined;
-  budget: Budget | undefined;
+  resolve: (value: unknown) => void;
   reject: (e: Error) => void;
-  cleanup: () => void;
+  opts: RequestOptions;
+  /** Undoes the abort listener and the budget's hold; set once both are in place. */
+  release: (() => void) | undefined;
 }
 
 export interface ConnectionOptions {
@@ -118,13 +124,13 @@ export interface ConnectionOptions {
 export class LspConnection {
   private readonly opts: ConnectionOptions;
   private readonly reader: BoundedMessageReader;
+  private readonly writer: BoundedMessageWriter;
   private readonly conn: MessageConnection;
-  private readonly pending = new Set<Pending>();
-  private readonly byId = new Map<JsonRpcId, Pending>();
-  /** The request being handed to the library right now: its id is read off the wire as it is written. */
-  private sending: Pending | undefined;
-  /** Timers that give up on the answer to a cancelled request. */
-  private readonly watches = new Set<NodeJS.Timeout>();
+  /** Our requests in flight, by the id we gave them (the library sends none: no id of its own can collide). */
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  /** Cancelled requests whose late answer we still watch for, by id. */
+  private readonly watches = new Map<number, NodeJS.Timeout>();
   private readonly holders = new Set<Budget>();
   private closedWith: Error | undefined;
   private isClosed = false;
@@ -132,19 +138,11 @@ export class LspConnection {
   constructor(opts: ConnectionOptions) {
     this.opts = opts;
     this.reader = new BoundedMessageReader(opts.input, { maxFrameBytes: opts.maxFrameBytes, inspect: (msg, bytes) => this.inspect(msg, bytes) });
-    const writer = new BoundedMessageWriter(opts.output, {
-      maxQueuedWriteBytes: opts.maxQueuedWriteBytes ?? 8 * 1024 * 1024,
-      onWrite: (msg) => {
-        if (this.sending && Message.isRequest(msg) && msg.id !== null) {
-          this.sending.id = msg.id;
-          this.byId.set(msg.id, this.sending);
-        }
-      },
-    });
+    this.writer = new BoundedMessageWriter(opts.output, { maxQueuedWriteBytes: opts.maxQueuedWriteBytes ?? 8 * 1024 * 1024 });
     this.reader.onError((err) => this.close(err));
     this.reader.onClose(() => this.close(new ConnectionClosedError('the server closed its output')));
-    writer.onError(([err]) => this.close(err));
-    this.conn = createMessageConnection(this.reader, writer, libraryLogger(opts.log), {
+    this.writer.onError(([err]) => this.close(err));
+    this.conn = createMessageConnection(this.reader, this.writer, libraryLogger(opts.log), {
       // Every message the library takes off its inbound queue: the reader reads on once it has drained.
       messageStrategy: {
         handleMessage: (msg, next) => {
@@ -182,68 +180,31 @@ export class LspConnection {
 
   request<T = unknown>(method: string, params?: unknown, opts: RequestOptions = {}): Promise<T> {
     if (this.isClosed) return Promise.reject(this.closedError());
-    if (opts.signal?.aborted) return Promise.reject(abortReason(opts.signal));
+    const { signal, budget } = opts;
+    if (signal?.aborted) return Promise.reject(abortReason(signal));
+    if (budget?.exceeded) return Promise.reject(budget.exceeded);
+    const id = this.nextId++;
     return new Promise<T>((resolve, reject) => {
-      const { signal, budget } = opts;
-      const p: Pending = { id: undefined, budget, reject, cleanup: () => {} };
-      const settle = (): boolean => {
-        if (!this.pending.delete(p)) return false;
-        if (p.id !== undefined) this.byId.delete(p.id);
-        p.cleanup();
-        return true;
-      };
-      let answer: Promise<unknown>;
-      this.sending = p;
-      this.pending.add(p);
-      try {
-        // No params member at all when there are none: `shutdown` must go without.
-        answer = params === undefined || params === null ? this.conn.sendRequest(method) : this.conn.sendRequest(method, params);
-      } catch (err) {
-        settle();
-        reject(this.mapError(err));
-        return;
-      } finally {
-        this.sending = undefined;
-      }
-      if (p.id === undefined && !this.isClosed) {
-        // Budgets need the id; the library has always written a request before sendRequest returns.
-        settle();
-        reject(new Error(`vscode-jsonrpc did not write the ${method} request synchronously`));
-        return;
-      }
-      const onAbort = () => {
-        if (!settle()) return;
-        this.cancel(p.id!, answer, opts);
-        reject(abortReason(signal!));
-      };
-      const offBudget = budget?.onExceeded((err) => {
-        if (!settle()) return;
-        this.cancel(p.id!, answer, opts);
-        reject(err);
-      });
-      if (budget && this.pending.has(p)) this.holders.add(budget);
-      signal?.addEventListener('abort', onAbort, { once: true });
-      p.cleanup = () => {
-        signal?.removeEventListener('abort', onAbort);
+      const p: Pending = { resolve: resolve as (v: unknown) => void, reject, opts, release: undefined };
+      this.pending.set(id, p);
+      const onAbort = signal && (() => this.giveUp(id, abortReason(signal)));
+      const offBudget = budget?.onExceeded((err) => this.giveUp(id, err));
+      if (budget) this.holders.add(budget);
+      signal?.addEventListener('abort', onAbort!, { once: true });
+      p.release = () => {
+        signal?.removeEventListener('abort', onAbort!);
         offBudget?.();
         if (budget) this.holders.delete(budget);
       };
-      if (!this.pending.has(p)) p.cleanup(); // settled while it was being set up (closed, or tripped at once)
-      answer.then(
-        (result) => {
-          if (settle()) resolve((result ?? null) as T);
-        },
-        (err: unknown) => {
-          if (settle()) reject(this.mapError(err));
-        },
-      );
+      // No params member at all when there are none: `shutdown` must go without.
+      // A write past the bound closes the connection, which fails this request too.
+      this.writer.write(params === undefined || params === null ? { jsonrpc: '2.0', id, method } : { jsonrpc: '2.0', id, method, params });
     });
   }
 
   notify(method: string, params?: unknown): void {
     if (this.isClosed) return;
-    const sent = params === undefined || params === null ? this.conn.sendNotification(method) : this.conn.sendNotification(method, params);
-    sent.catch(() => {}); // our writer never fails a write; a wedged or gone server closes the connection instead
+    this.writer.write(params === undefined || params === null ? { jsonrpc: '2.0', method } : { jsonrpc: '2.0', method, params });
   }
 
   /** Fail every pending request, stop reading. Idempotent. */
@@ -252,24 +213,16 @@ export class LspConnection {
     this.isClosed = true;
     this.closedWith = err;
     const reason = this.closedError();
-    for (const p of [...this.pending]) {
-      this.pending.delete(p);
-      p.cleanup();
+    const all = [...this.pending.values()];
+    this.pending.clear();
+    for (const p of all) {
+      p.release?.();
       p.reject(reason);
     }
-    this.byId.clear();
-    for (const t of this.watches) clearTimeout(t);
+    for (const t of this.watches.values()) clearTimeout(t);
     this.watches.clear();
-    this.conn.dispose(); // rejects the library's own pending promises (ours are settled) and disposes reader and writer
+    this.conn.dispose(); // disposes reader and writer
     this.opts.onClose?.(err);
-  }
-
-  /** Every way a request fails, mapped once: a closed connection, or the server's own error answer. */
-  private mapError(err: unknown): Error {
-    if (this.isClosed) return this.closedError();
-    if (err instanceof ResponseError) return err;
-    // The library failed the request itself: an answer with neither result nor error.
-    return new ResponseError(RpcErrorCodes.InvalidRequest, err instanceof Error ? err.message : String(err));
   }
 
   private closedError(): Error {
@@ -279,33 +232,61 @@ export class LspConnection {
     return new ConnectionClosedError(why.message);
   }
 
+  /** Take request `id` out of the table; false if it was settled already. */
+  private settle(id: number): Pending | undefined {
+    const p = this.pending.get(id);
+    if (!p) return undefined;
+    this.pending.delete(id);
+    p.release?.();
+    return p;
+  }
+
+  /** Fail a request we no longer wait for (aborted, over its budget) and tell the server. */
+  private giveUp(id: number, err: Error): void {
+    const p = this.settle(id);
+    if (!p) return;
+    this.cancel(id, p.opts);
+    p.reject(err);
+  }
+
   /** `$/cancelRequest` for the request's id, and a watch for the answer a cooperative server still sends. */
-  private cancel(id: JsonRpcId, answer: Promise<unknown>, opts: RequestOptions): void {
+  private cancel(id: number, opts: RequestOptions): void {
     if (this.isClosed) return;
-    this.conn.sendNotification('$/cancelRequest', { id }).catch(() => {}); // our writer never fails a write
+    this.notify('$/cancelRequest', { id });
     if (opts.cancelGraceMs === undefined || !opts.onUnanswered) return;
     const t = setTimeout(() => {
-      this.watches.delete(t);
+      this.watches.delete(id);
       if (!this.isClosed) opts.onUnanswered!();
     }, opts.cancelGraceMs);
     t.unref();
-    this.watches.add(t);
-    const answered = () => {
-      clearTimeout(t);
-      this.watches.delete(t);
-    };
-    answer.then(answered, answered);
+    this.watches.set(id, t);
   }
 
-  /** Charge what the server sent before the library sees it; false drops it. */
+  /** An answer to one of ours, or to nothing we wait on (a late answer to a cancelled request). */
+  private onResponse(msg: { id: number | string; result?: unknown; error?: unknown }, bytes: number): void {
+    const id = msg.id as number; // ours are numbers: a string matches nothing
+    const watched = this.watches.get(id);
+    if (watched !== undefined) {
+      clearTimeout(watched);
+      this.watches.delete(id);
+    }
+    this.pending.get(id)?.opts.budget?.charge(1, bytes); // may trip it: then it is failed, and cancelled
+    const p = this.settle(id);
+    if (!p) return;
+    if (msg.error !== undefined) p.reject(responseError(msg.error));
+    else if ('result' in msg) p.resolve(msg.result ?? null);
+    else p.reject(new ResponseError(RpcErrorCodes.InvalidRequest, 'the server answered with neither a result nor an error'));
+  }
+
+  /** Every message the server sends, before the library sees it: charged, and answers taken here; false keeps it from the library. */
   private inspect(msg: Message, bytes: number): boolean {
     if (this.isClosed) return false;
-    if (!Message.isRequest(msg) && Message.isResponse(msg)) {
-      // A response charges its own request; one to nothing we wait on (a late answer to a
-      // cancelled request) charges nobody.
-      if (msg.id !== null) this.byId.get(msg.id)?.budget?.charge(1, bytes);
-      return !this.isClosed;
+    const m = msg as { id?: unknown; method?: unknown };
+    if (m.method === undefined && (typeof m.id === 'number' || typeof m.id === 'string')) {
+      this.onResponse(m as { id: number | string }, bytes);
+      return false;
     }
+    // A notification, a request to us, or a message without a method or an id: nobody's own.
     const n = this.holders.size;
     if (n > 0) for (const b of [...this.holders]) b.charge(1 / n, bytes / n);
     return !this.isClosed;
@@ -321,6 +302,13 @@ export class LspConnection {
     if (result === METHOD_NOT_FOUND) return new ResponseError(RpcErrorCodes.MethodNotFound, `unhandled method ${method}`);
     return result ?? null;
   }
+}
+
+/** The server's error answer as the library's error class (a malformed one still fails the request). */
+function responseError(e: unknown): ResponseError<unknown> {
+  const o = (typeof e === 'object' && e !== null ? e : {}) as { code?: unknown; message?: unknown; data?: unknown };
+  const code = typeof o.code === 'number' && Number.isInteger(o.code) ? o.code : RpcErrorCodes.InternalError;
+  return new ResponseError(code, typeof o.message === 'string' ? o.message : 'the server answered with an error', o.data);
 }
 
 /** Return this from an onRequest handler for a method the client does not serve. */
