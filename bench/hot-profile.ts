@@ -11,7 +11,9 @@
 // each sample goes to the stage of the nearest frame on its stack that names one
 // (so fastify calling our route counts as the route's stage), µs per answer; then
 // the top self-time functions.
-//   node --import tsx bench/hot-profile.ts [--seconds S] [--clients C] [--top N] [--only uncached|cached] [--no-prof]
+// `--callers NAME`: also the three frames above every sample whose function is NAME
+// (who calls `join`, say), summed the same way.
+//   node --import tsx bench/hot-profile.ts [--seconds S] [--clients C] [--top N] [--only uncached|cached] [--no-prof] [--callers NAME]
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,6 +33,7 @@ const TOP = flag('--top', 20);
 /** `--only uncached|cached`: one phase; `--no-prof`: CPU per answer without the profiler's own cost. */
 const ONLY = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;
 const PROF = !args.includes('--no-prof');
+const CALLERS = args.includes('--callers') ? args[args.indexOf('--callers') + 1] : undefined;
 
 /** Stages by the script a frame runs in; the first rule that matches a frame's URL names it. */
 const STAGES: [string, RegExp][] = [
@@ -82,6 +85,8 @@ function summarise(p: Profile, from: number, to: number) {
   const stages = new Map<string, number>();
   const leaves = new Map<string, number>();
   const files = new Map<string, number>();
+  const callers = new Map<string, number>();
+  const where = (n: ProfileNode) => `${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url.replace(/^.*\/(node_modules|src)\//, '$1/')}`;
   let t = p.startTime;
   for (let i = 0; i < p.samples.length; i++) {
     t += p.timeDeltas[i]!;
@@ -101,8 +106,14 @@ function summarise(p: Profile, from: number, to: number) {
     leaves.set(leaf, (leaves.get(leaf) ?? 0) + dt);
     const file = f.url.replace(/^.*\/(node_modules|src)\//, '$1/') || f.functionName;
     files.set(file, (files.get(file) ?? 0) + dt);
+    if (CALLERS !== undefined && f.functionName === CALLERS) {
+      const up: string[] = [];
+      for (let cur = parent.get(id); cur !== undefined && up.length < 3; cur = parent.get(cur)) up.push(where(byId.get(cur)!));
+      const chain = up.join(' < ');
+      callers.set(chain, (callers.get(chain) ?? 0) + dt);
+    }
   }
-  return { stages, leaves, files };
+  return { stages, leaves, files, callers };
 }
 
 /** utime and stime of a process, all threads, in µs. */
@@ -153,7 +164,7 @@ async function phase(slot: number, label: string, env: Record<string, string>): 
     const file = readdirSync(dir).find((n) => n.includes(`.${pid}.`) && n.endsWith('.cpuprofile'));
     if (!file) throw new Error(`no profile of ${pid} in ${dir}`);
     const p = JSON.parse(readFileSync(join(dir, file), 'utf8')) as Profile;
-    const { stages, leaves, files } = summarise(p, from, to);
+    const { stages, leaves, files, callers } = summarise(p, from, to);
     const per = (us: number) => (us / answered).toFixed(1).padStart(8);
     const sampled = [...stages].filter(([k]) => k !== '(idle)').reduce((a, [, v]) => a + v, 0);
     console.log(
@@ -165,6 +176,10 @@ async function phase(slot: number, label: string, env: Record<string, string>): 
     for (const [k, v] of [...files].sort((a, b) => b[1] - a[1]).slice(0, TOP)) console.log(`  ${per(v)}  ${k}`);
     console.log(`top ${TOP} functions by self time (µs/answer)`);
     for (const [k, v] of [...leaves].sort((a, b) => b[1] - a[1]).slice(0, TOP)) console.log(`  ${per(v)}  ${k}`);
+    if (CALLERS !== undefined) {
+      console.log(`callers of ${CALLERS} (µs/answer of its self time)`);
+      for (const [k, v] of [...callers].sort((a, b) => b[1] - a[1]).slice(0, TOP)) console.log(`  ${per(v)}  ${k}`);
+    }
   } finally {
     if (d.daemon.child.exitCode === null) await d.daemon.stop();
     d.daemon.cleanup();

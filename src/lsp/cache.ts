@@ -66,6 +66,11 @@ export class ResultCache<T extends CachedAnswer = CachedAnswer> {
     return kept ? (JSON.parse(kept.toString('utf8')) as T) : undefined;
   }
 
+  /** Would `answer` be kept (a cache, and a complete answer)? Its bytes need not be made otherwise. */
+  keeps(answer: T): boolean {
+    return this.cache !== undefined && answer.incomplete !== true;
+  }
+
   /** Keep `answer`'s bytes (keptBody of it); an incomplete answer is never kept. */
   setBody(root: RootRef, key: string, answer: T, kept: Buffer): void {
     if (this.cache && answer.incomplete !== true) this.cache.set(root, key, kept);

@@ -18,9 +18,11 @@ import {
   type DiagnosticsAnswer,
   type HoverAnswer,
   type LocationsAnswer,
+  type LocationsContext,
   type PageState,
   type ProjectionContext,
   type SymbolsAnswer,
+  type SymbolsContext,
 } from './answer/projection.js';
 import type { Scrubber } from './answer/scrub.js';
 import type { Session } from './session/session.js';
@@ -143,6 +145,15 @@ async function serverDiagnostics(c: OpContext): Promise<{ raw: unknown; complete
   return { raw: pub?.items ?? [], complete: pub !== undefined };
 }
 
+/**
+ * The projection's context with an op's own fields. Object.assign from `{}`, never a
+ * spread followed by more fields (`{ ...c.projection, x }`): V8 builds those on a slow
+ * path, ~1 µs a field (bench/hot-profile), and every answer makes one.
+ */
+function withProjection<T extends object>(c: OpContext, own: T): ProjectionContext & T {
+  return Object.assign({}, c.projection, own);
+}
+
 export async function runOp(c: OpContext): Promise<OpResult> {
   const { q, session, uri, deadline } = c;
   checkSupported(session, q.op);
@@ -155,36 +166,28 @@ export async function runOp(c: OpContext): Promise<OpResult> {
       const position = serverPosition(q, c.target, session.encoding);
       const params = q.op === 'references' ? { textDocument, position, context: { includeDeclaration: q.includeDeclaration } } : { textDocument, position };
       const raw = await session.request(METHOD[q.op]!, params, deadline);
-      const { answer, page } = await projectLocations(raw, {
-        ...c.projection,
-        maxLocations: c.limits.maxLocations,
-        context: q.context,
-        ...(q.limit !== undefined ? { limit: q.limit } : {}),
-        ...(q.cursor !== undefined ? { cursor: q.cursor } : {}),
-        cursorScope: c.cursorScope,
-      });
+      const ctx: LocationsContext = withProjection(c, { maxLocations: c.limits.maxLocations, context: q.context, cursorScope: c.cursorScope });
+      if (q.limit !== undefined) ctx.limit = q.limit;
+      if (q.cursor !== undefined) ctx.cursor = q.cursor;
+      const { answer, page } = await projectLocations(raw, ctx);
       return { kind: 'locations', answer, page, complete: true };
     }
     case 'hover': {
       const position = serverPosition(q, c.target, session.encoding);
       const raw = await session.request('textDocument/hover', { textDocument, position }, deadline);
-      const answer = await projectHover(raw, { ...c.projection, document: c.document, maxHoverBytes: c.limits.maxHoverBytes, scrub: c.scrub });
+      const answer = await projectHover(raw, withProjection(c, { document: c.document, maxHoverBytes: c.limits.maxHoverBytes, scrub: c.scrub }));
       return { kind: 'hover', answer, complete: true };
     }
     case 'documentSymbols': {
       const raw = await session.request('textDocument/documentSymbol', { textDocument }, deadline);
-      const answer = await projectSymbols(raw, {
-        ...c.projection,
-        document: c.document,
-        ...(q.query ? { query: q.query } : {}),
-        maxLocations: c.limits.maxLocations,
-        scrub: c.scrub,
-      });
+      const ctx: SymbolsContext = withProjection(c, { document: c.document, maxLocations: c.limits.maxLocations, scrub: c.scrub });
+      if (q.query) ctx.query = q.query;
+      const answer = await projectSymbols(raw, ctx);
       return { kind: 'symbols', answer, complete: true };
     }
     case 'diagnostics': {
       const { raw, complete } = await serverDiagnostics(c);
-      const answer = await projectDiagnostics(raw, { ...c.projection, document: c.document, maxLocations: c.limits.maxLocations, scrub: c.scrub });
+      const answer = await projectDiagnostics(raw, withProjection(c, { document: c.document, maxLocations: c.limits.maxLocations, scrub: c.scrub }));
       return { kind: 'diagnostics', answer, complete };
     }
     case 'workspaceSymbols':
@@ -234,7 +237,7 @@ export async function runOp(c: OpContext): Promise<OpResult> {
 export async function workspaceSymbols(c: OpContext): Promise<SymbolsResult> {
   checkSupported(c.session, 'workspaceSymbols');
   const raw = await c.session.request('workspace/symbol', { query: c.q.query ?? '' }, c.deadline);
-  const answer = await projectSymbols(raw, { ...c.projection, maxLocations: c.limits.maxLocations, scrub: c.scrub });
+  const answer = await projectSymbols(raw, withProjection(c, { maxLocations: c.limits.maxLocations, scrub: c.scrub }));
   return { kind: 'symbols', answer, complete: true };
 }
 

@@ -23,14 +23,15 @@ import type { LspAnswer } from '../api/responses.js';
 import { RootCache, rootScope, type RootRef } from '../store/root-cache.js';
 import { rootId, type RootInfo } from '../store/types.js';
 import { ResultCache } from './cache.js';
-import { keptBody, parseKept, sentBody } from './answer-body.js';
+import { keptOf, parseKept, sentBody, sentOf } from './answer-body.js';
 import { awaitDependencies, dependencyMounts, dependencyNote, type DependencyNote, type DependencySource } from './session/dependencies.js';
 import type { ExternalCoordinate, FileCoordinate } from './answer/coordinates.js';
 import { readRefOf } from './answer/file-read.js';
 import { editOpsOf, hierarchyOpsOf, runOp, workspaceSymbols, type OpContext, type OpResult, type SymbolsResult } from './lsp-ops.js';
 import { treeJailPath } from './answer/paths.js';
+import { TREE_AT } from '../jail/layout.js';
 import type { Lease, SessionPool } from './session/pool.js';
-import { capAnswer, projectDiagnostics, type DiagnosticsAnswer, type ReadLines } from './answer/projection.js';
+import { capAnswerJson, projectDiagnostics, type DiagnosticsAnswer, type ReadLines } from './answer/projection.js';
 import { createScrubber, type Scrubber } from './answer/scrub.js';
 import { knownHostPaths, ownTextScrubber, scrubbedError } from './answer/own-text.js';
 import type { ServerRow } from './servers/server-row.js';
@@ -94,15 +95,23 @@ interface Work {
   deadlineAt: number;
   /** Did the client hang up (its signal, or hangUpDeadline's flag)? */
   client: { readonly aborted: boolean };
-  /** ms from t0 at which each stage of the query ended (logged for a slow one: where its time went). */
-  stages?: Record<string, number>;
+  /** Each stage of the query and the ms from t0 at which it ended, in pairs (logged for a slow one: where its time went). */
+  stages: (string | number)[];
 }
 
 /** A query slower than this logs its stages (`slow query`): what a first answer on a fresh commit waited for. */
 const SLOW_QUERY_MS = 1000;
 
 function mark(w: Work, stage: string): void {
-  (w.stages ??= {})[stage] = elapsed(w.t0);
+  // Pairs in an array, not keys added to an object: a keyed store per stage, every query, for a log line few queries write.
+  w.stages.push(stage, elapsed(w.t0));
+}
+
+/** The stages as the slow-query line shows them. */
+function stagesOf(w: Work): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (let i = 0; i < w.stages.length; i += 2) out[w.stages[i] as string] = w.stages[i + 1] as number;
+  return out;
 }
 
 /** What one root's scrubber is charged (see `scrubbers`). */
@@ -126,6 +135,8 @@ export class QueryService {
   private readonly warmUp: WarmUp;
   /** The answer bounds every op gets (the config is fixed for the daemon's life): one object, not one a query. */
   private readonly limits: OpContext['limits'];
+  /** The store's dirs of an admitted root, by its RootInfo (one object per upload, dropped with it): joined once, not per query. */
+  private readonly dirsOf = new WeakMap<RootInfo, { treeDir: string; depsDir: string }>();
   /** A row whose server is not known to be absent (/readyz's probe). */
   private readonly installed = (row: ServerRow): boolean => this.deps.health.servers[row.name]?.available !== false;
 
@@ -142,7 +153,8 @@ export class QueryService {
     this.ownText = ownTextScrubber(c.dataDir);
     this.cache = new ResultCache<LspAnswer>({ entries: c.resultCacheEntries, bytes: c.resultCacheBytes }, deps.metrics);
     this.lines = new TreeLines(c.fileCacheBytes / 2);
-    this.targets = new TargetCache(c.fileCacheBytes / 2);
+    // A target's lines also serve the previews of answers landing in it, with no second read.
+    this.targets = new TargetCache(c.fileCacheBytes / 2, (root, treeDir, t) => this.lines.remember(root, treeDir, t));
     deps.metrics.watchCache('result', () => this.cache.bytes);
     deps.metrics.watchCache('tree_lines', () => this.lines.bytes);
     deps.metrics.watchCache('targets', () => this.targets.bytes);
@@ -189,8 +201,8 @@ export class QueryService {
     // A hit implies the file passed its checks when it was first asked: the root is immutable.
     const hit = this.cache.getBody(a.root, key);
     if (hit) return parseKept<LspAnswer>(hit, elapsed(a.t0));
-    const answer = await this.run(a, signal, (w) => this.answer(w, row));
-    this.remember(a.root, key, answer);
+    const { answer, json } = await this.run(a, signal, (w) => this.answer(w, row));
+    this.remember(a.root, key, answer, json);
     return answer;
   }
 
@@ -210,10 +222,10 @@ export class QueryService {
     const key = ResultCache.keyOf(row.name, q);
     const hit = this.cache.getBody(a.root, key);
     if (hit) return { server: row.name, body: sentBody(hit, elapsed(a.t0)) };
-    const answer = await this.run(a, onHangUp, (w) => this.answer(w, row));
-    const kept = keptBody(answer);
-    this.remember(a.root, key, answer, kept);
-    return { server: row.name, body: sentBody(kept, answer.elapsed_ms ?? 0) };
+    const { answer, json } = await this.run(a, onHangUp, (w) => this.answer(w, row));
+    const kept = this.remember(a.root, key, answer, json);
+    const ms = answer.elapsed_ms ?? 0;
+    return { server: row.name, body: kept ? sentBody(kept, ms) : sentOf(answer, json, ms) };
   }
 
   /** Admission (not_ready, busy, need_tree) and the deadline's start: what every query pays before anything else. */
@@ -226,21 +238,24 @@ export class QueryService {
   }
 
   /** `fn` under the query's deadline (from arrival) and the client's signal or hang-up; the timer is cleared however it ends. */
-  private async run(a: Arrival, client: AbortSignal | ((gone: () => void) => void), fn: (w: Work) => Promise<LspAnswer>): Promise<LspAnswer> {
+  private async run<T>(a: Arrival, client: AbortSignal | ((gone: () => void) => void), fn: (w: Work) => Promise<T>): Promise<T> {
     const { store } = this.deps;
     const ms = a.deadlineAt - Date.now();
-    const dl = typeof client === 'function' ? hangUpDeadline(client, ms) : { ...deadline(client, ms), client };
+    const dl = typeof client === 'function' ? hangUpDeadline(client, ms) : Object.assign(deadline(client, ms), { client });
+    let dirs = this.dirsOf.get(a.info);
+    if (!dirs) this.dirsOf.set(a.info, (dirs = { treeDir: store.treeDir(a.q), depsDir: store.depsDir(a.q) }));
     const w: Work = {
       q: a.q,
       route: a.route,
       root: a.root,
       languages: a.info.languages,
-      treeDir: store.treeDir(a.q),
-      depsDir: store.depsDir(a.q),
+      treeDir: dirs.treeDir,
+      depsDir: dirs.depsDir,
       t0: a.t0,
       deadline: dl.signal,
       deadlineAt: a.deadlineAt,
       client: dl.client,
+      stages: [],
     };
     try {
       return await fn(w);
@@ -249,7 +264,7 @@ export class QueryService {
     }
   }
 
-  private async answer(w: Work, row: ServerRow): Promise<LspAnswer> {
+  private async answer(w: Work, row: ServerRow): Promise<Finished> {
     const { q } = w;
     // The workspace look-up and the target's checks read different files: both at once
     // (a cold query waits on each; the look-up never rejects).
@@ -265,16 +280,16 @@ export class QueryService {
       async (session) => {
         const { uri, complete } = await this.openAndWait(w, session, target);
         mark(w, 'ready');
-        const out = await runOp({ ...this.opContext(w, session, uri, target), cursorScope: cursorScope(w.root, row.name, q) });
+        const out = await runOp(this.opContext(w, session, uri, target, cursorScope(w.root, row.name, q)));
         mark(w, 'answered');
-        return { ...out, complete: out.complete && complete, notes: session.notes };
+        return Object.assign(out, { complete: out.complete && complete, notes: session.notes });
       },
       (n) => (before = n),
     );
-    const answer = this.finish(w, row.name, r, noteOf(before, dependencyNote(this.deps.dependencies, q, row)));
-    const ms = answer.elapsed_ms ?? 0;
-    if (ms >= SLOW_QUERY_MS) this.deps.log.info({ root: w.root.id, op: q.op, server: row.name, ms, stages: w.stages }, 'slow query');
-    return answer;
+    const done = this.finish(w, row.name, r, noteOf(before, this.deps.dependencies, q, row));
+    const ms = done.answer.elapsed_ms ?? 0;
+    if (ms >= SLOW_QUERY_MS) this.deps.log.info({ root: w.root.id, op: q.op, server: row.name, ms, stages: stagesOf(w) }, 'slow query');
+    return done;
   }
 
   /**
@@ -302,6 +317,7 @@ export class QueryService {
       deadline: dl.signal,
       deadlineAt,
       client: signal,
+      stages: [],
     };
     try {
       return await this.withSession(
@@ -350,11 +366,9 @@ export class QueryService {
     }
   }
 
-  /** A checked target file (cached); its lines also serve the previews of answers landing in it, with no second read. */
-  private async readTarget(root: RootRef, treeDir: string, rel: string): Promise<TargetFile> {
-    const target = await this.targets.read(root, treeDir, rel, this.deps.config.maxTargetFileBytes);
-    this.lines.remember(root, treeDir, target);
-    return target;
+  /** A checked target file (cached; its lines handed to `lines` when read). */
+  private readTarget(root: RootRef, treeDir: string, rel: string): Promise<TargetFile> {
+    return this.targets.read(root, treeDir, rel, this.deps.config.maxTargetFileBytes);
   }
 
   /** The closed table's choice for a file of a root holding `rootLanguages`, or 422 no_server saying why. */
@@ -384,11 +398,8 @@ export class QueryService {
     const { pool, admission } = this.deps;
     const org = w.q.org;
     admission.wait(org, w.route);
+    // Waiting until the slot is taken or the work ends, whichever is first (no named arrow per query: util/deadline.ts).
     let waiting = true;
-    const admitted = () => {
-      if (waiting) admission.queue.give(org);
-      waiting = false;
-    };
     let lease: Lease | undefined;
     let releaseSlot: (() => void) | undefined;
     try {
@@ -398,32 +409,33 @@ export class QueryService {
       await awaitDependencies(this.deps.dependencies, w.q, row, w.deadlineAt, w.deadline, this.deps.config.fetchWaitMs);
       mark(w, 'dependencies');
       const workspace = await workspaceOf;
-      await this.assertNeeds(w, row, workspace);
+      if (row.needsPackage) await this.assertNeeds(w, row, workspace);
       // Where the dependencies stood when the session was chosen, in the same turn: see noteOf.
       leased?.(dependencyNote(this.deps.dependencies, w.q, row));
-      lease = pool.acquire({
-        row,
-        rootId: w.root.id,
-        generation: w.root.generation,
-        workspace,
-        treeHostDir: w.treeDir,
-        ...dependencyMounts(this.deps.dependencies, w.q, row),
-        ...(purpose ? { purpose } : {}),
-      });
+      // Object.assign, not fields and spreads in one literal (lsp-ops.ts withProjection: V8's slow path).
+      lease = pool.acquire(
+        Object.assign(
+          { row, rootId: w.root.id, generation: w.root.generation, workspace, treeHostDir: w.treeDir },
+          dependencyMounts(this.deps.dependencies, w.q, row),
+          purpose ? { purpose } : {},
+        ),
+      );
       // How the session was found: started by this query, by a warm-up (and how far), or long running.
-      (w.stages ??= {})[`leased_${lease.session.state.kind}${lease.session.warm ? `_${lease.session.warm}` : ''}`] = elapsed(w.t0);
-      await lease.session.whenReady(w.deadline);
+      mark(w, `leased_${lease.session.state.kind}${lease.session.warm ? `_${lease.session.warm}` : ''}`);
+      // Not awaited when ready already (most queries): a turn of the loop less.
+      if (lease.session.state.kind !== 'ready') await lease.session.whenReady(w.deadline);
       mark(w, 'initialized');
       this.noteHierarchyOps(row, lease.session);
       this.noteEditOps(row, lease.session);
       releaseSlot = await lease.session.slot(w.deadline);
-      admitted();
+      waiting = false;
+      admission.queue.give(org);
       return await fn(lease.session);
     } catch (err) {
       if (err instanceof SessionFailedError) await err.tailSettled;
       throw this.mapError(err, row, w, lease?.session.notes ?? []);
     } finally {
-      admitted();
+      if (waiting) admission.queue.give(org);
       releaseSlot?.();
       lease?.release();
     }
@@ -474,11 +486,15 @@ export class QueryService {
     return { uri, complete };
   }
 
-  private opContext(w: Work, session: Session, uri: string, target: TargetFile) {
+  private opContext(w: Work, session: Session, uri: string, target: TargetFile, scope = ''): OpContext {
+    // Methods, not arrows, below: no name defined per query (util/deadline.ts); hence no `this` in them.
+    const { targets } = this;
+    const { maxTargetFileBytes } = this.deps.config;
     const dirs = {
       treeHostDir: w.treeDir,
       depsHostDir: w.depsDir,
-      mounts: dependencyMounts(this.deps.dependencies, w.q, session.row).depBinds,
+      // The binds alone (dependencyMounts' depBinds), not the env and settings a new session needs.
+      mounts: this.deps.dependencies.serveBinds(w.q, TREE_AT),
       lentDeps: this.deps.dependencies?.lentDeps?.(w.q) ?? [],
     };
     const document: FileCoordinate = { kind: 'tree', path: target.path, jailPath: treeJailPath(target.path) };
@@ -496,12 +512,17 @@ export class QueryService {
         readComposerVersion: this.lines.composerVersionReader(w.root, dirs),
         readPythonDist: this.lines.pythonDistReader(w.root, dirs),
         rustSrcVersion: session.row.stdSourcesVersion?.(),
-        readRef: (c: ExternalCoordinate) => readRefOf(c.jailPath, dirs),
+        readRef(c: ExternalCoordinate) {
+          return readRefOf(c.jailPath, dirs);
+        },
       },
       scrub: this.scrubberFor(w),
       deadline: w.deadline,
       deadlineAt: w.deadlineAt,
-      readTree: (path: string) => this.readTarget(w.root, w.treeDir, path),
+      readTree(path: string) {
+        return targets.read(w.root, w.treeDir, path, maxTargetFileBytes);
+      },
+      cursorScope: scope,
       limits: this.limits,
     };
   }
@@ -555,8 +576,8 @@ export class QueryService {
           this.workspaces.find(w.root, w.treeDir, rel, row.rootMarkers),
           async (session) => {
             const { uri, complete } = await this.openAndWait(w, session, target);
-            const out = await workspaceSymbols({ ...this.opContext(w, session, uri, target), cursorScope: cursorScope(w.root, name, w.q) });
-            return { ...out, complete: out.complete && complete, notes: session.notes };
+            const out = await workspaceSymbols(this.opContext(w, session, uri, target, cursorScope(w.root, name, w.q)));
+            return Object.assign(out, { complete: out.complete && complete, notes: session.notes });
           },
           (n) => (before[rows.indexOf(row)] = n),
         ).catch((err: unknown) => {
@@ -583,9 +604,9 @@ export class QueryService {
       complete: got.length > 0 && got.every((p) => p.complete),
       notes: got.flatMap((p) => p.notes),
     };
-    const answer = this.finish(w, name, merged, rows.length === 1 ? noteOf(before[0], dependencyNote(this.deps.dependencies, w.q, rows[0]!)) : undefined);
+    const { answer, json } = this.finish(w, name, merged, rows.length === 1 ? noteOf(before[0], this.deps.dependencies, w.q, rows[0]!) : undefined);
     if (before.some((n) => n?.may_change)) return answer; // some server answered without dependencies on their way
-    this.remember(w.root, key, answer);
+    this.remember(w.root, key, answer, json);
     return answer;
   }
 
@@ -593,34 +614,34 @@ export class QueryService {
    * Cache an answer, but not one made while its dependencies were downloading (its note,
    * `noteOf`, says `running` from before its session was leased to its end): the
    * fetch's end drops the root's answers, and one finishing just after that drop
-   * would otherwise stay, saying `running`, for as long as the root.
+   * would otherwise stay, saying `running`, for as long as the root. Returns the kept
+   * bytes, when kept.
    */
-  private remember(root: RootRef, key: string, answer: LspAnswer, kept?: Buffer): void {
-    if ((answer.dependencies as { state?: string } | undefined)?.state === 'running') return;
-    if (kept) this.cache.setBody(root, key, answer, kept);
-    else this.cache.set(root, key, answer);
+  private remember(root: RootRef, key: string, answer: LspAnswer, json: string): Buffer | undefined {
+    if ((answer.dependencies as { state?: string } | undefined)?.state === 'running' || !this.cache.keeps(answer)) return undefined;
+    const kept = keptOf(answer, json);
+    this.cache.setBody(root, key, answer, kept);
+    return kept;
   }
 
-  /** The common fields of every answer, then the size cap. */
-  private finish(w: Work, server: string, r: Noted<OpResult>, dependencies?: DependencyNote): LspAnswer {
-    const answer: LspAnswer = capAnswer(
-      {
-        op: w.q.op,
-        server,
-        elapsed_ms: 0,
-        ...r.answer,
+  /** The common fields of every answer, then the size cap; with the JSON the cap measured (elapsed_ms 0, last: answer-body.ts). */
+  private finish(w: Work, server: string, r: Noted<OpResult>, dependencies?: DependencyNote): Finished {
+    // Built by Object.assign in this order (the bytes sent follow it), not as one literal of fields and spreads (lsp-ops.ts withProjection).
+    const { answer, json } = capAnswerJson<LspAnswer>(
+      Object.assign(
+        { op: w.q.op, server },
+        r.answer,
         // lspd's own notes quote what the tree gave (a removed compile argument, its host path with it): scrubbed as server text is.
-        ...(r.notes.length ? { notes: r.notes.map(this.scrubberFor(w)) } : {}),
-        incomplete: !r.complete,
-        untrusted: true,
-        dependency_freshness: DEPENDENCY_FRESHNESS,
-        ...(dependencies ? { dependencies } : {}),
-      },
+        r.notes.length ? { notes: r.notes.map(this.scrubberFor(w)) } : {},
+        { incomplete: !r.complete, untrusted: true, dependency_freshness: DEPENDENCY_FRESHNESS },
+        dependencies ? { dependencies } : {},
+        { elapsed_ms: 0 },
+      ),
       this.deps.config.maxAnswerBytes,
       r.kind === 'locations' ? r.page : undefined,
     );
     answer.elapsed_ms = elapsed(w.t0);
-    return answer;
+    return { answer, json };
   }
 
   /** Turn what went wrong into the API's error, naming the server and never a host path. */
@@ -676,6 +697,12 @@ export interface ScratchContext {
   diagnostics(raw: unknown, rel: string, lines?: readonly string[]): Promise<DiagnosticsAnswer>;
 }
 
+/** An answer and its JSON as the size cap measured it: what is kept and sent is cut from that, not serialised again. */
+interface Finished {
+  answer: LspAnswer;
+  json: string;
+}
+
 /** An op's result with its session's notes (what a bound or a refused flag changed in what its server sees). */
 type Noted<R extends OpResult> = R & { notes: readonly string[] };
 
@@ -690,8 +717,8 @@ function elapsed(t0: number): number {
  * is replaced only once released, so the answer was made without them; noted `done`
  * it was cached and stayed wrong for as long as the root (bench/monorepo: a one-file
  * commit's dependency definition, asked while its base's dependencies were being
- * linked in, kept landing on the import).
+ * linked in, kept landing on the import). Else where they stand now (only then read).
  */
-function noteOf(before: DependencyNote | undefined, after: DependencyNote | undefined): DependencyNote | undefined {
-  return before?.may_change ? before : after;
+function noteOf(before: DependencyNote | undefined, src: DependencySource, key: RootKey, row: ServerRow): DependencyNote | undefined {
+  return before?.may_change ? before : dependencyNote(src, key, row);
 }

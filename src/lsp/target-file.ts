@@ -68,10 +68,16 @@ const LINE_SLICE_BYTES = 40;
  */
 export class TargetCache {
   private readonly cache: RootCache<TargetFile>;
+  private readonly onRead: ((root: RootRef, treeDir: string, t: TargetFile) => void) | undefined;
 
-  /** `maxBytes`: most bytes held (LSPD_FILE_CACHE_BYTES's share): its text, and its lines (slices of the text, each with its own header). */
-  constructor(maxBytes: number) {
+  /**
+   * `maxBytes`: most bytes held (LSPD_FILE_CACHE_BYTES's share): its text, and its lines
+   * (slices of the text, each with its own header). `onRead`: a file just read and
+   * checked (not a hit: what a hit holds was handed over when it was read).
+   */
+  constructor(maxBytes: number, onRead?: (root: RootRef, treeDir: string, t: TargetFile) => void) {
     this.cache = new RootCache<TargetFile>({ max: 4096, maxBytes, sizeOf: (t) => t.text.length * 2 + t.path.length * 2 + t.lines.length * LINE_SLICE_BYTES });
+    this.onRead = onRead;
   }
 
   get bytes(): number {
@@ -83,6 +89,7 @@ export class TargetCache {
     if (hit && hit.text.length <= maxBytes) return hit;
     const t = await readTarget(treeDir, rel, maxBytes);
     this.cache.set(root, rel, t);
+    this.onRead?.(root, treeDir, t);
     return t;
   }
 

@@ -30,6 +30,9 @@ export class LineReader {
   readonly #read: ReadLines;
   readonly #files = new Map<string, Map<number, string>>();
   readonly #wanted = new Map<string, { coord: FileCoordinate; lines: Set<number> }>();
+  /** The last coordinate keyed and its key: a location asks about one file five or six times in a row. */
+  #lastCoord: FileCoordinate | undefined;
+  #lastKey = '';
 
   constructor(read: ReadLines) {
     this.#read = read;
@@ -37,7 +40,7 @@ export class LineReader {
 
   /** Note lines to be loaded by the next `load()`. */
   want(coord: FileCoordinate, ...lines: number[]): void {
-    const key = coordinateKey(coord);
+    const key = this.#keyOf(coord);
     let w = this.#wanted.get(key);
     if (!w) this.#wanted.set(key, (w = { coord, lines: new Set() }));
     for (const l of lines) if (Number.isSafeInteger(l) && l >= 0) w.lines.add(l);
@@ -65,13 +68,15 @@ export class LineReader {
     const jobs = [...asked, ...rest];
     if (jobs.length === 0) return;
     let next = 0;
-    const worker = async () => {
-      while (next < jobs.length) {
-        const [key, { coord, lines }, pending] = jobs[next++]!;
-        await this.#loadFile(key, coord, lines, pending);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(READ_CONCURRENCY, jobs.length) }, worker));
+    // An argument, not a named arrow: no name defined per load (util/deadline.ts).
+    await Promise.all(
+      Array.from({ length: Math.min(READ_CONCURRENCY, jobs.length) }, async () => {
+        while (next < jobs.length) {
+          const [key, { coord, lines }, pending] = jobs[next++]!;
+          await this.#loadFile(key, coord, lines, pending);
+        }
+      }),
+    );
   }
 
   /** The spans of a file still to read, in order, each [start, count]. */
@@ -129,7 +134,15 @@ export class LineReader {
 
   /** A loaded line's text, or undefined (not loaded, past the end, unreadable). */
   line(coord: FileCoordinate, n: number): string | undefined {
-    return this.#files.get(coordinateKey(coord))?.get(n);
+    return this.#files.get(this.#keyOf(coord))?.get(n);
+  }
+
+  #keyOf(coord: FileCoordinate): string {
+    if (coord !== this.#lastCoord) {
+      this.#lastKey = coordinateKey(coord);
+      this.#lastCoord = coord;
+    }
+    return this.#lastKey;
   }
 
   /** Convert a range of a loaded file between encodings (see encoding.convertRange). */

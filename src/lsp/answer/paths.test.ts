@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { join, posix } from 'node:path';
 import { fileUriToJailPath, hostPathOf, isUnder, jailPathToFileUri, normalizeJailPath, npmModulesAt, treeFileUri, treeJailPath } from './paths.js';
 
 test('tree URIs escape like vscode-uri and round-trip', () => {
@@ -85,4 +86,37 @@ test('npm install locations', () => {
   assert.equal(npmModulesAt('.'), '/deps/npm/top/node_modules');
   assert.equal(npmModulesAt('packages/web'), '/deps/npm/ws/packages/web/node_modules');
   assert.equal(treeJailPath('.'), '/src');
+});
+
+test('the fast paths answer as the general ones do', () => {
+  // Another way to the same answer: posix.normalize, less its trailing slash, on what is neither refused nor too long.
+  const slowNormalize = (p: string) =>
+    // eslint-disable-next-line no-control-regex
+    p.length === 0 || p.length > 4096 || p[0] !== '/' || /[\u0000-\u001f\u007f]/.test(p) || p.split('/').includes('..')
+      ? undefined
+      : posix.normalize(p).replace(/(.)\/$/, '$1');
+  const parts = ['', '.', '..', '...', 'a', '.a', 'a.', '..a', 'ü', 'a b', '\u0001', '\u007f', '%41', '@', '!'];
+  const seen = new Set<string>();
+  for (const a of parts) for (const b of parts) for (const c of parts) for (const tail of ['', '/']) seen.add(`/${a}/${b}/${c}${tail}`);
+  for (const p of [...seen, '/', '//', 'a/b', '', '/' + 'a'.repeat(4096), '/' + 'a'.repeat(4095)]) {
+    assert.equal(normalizeJailPath(p), slowNormalize(p), JSON.stringify(p));
+    const n = slowNormalize(p);
+    if (n !== undefined) {
+      assert.equal(
+        jailPathToFileUri(n),
+        'file://' +
+          n
+            .split('/')
+            .map((s) => encodeURIComponent(s).replace(/[!'()*]/g, (x) => '%' + x.charCodeAt(0).toString(16).toUpperCase()))
+            .join('/'),
+      );
+      assert.equal(fileUriToJailPath(jailPathToFileUri(n)), n);
+    }
+  }
+  // A host dir that is not normal is joined, not concatenated.
+  for (const treeHostDir of ['/data/roots/t', '/data/roots/t/', '/data//roots/./t', '/']) {
+    assert.equal(hostPathOf('/src/a/b.ts', { treeHostDir }), join(treeHostDir, '/a/b.ts'));
+    assert.equal(hostPathOf('/src', { treeHostDir }), join(treeHostDir, ''));
+  }
+  assert.equal(hostPathOf('/src/m/x.ts', { treeHostDir: '/t', mounts: [{ host: '/d/nm/', at: '/src/m' }] }), '/d/nm/x.ts');
 });

@@ -28,14 +28,33 @@ function encodeSegment(seg: string): string {
   return encodeURIComponent(seg).replace(/[!'()*]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase());
 }
 
+/** Paths made only of unreserved characters and `/`: their URI is the path itself (every query's document is one). */
+const PLAIN_PATH = /^[A-Za-z0-9._~/-]*$/;
+
 /** `file:` URI of an absolute in-jail path. */
 export function jailPathToFileUri(absPath: string): string {
+  if (PLAIN_PATH.test(absPath)) return 'file://' + absPath;
   return 'file://' + absPath.split('/').map(encodeSegment).join('/');
 }
 
+/** treeFileUri's answers: every query asks it of its document. A pure function's memo, bounded by the characters it holds. */
+const treeUris = new Map<string, string>();
+let treeUriChars = 0;
+const TREE_URI_CHARS = 1 << 20;
+
 /** `file:` URI of a root-relative path: what didOpen and every position request send. */
 export function treeFileUri(rel: string): string {
-  return jailPathToFileUri(treeJailPath(rel));
+  let uri = treeUris.get(rel);
+  if (uri === undefined) {
+    uri = jailPathToFileUri(treeJailPath(rel));
+    if (treeUriChars + rel.length + uri.length > TREE_URI_CHARS) {
+      treeUris.clear();
+      treeUriChars = 0;
+    }
+    treeUris.set(rel, uri);
+    treeUriChars += rel.length + uri.length;
+  }
+  return uri;
 }
 
 /**
@@ -45,6 +64,9 @@ export function treeFileUri(rel: string): string {
  * `/src/../etc/passwd` is not to be helped along.
  */
 export function normalizeJailPath(p: string): string | undefined {
+  // What a server names is nearly always normal already (and a coordinate's jailPath
+  // always is): one scan instead of a regex, a split and a join per location.
+  if (isNormalPath(p)) return p;
   if (p.length === 0 || p.length > MAX_PATH_CHARS || p[0] !== '/') return undefined;
   // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f]/.test(p)) return undefined;
@@ -55,6 +77,28 @@ export function normalizeJailPath(p: string): string | undefined {
     out.push(seg);
   }
   return '/' + out.join('/');
+}
+
+/**
+ * Is `p` absolute and normal as it stands: no empty, `.` or `..` segment, no trailing
+ * `/` (but `/` itself), no control character, at most MAX_PATH_CHARS? Exactly the
+ * inputs normalizeJailPath returns unchanged.
+ */
+export function isNormalPath(p: string): boolean {
+  const n = p.length;
+  if (n === 0 || n > MAX_PATH_CHARS || p.charCodeAt(0) !== 47) return false;
+  if (n === 1) return true;
+  let seg = 1; // where the current segment starts
+  for (let i = 1; i <= n; i++) {
+    const c = i === n ? 47 : p.charCodeAt(i);
+    if (c < 0x20 || c === 0x7f) return false;
+    if (c !== 47) continue;
+    const len = i - seg;
+    if (len === 0) return false;
+    if (p.charCodeAt(seg) === 46 && (len === 1 || (len === 2 && p.charCodeAt(seg + 1) === 46))) return false;
+    seg = i + 1;
+  }
+  return true;
 }
 
 /** Decode %XX escapes once; undefined when malformed or not UTF-8. */
@@ -86,7 +130,7 @@ export function fileUriToJailPath(uriOrPath: string): string | undefined {
     if (authority !== '' && authority.toLowerCase() !== 'localhost') return undefined;
     rest = slash < 0 ? '' : rest.slice(slash);
   }
-  const decoded = percentDecode(rest); // once: a %252F stays a literal "%2F" in a name
+  const decoded = rest.includes('%') ? percentDecode(rest) : rest; // once: a %252F stays a literal "%2F" in a name
   if (decoded === undefined) return undefined;
   return normalizeJailPath(decoded);
 }
@@ -127,8 +171,13 @@ export function hostPathOf(jailPath: string, dirs: HostDirs): string | undefined
   // The deepest mount wins, as it does in the jail (binds are mounted parents first).
   let best: { host: string; at: string } | undefined;
   for (const m of dirs.mounts ?? []) if (isUnder(p, m.at) && (!best || m.at.length > best.at.length)) best = m;
-  if (best) return join(best.host, p.slice(best.at.length));
-  if (isUnder(p, TREE_AT)) return join(dirs.treeHostDir, p.slice(TREE_AT.length));
-  if (dirs.depsHostDir !== undefined && isUnder(p, DEPS_AT)) return join(dirs.depsHostDir, p.slice(DEPS_AT.length));
+  if (best) return under(best.host, p.slice(best.at.length));
+  if (isUnder(p, TREE_AT)) return under(dirs.treeHostDir, p.slice(TREE_AT.length));
+  if (dirs.depsHostDir !== undefined && isUnder(p, DEPS_AT)) return under(dirs.depsHostDir, p.slice(DEPS_AT.length));
   return undefined;
+}
+
+/** join(dir, rest) for the rest of a normal path: end to end when both are normal ('' or `/a/b`; the store's dirs always are). */
+function under(dir: string, rest: string): string {
+  return dir.length > 1 && (rest === '' || rest.charCodeAt(0) === 47) && isNormalPath(dir) ? dir + rest : join(dir, rest);
 }

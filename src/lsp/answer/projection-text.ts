@@ -194,13 +194,12 @@ export async function projectSymbols(raw: unknown, ctx: SymbolsContext): Promise
     if (s.selectionRange) reader.wantRange(coord, s.selectionRange);
   }
   await reader.load();
-  const text = (t: string) => truncateUtf8(ctx.scrub(t), MAX_NAME_BYTES);
   const symbols = page.map(({ s, coord }): RenderedSymbol => {
-    const out: RenderedSymbol = { name: text(s.name), kind: s.kind, path: coord.path };
+    const out: RenderedSymbol = { name: truncateUtf8(ctx.scrub(s.name), MAX_NAME_BYTES), kind: s.kind, path: coord.path };
     if (coord.kind === 'external') Object.assign(out, { external: true, module: coord.module, version: coord.version, ...readOf(coord, ctx) });
     if (s.range) out.range = reader.convert(coord, s.range, ctx.serverEncoding, ctx.encoding);
     if (s.selectionRange) out.selectionRange = reader.convert(coord, s.selectionRange, ctx.serverEncoding, ctx.encoding);
-    if (s.container !== undefined) out.container = text(s.container);
+    if (s.container !== undefined) out.container = truncateUtf8(ctx.scrub(s.container), MAX_NAME_BYTES);
     return out;
   });
   return { symbols, total: kept.length, other, truncated: kept.length > page.length };
@@ -238,17 +237,16 @@ export async function projectDiagnostics(raw: unknown, ctx: DiagnosticsContext):
   const reader = new LineReader(ctx.readLines);
   for (const { range } of page) reader.wantRange(ctx.document, range);
   await reader.load();
-  const text = (t: string, max: number) => truncateUtf8(ctx.scrub(t), max);
   const diagnostics = page.map(({ d, range }): RenderedDiagnostic => {
     const sev = typeof d.severity === 'number' && Number.isInteger(d.severity) ? SEVERITY_NAMES[d.severity] : undefined;
     const out: RenderedDiagnostic = {
       range: reader.convert(ctx.document, range, ctx.serverEncoding, ctx.encoding),
       severity: sev ?? 'error',
-      message: text(d.message, MAX_MESSAGE_BYTES),
+      message: truncateUtf8(ctx.scrub(d.message), MAX_MESSAGE_BYTES),
     };
     if (typeof d.code === 'number' && Number.isFinite(d.code)) out.code = d.code;
-    else if (typeof d.code === 'string') out.code = text(d.code, MAX_CODE_BYTES);
-    if (typeof d.source === 'string') out.source = text(d.source, MAX_CODE_BYTES);
+    else if (typeof d.code === 'string') out.code = truncateUtf8(ctx.scrub(d.code), MAX_CODE_BYTES);
+    if (typeof d.source === 'string') out.source = truncateUtf8(ctx.scrub(d.source), MAX_CODE_BYTES);
     return out;
   });
   return { diagnostics, total: valid.length, truncated: valid.length > page.length };

@@ -290,7 +290,19 @@ const size = (v: unknown) => utf8Length(JSON.stringify(v));
  * the first dropped location. Returns the answer itself when it already fits.
  */
 export function capAnswer<T extends object>(answer: T, maxAnswerBytes: number, page?: PageState): T {
-  if (size(answer) <= maxAnswerBytes) return answer;
+  return capAnswerJson(answer, maxAnswerBytes, page).answer;
+}
+
+/** capAnswer, with the JSON of what it returns (measuring an answer serializes it: the caller need not again). */
+export function capAnswerJson<T extends object>(answer: T, maxAnswerBytes: number, page?: PageState): { answer: T; json: string } {
+  const json = JSON.stringify(answer);
+  // A UTF-16 unit is at most 3 UTF-8 bytes: most answers fit without counting.
+  if (json.length * 3 <= maxAnswerBytes || utf8Length(json) <= maxAnswerBytes) return { answer, json };
+  const cut = cutToFit(answer, maxAnswerBytes, page);
+  return { answer: cut, json: cut === answer ? json : JSON.stringify(cut) };
+}
+
+function cutToFit<T extends object>(answer: T, maxAnswerBytes: number, page?: PageState): T {
   const a = answer as Record<string, unknown>;
   let build: ((k: number) => T) | undefined;
   let n = 0;

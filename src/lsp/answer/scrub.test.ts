@@ -226,3 +226,11 @@ test('adversarial 64 KiB inputs complete (linear scanning)', () => {
     assert.ok(!/\/home\/[a-z]/.test(out), input.slice(0, 30));
   }
 });
+
+test('text that cannot hold a path is returned as is, and one character more is scanned again', () => {
+  const s = createScrubber({ treeHostDirs: ['/var/lib/lspd/roots/o/r/abc/tree'], knownPaths: ['/var/lib/lspd'] });
+  for (const plain of ['greet', 'Person.name', 'Map<string, number[]>', 'f(a, b) { x = y | z & w; }', 'a+b*c!?']) assert.equal(s(plain), plain);
+  assert.equal(s('see /var/lib/lspd/roots/o/r/abc/tree/src/a.ts'), 'see src/a.ts');
+  assert.equal(s('"/etc/passwd"'), '"<path>"');
+  assert.equal(s('C:/Users/x'), '<path>');
+});

@@ -117,6 +117,11 @@ const isTrailingPunct = (c: number) => c === 46 || c === 44 || c === 59 || c ===
 const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const REST_OF_PATH = '(?![A-Za-z0-9._~-])[^\\s"\'`<>|()\\[\\]{},;*]*';
 const SCHEME = /[A-Za-z][A-Za-z0-9+.-]{1,31}:/y;
+/**
+ * Text with no `/ \ % ~ : - @` and no quote: no path, URI, drive, option or quoted
+ * token can start in it, so it is returned as is (most symbol names and containers).
+ */
+const PLAIN = /^[\w$ .,;()<>[\]{}=|&!?*+]*$/;
 const LINE_FRAGMENT = /^#L\d{1,9}(?:[,:C]\d{1,9})?(?:-L?\d{1,9}(?:[,:C]\d{1,9})?)?$/;
 const HOME_USER = /~[a-z_][a-z0-9_.-]{0,31}/y;
 const HOME_TOKEN = /^~(?:\/|[a-z_][a-z0-9_.-]{1,31}(?:\/|$))/;
@@ -241,13 +246,9 @@ export function createScrubber(opts: ScrubOptions = {}): Scrubber {
     const out: string[] = [];
     let last = 0;
     let forced = -1; // a position that counts as a boundary (after `scheme://`)
-    const quoteScanned = new Map<number, number>(); // quote char -> no such quote in (…, value)
+    let quoteScanned: Map<number, number> | undefined; // quote char -> no such quote in (…, value); made at the first quote
     const n = s.length;
     let i = 0;
-    const replace = (from: number, to: number, text: string) => {
-      out.push(s.slice(last, from), text);
-      last = to;
-    };
     while (i < n) {
       const c = s.charCodeAt(i);
       if (i > 0 && i !== forced && inWord(s.charCodeAt(i - 1))) {
@@ -266,7 +267,7 @@ export function createScrubber(opts: ScrubOptions = {}): Scrubber {
           forced = j;
           hit = { end: j };
         }
-      } else if (c === 34 || c === 39 || c === 96) hit = quoted(s, i, c, quoteScanned);
+      } else if (c === 34 || c === 39 || c === 96) hit = quoted(s, i, c, (quoteScanned ??= new Map()));
       else if (c === 47 || c === 37 /* % */) {
         const j = tokenEnd(s, i, endsPath);
         const k = trimPunct(s, i, j);
@@ -310,7 +311,10 @@ export function createScrubber(opts: ScrubOptions = {}): Scrubber {
         i++;
         continue;
       }
-      if (hit.text !== undefined) replace(hit.from ?? i, hit.end, hit.text);
+      if (hit.text !== undefined) {
+        out.push(s.slice(last, hit.from ?? i), hit.text);
+        last = hit.end;
+      }
       i = Math.max(hit.end, i + 1);
     }
     if (last === 0) return s;
@@ -360,6 +364,7 @@ export function createScrubber(opts: ScrubOptions = {}): Scrubber {
 
   return (text: string): string => {
     if (typeof text !== 'string' || text === '') return '';
+    if (PLAIN.test(text)) return text;
     let s = text;
     // the tree first: the data dir (a known path) usually contains it
     if (treeRaw) s = s.replace(treeRaw, TREE_AT);

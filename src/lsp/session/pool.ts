@@ -144,14 +144,15 @@ export class SessionPool {
     session.leases++;
     session.lastUsed = now;
     let released = false;
+    const pool = this; // release is a method, not an arrow: no name defined per lease (util/deadline.ts)
     return {
       session,
-      release: () => {
+      release() {
         if (released) return;
         released = true;
         session.leases--;
         session.lastUsed = Date.now();
-        if (session.leases === 0 && this.draining.delete(session)) this.retireKey(key, session, 'replaced');
+        if (session.leases === 0 && pool.draining.delete(session)) pool.retireKey(key, session, 'replaced');
       },
     };
   }
