@@ -11,7 +11,6 @@
 // GC can collect it and the composite then never times out (nodejs/node#57736). A
 // query waiting on such a signal hung until the client gave up. Here the timer
 // holds the controller strongly; `clear` releases both when the work is done.
-import { getEventListeners } from 'node:events';
 
 export interface Deadline {
   signal: AbortSignal;
@@ -37,40 +36,24 @@ export function deadline(outer: AbortSignal, ms: number): Deadline {
 }
 
 /**
- * Controllers of finished queries that never aborted and hold no listener, for the
- * next query: making an AbortSignal costs ~3 µs on Node 20 (each instance has its
- * prototype set, a map of its own) and its first listener as much again, per query.
- */
-const idle: AbortController[] = [];
-const IDLE_MAX = 64;
-
-/**
  * A deadline that the caller's hang-up also ends, for a caller with no signal of its
  * own (an HTTP query: `onHangUp` registers the callback): one controller per query,
  * not one for the client and one for the deadline. `client.aborted` says it was the
- * hang-up. Call `clear` once the work is done and nothing of it waits on the signal
- * any more: an unaborted controller with no listener left goes back to `idle` (a
- * hang-up after that reaches no one: `live`); one still listened to never does.
+ * hang-up.
  */
 export function hangUpDeadline(onHangUp: (gone: () => void) => void, ms: number): Deadline & { client: { readonly aborted: boolean } } {
-  const ctl = idle.pop() ?? new AbortController();
-  const { signal } = ctl;
+  const ctl = new AbortController();
   const client = { aborted: false };
-  let live = true;
   onHangUp(() => {
-    if (!live) return;
     client.aborted = true;
     ctl.abort(new Error('client disconnected'));
   });
   const timer = setTimeout(() => ctl.abort(timedOut()), Math.max(1, ms));
   return {
-    signal,
+    signal: ctl.signal,
     client,
     clear() {
-      if (!live) return;
-      live = false;
       clearTimeout(timer);
-      if (!signal.aborted && idle.length < IDLE_MAX && getEventListeners(signal, 'abort').length === 0) idle.push(ctl);
     },
   };
 }
