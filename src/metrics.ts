@@ -5,7 +5,7 @@ import { getHeapStatistics } from 'node:v8';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { configSchema, type Config } from './config.js';
 import { OrgLabels } from './tenancy/org-labels.js';
-import { BoundHistogram } from './bound-histogram.js';
+import { BoundHistogram } from './util/bound-histogram.js';
 
 export function createMetrics(config?: Pick<Config, 'metricsMaxOrgs'>) {
   const registry = new Registry();
