@@ -409,6 +409,9 @@ export class Session {
     return this.tracker.waitReady(uri, maxMs, signal);
   }
 
+  /** A cancelled request was never answered (made once per session, not per request). */
+  private readonly onUnanswered = (method: string): void => this.retire('wedged', `${this.row.name} did not answer a cancelled ${method}`);
+
   /** One request under the caller's deadline, with the per-request inspection budget. */
   async request(method: string, params: unknown, signal: AbortSignal): Promise<unknown> {
     const st = this.readyState();
@@ -425,7 +428,7 @@ export class Session {
         // first pass on a big tree) reads nothing and answers nothing for a while, and
         // killing it then would restart the same work forever.
         cancelGraceMs: config.queryTimeoutMs,
-        onUnanswered: () => this.retire('wedged', `${this.row.name} did not answer a cancelled ${method}`),
+        onUnanswered: this.onUnanswered,
       });
       // Its first answer: the server has started, and runs under its CPU cap from now on.
       st.proc.capCpu?.();

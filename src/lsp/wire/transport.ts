@@ -91,20 +91,40 @@ export interface RequestOptions {
   budget?: Budget;
   /** After a cancel, how long the server has to answer before `onUnanswered` fires. */
   cancelGraceMs?: number;
-  /** The server never answered a cancelled request: it has stopped working. */
-  onUnanswered?: () => void;
+  /** The server never answered a cancelled request (its method given): it has stopped working. */
+  onUnanswered?: (method: string) => void;
 }
 
 type ServerRequestHandler = (method: string, params: unknown) => unknown;
 type NotificationHandler = (method: string, params: unknown) => void;
 
-/** One of our requests waiting for its answer (kept by its id in `pending`). */
-interface Pending {
-  resolve: (value: unknown) => void;
-  reject: (e: Error) => void;
-  opts: RequestOptions;
-  /** Undoes the abort listener and the budget's hold; set once both are in place. */
-  release: (() => void) | undefined;
+/**
+ * One of our requests waiting for its answer (kept by its id in `pending`). It is its
+ * own abort listener (`handleEvent`) and undoes its holds in `release`: no closures
+ * made per request (under tsx's keepNames each named one costs a defineProperty).
+ */
+class Pending {
+  offBudget: (() => void) | undefined;
+
+  constructor(
+    private readonly conn: LspConnection,
+    readonly id: number,
+    readonly method: string,
+    readonly resolve: (value: unknown) => void,
+    readonly reject: (e: Error) => void,
+    readonly opts: RequestOptions,
+  ) {}
+
+  /** The request's signal aborted. */
+  handleEvent(): void {
+    this.conn.giveUp(this.id, abortReason(this.opts.signal!));
+  }
+
+  release(holders: Set<Budget>): void {
+    this.opts.signal?.removeEventListener('abort', this);
+    this.offBudget?.();
+    if (this.opts.budget) holders.delete(this.opts.budget);
+  }
 }
 
 export interface ConnectionOptions {
@@ -185,17 +205,13 @@ export class LspConnection {
     if (budget?.exceeded) return Promise.reject(budget.exceeded);
     const id = this.nextId++;
     return new Promise<T>((resolve, reject) => {
-      const p: Pending = { resolve: resolve as (v: unknown) => void, reject, opts, release: undefined };
+      const p = new Pending(this, id, method, resolve as (v: unknown) => void, reject, opts);
       this.pending.set(id, p);
-      const onAbort = signal && (() => this.giveUp(id, abortReason(signal)));
-      const offBudget = budget?.onExceeded((err) => this.giveUp(id, err));
-      if (budget) this.holders.add(budget);
-      signal?.addEventListener('abort', onAbort!, { once: true });
-      p.release = () => {
-        signal?.removeEventListener('abort', onAbort!);
-        offBudget?.();
-        if (budget) this.holders.delete(budget);
-      };
+      if (budget) {
+        p.offBudget = budget.onExceeded((err) => this.giveUp(id, err));
+        this.holders.add(budget);
+      }
+      signal?.addEventListener('abort', p, { once: true });
       // No params member at all when there are none: `shutdown` must go without.
       // A write past the bound closes the connection, which fails this request too.
       this.writer.write(params === undefined || params === null ? { jsonrpc: '2.0', id, method } : { jsonrpc: '2.0', id, method, params });
@@ -216,7 +232,7 @@ export class LspConnection {
     const all = [...this.pending.values()];
     this.pending.clear();
     for (const p of all) {
-      p.release?.();
+      p.release(this.holders);
       p.reject(reason);
     }
     for (const t of this.watches.values()) clearTimeout(t);
@@ -237,26 +253,26 @@ export class LspConnection {
     const p = this.pending.get(id);
     if (!p) return undefined;
     this.pending.delete(id);
-    p.release?.();
+    p.release(this.holders);
     return p;
   }
 
-  /** Fail a request we no longer wait for (aborted, over its budget) and tell the server. */
-  private giveUp(id: number, err: Error): void {
+  /** Fail a request we no longer wait for (aborted, over its budget) and tell the server; its Pending calls this on abort. */
+  giveUp(id: number, err: Error): void {
     const p = this.settle(id);
     if (!p) return;
-    this.cancel(id, p.opts);
+    this.cancel(id, p.method, p.opts);
     p.reject(err);
   }
 
   /** `$/cancelRequest` for the request's id, and a watch for the answer a cooperative server still sends. */
-  private cancel(id: number, opts: RequestOptions): void {
+  private cancel(id: number, method: string, opts: RequestOptions): void {
     if (this.isClosed) return;
     this.notify('$/cancelRequest', { id });
     if (opts.cancelGraceMs === undefined || !opts.onUnanswered) return;
     const t = setTimeout(() => {
       this.watches.delete(id);
-      if (!this.isClosed) opts.onUnanswered!();
+      if (!this.isClosed) opts.onUnanswered!(method);
     }, opts.cancelGraceMs);
     t.unref();
     this.watches.set(id, t);
