@@ -152,7 +152,7 @@ async function rawPhase(clients: number, seconds: number): Promise<Row> {
           const s = performance.now();
           try {
             await conn.request(method, params, { budget: new Budget(10_000, 1 << 30) });
-            lat.push(Math.round(performance.now() - s));
+            lat.push(performance.now() - s);
           } catch {
             failed++;
           }
@@ -231,10 +231,12 @@ await withDaemon(1, { LSPD_RESULT_CACHE_ENTRIES: '10000' }, async (d) => {
 });
 for (const c of CLIENTS) rows.push(await rawPhase(c, phaseSeconds));
 
+/** Milliseconds as printed: two decimals (both clients time requests fractionally). */
+const ms = (x: number) => x.toFixed(2);
 const head = ['mode', 'clients', 's', 'requests', 'req/s', 'p50 ms', 'p95 ms', 'p99 ms', 'refused', 'lost', 'daemon RSS MiB', 'load'];
 const table = [
   head,
-  ...rows.map((r) => [r.mode, r.clients, r.seconds, r.requests, r.perSecond, r.p50, r.p95, r.p99, r.refused, r.lost, r.rss, r.load].map(String)),
+  ...rows.map((r) => [r.mode, r.clients, r.seconds, r.requests, r.perSecond, ms(r.p50), ms(r.p95), ms(r.p99), r.refused, r.lost, r.rss, r.load].map(String)),
 ];
 const widths = head.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
 console.log(
