@@ -248,7 +248,7 @@ export class LspConnection {
     return new ConnectionClosedError(why.message);
   }
 
-  /** Take request `id` out of the table; false if it was settled already. */
+  /** Take request `id` out of the table; undefined if it was settled already. */
   private settle(id: number): Pending | undefined {
     const p = this.pending.get(id);
     if (!p) return undefined;
