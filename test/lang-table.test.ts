@@ -230,6 +230,7 @@ test('dependency notes: per ecosystem, failures and refusals with their reason',
   const row = (n: string) => rows.find((r) => r.name === n)!;
   const src = (view: FetchView): DependencySource => ({
     state: () => view,
+    peek: () => view,
     wait: async () => view,
     serveBinds: () => [],
     serveEnv: () => ({}),

@@ -73,32 +73,42 @@ export class FetchJob {
     return next[this.s.name].length === 0;
   }
 
-  /** What callers see (API.md `fetch`); cancelled never reaches one (its root is gone). */
+  /** What callers see (API.md `fetch`), theirs to keep; cancelled never reaches one (its root is gone). */
   view(): FetchView {
+    const v = this.peek();
+    return v.ecosystems ? { ...v, ecosystems: copy(v.ecosystems) } : { ...v };
+  }
+
+  /**
+   * The view over the job's own steps, not copied (they change in place while it
+   * runs): read in the turn it is asked for, never kept or changed (a query's
+   * dependency checks, twice per query: issue 28).
+   */
+  peek(): Readonly<FetchView> {
     const s = this.s;
     switch (s.name) {
       case 'none':
       case 'cancelled':
         return { state: 'none' };
       case 'queued':
-        return { state: 'queued', ecosystems: copy(s.steps) };
+        return { state: 'queued', ecosystems: s.steps };
       case 'running':
-        return { state: 'running', ecosystems: copy(s.steps), startedAt: s.startedAt };
+        return { state: 'running', ecosystems: s.steps, startedAt: s.startedAt };
       case 'done':
-        return { state: 'done', ecosystems: copy(s.steps), log: s.log, startedAt: s.startedAt, finishedAt: s.finishedAt, bytes: s.bytes };
+        return { state: 'done', ecosystems: s.steps, log: s.log, startedAt: s.startedAt, finishedAt: s.finishedAt, bytes: s.bytes };
       case 'failed':
         return {
           // Workspaces fail on their own: what finished is served (serveMounts) and said so.
           state: s.steps.some((st) => st.state === 'done') ? 'partial' : 'failed',
           error: s.error,
-          ecosystems: copy(s.steps),
+          ecosystems: s.steps,
           log: s.log,
           ...(s.startedAt ? { startedAt: s.startedAt } : {}),
           finishedAt: s.finishedAt,
           ...(s.bytes !== undefined ? { bytes: s.bytes } : {}),
         };
       case 'refused':
-        return { state: 'refused', error: s.error, ecosystems: copy(s.steps) };
+        return { state: 'refused', error: s.error, ecosystems: s.steps };
     }
   }
 }

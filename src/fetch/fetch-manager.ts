@@ -34,6 +34,9 @@ import { recordOf } from './ecosystems/table.js';
 import { JobPackages } from './package-job.js';
 import type { PackageStore } from './package-store.js';
 
+/** `peek` of a root lspd has no job for: shared, never changed. */
+const NO_FETCH: Readonly<FetchView> = Object.freeze({ state: 'none' });
+
 export interface FetchManagerOptions {
   config: Pick<
     Config,
@@ -128,6 +131,11 @@ export class FetchManager {
   /** The fetch state of a root ('none' when lspd has no job for it). */
   state(key: RootKey): FetchView {
     return this.jobs.get(rootId(key))?.job.view() ?? { state: 'none' };
+  }
+
+  /** The fetch state of a root as `FetchJob.peek` gives it: not copied, read at once and never kept or changed. */
+  peek(key: RootKey): Readonly<FetchView> {
+    return this.jobs.get(rootId(key))?.job.peek() ?? NO_FETCH;
   }
 
   /** True while a fetch runs for the root: the store should not evict it (compose into its hold check). */

@@ -77,7 +77,15 @@ interface Arrival {
   t0: number;
   deadlineAt: number;
   info: RootInfo;
+  /** Where the admitted upload is, made on its first query (`placeOf`). */
+  at: Place;
+}
+
+/** An upload as queries find it: its cache identity and its dirs, built once per upload. */
+interface Place {
   root: RootRef;
+  treeDir: string;
+  depsDir: string;
 }
 
 interface Work {
@@ -135,8 +143,8 @@ export class QueryService {
   private readonly warmUp: WarmUp;
   /** The answer bounds every op gets (the config is fixed for the daemon's life): one object, not one a query. */
   private readonly limits: OpContext['limits'];
-  /** The store's dirs of an admitted root, by its RootInfo (one object per upload, dropped with it): joined once, not per query. */
-  private readonly dirsOf = new WeakMap<RootInfo, { treeDir: string; depsDir: string }>();
+  /** An admitted root's id and dirs, by its RootInfo (one object per upload, dropped with it): joined once, not per query. */
+  private readonly placeOf = new WeakMap<RootInfo, Place>();
   /** A row whose server is not known to be absent (/readyz's probe). */
   private readonly installed = (row: ServerRow): boolean => this.deps.health.servers[row.name]?.available !== false;
 
@@ -199,10 +207,10 @@ export class QueryService {
     const row = this.serverFor(q.path!, a.info.languages);
     const key = ResultCache.keyOf(row.name, q);
     // A hit implies the file passed its checks when it was first asked: the root is immutable.
-    const hit = this.cache.getBody(a.root, key);
+    const hit = this.cache.getBody(a.at.root, key);
     if (hit) return parseKept<LspAnswer>(hit, elapsed(a.t0));
     const { answer, json } = await this.run(a, signal, (w) => this.answer(w, row));
-    this.remember(a.root, key, answer, json);
+    this.remember(a.at.root, key, answer, json);
     return answer;
   }
 
@@ -220,10 +228,10 @@ export class QueryService {
     }
     const row = this.serverFor(q.path!, a.info.languages);
     const key = ResultCache.keyOf(row.name, q);
-    const hit = this.cache.getBody(a.root, key);
+    const hit = this.cache.getBody(a.at.root, key);
     if (hit) return { server: row.name, body: sentBody(hit, elapsed(a.t0)) };
     const { answer, json } = await this.run(a, onHangUp, (w) => this.answer(w, row));
-    const kept = this.remember(a.root, key, answer, json);
+    const kept = this.remember(a.at.root, key, answer, json);
     const ms = answer.elapsed_ms ?? 0;
     return { server: row.name, body: kept ? sentBody(kept, ms) : sentOf(answer, json, ms) };
   }
@@ -232,25 +240,27 @@ export class QueryService {
   private arrive(q: LspQuery, route: string): Arrival {
     const t0 = performance.now();
     const deadlineAt = Date.now() + this.deps.config.queryTimeoutMs - this.deps.config.cleanupReserveMs;
+    // ops.query marks the root used in the look-up that admits it.
     const info = this.deps.admission.admit(q, ops.query, route);
-    this.deps.store.touch(q);
-    return { q, route, t0, deadlineAt, info, root: { id: rootId(q), generation: info.generation } };
+    let at = this.placeOf.get(info);
+    if (!at) {
+      const { store } = this.deps;
+      this.placeOf.set(info, (at = { root: { id: rootId(q), generation: info.generation }, treeDir: store.treeDir(q), depsDir: store.depsDir(q) }));
+    }
+    return { q, route, t0, deadlineAt, info, at };
   }
 
   /** `fn` under the query's deadline (from arrival) and the client's signal or hang-up; the timer is cleared however it ends. */
   private async run<T>(a: Arrival, client: AbortSignal | ((gone: () => void) => void), fn: (w: Work) => Promise<T>): Promise<T> {
-    const { store } = this.deps;
     const ms = a.deadlineAt - Date.now();
     const dl = typeof client === 'function' ? hangUpDeadline(client, ms) : Object.assign(deadline(client, ms), { client });
-    let dirs = this.dirsOf.get(a.info);
-    if (!dirs) this.dirsOf.set(a.info, (dirs = { treeDir: store.treeDir(a.q), depsDir: store.depsDir(a.q) }));
     const w: Work = {
       q: a.q,
       route: a.route,
-      root: a.root,
+      root: a.at.root,
       languages: a.info.languages,
-      treeDir: dirs.treeDir,
-      depsDir: dirs.depsDir,
+      treeDir: a.at.treeDir,
+      depsDir: a.at.depsDir,
       t0: a.t0,
       deadline: dl.signal,
       deadlineAt: a.deadlineAt,

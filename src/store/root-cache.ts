@@ -27,44 +27,62 @@ export interface RootCacheOptions<V> {
 }
 
 const SEP = '\u0000';
-/** What an entry costs beside its value: its key's characters (two bytes each at worst) and the LRU's slots, the by-root index's set entry. */
-const entryBytes = (key: string) => 2 * key.length + 96;
+/**
+ * What an entry costs beside its value: its key's characters (two bytes each at
+ * worst), its slot, the LRU's and the index's map entries (the root's id and
+ * generation are shared by all its entries).
+ */
+const entryBytes = (key: string) => 2 * key.length + 128;
 
-/** Prefix of every key about `root`: its id, then its generation. */
+/** Prefix of a key about `root`, for callers that name a root inside their own keys: its id, then its generation. */
 export function rootScope(root: RootRef): string {
   return `${root.id}${SEP}${root.generation}${SEP}`;
 }
 
+/** One entry's place: the LRU's key (an object: found by identity, nothing hashed) and how to unindex it. */
+interface Slot {
+  readonly id: string;
+  readonly generation: string;
+  readonly key: string;
+}
+
 export class RootCache<V extends NonNullable<unknown>> {
-  readonly #lru: LRUCache<string, V>;
-  /** root id → full keys held, so a removed root's entries go with it. */
-  readonly #byRoot = new Map<string, Set<string>>();
-  /** Loads under way (`load`), by full key: a second asker joins the first; settled ones are kept in the LRU, charged their size. */
+  readonly #lru: LRUCache<Slot, V>;
+  /**
+   * root id → generation → key → slot: a look-up hashes the query's strings, which
+   * keep their hash, not one long root-scoped key built per look-up (issue 28); and
+   * a removed root's entries go with its id.
+   */
+  readonly #byRoot = new Map<string, Map<string, Map<string, Slot>>>();
+  /** Loads under way (`load`), by root-scoped key (made on a miss only): a second asker joins the first; settled ones are kept in the LRU, charged their size. */
   readonly #loading = new Map<string, Promise<V>>();
 
   constructor(opts: RootCacheOptions<V>) {
-    this.#lru = new LRUCache<string, V>({
+    this.#lru = new LRUCache<Slot, V>({
       max: opts.max,
       maxSize: opts.maxBytes,
-      sizeCalculation: (v, key) => Math.max(1, Math.ceil(opts.sizeOf(v)) + entryBytes(key)),
-      dispose: (_v, key, reason) => {
-        if (reason !== 'set') this.#unindex(key); // 'set': replaced under the same key, still held
+      sizeCalculation: (v, slot) => Math.max(1, Math.ceil(opts.sizeOf(v)) + entryBytes(slot.key)),
+      dispose: (_v, slot, reason) => {
+        if (reason !== 'set') this.#unindex(slot); // 'set': replaced under the same key, still held
       },
     });
   }
 
   get(root: RootRef, key: string): V | undefined {
-    return this.#lru.get(rootScope(root) + key);
+    const slot = this.#byRoot.get(root.id)?.get(root.generation)?.get(key);
+    return slot && this.#lru.get(slot);
   }
 
   set(root: RootRef, key: string, value: V): void {
-    const full = rootScope(root) + key;
-    this.#lru.set(full, value);
-    // An entry larger than maxBytes is not kept: nothing to index.
-    if (!this.#lru.has(full)) return;
-    let keys = this.#byRoot.get(root.id);
-    if (!keys) this.#byRoot.set(root.id, (keys = new Set()));
-    keys.add(full);
+    let gens = this.#byRoot.get(root.id);
+    if (!gens) this.#byRoot.set(root.id, (gens = new Map()));
+    let keys = gens.get(root.generation);
+    if (!keys) gens.set(root.generation, (keys = new Map()));
+    let slot = keys.get(key);
+    if (!slot) keys.set(key, (slot = { id: root.id, generation: root.generation, key }));
+    this.#lru.set(slot, value);
+    // An entry larger than maxBytes is not kept (nor disposed: it never was held).
+    if (!this.#lru.has(slot)) this.#unindex(slot);
   }
 
   /**
@@ -95,16 +113,17 @@ export class RootCache<V extends NonNullable<unknown>> {
   }
 
   delete(root: RootRef, key: string): void {
-    this.#lru.delete(rootScope(root) + key);
+    const slot = this.#byRoot.get(root.id)?.get(root.generation)?.get(key);
+    if (slot) this.#lru.delete(slot);
   }
 
   /** Forget everything about the root, every generation of it. */
   dropRoot(id: string): void {
     for (const k of this.#loading.keys()) if (k.startsWith(id + SEP)) this.#loading.delete(k);
-    const keys = this.#byRoot.get(id);
-    if (!keys) return;
+    const gens = this.#byRoot.get(id);
+    if (!gens) return;
     this.#byRoot.delete(id);
-    for (const k of keys) this.#lru.delete(k);
+    for (const keys of gens.values()) for (const slot of keys.values()) this.#lru.delete(slot);
   }
 
   /**
@@ -113,9 +132,9 @@ export class RootCache<V extends NonNullable<unknown>> {
    * walk of every entry, on a root's removal only.
    */
   dropWhere(test: (key: string) => boolean): void {
-    const gone: string[] = [];
-    for (const full of this.#lru.keys()) if (test(full.slice(full.indexOf(SEP, full.indexOf(SEP) + 1) + 1))) gone.push(full);
-    for (const full of gone) this.#lru.delete(full);
+    const gone: Slot[] = [];
+    for (const slot of this.#lru.keys()) if (test(slot.key)) gone.push(slot);
+    for (const slot of gone) this.#lru.delete(slot);
   }
 
   get size(): number {
@@ -127,10 +146,14 @@ export class RootCache<V extends NonNullable<unknown>> {
     return this.#lru.calculatedSize;
   }
 
-  #unindex(full: string): void {
-    const id = full.slice(0, full.indexOf(SEP));
-    const keys = this.#byRoot.get(id);
-    keys?.delete(full);
-    if (keys?.size === 0) this.#byRoot.delete(id);
+  #unindex(slot: Slot): void {
+    const gens = this.#byRoot.get(slot.id);
+    const keys = gens?.get(slot.generation);
+    // Only this slot: a dropped root's slot is gone from the index already, and a later one may hold its key.
+    if (keys?.get(slot.key) !== slot) return;
+    keys.delete(slot.key);
+    if (keys.size > 0) return;
+    gens!.delete(slot.generation);
+    if (gens!.size === 0) this.#byRoot.delete(slot.id);
   }
 }

@@ -130,8 +130,11 @@ export class RootStore {
     }
   }
 
-  get(key: RootKey): RootInfo | undefined {
-    return this.index.get(rootId(key))?.info;
+  /** The root's info; `use`: marked used now as well (`touch`), with the same look-up. */
+  get(key: RootKey, use = false): RootInfo | undefined {
+    const e = this.index.get(rootId(key));
+    if (e && use) this.used(e);
+    return e?.info;
   }
 
   /** Host path of a stored root's tree (read-only to everything but the store). */
@@ -147,7 +150,10 @@ export class RootStore {
   /** Mark a root used now (LRU order for the quota). */
   touch(key: RootKey): void {
     const e = this.index.get(rootId(key));
-    if (!e) return;
+    if (e) this.used(e);
+  }
+
+  private used(e: IndexEntry): void {
     e.lastUsedMs = Date.now();
     if (e.lastUsedMs - e.persistedUseMs < PERSIST_USE_MS) return;
     e.persistedUseMs = e.lastUsedMs;

@@ -37,10 +37,12 @@ export interface AdmitOp {
   readonly missing: 'need_tree' | 'not_found';
   /** Counted in lspd_org_queries_total once the jail is proved (one LSP query, whoever asks it). */
   readonly counted?: true;
+  /** Marks the admitted root used (its place in the disk quota's LRU), in the look-up that finds it. */
+  readonly touches?: true;
 }
 
 export const ops = {
-  query: { route: '/v1/code/lsp', jail: true, holds: 'queue', missing: 'need_tree', counted: true },
+  query: { route: '/v1/code/lsp', jail: true, holds: 'queue', missing: 'need_tree', counted: true, touches: true },
   ask: { route: '/ask', jail: true, holds: 'queue', missing: 'need_tree' },
   /** /ask's walk over a tree's files (not when cached): new memory, so the heap budget's. */
   askWalk: { route: '/ask', jail: true, holds: 'heap', work: 'walk', missing: 'need_tree' },
@@ -53,7 +55,7 @@ export const ops = {
 export interface AdmissionDeps {
   config: Pick<Config, 'dataDir' | 'maxQueuedQueries' | 'orgMaxQueuedQueries' | 'orgReservePercent' | 'maxFileReads'>;
   health: { readonly jailReady: boolean; readonly reason: string | undefined };
-  store: { get(key: RootKey): RootInfo | undefined };
+  store: { get(key: RootKey, use?: boolean): RootInfo | undefined };
   metrics: Pick<Metrics, 'rejected' | 'orgRefusals' | 'orgLabels' | 'orgQueries'>;
   heap: Pick<HeapBudget, 'refusal'>;
 }
@@ -106,13 +108,13 @@ export class Admission {
       throw refused;
     }
     if (!many) {
-      const info = this.#d.store.get(first);
+      const info = this.#d.store.get(first, op.touches);
       if (!info) throw this.#missing(first, op, undefined);
       return info;
     }
     const list = keys as readonly RootKey[];
     return list.map((k, i) => {
-      const info = this.#d.store.get(k);
+      const info = this.#d.store.get(k, op.touches);
       if (!info) throw this.#missing(k, op, i === 0 ? 'base' : 'head');
       return info;
     });

@@ -7,6 +7,7 @@ import { dependencyNote, fetchedEcosystems, fetchingFor, type DependencySource }
 const key = { org: 'acme', repo: 'mono', sha: 'a'.repeat(40) };
 const src = (view: FetchView): DependencySource => ({
   state: () => view,
+  peek: () => view,
   wait: () => Promise.resolve(view),
   serveBinds: () => [],
   serveEnv: () => ({}),

@@ -18,6 +18,8 @@ import { TREE_AT } from '../../jail/layout.js';
 
 export interface DependencySource {
   state(key: RootKey): FetchView;
+  /** `state`, not copied: read in the turn it is asked for, never kept or changed (every query reads it twice). */
+  peek(key: RootKey): Readonly<FetchView>;
   /** Resolves when the root's fetch settled (or `until` says the view is what the caller waits for) or `signal` aborted, with the view then. */
   wait(key: RootKey, signal?: AbortSignal, opts?: { until?: (view: FetchView) => boolean }): Promise<FetchView>;
   serveBinds(key: RootKey, treeAt: string): Bind[];
@@ -47,7 +49,7 @@ const MAX_SKIPPED_NOTED = 20;
  * when the job ends (serveBinds), so a session started earlier would run without
  * them, answer as if they were there, and be restarted when the job ends.
  */
-export function fetchingFor(view: FetchView, row: ServerRow): boolean {
+export function fetchingFor(view: Readonly<FetchView>, row: ServerRow): boolean {
   if (view.state !== 'queued' && view.state !== 'running') return false;
   if (!row.ecosystem) return false;
   const mine = (view.ecosystems ?? []).filter((s) => s.ecosystem === row.ecosystem);
@@ -75,7 +77,7 @@ export async function awaitDependencies(
   signal: AbortSignal,
   maxWaitMs: number,
 ): Promise<void> {
-  if (!fetchingFor(src.state(key), row)) return;
+  if (!fetchingFor(src.peek(key), row)) return;
   const waitMs = Math.max(0, Math.min(maxWaitMs, Math.floor((deadlineAt - Date.now()) / 2)));
   if (waitMs === 0) return;
   const dl = deadline(signal, waitMs);
@@ -100,7 +102,7 @@ export function dependencyMounts(
 
 /** `dependencies` for an answer by `row` on this root. */
 export function dependencyNote(src: DependencySource, key: RootKey, row: ServerRow): DependencyNote {
-  const view = src.state(key);
+  const view = src.peek(key);
   const steps = (view.ecosystems ?? []).filter((s) => s.ecosystem === row.ecosystem);
   if (steps.length === 0) {
     // Nothing of this ecosystem was planned; a whole-root failure still says why.
