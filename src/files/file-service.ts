@@ -15,7 +15,7 @@ import type { RootKey } from '../store/types.js';
 export interface FileServiceDeps {
   config: Pick<Config, 'maxAnswerBytes' | 'maxFileBytes'>;
   admission: Pick<Admission, 'admit' | 'reads'>;
-  store: { touch(key: RootKey): void; treeDir(key: RootKey): string; depsDir(key: RootKey): string };
+  store: { treeDir(key: RootKey): string; depsDir(key: RootKey): string };
   /** What SERVE binds for a root: a deps read lands only in these. */
   fetcher: Pick<FetchManager, 'serveBinds'>;
 }
@@ -32,9 +32,8 @@ export class FileService {
     // A request that could never be answered is refused before it takes a slot.
     if (a.end !== undefined && a.start !== undefined && a.end < a.start) throw errors.badRequest('end must not be less than start.');
     const { admission, store, fetcher, config } = this.#d;
-    admission.admit(a, ops.read);
+    admission.admit(a, ops.read); // ops.read marks the root used in the look-up that admits it
     try {
-      store.touch(a);
       const dirs = { treeHostDir: store.treeDir(a), depsHostDir: store.depsDir(a), mounts: fetcher.serveBinds(a, TREE_AT) };
       return await readFileRange(dirs, {
         path: a.path,

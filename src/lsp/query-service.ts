@@ -48,7 +48,6 @@ export interface RootAccess {
   get(key: RootKey): RootInfo | undefined;
   treeDir(key: RootKey): string;
   depsDir(key: RootKey): string;
-  touch(key: RootKey): void;
   /** The root this one follows (its base, else the repo's previous upload): warm-up opens what changed since. */
   predecessorOf(key: RootKey): RootKey | undefined;
 }

@@ -48,7 +48,7 @@ export const ops = {
   askWalk: { route: '/ask', jail: true, holds: 'heap', work: 'walk', missing: 'need_tree' },
   diff: { route: '/v1/diff', jail: true, holds: 'heap', work: 'diff', missing: 'need_tree' },
   check: { route: '/v1/check', jail: true, holds: 'heap', work: 'check', missing: 'need_tree' },
-  read: { route: '/v1/roots/:org/:repo/:sha/files/*', jail: false, holds: 'reads', missing: 'not_found' },
+  read: { route: '/v1/roots/:org/:repo/:sha/files/*', jail: false, holds: 'reads', missing: 'not_found', touches: true },
   upload: { route: '/v1/roots/:org/:repo/:sha', jail: false, holds: 'heap', work: 'upload', missing: 'need_tree' },
 } as const satisfies Record<string, AdmitOp>;
 
