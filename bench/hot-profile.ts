@@ -11,9 +11,9 @@
 // each sample goes to the stage of the nearest frame on its stack that names one
 // (so fastify calling our route counts as the route's stage), µs per answer; then
 // the top self-time functions.
-// `--callers NAME`: also the three frames above every sample whose function is NAME
-// (who calls `join`, say), summed the same way.
-//   node --import tsx bench/hot-profile.ts [--seconds S] [--clients C] [--top N] [--only uncached|cached] [--no-prof] [--callers NAME]
+// `--callers NAME`: also the three frames (`--depth N`) above every sample whose
+// function is NAME (who calls `join`, say), summed the same way.
+//   node --import tsx bench/hot-profile.ts [--seconds S] [--clients C] [--roots R] [--top N] [--only uncached|cached] [--no-prof] [--callers NAME [--depth N]]
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,11 +29,14 @@ const flag = (name: string, def: number) => {
 };
 const SECONDS = flag('--seconds', 8);
 const CLIENTS = flag('--clients', 8);
+/** bench/load's `--roots`: 1 asks a single TS 7 server. */
+const ROOTS = flag('--roots', 4);
 const TOP = flag('--top', 20);
 /** `--only uncached|cached`: one phase; `--no-prof`: CPU per answer without the profiler's own cost. */
 const ONLY = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;
 const PROF = !args.includes('--no-prof');
 const CALLERS = args.includes('--callers') ? args[args.indexOf('--callers') + 1] : undefined;
+const CALLER_DEPTH = flag('--depth', 3);
 
 /** Stages by the script a frame runs in; the first rule that matches a frame's URL names it. */
 const STAGES: [string, RegExp][] = [
@@ -108,7 +111,7 @@ function summarise(p: Profile, from: number, to: number) {
     files.set(file, (files.get(file) ?? 0) + dt);
     if (CALLERS !== undefined && f.functionName === CALLERS) {
       const up: string[] = [];
-      for (let cur = parent.get(id); cur !== undefined && up.length < 3; cur = parent.get(cur)) up.push(where(byId.get(cur)!));
+      for (let cur = parent.get(id); cur !== undefined && up.length < CALLER_DEPTH; cur = parent.get(cur)) up.push(where(byId.get(cur)!));
       const chain = up.join(' < ');
       callers.set(chain, (callers.get(chain) ?? 0) + dt);
     }
@@ -134,7 +137,7 @@ async function phase(slot: number, label: string, env: Record<string, string>): 
   try {
     if (d.notReady) throw new Error(`not ready: ${d.notReady}`);
     const pid = d.daemon.child.pid!;
-    const roots = await tsRoots(d.url, 4, `hot-${label}`);
+    const roots = await tsRoots(d.url, ROOTS, `hot-${label}`);
     const run = async (seconds: number) => {
       const f = new Figures();
       const load = tsQueryLoad(d.url, roots, CLIENTS, seconds, f);

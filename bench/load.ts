@@ -4,8 +4,8 @@
 //   node --import tsx bench/load.ts [--soak-seconds N] [--phase-seconds N] [--roots N] [--quick]
 // Defaults: 20 s per phase, a 300 s soak; --quick is 5 s phases and a 30 s soak.
 // Load: four roots of test/fixtures/ts-basic (--roots), each client looping over
-// definition, hover, references and documentSymbols (bench/ts-load.ts: a lean undici
-// Pool, one connection per client).
+// definition, hover, references and documentSymbols (bench/ts-load.ts: a lean
+// keep-alive client, one connection per client).
 // Rows: "lspd uncached" (LSPD_RESULT_CACHE_ENTRIES=0: every query reaches TS 7 in
 // its SERVE jail), "lspd cached" (the default cache: roots are immutable, so
 // repeats are hits), and "raw TS 7" (the same requests straight to a bare
@@ -20,7 +20,8 @@ import { TS7_INITIALIZATION_OPTIONS } from '../src/lsp/servers/rows/typescript.j
 import { CHAOS_ENV, fixturesDir, tsCall, tsRoots, uidRange } from '../test/chaos/daemons.js';
 import { Figures, percentile, sleep } from '../test/chaos/harness.js';
 import { TS_OPS as OPS, tsQueryLoad } from './ts-load.js';
-import { MiB, jailRssBytes, rssBytes } from '../test/chaos/procs.js';
+import { MiB, jailProcs, jailRssBytes, rssBytes } from '../test/chaos/procs.js';
+import { cpuMsOf } from './process-cpu.js';
 import { projectDir, spawnServing, type Serving } from '../test/helpers/daemon.js';
 
 const args = process.argv.slice(2);
@@ -49,6 +50,8 @@ interface Row {
   rss: string;
   /** 1-minute load average at the phase's end: the host is shared, figures move with it. */
   load: string;
+  /** CPU µs per answer of the daemon, of its jails' processes (the servers) and of this bench (the client). */
+  cpu: { daemon: number | undefined; servers: number; client: number };
 }
 
 const mib = (n: number) => Math.round(n / MiB);
@@ -78,6 +81,7 @@ async function lspdPhase(
 ): Promise<Row> {
   const f = new Figures();
   const rss0 = rssBytes(d.daemon.child.pid!);
+  const cpu0 = lspdCpu(d);
   const t0 = performance.now();
   const load = tsQueryLoad(d.url, roots, clients, seconds, f);
   for (let s = 1; s <= seconds; s++) {
@@ -86,6 +90,7 @@ async function lspdPhase(
   }
   await load.stop();
   const elapsed = (performance.now() - t0) / 1000;
+  const cpu1 = lspdCpu(d);
   if (f.wrong > 0) throw new Error(`${mode}: wrong answers: ${f.wrongWhy.join('; ')}`);
   const lat = load.latencies;
   return {
@@ -101,7 +106,30 @@ async function lspdPhase(
     lost: f.lost,
     rss: `${mib(rss0)}→${mib(rssBytes(d.daemon.child.pid!))}`,
     load: loadavg()[0]!.toFixed(1),
+    cpu: perAnswer(cpu0, cpu1, f.answered),
   };
+}
+
+interface CpuMs {
+  daemon: number | undefined;
+  servers: number;
+  client: number;
+}
+
+/** CPU ms so far: the daemon, every process of its jails' uid range, this process. */
+function lspdCpu(d: Serving): CpuMs {
+  const servers = jailProcs(d.uids).reduce((a, p) => a + cpuMsOf(p.pid), 0);
+  return { daemon: cpuMsOf(d.daemon.child.pid!), servers, client: clientMs() };
+}
+
+function clientMs(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+}
+
+function perAnswer(a: CpuMs, b: CpuMs, answers: number): Row['cpu'] {
+  const us = (x: number, y: number) => Math.round(((y - x) * 1000) / Math.max(1, answers));
+  return { daemon: a.daemon === undefined ? undefined : us(a.daemon, b.daemon!), servers: us(a.servers, b.servers), client: us(a.client, b.client) };
 }
 
 /** The same four questions straight to a bare TS 7 server over stdio, `clients` requests in flight. */
@@ -143,6 +171,7 @@ async function rawPhase(clients: number, seconds: number): Promise<Row> {
     const lat: number[] = [];
     let n = 0;
     let failed = 0;
+    const cpu0: CpuMs = { daemon: undefined, servers: cpuMsOf(child.pid!), client: clientMs() };
     const until = performance.now() + seconds * 1000;
     const t0 = performance.now();
     await Promise.all(
@@ -160,6 +189,7 @@ async function rawPhase(clients: number, seconds: number): Promise<Row> {
       }),
     );
     const elapsed = (performance.now() - t0) / 1000;
+    const cpu1: CpuMs = { daemon: undefined, servers: cpuMsOf(child.pid!), client: clientMs() };
     return {
       mode: 'raw TS 7 (stdio)',
       clients,
@@ -173,6 +203,7 @@ async function rawPhase(clients: number, seconds: number): Promise<Row> {
       lost: 0,
       rss: '-',
       load: loadavg()[0]!.toFixed(1),
+      cpu: perAnswer(cpu0, cpu1, lat.length),
     };
   } finally {
     conn.close();
@@ -233,14 +264,20 @@ for (const c of CLIENTS) rows.push(await rawPhase(c, phaseSeconds));
 
 /** Milliseconds as printed: two decimals (both clients time requests fractionally). */
 const ms = (x: number) => x.toFixed(2);
-const head = ['mode', 'clients', 's', 'requests', 'req/s', 'p50 ms', 'p95 ms', 'p99 ms', 'refused', 'lost', 'daemon RSS MiB', 'load'];
+const head = ['mode', 'clients', 's', 'requests', 'req/s', 'p50 ms', 'p95 ms', 'p99 ms', 'refused', 'lost', 'daemon RSS MiB', 'CPU µs/answer d+s+c', 'load'];
+const cpuCell = ({ daemon, servers, client }: Row['cpu']) => `${daemon ?? '-'}+${servers}+${client}`;
 const table = [
   head,
-  ...rows.map((r) => [r.mode, r.clients, r.seconds, r.requests, r.perSecond, ms(r.p50), ms(r.p95), ms(r.p99), r.refused, r.lost, r.rss, r.load].map(String)),
+  ...rows.map((r) =>
+    [r.mode, r.clients, r.seconds, r.requests, r.perSecond, ms(r.p50), ms(r.p95), ms(r.p99), r.refused, r.lost, r.rss, cpuCell(r.cpu), r.load].map(String),
+  ),
 ];
 const widths = head.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
 console.log(
   `lspd load bench: ${cpus().length} cores, node ${process.version}, TypeScript 7 (native), ${ROOTS} warm root${ROOTS === 1 ? '' : 's'} of ts-basic, ops definition/hover/references/documentSymbols`,
 );
 for (const row of table) console.log(row.map((c, i) => (i <= 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
+console.log(
+  'CPU µs/answer d+s+c: the daemon (all its threads), the servers (every process in its jails; for raw, the bare server) and this bench (the client; for raw, its stdio client), per answer over the phase',
+);
 console.log(soakLine);
