@@ -52,7 +52,17 @@ interface Row {
   load: string;
   /** CPU µs per answer of the daemon, of its jails' processes (the servers) and of this bench (the client). */
   cpu: { daemon: number | undefined; servers: number; client: number };
+  /** Share of the host's CPU time left idle over the phase: a phase with idle cores is bound by latency, not by CPU. */
+  idle: number;
 }
+
+/** Idle and total jiffies of the whole host so far (/proc/stat's first line; iowait counts as idle). */
+function hostTicks(): { idle: number; total: number } {
+  const f = readFileSync('/proc/stat', 'latin1');
+  const n = f.slice(0, f.indexOf('\n')).trim().split(/\s+/).slice(1).map(Number);
+  return { idle: n[3]! + n[4]!, total: n.reduce((a, b) => a + b, 0) };
+}
+const idleShare = (a: ReturnType<typeof hostTicks>, b: ReturnType<typeof hostTicks>) => (b.idle - a.idle) / Math.max(1, b.total - a.total);
 
 const mib = (n: number) => Math.round(n / MiB);
 
@@ -82,6 +92,7 @@ async function lspdPhase(
   const f = new Figures();
   const rss0 = rssBytes(d.daemon.child.pid!);
   const cpu0 = lspdCpu(d);
+  const host0 = hostTicks();
   const t0 = performance.now();
   const load = tsQueryLoad(d.url, roots, clients, seconds, f);
   for (let s = 1; s <= seconds; s++) {
@@ -91,6 +102,7 @@ async function lspdPhase(
   await load.stop();
   const elapsed = (performance.now() - t0) / 1000;
   const cpu1 = lspdCpu(d);
+  const host1 = hostTicks();
   if (f.wrong > 0) throw new Error(`${mode}: wrong answers: ${f.wrongWhy.join('; ')}`);
   const lat = load.latencies;
   return {
@@ -107,6 +119,7 @@ async function lspdPhase(
     rss: `${mib(rss0)}→${mib(rssBytes(d.daemon.child.pid!))}`,
     load: loadavg()[0]!.toFixed(1),
     cpu: perAnswer(cpu0, cpu1, f.answered),
+    idle: idleShare(host0, host1),
   };
 }
 
@@ -172,6 +185,7 @@ async function rawPhase(clients: number, seconds: number): Promise<Row> {
     let n = 0;
     let failed = 0;
     const cpu0: CpuMs = { daemon: undefined, servers: cpuMsOf(child.pid!), client: clientMs() };
+    const host0 = hostTicks();
     const until = performance.now() + seconds * 1000;
     const t0 = performance.now();
     await Promise.all(
@@ -190,6 +204,7 @@ async function rawPhase(clients: number, seconds: number): Promise<Row> {
     );
     const elapsed = (performance.now() - t0) / 1000;
     const cpu1: CpuMs = { daemon: undefined, servers: cpuMsOf(child.pid!), client: clientMs() };
+    const host1 = hostTicks();
     return {
       mode: 'raw TS 7 (stdio)',
       clients,
@@ -204,6 +219,7 @@ async function rawPhase(clients: number, seconds: number): Promise<Row> {
       rss: '-',
       load: loadavg()[0]!.toFixed(1),
       cpu: perAnswer(cpu0, cpu1, lat.length),
+      idle: idleShare(host0, host1),
     };
   } finally {
     conn.close();
@@ -264,12 +280,42 @@ for (const c of CLIENTS) rows.push(await rawPhase(c, phaseSeconds));
 
 /** Milliseconds as printed: two decimals (both clients time requests fractionally). */
 const ms = (x: number) => x.toFixed(2);
-const head = ['mode', 'clients', 's', 'requests', 'req/s', 'p50 ms', 'p95 ms', 'p99 ms', 'refused', 'lost', 'daemon RSS MiB', 'CPU µs/answer d+s+c', 'load'];
+const head = [
+  'mode',
+  'clients',
+  's',
+  'requests',
+  'req/s',
+  'p50 ms',
+  'p95 ms',
+  'p99 ms',
+  'refused',
+  'lost',
+  'daemon RSS MiB',
+  'CPU µs/answer d+s+c',
+  'idle',
+  'load',
+];
 const cpuCell = ({ daemon, servers, client }: Row['cpu']) => `${daemon ?? '-'}+${servers}+${client}`;
 const table = [
   head,
   ...rows.map((r) =>
-    [r.mode, r.clients, r.seconds, r.requests, r.perSecond, ms(r.p50), ms(r.p95), ms(r.p99), r.refused, r.lost, r.rss, cpuCell(r.cpu), r.load].map(String),
+    [
+      r.mode,
+      r.clients,
+      r.seconds,
+      r.requests,
+      r.perSecond,
+      ms(r.p50),
+      ms(r.p95),
+      ms(r.p99),
+      r.refused,
+      r.lost,
+      r.rss,
+      cpuCell(r.cpu),
+      `${Math.round(r.idle * 100)}%`,
+      r.load,
+    ].map(String),
   ),
 ];
 const widths = head.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
@@ -278,6 +324,6 @@ console.log(
 );
 for (const row of table) console.log(row.map((c, i) => (i <= 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
 console.log(
-  'CPU µs/answer d+s+c: the daemon (all its threads), the servers (every process in its jails; for raw, the bare server) and this bench (the client; for raw, its stdio client), per answer over the phase',
+  "CPU µs/answer d+s+c: the daemon (all its threads), the servers (every process in its jails; for raw, the bare server) and this bench (the client; for raw, its stdio client), per answer over the phase. idle: the host's CPU left idle over the phase (bound by latency, not CPU, when high)",
 );
 console.log(soakLine);
