@@ -30,7 +30,7 @@ export class LeanConnection {
     this.#port = Number(u.port);
   }
 
-  /** A POST of a prebuilt JSON body (see `post`), its answer whole. */
+  /** A prebuilt request (`post`, `get`), its answer whole. */
   request(raw: Buffer): Promise<LeanAnswer> {
     if (this.#waiting) return Promise.reject(new Error('one request at a time per connection'));
     const s = this.#socket ?? this.#open();
@@ -91,6 +91,11 @@ export class LeanConnection {
     if (/\r\nconnection: *close/i.test(head)) this.close();
     w?.resolve(answer);
   }
+}
+
+/** The bytes of a keep-alive GET of `path` on `url`'s host. */
+export function get(url: string, path: string): Buffer {
+  return Buffer.from(`GET ${path} HTTP/1.1\r\nhost: ${new URL(url).host}\r\n\r\n`, 'latin1');
 }
 
 /** The bytes of a keep-alive POST of `json` to `path` on `url`'s host. */

@@ -8,8 +8,12 @@
 // keep-alive client, one connection per client).
 // Rows: "lspd uncached" (LSPD_RESULT_CACHE_ENTRIES=0: every query reaches TS 7 in
 // its SERVE jail), "lspd cached" (the default cache: roots are immutable, so
-// repeats are hits), and "raw TS 7" (the same requests straight to a bare
+// repeats are hits), "lspd GET /livez" (the HTTP floor: node's server and fastify
+// with nothing behind them), and "raw TS 7" (the same requests straight to a bare
 // `tsc --lsp --stdio` over a pipe, no jail, no HTTP: the floor lspd adds to).
+// Beside each row: CPU µs per answer of the daemon, the servers and the client, and
+// the host's idle share (the daemon is one event loop: a row that is not CPU-bound
+// on both cores may be bound by that one thread, or by latency).
 import { spawn } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -17,9 +21,10 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Budget, LspConnection } from '../src/lsp/wire/transport.js';
 import { TS7_INITIALIZATION_OPTIONS } from '../src/lsp/servers/rows/typescript.js';
-import { CHAOS_ENV, fixturesDir, tsCall, tsRoots, uidRange } from '../test/chaos/daemons.js';
+import { CHAOS_ENV, fixturesDir, tsCall, tsRoots, uidRange, type Root } from '../test/chaos/daemons.js';
 import { Figures, percentile, sleep } from '../test/chaos/harness.js';
-import { TS_OPS as OPS, tsQueryLoad } from './ts-load.js';
+import { TS_OPS as OPS, questionLoad, tsQueryLoad, type Question } from './ts-load.js';
+import { get } from './lean-http.js';
 import { MiB, jailProcs, jailRssBytes, rssBytes } from '../test/chaos/procs.js';
 import { cpuMsOf } from './process-cpu.js';
 import { projectDir, spawnServing, type Serving } from '../test/helpers/daemon.js';
@@ -86,7 +91,8 @@ async function lspdPhase(
   mode: string,
   clients: number,
   seconds: number,
-  roots: Awaited<ReturnType<typeof tsRoots>>,
+  /** The roots asked bench/ts-load's questions, or other questions to ask. */
+  asked: Awaited<ReturnType<typeof tsRoots>> | Question[],
   onSecond?: (s: number) => void,
 ): Promise<Row> {
   const f = new Figures();
@@ -94,7 +100,7 @@ async function lspdPhase(
   const cpu0 = lspdCpu(d);
   const host0 = hostTicks();
   const t0 = performance.now();
-  const load = tsQueryLoad(d.url, roots, clients, seconds, f);
+  const load = 'raw' in asked[0]! ? questionLoad(d.url, asked as Question[], clients, seconds, f) : tsQueryLoad(d.url, asked as Root[], clients, seconds, f);
   for (let s = 1; s <= seconds; s++) {
     await sleep(1000);
     onSecond?.(s);
@@ -275,6 +281,9 @@ await withDaemon(1, { LSPD_RESULT_CACHE_ENTRIES: '10000' }, async (d) => {
   const roots = await tsRoots(d.url, ROOTS, 'bench-cached');
   await lspdPhase(d, 'warm-up', 8, Math.min(10, phaseSeconds), roots);
   for (const c of CLIENTS) rows.push(await lspdPhase(d, 'lspd cached', c, phaseSeconds, roots));
+  // The floor under every row: the same daemon's cheapest route, node's HTTP server and fastify alone.
+  const livez: Question = { path: '/livez', raw: get(d.url, '/livez'), check: (b) => b.live === true };
+  rows.push(await lspdPhase(d, 'lspd GET /livez', 64, phaseSeconds, [livez]));
 });
 for (const c of CLIENTS) rows.push(await rawPhase(c, phaseSeconds));
 

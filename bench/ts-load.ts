@@ -15,8 +15,9 @@ import { LeanConnection, post } from './lean-http.js';
 /** tsCall's questions 0..3. */
 export const TS_OPS = 4;
 
-interface Question {
+export interface Question {
   path: string;
+  /** The whole request as sent (lean-http.ts `post`, `get`). */
   raw: Buffer;
   check: (body: Record<string, unknown>) => boolean;
 }
@@ -35,6 +36,11 @@ export function tsQueryLoad(url: string, roots: readonly Root[], clients: number
       const c = tsCall(r, q);
       questions.push({ path: c.path, raw: post(url, c.path, JSON.stringify(c.json)), check: c.check ?? (() => true) });
     }
+  return questionLoad(url, questions, clients, seconds, figures);
+}
+
+/** `clients` workers asking `questions` in turn for `seconds`, each answer parsed and checked. */
+export function questionLoad(url: string, questions: readonly Question[], clients: number, seconds: number, figures: Figures = new Figures()): QueryLoad {
   const latencies: number[] = [];
   const until = Date.now() + seconds * 1000;
   let stopped = false;
