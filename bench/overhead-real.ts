@@ -20,6 +20,8 @@
 // (its threads' schedstat around each POST, bench/process-cpu.ts), the TS server's CPU
 // per answer in lspd's jail and bare, the jail's CPU-cap throttling, and the load.
 // Run: node --import tsx bench/overhead-real.ts --tar /tmp/pw.tar --spec bench/overhead-playwright.json [--iterations 200]
+//   [--env K=V]: a daemon setting to try, repeatable (LSPD_JAIL_CPU_MILLIS=0: no CPU cap, whose throttling
+//   TS 7's parallel references meet, counted in lspd's time).
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -133,7 +135,8 @@ async function main(): Promise<void> {
   if (!tarFile || !specFile) throw new Error('usage: bench/overhead-real.ts --tar <git-archive.tar> --spec <questions.json> [--iterations N]');
   const spec = JSON.parse(readFileSync(specFile, 'utf8')) as WarmSpec;
   const { dir, tar, tree, stripped } = prepare(tarFile, spec.strip);
-  const d = await spawnDaemon({ env: { LOG_LEVEL: 'info', ...jailUidEnv(64), LSPD_RESULT_CACHE_ENTRIES: '0' }, timeoutMs: 90_000 });
+  const tried = Object.fromEntries(args.flatMap((a, i) => (a === '--env' && args[i + 1]?.includes('=') ? [args[i + 1]!.split(/=(.*)/s).slice(0, 2)] : [])));
+  const d = await spawnDaemon({ env: { LOG_LEVEL: 'info', ...jailUidEnv(64), LSPD_RESULT_CACHE_ENTRIES: '0', ...tried }, timeoutMs: 90_000 });
   const raws = new Map<string, BareServer>();
   try {
     const root = { org: 'bench', repo: 'real', sha: shaOf(`overhead-real ${Date.now()}`) };
@@ -144,6 +147,7 @@ async function main(): Promise<void> {
     });
     if (put.status !== 201) throw new Error(`PUT answered ${put.status}: ${await put.text()}`);
     const fetched = await fetchSettled(d.url, root, 300_000);
+    console.log(`daemon settings tried: ${JSON.stringify(tried)}`);
     console.log(`tree ${tarFile}, ${stripped.length} lockfiles stripped (${stripped.join(', ')}); lspd's fetch: ${fetched.state}`);
 
     // Per question: its position, its expected line, its raw server (one per workspace), then both asked until right.
