@@ -125,6 +125,97 @@ function prepare(tarFile: string, strip: readonly string[]): { dir: string; tar:
   return { dir, tar, tree, stripped };
 }
 
+interface Asked {
+  q: Question;
+  /** lspd's request body, and the raw server's params of the same question. */
+  body: Record<string, unknown>;
+  params: Record<string, unknown>;
+  raw: BareServer;
+  /** The question's path in the raw server's workspace. */
+  file: string;
+  expectLine: number;
+}
+
+/** The spec's questions on the unpacked tree, each with the raw server of its workspace (one per workspace, shared). */
+function askedOf(spec: WarmSpec, tree: string, root: Record<string, string>, raws: Map<string, BareServer>): Asked[] {
+  return spec.questions.map((q) => {
+    const at = q.needle === undefined ? {} : positionIn(tree, q.path, q.needle, q.offset ?? 0);
+    const expectLine = q.expect.path && q.expect.needle ? positionIn(tree, q.expect.path, q.expect.needle).line : -1;
+    const b = bareServerFor(tree, q.path);
+    const raw = raws.get(b.workspace) ?? new BareServer(b.row, b.workspace);
+    raws.set(b.workspace, raw);
+    const params: Record<string, unknown> = { textDocument: { uri: raw.uri(b.file) } };
+    if (q.needle !== undefined) params.position = at;
+    if (q.op === 'references') params.context = { includeDeclaration: true };
+    return { q, body: { ...root, op: q.op, path: q.path, ...at }, params, raw, file: b.file, expectLine };
+  });
+}
+
+async function askLspd(url: string, a: Asked): Promise<Awaited<ReturnType<typeof postLsp>>> {
+  const r = await postLsp(url, a.body);
+  if (r.status !== 200) throw new Error(`${a.q.name}: lspd answered ${r.status} ${JSON.stringify(r.body).slice(0, 400)}`);
+  return r;
+}
+
+function check(a: Asked, side: string, s: Seen): void {
+  const w = wrong(a.q, s, a.expectLine);
+  if (w) throw new Error(`${a.q.name}: ${side}'s answer is wrong: ${w}`);
+}
+
+/** What the loop reads besides the answers: the daemon's pid and the servers in its jails. */
+interface Watched {
+  url: string;
+  tree: string;
+  daemonPid: number;
+  jailed: number[];
+}
+
+const sum = (pids: number[], read: (pid: number) => number | undefined) => pids.reduce((n, pid) => n + (read(pid) ?? 0), 0);
+
+/** N rounds of one question, interleaved: lspd, raw, floor; every answer checked; its row of the table. */
+async function measure(a: Asked, w: Watched): Promise<string> {
+  const [tl, tr, th]: [number[], number[], number[]] = [[], [], []];
+  let [daemonCpu, jailCpu, rawCpu, bytes, items] = [0, 0, 0, 0, ''];
+  const throttled0 = sum(w.jailed, throttledMsOf);
+  for (let i = 0; i < N; i++) {
+    const [c0, j0] = [cpuMsOf(w.daemonPid), sum(w.jailed, cpuMsOf)];
+    let got!: Awaited<ReturnType<typeof askLspd>>;
+    tl.push(await time(async () => (got = await askLspd(w.url, a))));
+    daemonCpu += cpuMsOf(w.daemonPid) - c0;
+    jailCpu += sum(w.jailed, cpuMsOf) - j0;
+    const seen = fromLspd(a.q.op, got.body);
+    check(a, 'lspd', seen);
+    const shown = (got.body.locations ?? got.body.symbols) as unknown[] | undefined;
+    bytes = got.bytes;
+    items = shown === undefined ? `${seen.text.length}ch` : shown.length === seen.count ? String(shown.length) : `${shown.length}/${seen.count}`;
+    const r0 = cpuMsOf(a.raw.pid);
+    let res: unknown;
+    tr.push(await time(async () => (res = await a.raw.request(METHOD[a.q.op], a.params))));
+    rawCpu += cpuMsOf(a.raw.pid) - r0;
+    const rawSeen = fromRaw(a.q.op, w.tree, res);
+    check(a, 'raw', rawSeen);
+    if ((a.q.op === 'references' || a.q.op === 'documentSymbols') && seen.count !== rawSeen.count)
+      throw new Error(`${a.q.name}: lspd's total ${seen.count} is not the raw server's ${rawSeen.count}`);
+    th.push(await time(() => livez(w.url)));
+  }
+  const throttled = sum(w.jailed, throttledMsOf) - throttled0;
+  const [l50, r50, h50] = [pct(tl, 50), pct(tr, 50), pct(th, 50)];
+  const us = (ms: number) => String(Math.round((ms * 1000) / N)).padStart(6);
+  return (
+    `${a.q.name.padEnd(26)}${String(bytes).padStart(9)}  ${items.padStart(7)}  ${f(l50)}  ${f(pct(tl, 95))}  ${f(r50)}  ${f(pct(tr, 95))}   ${f(h50)}  ${f(l50 - r50 - h50)}` +
+    `      ${us(daemonCpu)}     ${us(jailCpu)} / ${us(rawCpu)}  ${throttled.toFixed(0).padStart(4)}  ${loadavg()[0]!.toFixed(1)}`
+  );
+}
+
+/** The process name of pid ('' once it is gone). */
+function comm(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'latin1').trim();
+  } catch {
+    return '';
+  }
+}
+
 async function main(): Promise<void> {
   const why = cannotJail();
   if (why) {
@@ -150,53 +241,38 @@ async function main(): Promise<void> {
     console.log(`daemon settings tried: ${JSON.stringify(tried)}`);
     console.log(`tree ${tarFile}, ${stripped.length} lockfiles stripped (${stripped.join(', ')}); lspd's fetch: ${fetched.state}`);
 
-    // Per question: its position, its expected line, its raw server (one per workspace), then both asked until right.
-    const asked = spec.questions.map((q) => {
-      const at = q.needle === undefined ? {} : positionIn(tree, q.path, q.needle, q.offset ?? 0);
-      const expectLine = q.expect.path && q.expect.needle ? positionIn(tree, q.expect.path, q.expect.needle).line : -1;
-      const b = bareServerFor(tree, q.path);
-      const raw = raws.get(b.workspace) ?? new BareServer(b.row, b.workspace);
-      raws.set(b.workspace, raw);
-      const params: Record<string, unknown> = { textDocument: { uri: raw.uri(b.file) } };
-      if (q.needle !== undefined) params.position = at;
-      if (q.op === 'references') params.context = { includeDeclaration: true };
-      return { q, body: { ...root, op: q.op, path: q.path, ...at }, raw, file: b.file, params, expectLine };
-    });
-    const lspd = async (a: (typeof asked)[number]) => {
-      const r = await postLsp(d.url, a.body);
-      if (r.status !== 200) throw new Error(`${a.q.name}: lspd answered ${r.status} ${JSON.stringify(r.body).slice(0, 400)}`);
-      return r;
-    };
-    const checked = (a: (typeof asked)[number], side: string, s: Seen) => {
-      const w = wrong(a.q, s, a.expectLine);
-      if (w) throw new Error(`${a.q.name}: ${side}'s answer is wrong: ${w}`);
-    };
+    const asked = askedOf(spec, tree, root, raws);
     // The first answers wait for each side's project load; lspd's says incomplete until its server is ready.
     const cold = await time(async () => {
       for (const a of asked)
         for (let t0 = Date.now(); ; await new Promise((res) => setTimeout(res, 200))) {
-          const r = await lspd(a);
+          const r = await askLspd(d.url, a);
           if (r.body.incomplete === true && Date.now() - t0 < 300_000) continue;
-          checked(a, 'lspd', fromLspd(a.q.op, r.body));
+          check(a, 'lspd', fromLspd(a.q.op, r.body));
           break;
         }
     });
     const rawCold = await time(async () => {
       for (const raw of raws.values()) await raw.initialize();
-      for (const a of asked) a.raw.open(a.file);
+      // Each file opened once, as lspd's session opens it.
+      const opened = new Set<string>();
+      for (const a of asked) {
+        const uri = a.raw.uri(a.file);
+        if (opened.has(uri)) continue;
+        opened.add(uri);
+        a.raw.open(a.file);
+      }
       for (const a of asked) await a.raw.request(METHOD[a.q.op], a.params);
     });
     console.log(
       `first answers to the ${asked.length} questions (a session's start and project load): lspd ${(cold / 1000).toFixed(1)} s, raw ${(rawCold / 1000).toFixed(1)} s`,
     );
-    for (let i = 0; i < 20; i++) for (const a of asked) await Promise.all([lspd(a), a.raw.request(METHOD[a.q.op], a.params)]);
+    for (let i = 0; i < 20; i++) for (const a of asked) await Promise.all([askLspd(d.url, a), a.raw.request(METHOD[a.q.op], a.params)]);
 
     const daemonPid = d.child.pid!;
     // The servers in lspd's jails: the daemon's descendants running what the raw servers run (not bwrap or the gate).
-    const comm = (pid: number) => readFileSync(`/proc/${pid}/comm`, 'latin1').trim();
     const serverComms = new Set([...raws.values()].map((r) => comm(r.pid)));
     const jailed = descendantsRunning(daemonPid, '').filter((pid) => serverComms.has(comm(pid)));
-    const sum = (pids: number[], read: (pid: number) => number | undefined) => pids.reduce((n, pid) => n + (read(pid) ?? 0), 0);
     // What the daemon spends with nothing asked (timers, its gates and watchers): part of every CPU figure below, said beside them.
     const idle0 = cpuMsOf(daemonPid);
     const idleMs = await time(() => new Promise((res) => setTimeout(res, 2000)));
@@ -207,39 +283,7 @@ async function main(): Promise<void> {
     console.log(
       'question                      bytes    items   lspd p50  lspd p95   raw p50   raw p95  floor p50   own p50  daemon CPU  server CPU lspd/raw  cap  load',
     );
-    for (const a of asked) {
-      const [tl, tr, th]: [number[], number[], number[]] = [[], [], []];
-      let [daemonCpu, jailCpu, rawCpu, bytes, items] = [0, 0, 0, 0, ''];
-      const throttled0 = sum(jailed, throttledMsOf);
-      for (let i = 0; i < N; i++) {
-        const [c0, j0] = [cpuMsOf(daemonPid), sum(jailed, cpuMsOf)];
-        let got!: Awaited<ReturnType<typeof lspd>>;
-        tl.push(await time(async () => (got = await lspd(a))));
-        daemonCpu += cpuMsOf(daemonPid) - c0;
-        jailCpu += sum(jailed, cpuMsOf) - j0;
-        const seen = fromLspd(a.q.op, got.body);
-        checked(a, 'lspd', seen);
-        const shown = (got.body.locations ?? got.body.symbols) as unknown[] | undefined;
-        bytes = got.bytes;
-        items = shown === undefined ? `${seen.text.length}ch` : shown.length === seen.count ? String(shown.length) : `${shown.length}/${seen.count}`;
-        const r0 = cpuMsOf(a.raw.pid);
-        let res: unknown;
-        tr.push(await time(async () => (res = await a.raw.request(METHOD[a.q.op], a.params))));
-        rawCpu += cpuMsOf(a.raw.pid) - r0;
-        const rawSeen = fromRaw(a.q.op, tree, res);
-        checked(a, 'raw', rawSeen);
-        if (a.q.op === 'references' || a.q.op === 'documentSymbols')
-          if (seen.count !== rawSeen.count) throw new Error(`${a.q.name}: lspd's total ${seen.count} is not the raw server's ${rawSeen.count}`);
-        th.push(await time(() => livez(d.url)));
-      }
-      const throttled = sum(jailed, throttledMsOf) - throttled0;
-      const [l50, r50, h50] = [pct(tl, 50), pct(tr, 50), pct(th, 50)];
-      const us = (ms: number) => String(Math.round((ms * 1000) / N)).padStart(6);
-      console.log(
-        `${a.q.name.padEnd(26)}${String(bytes).padStart(9)}  ${items.padStart(7)}  ${f(l50)}  ${f(pct(tl, 95))}  ${f(r50)}  ${f(pct(tr, 95))}   ${f(h50)}  ${f(l50 - r50 - h50)}` +
-          `      ${us(daemonCpu)}     ${us(jailCpu)} / ${us(rawCpu)}  ${throttled.toFixed(0).padStart(4)}  ${loadavg()[0]!.toFixed(1)}`,
-      );
-    }
+    for (const a of asked) console.log(await measure(a, { url: d.url, tree, daemonPid, jailed }));
     console.log(
       `\n(1-minute load average at the end: ${loadavg()[0]!.toFixed(1)} on ${cpus().length} CPUs; items: locations or symbols shown/total, a hover's characters; daemon CPU: a mean over the loop, its idle rate of ${(idleRate * 1000).toFixed(0)} µs per second included; cap: ms the jail's CPU cap held the server back over the question's loop)`,
     );
