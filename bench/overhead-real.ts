@@ -20,8 +20,8 @@
 // (its threads' schedstat around each POST, bench/process-cpu.ts), the TS server's CPU
 // per answer in lspd's jail and bare, the jail's CPU-cap throttling, and the load.
 // Run: node --import tsx bench/overhead-real.ts --tar /tmp/pw.tar --spec bench/overhead-playwright.json [--iterations 200]
-//   [--env K=V]: a daemon setting to try, repeatable (LSPD_JAIL_CPU_MILLIS=0: no CPU cap, whose throttling
-//   TS 7's parallel references meet, counted in lspd's time).
+//   [--env K=V]: a daemon setting to try, repeatable (LSPD_JAIL_CPU_MILLIS=0: no jail CPU cap, which
+//   TS 7's references, run on more than one core, meet: the `cap` column).
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
