@@ -17,9 +17,9 @@
 // the files asked about, as lspd's session has. The fetch is waited out before timing.
 // Printed per question: lspd's body bytes and its locations or symbols, lspd and raw
 // p50/p95, the floor's p50, own cost p50 = lspd − raw − floor, daemon CPU per answer
-// (its threads' schedstat around each POST, bench/process-cpu.ts: utime/stime's 10 ms ticks are
-// coarser than an answer), the server's CPU
-// per answer in lspd's jail and bare, the jail's CPU-cap throttling, and the load.
+// (its threads' schedstat around each POST, bench/process-cpu.ts: utime/stime's 10 ms
+// ticks are coarser than an answer), the server's CPU per answer in lspd's jail and
+// bare, the jail's CPU-cap throttling, and the load.
 // Run: node --import tsx bench/overhead-real.ts --tar /tmp/pw.tar --spec bench/overhead-playwright.json [--iterations 200]
 //   [--env K=V]: a daemon setting to try, repeatable (LSPD_JAIL_CPU_MILLIS=0: no jail CPU cap, which
 //   TS 7's references, run on more than one core, meet: the `cap` column).
