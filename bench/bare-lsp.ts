@@ -5,16 +5,17 @@
 // publishDiagnostics, window/logMessage), so bench/calibrate can see each server's
 // readiness signals and bench/cold can time the same server without lspd.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { PROJECT_DIR } from '../src/jail/policy.js';
 import { languageOf } from '../src/languages.js';
 import { FrameReader } from '../src/lsp/wire/frame-reader.js';
 
-import { settingFor, type ServerRow } from '../src/lsp/servers/server-row.js';
+import { defaultServerPaths, settingFor, type ServerRow } from '../src/lsp/servers/server-row.js';
+import { defaultServerRows } from '../src/lsp/servers/server-table.js';
 import { JAIL_HOME, JAIL_NODE_MODULES, TREE_AT, jailEnv } from '../src/jail/layout.js';
 
 export interface TimelineEvent {
@@ -244,4 +245,20 @@ export class BareServer {
     clearTimeout(t);
     rmSync(this.home, { recursive: true, force: true });
   }
+}
+
+/**
+ * The bare server lspd would start for `rel` (a path in the unpacked tree `treeDir`):
+ * the first row of its language (the default's), on the workspace lspd gives it (the
+ * nearest directory above the file holding one of the row's root markers, else the
+ * tree's top). `file` is rel as a path in that workspace.
+ */
+export function bareServerFor(treeDir: string, rel: string): { row: ServerRow; workspace: string; file: string } {
+  const language = languageOf(rel)?.language;
+  const row = defaultServerRows(defaultServerPaths()).find((r) => language !== undefined && r.languages.includes(language));
+  if (!row) throw new Error(`no server row for ${rel}`);
+  let ws = dirname(rel);
+  while (ws !== '.' && !row.rootMarkers.some((m) => existsSync(join(treeDir, ws, m)))) ws = dirname(ws);
+  const workspace = join(treeDir, ws === '.' ? '' : ws);
+  return { row, workspace, file: relative(workspace, join(treeDir, rel)) };
 }

@@ -31,11 +31,11 @@
 // Each figure is printed with its goal and the 1-minute load average when it was taken.
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
-import { dirname, join, relative } from 'node:path';
+import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { jailProcs, jailRssBytes } from '../test/chaos/procs.js';
@@ -44,10 +44,7 @@ import { cannotJail } from '../test/helpers/host.js';
 import { startNpmRegistry, type NpmRegistry } from '../test/helpers/npm-registry.js';
 import { jailUids, type UidRange } from '../test/helpers/uids.js';
 import { filesFromTar, loadSpec, positionOf, specPaths, type Spec } from './monorepo-spec.js';
-import { BareServer } from './bare-lsp.js';
-import { defaultServerPaths } from '../src/lsp/servers/server-row.js';
-import { defaultServerRows } from '../src/lsp/servers/server-table.js';
-import { languageOf } from '../src/languages.js';
+import { BareServer, bareServerFor } from './bare-lsp.js';
 import { monorepoTree, tarOfFiles, writeRegistryPackages } from './monorepo-tree.js';
 
 const args = process.argv.slice(2);
@@ -228,7 +225,7 @@ function row(figure: string, value: string, goal: string, met: boolean | undefin
 /**
  * The same in-tree question asked of the bare server of its file (no jail, no daemon) on the tree
  * unpacked: ms from its spawn to its first right answer. Its workspace is the one lspd
- * gives it (the nearest tsconfig.json, jsconfig.json or package.json above the file).
+ * gives it (bareServerFor: the nearest of its row's root markers above the file).
  */
 async function bareInTree(tar: Buffer, spec: Spec, at: { line: number; character: number }, expectLine: number): Promise<number | undefined> {
   const dir = mkdtempSync(join(tmpdir(), 'lspd-monorepo-bare-'));
@@ -236,15 +233,11 @@ async function bareInTree(tar: Buffer, spec: Spec, at: { line: number; character
     writeFileSync(join(dir, 'tree.tar'), tar);
     execFileSync('tar', ['-xf', 'tree.tar'], { cwd: dir });
     rmSync(join(dir, 'tree.tar'));
-    let ws = dirname(spec.inTree.path);
-    while (ws !== '.' && !['tsconfig.json', 'jsconfig.json', 'package.json'].some((m) => existsSync(join(dir, ws, m)))) ws = dirname(ws);
-    const top = join(dir, ws === '.' ? '' : ws);
-    const language = languageOf(spec.inTree.path)?.language;
-    const row = defaultServerRows(defaultServerPaths()).find((r) => language !== undefined && r.languages.includes(language))!;
-    const s = new BareServer(row, top);
+    const { row, workspace, file } = bareServerFor(dir, spec.inTree.path);
+    const s = new BareServer(row, workspace);
     try {
       await s.initialize();
-      const uri = s.open(relative(top, join(dir, spec.inTree.path)));
+      const uri = s.open(file);
       while (s.now() < BOUND_MS) {
         const res = await s.request('textDocument/definition', { textDocument: { uri }, position: at });
         const list = (Array.isArray(res) ? res : res ? [res] : []) as {

@@ -15,11 +15,10 @@
 // Run: node --import tsx bench/overhead.ts [iterations]
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { request } from 'node:http';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { agent, postLsp as post } from './keep-alive.js';
+import { f, livez, pct, time } from './warm-compare.js';
 import { FrameReader } from '../src/lsp/wire/frame-reader.js';
 import { TS7_INITIALIZATION_OPTIONS } from '../src/lsp/servers/rows/typescript.js';
 import { spawnDaemon, type Daemon } from '../test/helpers/daemon.js';
@@ -96,33 +95,9 @@ class RawClient {
   }
 }
 
-/** GET /livez over the same connection: the HTTP floor (client, socket, fastify) under the same load. */
-function livez(url: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const req = request(`${url}/livez`, { agent }, (res) => {
-      res.resume();
-      res.on('end', () => resolve());
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
 async function daemon(env: Record<string, string>): Promise<Daemon> {
   // a jail uid range of its own, apart from test daemons that may be running
   return spawnDaemon({ env: { LOG_LEVEL: 'info', ...jailUidEnv(64), ...env } });
-}
-
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
-};
-const f = (ms: number) => ms.toFixed(2).padStart(8);
-
-async function time(fn: () => Promise<unknown>): Promise<number> {
-  const t0 = performance.now();
-  await fn();
-  return performance.now() - t0;
 }
 
 async function main(): Promise<void> {
