@@ -158,3 +158,14 @@ test('a 2 MiB line converts in linear time (completes)', () => {
   assert.equal(convertCharacter(line, line.length, 'utf-16', 'utf-8'), 700_000 * 5);
   assert.equal(convertCharacter(line, 700_000 * 5 - 1, 'utf-8', 'codepoint'), 1_399_999);
 });
+
+test('a utf-16 offset moves only from the middle of a pair, whatever else the line holds', () => {
+  const line = 'a\ud83d\ude00b\ud800c\udc00\ud83d\ude00é€';
+  // A boundary is any index but the one between a high surrogate and the low one after it.
+  const inside = (i: number) => i > 0 && i < line.length && /[\udc00-\udfff]/.test(line[i]!) && /[\ud800-\udbff]/.test(line[i - 1]!);
+  for (let k = 0; k <= line.length + 2; k++) {
+    const at = Math.min(k, line.length);
+    assert.equal(toUtf16Index(line, k, 'utf-16', 'floor'), inside(at) ? at - 1 : at, `floor ${k}`);
+    assert.equal(toUtf16Index(line, k, 'utf-16', 'ceil'), inside(at) ? at + 1 : at, `ceil ${k}`);
+  }
+});

@@ -62,6 +62,9 @@ export function toUtf16Index(line: string, character: number, from: Encoding, sn
   const want = sanitize(character);
   // Code points and UTF-16 units never outnumber the line's length; bytes can.
   if (from !== 'utf-8' && want >= line.length) return line.length;
+  // UTF-16 units are string indices: only the middle of a surrogate pair moves (most
+  // answers: the server's units are the caller's, no line needs scanning).
+  if (from === 'utf-16') return want > 0 && isLow(line.charCodeAt(want)) && isHigh(line.charCodeAt(want - 1)) ? (snap === 'floor' ? want - 1 : want + 1) : want;
   if (ASCII.test(line)) return Math.min(want, line.length);
   let units = 0; // position in `from` units of index i
   for (let i = 0; i < line.length;) {
