@@ -67,13 +67,26 @@ export class TreeLines {
     return this.files.bytes + this.composerIndex.bytes + this.pythonIndex.bytes;
   }
 
-  /** A ReadLines for one root: lines already held are given at once (no promise), the rest read. */
+  /**
+   * A ReadLines for one root: lines already held are given at once (no promise), the
+   * rest read. One projection asks for a file's spans one after another (a
+   * references answer: a hundred locations in a few dozen files), so the file last
+   * found held is kept for the next ask: no host path built and looked up again.
+   * Held lines are never changed (the root is immutable), only dropped.
+   */
   reader(root: RootRef, dirs: HostDirs): (coord: FileCoordinate, startLine: number, count: number) => MaybePromise<readonly string[] | undefined> {
+    let lastPath: string | undefined;
+    let lastHeld: string[] | undefined;
     return (coord, startLine, count) => {
+      if (coord.jailPath === lastPath) return lastHeld!.slice(startLine, startLine + count);
       const host = hostPathOf(coord.jailPath, dirs);
       if (host === undefined) return undefined;
       const held = this.files.get(root, host);
-      if (held) return held.slice(startLine, startLine + count);
+      if (held) {
+        lastPath = coord.jailPath;
+        lastHeld = held;
+        return held.slice(startLine, startLine + count);
+      }
       return this.load(root, host, dirs).then((lines) => lines?.slice(startLine, startLine + count));
     };
   }

@@ -70,7 +70,7 @@ export function toUtf16Index(line: string, character: number, from: Encoding, sn
   for (let i = 0; i < line.length;) {
     if (units === want) return i;
     const [u16, u8] = widthAt(line, i);
-    const step = from === 'utf-16' ? u16 : from === 'utf-8' ? u8 : 1;
+    const step = from === 'utf-8' ? u8 : 1; // utf-16 returned above
     if (units + step > want) return snap === 'floor' ? i : i + u16; // inside this character
     units += step;
     i += u16;
