@@ -271,7 +271,8 @@ await withDaemon(0, {}, async (d) => {
   const h = Math.floor(daemonRss.length / 2);
   const peak1 = Math.max(...daemonRss.slice(0, h));
   const peak2 = Math.max(...daemonRss.slice(h));
-  const verdict = peak2 - peak1 < Math.max(16 * MiB, 0.05 * peak1) ? 'levels off' : 'STILL GROWING';
+  // Fewer than ten samples (a --soak-seconds 1 to skip the soak) say nothing either way.
+  const verdict = daemonRss.length < 10 ? 'too short to tell' : peak2 - peak1 < Math.max(16 * MiB, 0.05 * peak1) ? 'levels off' : 'STILL GROWING';
   soakLine =
     `soak ${soakSeconds} s at 8 clients: daemon RSS MiB at 0/25/50/75/100 %: ${[0, 25, 50, 75, 100].map((p) => at(daemonRss, p)).join(' / ')}; ` +
     `peak first half ${mib(peak1)}, second half ${mib(peak2)}, slope ${slopeMiBPerMin(daemonRss).toFixed(1)} MiB/min → ${verdict}. ` +
