@@ -15,6 +15,42 @@ export function createMetrics(config?: Pick<Config, 'metricsMaxOrgs'>) {
   const gauge = <L extends string>(name: string, help: string, labelNames: readonly L[] = []) => new Gauge<L>({ name, help, labelNames, registers });
   const histogram = <L extends string>(name: string, help: string, labelNames: readonly L[], buckets: number[]) =>
     new Histogram<L>({ name, help, labelNames, buckets, registers });
+  /**
+   * A counter bumped on every query (cache look-ups, queries by org): a child from
+   * `tally` counts in a plain number and hands it to prom-client when the counter is
+   * read (its `collect`, before every scrape and every get()), since prom-client's
+   * labelled inc() validates and hashes its labels object on each call.
+   */
+  const tallied = <L extends string>(name: string, help: string, labelNames: readonly L[]) => {
+    const tallies = new Map<string, { labels: Partial<Record<L, string>>; n: number }>();
+    const c = new Counter<L>({
+      name,
+      help,
+      labelNames,
+      registers,
+      collect() {
+        for (const t of tallies.values())
+          if (t.n > 0) {
+            this.inc(t.labels, t.n);
+            t.n = 0;
+          }
+      },
+    });
+    return Object.assign(c, {
+      /** The child of one label set (the same one for the same labels): keep it, and count through it. */
+      tally(labels: Partial<Record<L, string>>): { inc(): void } {
+        const key = labelNames.map((n) => labels[n] ?? '').join('\u0000');
+        let t = tallies.get(key);
+        if (!t) tallies.set(key, (t = { labels: { ...labels }, n: 0 }));
+        const counted = t;
+        return {
+          inc() {
+            counted.n++;
+          },
+        };
+      },
+    });
+  };
   /** Caches whose bytes `lspd_cache_bytes` reports, read at each scrape. */
   const cacheSources = new Map<string, () => number>();
   return {
@@ -50,7 +86,7 @@ export function createMetrics(config?: Pick<Config, 'metricsMaxOrgs'>) {
       ['server', 'result'],
     ),
     recycles: counter('lspd_session_recycles_total', 'Sessions replaced for their request count or memory, by server and reason.', ['server', 'reason']),
-    cache: counter('lspd_cache_requests_total', 'Result cache lookups.', ['result']),
+    cache: tallied('lspd_cache_requests_total', 'Result cache lookups.', ['result']),
     diffs: counter('lspd_diff_requests_total', 'POST /v1/diff answers, computed or from the diff cache.', ['result']),
     uploadBytes: counter('lspd_upload_bytes_total', 'Bytes of tree uploads received.'),
     uploadSeconds: histogram('lspd_upload_seconds', 'Tree upload duration by result.', ['result'], [0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300]),
@@ -90,7 +126,7 @@ export function createMetrics(config?: Pick<Config, 'metricsMaxOrgs'>) {
     // Per org: every `org` label goes through `orgLabels.of` (or `fold` for gauges),
     // so the label set stays bounded by metricsMaxOrgs (+ OTHER_ORG).
     orgLabels: new OrgLabels(config?.metricsMaxOrgs ?? configSchema.shape.metricsMaxOrgs.parse(undefined)),
-    orgQueries: counter('lspd_org_queries_total', 'LSP queries received, by org.', ['org']),
+    orgQueries: tallied('lspd_org_queries_total', 'LSP queries received, by org.', ['org']),
     orgRefusals: counter('lspd_org_refusals_total', 'Work refused for an org past its share or a full pool (503 busy), by org and resource.', [
       'org',
       'reason',

@@ -126,3 +126,23 @@ describe('metrics', () => {
     }
   });
 });
+
+describe('tallied counters', () => {
+  it('count in plain numbers and show every count, under its labels, at each read (scrape or get)', async () => {
+    const m = createMetrics();
+    const hit = m.cache.tally({ result: 'hit' });
+    const again = m.cache.tally({ result: 'hit' });
+    const miss = m.cache.tally({ result: 'miss' });
+    hit.inc();
+    again.inc();
+    miss.inc();
+    const first = await m.registry.metrics();
+    assert.match(first, /^lspd_cache_requests_total\{result="hit"\} 2$/m);
+    assert.match(first, /^lspd_cache_requests_total\{result="miss"\} 1$/m);
+    hit.inc();
+    assert.equal((await m.cache.get()).values.find((v) => v.labels.result === 'hit')?.value, 3);
+    assert.match(await m.registry.metrics(), /^lspd_cache_requests_total\{result="hit"\} 3$/m, 'a read hands over what was counted once');
+    m.orgQueries.tally({ org: 'acme' }).inc();
+    assert.match(await m.registry.metrics(), /^lspd_org_queries_total\{org="acme"\} 1$/m);
+  });
+});

@@ -33,8 +33,8 @@ export class ResultCache<T extends CachedAnswer = CachedAnswer> {
   private readonly misses: { inc(): void };
 
   constructor(bounds: ResultCacheBounds, metrics: Metrics) {
-    this.hits = metrics.cache.labels({ result: 'hit' });
-    this.misses = metrics.cache.labels({ result: 'miss' });
+    this.hits = metrics.cache.tally({ result: 'hit' });
+    this.misses = metrics.cache.tally({ result: 'miss' });
     this.cache =
       bounds.entries > 0 && bounds.bytes > 0 ? new RootCache<Buffer>({ max: bounds.entries, maxBytes: bounds.bytes, sizeOf: (b) => b.length }) : undefined;
   }

@@ -122,7 +122,7 @@ export class Admission {
 
   #countQuery(org: string): void {
     let c = this.#orgQueries.get(org);
-    if (!c) this.#orgQueries.set(org, (c = this.#d.metrics.orgQueries.labels({ org })));
+    if (!c) this.#orgQueries.set(org, (c = this.#d.metrics.orgQueries.tally({ org })));
     c.inc();
   }
 
