@@ -5,8 +5,7 @@ import { Agent, request } from 'node:http';
 
 export const agent = new Agent({ keepAlive: true, maxSockets: 1 });
 
-/** `bytes`: the body's length as sent (what projection and serialisation made). */
-type Answer = { status: number; body: Record<string, unknown>; bytes: number };
+type Answer = { status: number; body: Record<string, unknown> };
 
 /** POST /v1/code/lsp over the kept-alive connection; resolves with status and body. */
 export function postLsp(url: string, body: unknown): Promise<Answer> {
@@ -25,10 +24,7 @@ function send(url: string, method: string, data?: string): Promise<Answer> {
     const req = request(url, { method, agent, headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const raw = Buffer.concat(chunks);
-        resolve({ status: res.statusCode ?? 0, body: JSON.parse(raw.toString()) as Record<string, unknown>, bytes: raw.length });
-      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString()) as Record<string, unknown> }));
     });
     req.on('error', reject);
     req.end(data);

@@ -5,7 +5,8 @@
 // `git archive` tar, through lspd over HTTP (result cache off: the server answers every
 // time) and of the same server binary driven bare over stdio (bench/bare-lsp.ts: the
 // row's argv, settings and initializationOptions, TS7_INITIALIZATION_OPTIONS for TS 7),
-// interleaved one by one with the HTTP floor (GET /livez on the same connection), and
+// interleaved one by one with the HTTP floor (GET /livez on the same lean connection,
+// bench/warm-compare.ts WarmClient, every answer parsed on both sides), and
 // checks every answer on both sides (definition: the expected file and line;
 // references and documentSymbols: lspd's total equals the raw server's count, at least
 // `min`; hover: both texts hold `contains` and are at least `minChars` long).
@@ -28,10 +29,9 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { basename, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { agent, postLsp } from './keep-alive.js';
 import { BareServer, bareServerFor } from './bare-lsp.js';
 import { cpuMsOf, descendantsRunning, throttledMsOf } from './process-cpu.js';
-import { f, livez, pct, time } from './warm-compare.js';
+import { WarmClient, f, pct, time, type WarmAnswer } from './warm-compare.js';
 import { spawnDaemon } from '../test/helpers/daemon.js';
 import { cannotJail, fetchSettled, positionIn, shaOf } from '../test/helpers/lsp-harness.js';
 import { jailUidEnv } from '../test/helpers/uids.js';
@@ -128,8 +128,8 @@ function prepare(tarFile: string, strip: readonly string[]): { dir: string; tar:
 
 interface Asked {
   q: Question;
-  /** lspd's request body, and the raw server's params of the same question. */
-  body: Record<string, unknown>;
+  /** lspd's request (WarmClient.query), and the raw server's params of the same question. */
+  request: Buffer;
   params: Record<string, unknown>;
   raw: BareServer;
   /** The question's path in the raw server's workspace. */
@@ -138,7 +138,7 @@ interface Asked {
 }
 
 /** The spec's questions on the unpacked tree, each with the raw server of its workspace (one per workspace, shared). */
-function askedOf(spec: WarmSpec, tree: string, root: Record<string, string>, raws: Map<string, BareServer>): Asked[] {
+function askedOf(spec: WarmSpec, tree: string, root: Record<string, string>, raws: Map<string, BareServer>, client: WarmClient): Asked[] {
   return spec.questions.map((q) => {
     const at = q.needle === undefined ? {} : positionIn(tree, q.path, q.needle, q.offset ?? 0);
     const expectLine = q.expect.path && q.expect.needle ? positionIn(tree, q.expect.path, q.expect.needle).line : -1;
@@ -148,12 +148,12 @@ function askedOf(spec: WarmSpec, tree: string, root: Record<string, string>, raw
     const params: Record<string, unknown> = { textDocument: { uri: raw.uri(b.file) } };
     if (q.needle !== undefined) params.position = at;
     if (q.op === 'references') params.context = { includeDeclaration: true };
-    return { q, body: { ...root, op: q.op, path: q.path, ...at }, params, raw, file: b.file, expectLine };
+    return { q, request: client.query({ ...root, op: q.op, path: q.path, ...at }), params, raw, file: b.file, expectLine };
   });
 }
 
-async function askLspd(url: string, a: Asked): Promise<Awaited<ReturnType<typeof postLsp>>> {
-  const r = await postLsp(url, a.body);
+async function askLspd(client: WarmClient, a: Asked): Promise<WarmAnswer> {
+  const r = await client.ask(a.request);
   if (r.status !== 200) throw new Error(`${a.q.name}: lspd answered ${r.status} ${JSON.stringify(r.body).slice(0, 400)}`);
   return r;
 }
@@ -165,7 +165,7 @@ function check(a: Asked, side: string, s: Seen): void {
 
 /** What the loop reads besides the answers: the daemon's pid and the servers in its jails. */
 interface Watched {
-  url: string;
+  client: WarmClient;
   tree: string;
   daemonPid: number;
   jailed: number[];
@@ -181,7 +181,7 @@ async function measure(a: Asked, w: Watched): Promise<string> {
   for (let i = 0; i < N; i++) {
     const [c0, j0] = [cpuMsOf(w.daemonPid), sum(w.jailed, cpuMsOf)];
     let got!: Awaited<ReturnType<typeof askLspd>>;
-    tl.push(await time(async () => (got = await askLspd(w.url, a))));
+    tl.push(await time(async () => (got = await askLspd(w.client, a))));
     daemonCpu += cpuMsOf(w.daemonPid) - c0;
     jailCpu += sum(w.jailed, cpuMsOf) - j0;
     const seen = fromLspd(a.q.op, got.body);
@@ -197,7 +197,7 @@ async function measure(a: Asked, w: Watched): Promise<string> {
     check(a, 'raw', rawSeen);
     if ((a.q.op === 'references' || a.q.op === 'documentSymbols') && seen.count !== rawSeen.count)
       throw new Error(`${a.q.name}: lspd's total ${seen.count} is not the raw server's ${rawSeen.count}`);
-    th.push(await time(() => livez(w.url)));
+    th.push(await time(() => w.client.floor()));
   }
   const throttled = sum(w.jailed, throttledMsOf) - throttled0;
   const [l50, r50, h50] = [pct(tl, 50), pct(tr, 50), pct(th, 50)];
@@ -230,6 +230,7 @@ async function main(): Promise<void> {
   const tried = Object.fromEntries(args.flatMap((a, i) => (a === '--env' && args[i + 1]?.includes('=') ? [args[i + 1]!.split(/=(.*)/s).slice(0, 2)] : [])));
   const d = await spawnDaemon({ env: { LOG_LEVEL: 'info', ...jailUidEnv(64), LSPD_RESULT_CACHE_ENTRIES: '0', ...tried }, timeoutMs: 90_000 });
   const raws = new Map<string, BareServer>();
+  const client = new WarmClient(d.url);
   try {
     const root = { org: 'bench', repo: 'real', sha: shaOf(`overhead-real ${Date.now()}`) };
     const put = await fetch(`${d.url}/v1/roots/${root.org}/${root.repo}/${root.sha}`, {
@@ -242,12 +243,12 @@ async function main(): Promise<void> {
     console.log(`daemon settings tried: ${JSON.stringify(tried)}`);
     console.log(`tree ${tarFile}, ${stripped.length} lockfiles stripped (${stripped.join(', ')}); lspd's fetch: ${fetched.state}`);
 
-    const asked = askedOf(spec, tree, root, raws);
+    const asked = askedOf(spec, tree, root, raws, client);
     // The first answers wait for each side's project load; lspd's says incomplete until its server is ready.
     const cold = await time(async () => {
       for (const a of asked)
         for (let t0 = Date.now(); ; await new Promise((res) => setTimeout(res, 200))) {
-          const r = await askLspd(d.url, a);
+          const r = await askLspd(client, a);
           if (r.body.incomplete === true && Date.now() - t0 < 300_000) continue;
           check(a, 'lspd', fromLspd(a.q.op, r.body));
           break;
@@ -268,7 +269,7 @@ async function main(): Promise<void> {
     console.log(
       `first answers to the ${asked.length} questions (a session's start and project load): lspd ${(cold / 1000).toFixed(1)} s, raw ${(rawCold / 1000).toFixed(1)} s`,
     );
-    for (let i = 0; i < 20; i++) for (const a of asked) await Promise.all([askLspd(d.url, a), a.raw.request(METHOD[a.q.op], a.params)]);
+    for (let i = 0; i < 20; i++) for (const a of asked) await Promise.all([askLspd(client, a), a.raw.request(METHOD[a.q.op], a.params)]);
 
     const daemonPid = d.child.pid!;
     // The servers in lspd's jails: the daemon's descendants running what the raw servers run (not bwrap or the gate).
@@ -284,12 +285,12 @@ async function main(): Promise<void> {
     console.log(
       'question                      bytes    items   lspd p50  lspd p95   raw p50   raw p95  floor p50   own p50  daemon CPU  server CPU lspd/raw  cap  load',
     );
-    for (const a of asked) console.log(await measure(a, { url: d.url, tree, daemonPid, jailed }));
+    for (const a of asked) console.log(await measure(a, { client, tree, daemonPid, jailed }));
     console.log(
       `\n(1-minute load average at the end: ${loadavg()[0]!.toFixed(1)} on ${cpus().length} CPUs; items: locations or symbols shown/total, a hover's characters; daemon CPU: a mean over the loop, its idle rate of ${(idleRate * 1000).toFixed(0)} µs per second included; cap: ms the jail's CPU cap held the server back over the question's loop)`,
     );
   } finally {
-    agent.destroy();
+    client.close();
     for (const raw of raws.values()) await raw.stop();
     await d.stop();
     d.cleanup();

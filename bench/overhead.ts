@@ -11,16 +11,14 @@
 //          spawn + initialize + didOpen + answer.
 //   cache  the same query answered from lspd's result cache.
 // lspd runs as its own process (src/main.ts, as operators run it), asked over a
-// keep-alive HTTP connection, so the bench's client and the daemon do not share an
-// event loop.
+// lean keep-alive HTTP connection (warm-compare.ts WarmClient), so the bench's client
+// and the daemon do not share an event loop.
 // Run: node --import tsx bench/overhead.ts [iterations]
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { agent, postLsp as post } from './keep-alive.js';
-import { f, pct, time } from './warm-compare.js';
-import { LeanConnection, get as getRequest, post as postRequest } from './lean-http.js';
+import { WarmClient, f, pct, time } from './warm-compare.js';
 import { FrameReader } from '../src/lsp/wire/frame-reader.js';
 import { TS7_INITIALIZATION_OPTIONS } from '../src/lsp/servers/rows/typescript.js';
 import { spawnDaemon, type Daemon } from '../test/helpers/daemon.js';
@@ -111,15 +109,19 @@ async function main(): Promise<void> {
   const warm = await daemon({ LSPD_RESULT_CACHE_ENTRIES: '0' });
   const cached = await daemon({});
   const raw = new RawClient();
+  // Every request to lspd, timed or not, over one lean connection per daemon (warm-compare.ts).
+  const conn = new WarmClient(warm.url);
+  const hitConn = new WarmClient(cached.url);
+  const ask = async (request: Buffer) => {
+    const r = await conn.ask(request);
+    if (r.status !== 200) throw new Error(JSON.stringify(r.body));
+  };
   try {
     const root = { org: 'bench', repo: 'ts-basic', sha: shaOf('bench-warm') };
     await uploadFixture(warm.url, root, FX);
 
     // cold: first answer for a fresh root (uploaded, no session yet) vs a fresh raw server
-    const coldLspd = await time(async () => {
-      const r = await post(warm.url, { ...root, ...OPS.definition });
-      if (r.status !== 200) throw new Error(JSON.stringify(r.body));
-    });
+    const coldLspd = await time(() => ask(conn.query({ ...root, ...OPS.definition })));
     const coldRaw = await time(async () => {
       await raw.start();
       await raw.ask('definition');
@@ -128,32 +130,21 @@ async function main(): Promise<void> {
     // warm-up, then interleaved measurement
     for (let i = 0; i < 30; i++)
       for (const op of Object.keys(OPS) as (keyof typeof OPS)[]) {
-        await post(warm.url, { ...root, ...OPS[op] });
+        await ask(conn.query({ ...root, ...OPS[op] }));
         await raw.ask(op);
       }
     console.log(`\nbench/overhead: native TypeScript 7 on test/fixtures/${FX}, ${N} warm iterations per op (interleaved)`);
     console.log('lspd = HTTP POST /v1/code/lsp (jail, pool, projection; cache off)   raw = same binary over stdio, bare client\n');
     console.log('op           lspd p50  lspd p95   raw p50   raw p95   diff p50  diff p95   ratio p50   http floor p50   own p50');
-    // The timed requests go over one lean keep-alive connection (bench/lean-http.ts),
-    // each answer read whole and parsed, as the raw client parses the server's: node's
-    // http client costs ~100 µs of the same cores per request, and it parsed lspd's
-    // answers but not the floor's, which counted its own JSON work as lspd's.
-    const conn = new LeanConnection(warm.url);
-    const floor = getRequest(warm.url, '/livez');
-    const ask = async (raw: Buffer) => {
-      const r = await conn.request(raw);
-      const body = JSON.parse(r.body) as Record<string, unknown>;
-      if (r.status !== 200) throw new Error(JSON.stringify(body));
-    };
     for (const op of Object.keys(OPS) as (keyof typeof OPS)[]) {
       const a: number[] = [];
       const b: number[] = [];
       const h: number[] = [];
-      const q = postRequest(warm.url, '/v1/code/lsp', JSON.stringify({ ...root, ...OPS[op] }));
+      const q = conn.query({ ...root, ...OPS[op] });
       for (let i = 0; i < N; i++) {
         a.push(await time(() => ask(q)));
         b.push(await time(() => raw.ask(op)));
-        h.push(await time(() => ask(floor)));
+        h.push(await time(() => conn.floor()));
       }
       const [a50, a95, b50, b95] = [pct(a, 50), pct(a, 95), pct(b, 50), pct(b, 95)];
       console.log(
@@ -164,18 +155,14 @@ async function main(): Promise<void> {
     // cache hits on a daemon with the cache on
     const croot = { org: 'bench', repo: 'ts-basic', sha: shaOf('bench-cache') };
     await uploadFixture(cached.url, croot, FX);
-    await post(cached.url, { ...croot, ...OPS.hover });
+    const hit = hitConn.query({ ...croot, ...OPS.hover });
+    await hitConn.ask(hit);
     const hits: number[] = [];
     const hitFloor: number[] = [];
-    const hitConn = new LeanConnection(cached.url);
-    const hit = postRequest(cached.url, '/v1/code/lsp', JSON.stringify({ ...croot, ...OPS.hover }));
-    const hitLivez = getRequest(cached.url, '/livez');
     for (let i = 0; i < N; i++) {
-      hits.push(await time(async () => JSON.parse((await hitConn.request(hit)).body)));
-      hitFloor.push(await time(async () => JSON.parse((await hitConn.request(hitLivez)).body)));
+      hits.push(await time(() => hitConn.ask(hit)));
+      hitFloor.push(await time(() => hitConn.floor()));
     }
-    hitConn.close();
-    conn.close();
     const metrics = await (await fetch(`${cached.url}/metrics`)).text();
     const hitCount = Number(/lspd_cache_requests_total\{result="hit"\} (\d+)/.exec(metrics)?.[1] ?? 0);
 
@@ -189,7 +176,8 @@ async function main(): Promise<void> {
     console.log(`(1-minute load average at the end of the run: ${loadavg()[0]!.toFixed(1)} on ${cpus().length} CPUs)\n`);
   } finally {
     raw.stop();
-    agent.destroy();
+    conn.close();
+    hitConn.close();
     for (const d of [warm, cached]) {
       await d.stop();
       d.cleanup();

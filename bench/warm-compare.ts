@@ -1,20 +1,52 @@
-// What the warm-path benches (bench/overhead, bench/overhead-real) share: a query
-// timed, the HTTP floor (GET /livez over the same kept-alive connection, under the
-// same load), percentiles, the table's number format.
-import { request } from 'node:http';
+// What the warm-path benches (bench/overhead, bench/overhead-real) share: the timed
+// client (queries and the HTTP floor, GET /livez, over one kept-alive connection,
+// under the same load), percentiles, the table's number format.
 import { performance } from 'node:perf_hooks';
-import { agent } from './keep-alive.js';
+import { LeanConnection, get, post } from './lean-http.js';
 
-/** GET /livez over the same connection: the HTTP floor (client, socket, fastify) under the same load. */
-export function livez(url: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const req = request(`${url}/livez`, { agent }, (res) => {
-      res.resume();
-      res.on('end', () => resolve());
-    });
-    req.on('error', reject);
-    req.end();
-  });
+/** An answer as the benches check it: status, parsed body, and the bytes it came in. */
+export interface WarmAnswer {
+  status: number;
+  body: Record<string, unknown>;
+  bytes: number;
+}
+
+/**
+ * The timed side of a warm comparison: POST /v1/code/lsp and the HTTP floor (GET
+ * /livez) over one lean keep-alive connection (bench/lean-http.ts), every answer read
+ * whole and parsed, as the raw client parses the server's. node's http client cost
+ * ~100 µs of the same cores per request, and it parsed lspd's answers but not the
+ * floor's, which counted its own JSON work as lspd's.
+ */
+export class WarmClient {
+  readonly #url: string;
+  readonly #conn: LeanConnection;
+  readonly #floor: Buffer;
+
+  constructor(url: string) {
+    this.#url = url;
+    this.#conn = new LeanConnection(url);
+    this.#floor = get(url, '/livez');
+  }
+
+  /** A query's request, built once to be asked many times. */
+  query(json: unknown): Buffer {
+    return post(this.#url, '/v1/code/lsp', JSON.stringify(json));
+  }
+
+  async ask(request: Buffer): Promise<WarmAnswer> {
+    const r = await this.#conn.request(request);
+    return { status: r.status, body: JSON.parse(r.body) as Record<string, unknown>, bytes: Buffer.byteLength(r.body) };
+  }
+
+  /** GET /livez over the same connection: the HTTP floor (client, socket, fastify) under the same load. */
+  floor(): Promise<WarmAnswer> {
+    return this.ask(this.#floor);
+  }
+
+  close(): void {
+    this.#conn.close();
+  }
 }
 
 /** The p-th percentile (nearest rank) of xs. */
