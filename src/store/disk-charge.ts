@@ -106,7 +106,6 @@ export class TreeCharge {
       this.dirBytes += this.blockBytes;
     }
   }
-
 }
 
 /** ext4_dir_entry_2: inode, rec_len, name_len, file_type, then the name padded to 4 bytes. */
