@@ -17,6 +17,7 @@ import type { LspAnswer } from './api/responses.js';
 import type { QueryService } from './lsp/query-service.js';
 import type { RootStore } from './store/store.js';
 import { rootId } from './store/types.js';
+import type { Abortable } from './util/deadline.js';
 
 export interface Services {
   admission: Admission;
@@ -47,7 +48,7 @@ export function createServices(d: ServiceDeps): Services {
   const deadlineMs = c.queryTimeoutMs - c.cleanupReserveMs;
   const files = treeFiles({ treeDir: (k) => store.treeDir(k) });
   // The answers are the shared answer shape (src/api/responses.ts lspAnswer), typed loosely by each service.
-  const lspFor = (route: string) => async (q: Parameters<QueryService['lsp']>[0], signal: AbortSignal) => (await query.lsp(q, signal, route)) as LspAnswer;
+  const lspFor = (route: string) => async (q: Parameters<QueryService['lsp']>[0], signal: Abortable) => (await query.lsp(q, signal, route)) as LspAnswer;
 
   const ask = new AskService({
     lsp: lspFor(ops.ask.route),

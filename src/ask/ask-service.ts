@@ -11,7 +11,7 @@
 // each query has its own deadline from when it starts: a batch is many queries.
 import type { Logger } from '../log.js';
 import { AppError, errors, isAppError } from '../errors.js';
-import { deadline, raceAbort } from '../util/deadline.js';
+import { deadline, raceAbort, type Abortable } from '../util/deadline.js';
 import { askBatchItem, lspQuery, type AskQuery, type LspQuery, type RootKey } from '../api/schemas.js';
 import { invalid } from '../api/validation.js';
 import { resolveName, type Candidate, type Resolution } from './resolve-name.js';
@@ -24,7 +24,7 @@ import { rootId } from '../store/types.js';
 import type { Language } from '../languages.js';
 
 /** The query service's one entry point (src/lsp/query-service.ts), as /ask uses it. */
-export type LspCall = (q: LspQuery, signal: AbortSignal) => Promise<LspAnswer>;
+export type LspCall = (q: LspQuery, signal: Abortable) => Promise<LspAnswer>;
 
 /** Read access to a stored root's files. */
 export interface TreeFiles {
@@ -164,18 +164,18 @@ export class AskService {
   }
 
   /** POST /ask's body, validated: one query or a batch. */
-  async answer(q: AskQuery | AskBatchBody, signal: AbortSignal): Promise<AskAnswer | { answers: AskAnswer[] }> {
+  async answer(q: AskQuery | AskBatchBody, signal: Abortable): Promise<AskAnswer | { answers: AskAnswer[] }> {
     return 'queries' in q ? this.batch(q, signal) : this.ask(q, signal);
   }
 
   /** One query. Throws AppError (404 symbol_not_found, 504 timeout, whatever the query service throws). */
-  async ask(q: AskQuery, signal: AbortSignal): Promise<AskAnswer> {
+  async ask(q: AskQuery, signal: Abortable): Promise<AskAnswer> {
     this.#o.admit(q);
     return this.#one(q, signal, new Memo());
   }
 
   /** Many queries about one root; answers in order; one failing query fails only its own entry. */
-  async batch(b: AskBatchBody, signal: AbortSignal): Promise<{ answers: AskAnswer[] }> {
+  async batch(b: AskBatchBody, signal: Abortable): Promise<{ answers: AskAnswer[] }> {
     // As a whole: a root not stored answers none of its queries.
     this.#o.admit(b);
     const memo = new Memo();
@@ -193,7 +193,7 @@ export class AskService {
     return { answers };
   }
 
-  async #one(q: AskQuery, outer: AbortSignal, memo: Memo): Promise<AskAnswer> {
+  async #one(q: AskQuery, outer: Abortable, memo: Memo): Promise<AskAnswer> {
     const started = performance.now();
     const dl = deadline(outer, this.#o.deadlineMs);
     const signal = dl.signal;
@@ -230,7 +230,7 @@ export class AskService {
     }
   }
 
-  #context(q: AskQuery, signal: AbortSignal, memo: Memo, seen: Seen): AskContext {
+  #context(q: AskQuery, signal: Abortable, memo: Memo, seen: Seen): AskContext {
     const { lsp, files } = this.#o;
     const limits = this.#limits;
     return {

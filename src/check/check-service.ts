@@ -23,7 +23,7 @@
 // before the next check's pull; a session that fails mid-check is never reused (the
 // pool's rule). Nothing is written to the stored tree.
 import { errors, isAppError } from '../errors.js';
-import { raceAbort, deadline } from '../util/deadline.js';
+import { raceAbort, deadline, type Abortable } from '../util/deadline.js';
 import { languageOf } from '../languages.js';
 import type { Logger } from '../log.js';
 import type { CheckQuery, LspQuery, RootKey } from '../api/schemas.js';
@@ -42,11 +42,11 @@ type Answer = Record<string, unknown> & { incomplete?: boolean };
 
 /** What the check asks of the query service (QueryService satisfies it). */
 export interface CheckPort {
-  lsp(q: LspQuery, signal: AbortSignal): Promise<Answer>;
+  lsp(q: LspQuery, signal: Abortable): Promise<Answer>;
   /** The one admission (src/tenancy/admission.ts): not_ready, busy (the heap budget), need_tree. */
   admit(key: RootKey): void;
   readStored(key: RootKey, path: string): Promise<string | undefined>;
-  scratch<T>(key: RootKey, path: string, deadlineAt: number, signal: AbortSignal, fn: (c: ScratchContext) => Promise<T>): Promise<T>;
+  scratch<T>(key: RootKey, path: string, deadlineAt: number, signal: Abortable, fn: (c: ScratchContext) => Promise<T>): Promise<T>;
 }
 
 export interface CheckLimits {
@@ -88,7 +88,7 @@ export class CheckService {
     this.log = o.log;
   }
 
-  async check(q: CheckQuery, signal: AbortSignal): Promise<CheckAnswer> {
+  async check(q: CheckQuery, signal: Abortable): Promise<CheckAnswer> {
     const t0 = performance.now();
     const laps = new Laps(t0);
     const key: RootKey = { org: q.org, repo: q.repo, sha: q.sha };
@@ -178,7 +178,7 @@ export class CheckService {
    * so its references are asked in turn. Bounded by maxDeclarations per file and
    * maxCheckDependents in all; a cut is said in `notes`.
    */
-  private async dependents(key: RootKey, language: string, g: Group, signal: AbortSignal, notes: string[]): Promise<{ paths: string[]; incomplete: boolean }> {
+  private async dependents(key: RootKey, language: string, g: Group, signal: Abortable, notes: string[]): Promise<{ paths: string[]; incomplete: boolean }> {
     const L = this.limits;
     const changed = new Set(g.files.map((f) => f.patch.path));
     const base = { ...key, encoding: 'utf-16' as const, includeDeclaration: false, context: 0 };
@@ -243,7 +243,7 @@ export class CheckService {
   }
 
   /** Before (plain, cached) and after (scratch, patched) diagnostics of one group's files, compared. */
-  private async checkGroup(key: RootKey, g: Group, deadlineAt: number, signal: AbortSignal, laps: Laps) {
+  private async checkGroup(key: RootKey, g: Group, deadlineAt: number, signal: Abortable, laps: Laps) {
     const L = this.limits;
     const dependents = new Map<string, string>();
     for (const path of g.dependents) {
@@ -274,7 +274,7 @@ export class CheckService {
   }
 
   /** Run `fn` once every earlier check on `s` has finished (undone included). */
-  private async inTurn<T>(s: Session, signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
+  private async inTurn<T>(s: Session, signal: Abortable, fn: () => Promise<T>): Promise<T> {
     const prev = this.turns.get(s) ?? Promise.resolve();
     let done!: () => void;
     const mine = prev.then(() => new Promise<void>((r) => (done = r)));

@@ -18,7 +18,7 @@
 // diff of 20,000 changed paths once kept every path per cached answer (issue 30).
 // A page not cached is computed again; its LSP questions are the result cache's.
 import { AppError, errors, isAppError } from '../errors.js';
-import { deadline } from '../util/deadline.js';
+import { deadline, type Abortable } from '../util/deadline.js';
 import { languageOf } from '../languages.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
@@ -35,7 +35,7 @@ import { utf8Length } from '../lsp/wire/encoding.js';
 
 /** An answer of the query service, as the diff reads it. */
 type LspAnswer = Record<string, unknown> & { incomplete?: boolean; truncated?: boolean; next_cursor?: string };
-export type LspCall = (q: LspQuery, signal: AbortSignal) => Promise<LspAnswer>;
+export type LspCall = (q: LspQuery, signal: Abortable) => Promise<LspAnswer>;
 
 export interface DiffLimits {
   /** Changed paths listed in one page. */
@@ -139,7 +139,7 @@ export class DiffService {
     this.#cache?.dropWhere((key) => key.startsWith(head));
   }
 
-  async diff(q: DiffQuery, outer: AbortSignal): Promise<DiffAnswer> {
+  async diff(q: DiffQuery, outer: Abortable): Promise<DiffAnswer> {
     const t0 = performance.now();
     const baseKey: RootKey = { org: q.org, repo: q.repo, sha: q.base };
     const headKey: RootKey = { org: q.org, repo: q.repo, sha: q.head };
@@ -237,7 +237,7 @@ export class DiffService {
     return errors.timeout(`The diff did not finish within ${this.#o.deadlineMs} ms.`);
   }
 
-  async #compute(base: RootKey, head: RootKey, signal: AbortSignal): Promise<Full> {
+  async #compute(base: RootKey, head: RootKey, signal: Abortable): Promise<Full> {
     const L = this.#limits;
     const notes: string[] = [];
     const servers = new Set<string>();

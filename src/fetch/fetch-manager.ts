@@ -33,6 +33,7 @@ import type { Ecosystem, FetchStore, FetchView, StepStatus, Toolchains } from '.
 import { recordOf } from './ecosystems/table.js';
 import { JobPackages } from './package-job.js';
 import type { PackageStore } from './package-store.js';
+import type { Abortable } from '../util/deadline.js';
 
 /** `peek` of a root lspd has no job for: shared, never changed. */
 const NO_FETCH: Readonly<FetchView> = Object.freeze({ state: 'none' });
@@ -156,7 +157,7 @@ export class FetchManager {
    * query: no workspace its server reads is on its way any more; those linked from
    * an earlier root count as there while their copy is made, borrow.ts).
    */
-  async wait(key: RootKey, signal?: AbortSignal, opts?: { until?: (view: FetchView) => boolean }): Promise<FetchView> {
+  async wait(key: RootKey, signal?: Abortable, opts?: { until?: (view: FetchView) => boolean }): Promise<FetchView> {
     const id = rootId(key);
     await this.pendingEnqueue.get(id)?.catch(() => undefined);
     for (;;) {

@@ -11,6 +11,7 @@
 // LSP: https://microsoft.github.io/language-server-protocol/specifications/lsp/3.17/specification/#textDocument_definition
 import { isObject, isRange, type Position, type Range } from './wire/lsp-types.js';
 import type { Session } from './session/session.js';
+import type { Abortable } from '../util/deadline.js';
 
 export interface Anchor {
   textDocument: { uri: string };
@@ -36,7 +37,7 @@ function firstTarget(raw: unknown): { uri: string; at: Range } | undefined {
  * when it is here, when the server has no definition, or cannot say (the caller keeps
  * its answer). The URI is the server's own, sent back to the same server only.
  */
-export async function declarationAnchor(session: Session, from: Anchor, deadline: AbortSignal): Promise<Anchor | undefined> {
+export async function declarationAnchor(session: Session, from: Anchor, deadline: Abortable): Promise<Anchor | undefined> {
   if (!session.supports('definitionProvider')) return undefined;
   let raw: unknown;
   try {

@@ -32,6 +32,7 @@ import { createResolver } from './answer/coordinates.js';
 import { EditError } from '../edit/text-edits.js';
 import { renderWorkspaceEdit, type RenderedEdit } from '../edit/workspace-edit.js';
 import { renderCodeActions, type CodeActionsAnswer } from '../edit/code-actions.js';
+import type { Abortable } from '../util/deadline.js';
 
 /** The server capability each op needs (diagnostics: push always works, pull when offered). */
 const PROVIDER: Record<LspOp, string | undefined> = {
@@ -75,7 +76,7 @@ export interface OpContext {
   document: FileCoordinate;
   projection: ProjectionContext;
   scrub: Scrubber;
-  deadline: AbortSignal;
+  deadline: Abortable;
   /** Epoch ms at which the work deadline passes. */
   deadlineAt: number;
   limits: { maxLocations: number; maxHoverBytes: number; diagnosticsWindowMs: number; maxCallNodes: number; maxAnswerBytes: number };

@@ -11,7 +11,7 @@
 // reserve is for $/cancelRequest and cleanup. A client that disconnects aborts the
 // query the same way (`signal`).
 import type { Config } from '../config.js';
-import { deadline, hangUpDeadline } from '../util/deadline.js';
+import { deadline, hangUpDeadline, type Abortable } from '../util/deadline.js';
 import { AppError, errors, isAppError } from '../errors.js';
 import { ops, type Admission } from '../tenancy/admission.js';
 import type { Health } from '../health.js';
@@ -98,7 +98,7 @@ interface Work {
   treeDir: string;
   depsDir: string;
   t0: number;
-  deadline: AbortSignal;
+  deadline: Abortable;
   deadlineAt: number;
   /** Did the client hang up (its signal, or hangUpDeadline's flag)? */
   client: { readonly aborted: boolean };
@@ -200,7 +200,7 @@ export class QueryService {
   }
 
   /** One query; `route`: the route whose service asks (its refusals are counted there). */
-  async lsp(q: LspQuery, signal: AbortSignal, route: string = ops.query.route): Promise<LspAnswer> {
+  async lsp(q: LspQuery, signal: Abortable, route: string = ops.query.route): Promise<LspAnswer> {
     const a = this.arrive(q, route);
     if (q.op === 'workspaceSymbols') return this.run(a, signal, (w) => this.workspaceSymbolsAnswer(w));
     const row = this.serverFor(q.path!, a.info.languages);
@@ -250,7 +250,7 @@ export class QueryService {
   }
 
   /** `fn` under the query's deadline (from arrival) and the client's signal or hang-up; the timer is cleared however it ends. */
-  private async run<T>(a: Arrival, client: AbortSignal | ((gone: () => void) => void), fn: (w: Work) => Promise<T>): Promise<T> {
+  private async run<T>(a: Arrival, client: Abortable | ((gone: () => void) => void), fn: (w: Work) => Promise<T>): Promise<T> {
     const ms = a.deadlineAt - Date.now();
     const dl = typeof client === 'function' ? hangUpDeadline(client, ms) : Object.assign(deadline(client, ms), { client });
     const w: Work = {
@@ -307,7 +307,7 @@ export class QueryService {
    * leases), through the same checks, fair share, dependencies and error mapping as a
    * query, held for `fn`. `fn` may change its documents and must restore them.
    */
-  async scratch<T>(key: RootKey, path: string, deadlineAt: number, signal: AbortSignal, fn: (c: ScratchContext) => Promise<T>): Promise<T> {
+  async scratch<T>(key: RootKey, path: string, deadlineAt: number, signal: Abortable, fn: (c: ScratchContext) => Promise<T>): Promise<T> {
     const { store } = this.deps;
     // Admitted by the check's own entry (ops.check); the root may have gone since.
     const info = store.get(key);
@@ -697,7 +697,7 @@ function cursorScope(root: RootRef, server: string, q: LspQuery): string {
 /** What a check's work on its scratch session is given (QueryService.scratch). */
 export interface ScratchContext {
   session: Session;
-  deadline: AbortSignal;
+  deadline: Abortable;
   deadlineAt: number;
   diagnosticsWindowMs: number;
   /** The row's readiness for a just-opened document, bounded as a query's is; false past the bound. */

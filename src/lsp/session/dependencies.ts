@@ -8,7 +8,7 @@
 // - the binds and env a new session gets (the checked mounts of a finished fetch).
 // - what every answer says of its dependencies (`dependencies: {state, error?}`):
 //   a failed or refused fetch still serves the tree, and says so.
-import { deadline } from '../../util/deadline.js';
+import { deadline, type Abortable } from '../../util/deadline.js';
 import type { Ecosystem, FetchView, StepStatus } from '../../fetch/types.js';
 import type { Bind } from '../../jail/types.js';
 import type { RootKey } from '../../store/types.js';
@@ -21,7 +21,7 @@ export interface DependencySource {
   /** `state`, not copied: read in the turn it is asked for, never kept or changed (every query reads it twice). */
   peek(key: RootKey): Readonly<FetchView>;
   /** Resolves when the root's fetch settled (or `until` says the view is what the caller waits for) or `signal` aborted, with the view then. */
-  wait(key: RootKey, signal?: AbortSignal, opts?: { until?: (view: FetchView) => boolean }): Promise<FetchView>;
+  wait(key: RootKey, signal?: Abortable, opts?: { until?: (view: FetchView) => boolean }): Promise<FetchView>;
   serveBinds(key: RootKey, treeAt: string): Bind[];
   serveEnv(key: RootKey, ecosystem: Ecosystem): Record<string, string>;
   /** Deps dirs of earlier roots that serveBinds names while this root's own copy is made (fetch/borrow.ts). */
@@ -74,7 +74,7 @@ export async function awaitDependencies(
   key: RootKey,
   row: ServerRow,
   deadlineAt: number,
-  signal: AbortSignal,
+  signal: Abortable,
   maxWaitMs: number,
 ): Promise<void> {
   if (!fetchingFor(src.peek(key), row)) return;

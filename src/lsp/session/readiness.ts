@@ -6,6 +6,7 @@
 // $/progress: https://microsoft.github.io/language-server-protocol/specifications/lsp/3.17/specification/#progress
 // publishDiagnostics: https://microsoft.github.io/language-server-protocol/specifications/lsp/3.17/specification/#textDocument_publishDiagnostics
 import type { Readiness } from '../servers/server-row.js';
+import type { Abortable } from '../../util/deadline.js';
 
 /** A server cannot make us track more open progress tokens than this. */
 const MAX_TOKENS = 1024;
@@ -159,7 +160,7 @@ export class ReadinessTracker {
    * when the bound passed or `signal` aborted (the caller then answers incomplete,
    * or checks the signal itself).
    */
-  async waitReady(uri: string | undefined, maxMs: number, signal?: AbortSignal): Promise<boolean> {
+  async waitReady(uri: string | undefined, maxMs: number, signal?: Abortable): Promise<boolean> {
     const until = Date.now() + maxMs;
     for (;;) {
       const now = Date.now();
@@ -174,7 +175,7 @@ export class ReadinessTracker {
   }
 
   /** Wait for diagnostics published at or after `since` for `uri`, at most maxMs. */
-  async waitDiagnostics(uri: string, since: number, maxMs: number, signal?: AbortSignal, version?: number): Promise<Published | undefined> {
+  async waitDiagnostics(uri: string, since: number, maxMs: number, signal?: Abortable, version?: number): Promise<Published | undefined> {
     const until = Date.now() + maxMs;
     for (;;) {
       const p = this.published.get(uri);
@@ -186,7 +187,7 @@ export class ReadinessTracker {
   }
 
   /** Resolve on the next progress/diagnostics event, after ms, or on abort. */
-  changed(ms: number, signal?: AbortSignal): Promise<void> {
+  changed(ms: number, signal?: Abortable): Promise<void> {
     return new Promise<void>((resolve) => {
       const done = () => {
         clearTimeout(timer);

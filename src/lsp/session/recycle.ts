@@ -8,7 +8,7 @@
 import type { Config } from '../../config.js';
 import type { Logger } from '../../log.js';
 import type { Metrics } from '../../metrics.js';
-import { deadline } from '../../util/deadline.js';
+import { deadline, type Abortable } from '../../util/deadline.js';
 import type { SessionSpec } from './pool.js';
 import type { Session } from './session.js';
 
@@ -18,7 +18,7 @@ export interface RecycleHost {
   log: Logger;
   metrics: Metrics;
   /** Aborted when the pool closes. */
-  closed: AbortSignal;
+  closed: Abortable;
   /** Sessions in the pool's map (successors are counted here). */
   sessionCount(): number;
   /** A session for `key`, not yet in the map. */

@@ -15,7 +15,7 @@ import type { Logger } from '../../log.js';
 import type { Metrics } from '../../metrics.js';
 import type { Bind, Jail, JailedProcess } from '../../jail/types.js';
 import { answerServerRequest, initializeParams } from './client-side.js';
-import { raceAbort } from '../../util/deadline.js';
+import { raceAbort, type Abortable } from '../../util/deadline.js';
 import { IllegalTransition } from '../../util/state-machine.js';
 import { encodingFromLsp, type Encoding } from '../wire/encoding.js';
 import { jailPathToFileUri, treeFileUri, treeJailPath } from '../answer/paths.js';
@@ -295,7 +295,7 @@ export class Session {
   }
 
   /** Wait until ready (bounded by the caller's signal). */
-  async whenReady(signal: AbortSignal): Promise<void> {
+  async whenReady(signal: Abortable): Promise<void> {
     if (this.st.kind === 'ready') return;
     if (this.st.kind === 'failed') throw this.st.error;
     if (this.st.kind === 'stopped') throw this.endedError();
@@ -303,7 +303,7 @@ export class Session {
   }
 
   /** Take one of the row's in-flight slots; resolves to its release. */
-  async slot(signal: AbortSignal): Promise<() => void> {
+  async slot(signal: Abortable): Promise<() => void> {
     while (this.inFlight >= this.row.maxInFlight) {
       if (this.st.kind === 'failed' || this.st.kind === 'stopped') throw this.endedError();
       await raceAbort(new Promise<void>((r) => this.slotWaiters.push(r)), signal);
@@ -376,7 +376,7 @@ export class Session {
    * `version` of it: a push for the text before a check's change (or before its undo)
    * can arrive after the change and must not be read as the answer.
    */
-  async pushedSince(uri: string, since: number, version: number, maxMs: number, signal: AbortSignal): Promise<Published | undefined> {
+  async pushedSince(uri: string, since: number, version: number, maxMs: number, signal: Abortable): Promise<Published | undefined> {
     const first = await this.tracker.waitDiagnostics(uri, since, maxMs, signal, version);
     if (!first) return undefined;
     // As pushedDiagnostics: pyright pushes a changed file twice (an empty set first, then its analysis).
@@ -405,7 +405,7 @@ export class Session {
   }
 
   /** Wait for the server to finish indexing (per the row's strategy); false when the bound passed. */
-  waitReady(uri: string | undefined, maxMs: number, signal: AbortSignal): Promise<boolean> {
+  waitReady(uri: string | undefined, maxMs: number, signal: Abortable): Promise<boolean> {
     return this.tracker.waitReady(uri, maxMs, signal);
   }
 
@@ -413,7 +413,7 @@ export class Session {
   private readonly onUnanswered = (method: string): void => this.retire('wedged', `${this.row.name} did not answer a cancelled ${method}`);
 
   /** One request under the caller's deadline, with the per-request inspection budget. */
-  async request(method: string, params: unknown, signal: AbortSignal): Promise<unknown> {
+  async request(method: string, params: unknown, signal: Abortable): Promise<unknown> {
     const st = this.readyState();
     const { config } = this.deps;
     this.lastUsed = Date.now();
@@ -446,12 +446,12 @@ export class Session {
   }
 
   /** Wait (at most maxMs) until the server has pushed diagnostics for `uri` once; false when it has not. */
-  async diagnosed(uri: string, maxMs: number, signal: AbortSignal): Promise<boolean> {
+  async diagnosed(uri: string, maxMs: number, signal: Abortable): Promise<boolean> {
     return (await this.firstPushed(uri, maxMs, signal)) !== undefined;
   }
 
   /** Diagnostics the server pushed for `uri`, waiting up to windowMs for the first. */
-  async pushedDiagnostics(uri: string, windowMs: number, signal: AbortSignal): Promise<Published | undefined> {
+  async pushedDiagnostics(uri: string, windowMs: number, signal: Abortable): Promise<Published | undefined> {
     const first = await this.firstPushed(uri, windowMs, signal);
     if (!first) return undefined;
     // A server may publish twice in quick succession (syntax, then semantic): take
@@ -461,7 +461,7 @@ export class Session {
   }
 
   /** What the server has pushed for `uri`, or the first push within maxMs. */
-  private async firstPushed(uri: string, maxMs: number, signal: AbortSignal): Promise<Published | undefined> {
+  private async firstPushed(uri: string, maxMs: number, signal: Abortable): Promise<Published | undefined> {
     return this.tracker.diagnosticsFor(uri) ?? (await this.tracker.waitDiagnostics(uri, 0, maxMs, signal));
   }
 

@@ -24,7 +24,7 @@
 import { dirname, posix } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from '../../config.js';
-import { deadline } from '../../util/deadline.js';
+import { asAbortSignal, deadline, type Abortable } from '../../util/deadline.js';
 import { nextTurn, turnCounter } from '../../util/event-loop.js';
 import { FairShare, OrgQueue, shareLimits } from '../../tenancy/fair-share.js';
 import type { Health } from '../../health.js';
@@ -252,7 +252,7 @@ async function drive(
   session: Session,
   t: Task,
   { readyMs, diagnosticsWindowMs, settleMs }: { readyMs: number; diagnosticsWindowMs: number; settleMs: number },
-  signal: AbortSignal,
+  signal: Abortable,
   read: (rel: string) => Promise<TargetFile>,
 ): Promise<boolean> {
   const target = await read(t.rel);
@@ -302,12 +302,12 @@ const QUIET_WINDOW_MS = 100;
 const QUIET_CPU_MS = 10;
 
 /** Wait (at most boundMs) for a window in which the session's jail is quiet. */
-async function quiet(session: Session, boundMs: number, signal: AbortSignal): Promise<void> {
+async function quiet(session: Session, boundMs: number, signal: Abortable): Promise<void> {
   const until = Date.now() + boundMs;
   while (Date.now() + QUIET_WINDOW_MS <= until && !signal.aborted) {
     const before = session.cpuTimes();
     if (before?.size === 0) return; // not running: nothing to wait for
-    await sleep(QUIET_WINDOW_MS, undefined, { signal });
+    await sleep(QUIET_WINDOW_MS, undefined, { signal: asAbortSignal(signal) });
     const after = session.cpuTimes();
     // Too many processes to read (undefined) is not quiet.
     if (before && after && cpuSpent(before, after) < QUIET_CPU_MS) return;
@@ -321,7 +321,7 @@ async function quiet(session: Session, boundMs: number, signal: AbortSignal): Pr
  * 7.1 ms warm; gopls: the file's package, type-checked with its imports). Answers are
  * not used, and a server that cannot answer them is still warm.
  */
-async function nudge(session: Session, uri: string, signal: AbortSignal): Promise<void> {
+async function nudge(session: Session, uri: string, signal: Abortable): Promise<void> {
   if (!session.supports('documentSymbolProvider')) return;
   // A file the server cannot outline leaves it no less warm; a dead session fails the next request.
   const symbols = await session.request('textDocument/documentSymbol', { textDocument: { uri } }, signal).catch(() => undefined);

@@ -30,6 +30,7 @@ import { createMessageConnection, ErrorCodes as RpcErrorCodes, Message, Response
 import { BoundedMessageReader } from './bounded-reader.js';
 import { BoundedMessageWriter } from './bounded-writer.js';
 import { FrameError } from './frame-reader.js';
+import type { Abortable } from '../../util/deadline.js';
 
 /** An error response from the server (a well-formed JSON-RPC error): the library's own class. */
 export { ResponseError };
@@ -87,7 +88,7 @@ export class Budget {
 }
 
 export interface RequestOptions {
-  signal?: AbortSignal;
+  signal?: Abortable;
   budget?: Budget;
   /** After a cancel, how long the server has to answer before `onUnanswered` fires. */
   cancelGraceMs?: number;
@@ -335,7 +336,7 @@ export function isMethodNotFound(err: unknown): boolean {
   return err instanceof ResponseError && err.code === RpcErrorCodes.MethodNotFound;
 }
 
-function abortReason(signal: AbortSignal): Error {
+function abortReason(signal: Abortable): Error {
   const r: unknown = signal.reason;
   return r instanceof Error ? r : new Error('aborted');
 }
