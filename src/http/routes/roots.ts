@@ -55,9 +55,12 @@ export async function rootRoutes(app: FastifyInstance, deps: Deps): Promise<void
         // one answers where its fetch stands. A composed root may reuse its base's.
         const reuse = base !== undefined && changed ? { base: { ...key, sha: base }, changed } : undefined;
         const fetch = created ? await deps.fetcher.enqueue(key, reuse) : deps.fetcher.state(key);
-        // The job's state file is in the root's deps dir now, and a job with nothing to
-        // fetch (or refused) never finishes one that would measure it: charge it here.
-        if (created) await store.refreshUsage(key).catch((err: unknown) => req.log.warn({ err }, 'cannot measure a root after its upload'));
+        // The job's state file is in the root's deps dir now. A job with nothing to fetch
+        // (or refused) never finishes a run that would measure it: charge it here, while
+        // the dir holds that file alone (a queued job is measured when it ends).
+        if (created && (fetch.state === 'none' || fetch.state === 'refused')) {
+          await store.refreshUsage(key).catch((err: unknown) => req.log.warn({ err }, 'cannot measure a root after its upload'));
+        }
         // Its sessions start in the background (after the fetch), so the first query finds them warm.
         if (warmWanted(req.query.warm)) deps.services.query.warm(key);
         return reply.code(created ? 201 : 200).send({ ...view(info), created, fetch });
