@@ -62,6 +62,25 @@ describe('DeadlineSignal (what a deadline gives: an AbortSignal for the abort ev
     assert.equal(ran, 0);
   });
 
+  it('a listener an earlier one removes during the abort does not run, as with EventTarget', () => {
+    const mine = new DeadlineSignal();
+    const ctl = new AbortController();
+    for (const [name, s, abort] of [
+      ['DeadlineSignal', mine, () => mine.abort('x')],
+      ['AbortSignal', ctl.signal, () => ctl.abort('x')],
+    ] as const) {
+      const ran: string[] = [];
+      const second = () => ran.push('second');
+      s.addEventListener('abort', () => {
+        ran.push('first');
+        s.removeEventListener('abort', second);
+      });
+      s.addEventListener('abort', second);
+      abort();
+      assert.deepEqual(ran, ['first'], name);
+    }
+  });
+
   it('behaves as an AbortController signal does beside it, for raceAbort and the real one it lends', async () => {
     const mine = new DeadlineSignal();
     const ctl = new AbortController();

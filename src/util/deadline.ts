@@ -33,7 +33,8 @@ export interface Abortable {
 /**
  * An AbortSignal's contract for the 'abort' event alone: it aborts once, with its
  * reason; each listener runs once, in the order added; one added twice counts once;
- * one added after the abort never runs (check `aborted` first, as with AbortSignal);
+ * one added after the abort never runs (check `aborted` first, as with AbortSignal),
+ * nor one an earlier listener removed;
  * a listener that throws does not stop the others, and its error is thrown on the
  * next tick, as EventTarget reports it.
  */
@@ -59,8 +60,12 @@ export class DeadlineSignal implements Abortable {
     this.aborted = true;
     this.reason = reason;
     const ls = this.listeners;
-    this.listeners = undefined;
-    for (const l of ls ?? []) {
+    if (ls === undefined) return;
+    // Over a copy, each still held when its turn comes: one an earlier listener removed does not run.
+    for (const l of ls.slice()) {
+      const i = ls.indexOf(l);
+      if (i < 0) continue;
+      ls.splice(i, 1);
       try {
         if (typeof l === 'function') l();
         else l.handleEvent();
@@ -68,6 +73,7 @@ export class DeadlineSignal implements Abortable {
         process.nextTick(rethrow, err);
       }
     }
+    this.listeners = undefined;
   }
 
   /** A real AbortSignal that follows this one, for an API that needs one (not made per query). */
