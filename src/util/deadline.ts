@@ -107,17 +107,29 @@ function expire(signal: DeadlineSignal): void {
   signal.abort(timedOut());
 }
 
+/** Aborts `signal` with `outer`'s reason: an abort listener that is an object, not a named closure. */
+class Follow {
+  constructor(
+    private readonly outer: Abortable,
+    private readonly signal: DeadlineSignal,
+  ) {}
+
+  handleEvent(): void {
+    this.signal.abort(this.outer.reason);
+  }
+}
+
 export function deadline(outer: Abortable, ms: number): Deadline {
   const signal = new DeadlineSignal();
-  const onAbort = () => signal.abort(outer.reason);
-  if (outer.aborted) onAbort();
-  else outer.addEventListener('abort', onAbort, { once: true });
+  const follow = new Follow(outer, signal);
+  if (outer.aborted) follow.handleEvent();
+  else outer.addEventListener('abort', follow, { once: true });
   const timer = setTimeout(expire, Math.max(1, ms), signal);
   return {
     signal,
     clear() {
       clearTimeout(timer);
-      outer.removeEventListener('abort', onAbort);
+      outer.removeEventListener('abort', follow);
     },
   };
 }
@@ -152,17 +164,29 @@ export function hangUpDeadline(onHangUp: (gone: () => void) => void, ms: number)
 export function raceAbort<T>(p: Promise<T>, signal: Abortable): Promise<T> {
   if (signal.aborted) return Promise.reject(signal.reason as Error);
   return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason as Error);
-    signal.addEventListener('abort', onAbort, { once: true });
+    const race = new Race(signal, reject);
+    signal.addEventListener('abort', race, { once: true });
     p.then(
       (v) => {
-        signal.removeEventListener('abort', onAbort);
+        signal.removeEventListener('abort', race);
         resolve(v);
       },
       (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
+        signal.removeEventListener('abort', race);
         reject(e as Error);
       },
     );
   });
+}
+
+/** raceAbort's abort listener (an object: a named closure costs a defineProperty per call, see the top). */
+class Race {
+  constructor(
+    private readonly signal: Abortable,
+    private readonly reject: (e: Error) => void,
+  ) {}
+
+  handleEvent(): void {
+    this.reject(this.signal.reason as Error);
+  }
 }
