@@ -165,8 +165,8 @@ export const configSchema = z.object({
   warmTimeoutMs: int(120_000, 1000).describe(
     "How long a root's warm-up may take in all (its fetch, a free place and the server's indexing included); past it, what is not started is dropped.",
   ),
-  sessionRecycleRequests: int(100_000, 0).describe(
-    "Requests after which a session is replaced: a fresh one is started and made ready, new queries move to it, the old one finishes what it holds. A safety net: growth is caught by memory (below), and each replacement costs a server's whole project load (every few seconds of a busy session at the old 5000). 0: never for a count.",
+  sessionRecycleRequests: int(1_000_000, 0).describe(
+    "Requests after which a session is replaced: a fresh one is started and made ready, new queries move to it, the old one finishes what it holds. A safety net: growth is caught by memory (below), and each replacement costs a server's whole project load: a busy TS 7 session answers 3-4k a second, so 100,000 replaced it every ~30 s under load (and the old 5000 every few seconds); 1,000,000 is every ~5 min at that rate, never at an agent's. 0: never for a count.",
   ),
   sessionRecycleMemoryBytes: int(3 * GiB, 0).describe(
     "Memory of a session's jail (its cgroup's usage) past which it is replaced the same way, before it meets LSPD_JAIL_MEMORY_BYTES (at most ¾ of it is used, whatever this says). 0: never for memory.",
