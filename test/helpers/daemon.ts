@@ -76,13 +76,15 @@ export interface SpawnOptions {
   timeoutMs?: number;
   /** Node flags before the script (bench/hot-profile: `--cpu-prof`, which NODE_OPTIONS refuses). */
   nodeArgs?: readonly string[];
+  /** Another checkout of lspd to run (bench/ab: two builds side by side); else this one. */
+  project?: string;
 }
 
 /** Spawn `node --import tsx src/main.ts` on 127.0.0.1:0 and resolve once it logs "listening". */
 export async function spawnDaemon(opts: SpawnOptions = {}): Promise<Daemon> {
   const dataDir = opts.dataDir ?? tempDir();
   const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', 'src/main.ts'], {
-    cwd: projectDir,
+    cwd: opts.project ?? projectDir,
     env: {
       ...process.env,
       LSPD_LISTEN: '127.0.0.1:0',
