@@ -14,20 +14,16 @@
 // Beside each row: CPU µs per answer of the daemon, the servers and the client, and
 // the host's idle share (the daemon is one event loop: a row that is not CPU-bound
 // on both cores may be bound by that one thread, or by latency).
-import { spawn } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { Budget, LspConnection } from '../src/lsp/wire/transport.js';
-import { TS7_INITIALIZATION_OPTIONS } from '../src/lsp/servers/rows/typescript.js';
-import { CHAOS_ENV, fixturesDir, tsCall, tsRoots, uidRange, type Root } from '../test/chaos/daemons.js';
+import { readFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { CHAOS_ENV, tsCall, tsRoots, uidRange, type Root } from '../test/chaos/daemons.js';
 import { Figures, percentile, sleep } from '../test/chaos/harness.js';
 import { TS_OPS as OPS, questionLoad, tsQueryLoad, type Question } from './ts-load.js';
 import { get } from './lean-http.js';
 import { MiB, jailProcs, jailRssBytes, rssBytes } from '../test/chaos/procs.js';
 import { cpuMsOf } from './process-cpu.js';
-import { projectDir, spawnServing, type Serving } from '../test/helpers/daemon.js';
+import { RawTs } from './raw-ts.js';
+import { spawnServing, type Serving } from '../test/helpers/daemon.js';
 
 const args = process.argv.slice(2);
 const flag = (name: string, def: number) => {
@@ -153,84 +149,31 @@ function perAnswer(a: CpuMs, b: CpuMs, answers: number): Row['cpu'] {
 
 /** The same four questions straight to a bare TS 7 server over stdio, `clients` requests in flight. */
 async function rawPhase(clients: number, seconds: number): Promise<Row> {
-  const dir = mkdtempSync(join(tmpdir(), 'lspd-bench-raw-'));
-  cpSync(join(fixturesDir, 'ts-basic'), dir, { recursive: true });
-  const bin = join(projectDir, 'node_modules/@typescript/typescript-linux-x64/lib/tsc');
-  const child = spawn(bin, ['--lsp', '--stdio'], { cwd: dir, stdio: ['pipe', 'pipe', 'ignore'] });
-  const conn = new LspConnection({
-    input: child.stdout,
-    output: child.stdin,
-    maxFrameBytes: 16 * MiB,
-    onRequest: (m, p) => (m === 'workspace/configuration' ? ((p as { items?: unknown[] }).items ?? []).map(() => null) : null),
-  });
+  const raw = await RawTs.start();
   try {
-    const root = pathToFileURL(dir).href;
-    await conn.request('initialize', {
-      processId: null,
-      rootUri: root,
-      workspaceFolders: [{ uri: root, name: 'ts-basic' }],
-      capabilities: { general: { positionEncodings: ['utf-16'] } },
-      initializationOptions: TS7_INITIALIZATION_OPTIONS, // configured as lspd configures it
-    });
-    conn.notify('initialized', {});
-    for (const rel of ['src/app.ts', 'src/greet.ts']) {
-      conn.notify('textDocument/didOpen', {
-        textDocument: { uri: `${root}/${rel}`, languageId: 'typescript', version: 1, text: readFileSync(join(dir, rel), 'utf8') },
-      });
-    }
-    const requestOf = (i: number): [string, unknown] => {
-      const body = tsCall({ org: 'x', repo: 'x', sha: 'x' }, i % OPS).json as { op: string; path: string; line?: number; character?: number };
-      const textDocument = { uri: `${root}/${body.path}` };
-      const position = { line: body.line, character: body.character };
-      if (body.op === 'documentSymbols') return ['textDocument/documentSymbol', { textDocument }];
-      if (body.op === 'references') return ['textDocument/references', { textDocument, position, context: { includeDeclaration: true } }];
-      return [`textDocument/${body.op}`, { textDocument, position }];
-    };
-    for (let i = 0; i < OPS; i++) await conn.request(...requestOf(i)); // warm, as the lspd roots are
-    const lat: number[] = [];
-    let n = 0;
-    let failed = 0;
-    const cpu0: CpuMs = { daemon: undefined, servers: cpuMsOf(child.pid!), client: clientMs() };
+    const cpu0: CpuMs = { daemon: undefined, servers: cpuMsOf(raw.child.pid!), client: clientMs() };
     const host0 = hostTicks();
-    const until = performance.now() + seconds * 1000;
-    const t0 = performance.now();
-    await Promise.all(
-      Array.from({ length: clients }, async () => {
-        while (performance.now() < until) {
-          const [method, params] = requestOf(n++);
-          const s = performance.now();
-          try {
-            await conn.request(method, params, { budget: new Budget(10_000, 1 << 30) });
-            lat.push(performance.now() - s);
-          } catch {
-            failed++;
-          }
-        }
-      }),
-    );
-    const elapsed = (performance.now() - t0) / 1000;
-    const cpu1: CpuMs = { daemon: undefined, servers: cpuMsOf(child.pid!), client: clientMs() };
+    const p = await raw.phase(clients, seconds);
+    const cpu1: CpuMs = { daemon: undefined, servers: cpuMsOf(raw.child.pid!), client: clientMs() };
     const host1 = hostTicks();
     return {
       mode: 'raw TS 7 (stdio)',
       clients,
-      seconds: Math.round(elapsed),
-      requests: n,
-      perSecond: Math.round(lat.length / elapsed),
-      p50: percentile(lat, 50),
-      p95: percentile(lat, 95),
-      p99: percentile(lat, 99),
-      refused: failed,
+      seconds: Math.round(p.elapsed),
+      requests: p.sent,
+      perSecond: Math.round(p.lat.length / p.elapsed),
+      p50: percentile(p.lat, 50),
+      p95: percentile(p.lat, 95),
+      p99: percentile(p.lat, 99),
+      refused: p.failed,
       lost: 0,
       rss: '-',
       load: loadavg()[0]!.toFixed(1),
-      cpu: perAnswer(cpu0, cpu1, lat.length),
+      cpu: perAnswer(cpu0, cpu1, p.lat.length),
       idle: idleShare(host0, host1),
     };
   } finally {
-    conn.close();
-    child.kill('SIGKILL');
-    rmSync(dir, { recursive: true, force: true });
+    raw.stop();
   }
 }
 
