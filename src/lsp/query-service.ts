@@ -70,6 +70,12 @@ export interface QueryServiceDeps {
 const DEPENDENCY_FRESHNESS = 'server_observed_not_attested';
 
 /** A query admitted: when it arrived, its deadline, the root as admitted. */
+/** What POST /v1/code/lsp sends: the server that answered and the answer's bytes. */
+export interface SentAnswer {
+  server: string;
+  body: Buffer;
+}
+
 interface Arrival {
   q: LspQuery;
   route: string;
@@ -215,20 +221,27 @@ export class QueryService {
 
   /**
    * POST /v1/code/lsp's way in: the answer as the bytes to send, serialised once (the
-   * same bytes are kept by the cache), and a hit is a look-up and a write: nothing
-   * past the key is made for it, not even the deadline (`onHangUp` registers the
-   * client's hang-up, only when the query goes to a server).
+   * same bytes are kept by the cache). A hit is a look-up and a write in the caller's
+   * own turn: answered as it is, not as a promise, and nothing past the key is made for
+   * it, not even the deadline (`onHangUp` registers the client's hang-up, only when the
+   * query goes to a server). Admission refusals throw here, before any promise.
    */
-  async lspBody(q: LspQuery, onHangUp: (gone: () => void) => void): Promise<{ server: string; body: Buffer }> {
+  lspBody(q: LspQuery, onHangUp: (gone: () => void) => void): SentAnswer | Promise<SentAnswer> {
     const a = this.arrive(q, ops.query.route);
-    if (q.op === 'workspaceSymbols') {
-      const answer = await this.run(a, onHangUp, (w) => this.workspaceSymbolsAnswer(w));
-      return { server: String(answer.server ?? ''), body: Buffer.from(JSON.stringify(answer)) };
-    }
+    if (q.op === 'workspaceSymbols') return this.workspaceSymbolsBody(a, onHangUp);
     const row = this.serverFor(q.path!, a.info.languages);
     const key = ResultCache.keyOf(row.name, q);
     const hit = this.cache.getBody(a.at.root, key);
     if (hit) return { server: row.name, body: sentBody(hit, elapsed(a.t0)) };
+    return this.missBody(a, row, key, onHangUp);
+  }
+
+  private async workspaceSymbolsBody(a: Arrival, onHangUp: (gone: () => void) => void): Promise<SentAnswer> {
+    const answer = await this.run(a, onHangUp, (w) => this.workspaceSymbolsAnswer(w));
+    return { server: String(answer.server ?? ''), body: Buffer.from(JSON.stringify(answer)) };
+  }
+
+  private async missBody(a: Arrival, row: ServerRow, key: string, onHangUp: (gone: () => void) => void): Promise<SentAnswer> {
     const { answer, json } = await this.run(a, onHangUp, (w) => this.answer(w, row));
     const kept = this.remember(a.at.root, key, answer, json);
     const ms = answer.elapsed_ms ?? 0;

@@ -2,7 +2,8 @@
 // else the shared zod schema), then the query service, which admits it
 // (src/tenancy/admission.ts: jail proved, org's share, root stored) and answers with
 // the bytes to send: serialised once, a cache hit sent as kept.
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { SentAnswer } from '../../lsp/query-service.js';
 import { lspQuery } from '../../api/schemas.js';
 import { fastLspQuery } from '../../api/lsp-query-check.js';
 import { parse } from '../error-handler.js';
@@ -34,12 +35,18 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 
 export async function queryRoutes(app: FastifyInstance, deps: Deps): Promise<void> {
   const { query } = deps.services;
-  app.post('/v1/code/lsp', { config: { access: { permission: 'query', org: 'body' } }, schema: doc }, async (req, reply) => {
+  // Not an async handler: a cache hit is sent in this turn (no promise for fastify to
+  // wait on); a query that goes to a server is sent when its promise settles.
+  app.post('/v1/code/lsp', { config: { access: { permission: 'query', org: 'body' } }, schema: doc }, (req, reply) => {
     const q = fastLspQuery(req.body) ?? parse(lspQuery, req.body);
     req.lspdOp = q.op;
-    const { server, body } = await query.lspBody(q, (gone) => onHangUp(reply, gone));
-    req.lspdServer = server;
-    reply.type(JSON_TYPE);
-    return body;
+    const sent = query.lspBody(q, (gone) => onHangUp(reply, gone));
+    if (sent instanceof Promise) return sent.then((s) => send(req, reply, s));
+    return send(req, reply, sent);
   });
+}
+
+function send(req: FastifyRequest, reply: FastifyReply, { server, body }: SentAnswer): FastifyReply {
+  req.lspdServer = server;
+  return reply.type(JSON_TYPE).send(body);
 }
