@@ -10,7 +10,7 @@
 // cost ~8 µs a query (bench/hot-profile's createAbortSignal, the largest item of our
 // own on a warm answer), against ~1 for this. What waits on a deadline takes an
 // `Abortable`, which both are; the type keeps a DeadlineSignal from reaching a Node API
-// that needs a real AbortSignal (one would be a `toAbortSignal()` away).
+// that needs a real AbortSignal (`asAbortSignal` lends one where it must).
 //
 // `deadline`: a signal that aborts when `outer` does or when `ms` have passed. Not
 // AbortSignal.any([outer, AbortSignal.timeout(ms)]): on Node 20 the timeout signal
@@ -75,19 +75,18 @@ export class DeadlineSignal implements Abortable {
     }
     this.listeners = undefined;
   }
-
-  /** A real AbortSignal that follows this one, for an API that needs one (not made per query). */
-  toAbortSignal(): AbortSignal {
-    const ctl = new AbortController();
-    if (this.aborted) ctl.abort(this.reason);
-    else this.addEventListener('abort', () => ctl.abort(this.reason));
-    return ctl.signal;
-  }
 }
 
-/** `s` as a real AbortSignal, for a Node API that takes one (an Abortable is one of the two). */
+/**
+ * `s` as a real AbortSignal, for a Node API that takes one (an Abortable is one of the
+ * two): a DeadlineSignal lends one that follows it, made per call (not on a query's path).
+ */
 export function asAbortSignal(s: Abortable): AbortSignal {
-  return s instanceof DeadlineSignal ? s.toAbortSignal() : (s as AbortSignal);
+  if (!(s instanceof DeadlineSignal)) return s as AbortSignal;
+  const ctl = new AbortController();
+  if (s.aborted) ctl.abort(s.reason);
+  else s.addEventListener('abort', () => ctl.abort(s.reason));
+  return ctl.signal;
 }
 
 function rethrow(err: unknown): never {

@@ -304,10 +304,12 @@ const QUIET_CPU_MS = 10;
 /** Wait (at most boundMs) for a window in which the session's jail is quiet. */
 async function quiet(session: Session, boundMs: number, signal: Abortable): Promise<void> {
   const until = Date.now() + boundMs;
+  // One real signal for the whole wait, not one (and a listener left on `signal`) per window.
+  const real = asAbortSignal(signal);
   while (Date.now() + QUIET_WINDOW_MS <= until && !signal.aborted) {
     const before = session.cpuTimes();
     if (before?.size === 0) return; // not running: nothing to wait for
-    await sleep(QUIET_WINDOW_MS, undefined, { signal: asAbortSignal(signal) });
+    await sleep(QUIET_WINDOW_MS, undefined, { signal: real });
     const after = session.cpuTimes();
     // Too many processes to read (undefined) is not quiet.
     if (before && after && cpuSpent(before, after) < QUIET_CPU_MS) return;
