@@ -81,19 +81,30 @@ export class RawTs {
   }
 
   /** `clients` loops asking in turn for `seconds`. */
-  async phase(clients: number, seconds: number): Promise<RawPhase> {
+  phase(clients: number, seconds: number): Promise<RawPhase> {
+    return RawTs.phaseOver([this], clients, seconds);
+  }
+
+  /**
+   * `clients` loops asking `servers` for `seconds`, each question of the next server in
+   * turn: bench/ts-load spreads lspd's questions over its roots the same way (question
+   * i to root i mod N), so N servers here are asked as lspd's N are.
+   */
+  static async phaseOver(servers: readonly RawTs[], clients: number, seconds: number): Promise<RawPhase> {
     const lat: number[] = [];
-    const sent0 = this.n;
+    let n = 0;
     let failed = 0;
     const until = performance.now() + seconds * 1000;
     const t0 = performance.now();
     await Promise.all(
       Array.from({ length: clients }, async () => {
         while (performance.now() < until) {
-          const [method, params] = this.requestOf(this.n++);
+          const i = n++;
+          const raw = servers[i % servers.length]!;
+          const [method, params] = raw.requestOf(raw.n++);
           const s = performance.now();
           try {
-            await this.conn.request(method, params, { budget: new Budget(10_000, 1 << 30) });
+            await raw.conn.request(method, params, { budget: new Budget(10_000, 1 << 30) });
             lat.push(performance.now() - s);
           } catch {
             failed++;
@@ -101,7 +112,7 @@ export class RawTs {
         }
       }),
     );
-    return { lat, sent: this.n - sent0, failed, elapsed: (performance.now() - t0) / 1000 };
+    return { lat, sent: n, failed, elapsed: (performance.now() - t0) / 1000 };
   }
 
   stop(): void {
