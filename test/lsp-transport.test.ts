@@ -182,7 +182,7 @@ test('a log line on stdout fails at its newline, without waiting for 4 KiB', () 
 test('a response charges its own request in full: one over the byte budget fails it and cancels', async () => {
   const { conn, sent, reply } = pair();
   const p = conn.request('textDocument/references', {}, { budget: new Budget(64, 4096) });
-  await tick();
+  await until(() => sent.length > 0);
   const id = sent[0]!.id;
   reply({ jsonrpc: '2.0', id, result: [{ text: 'x'.repeat(8192) }] });
   await assert.rejects(p, (e: unknown) => e instanceof BudgetExceededError && /4096 bytes/.test((e as Error).message));
@@ -258,7 +258,7 @@ test('a server that stops reading its input: the connection closes past the writ
 test('an answer with neither result nor error fails its request as a ResponseError', async () => {
   const { conn, sent, reply } = pair();
   const p = conn.request('x', {});
-  await tick();
+  await until(() => sent.length > 0);
   reply({ jsonrpc: '2.0', id: sent[0]!.id });
   await assert.rejects(p, ResponseError);
   assert.equal(conn.closed, false);
@@ -267,7 +267,7 @@ test('an answer with neither result nor error fails its request as a ResponseErr
 test('a server repeating an id cannot stall the reader: the queue is drained by turns, not by a count', async () => {
   const { conn, sent, notes, reply, fromServer } = pair({ onRequest: () => null });
   const p = conn.request('x', {});
-  await tick();
+  await until(() => sent.length > 0);
   // 600 server requests under one id (the library keeps one of them) and a flood past the bound
   fromServer.write(
     Buffer.concat(Array.from({ length: 600 }, () => frame({ jsonrpc: '2.0', id: 'dup', method: 'window/workDoneProgress/create', params: { token: 1 } }))),
@@ -276,6 +276,34 @@ test('a server repeating an id cannot stall the reader: the queue is drained by 
   reply({ jsonrpc: '2.0', id: sent[0]!.id, result: 'answered' });
   assert.equal(await p, 'answered');
   await until(() => notes.length === 1000, 20_000);
+});
+
+test('a turn that wrote one frame waits one turn more and leaves with what that turn adds; one alone leaves then', async () => {
+  const fromServer = new PassThrough();
+  const writes: number[] = []; // frames per write
+  const toServer = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      writes.push(1);
+      cb();
+    },
+    writev(chunks, cb) {
+      writes.push(chunks.length);
+      cb();
+    },
+  });
+  const conn = new LspConnection({ input: fromServer, output: toServer, maxFrameBytes: 1 << 20 });
+  void conn.request('textDocument/hover', { i: 0 }).catch(() => {});
+  await tick();
+  assert.deepEqual(writes, [], 'a lone frame is held past its own turn');
+  void conn.request('textDocument/hover', { i: 1 }).catch(() => {});
+  await tick();
+  assert.deepEqual(writes, [2], 'and leaves with the next turn’s frame, in one write');
+  void conn.request('textDocument/hover', { i: 2 }).catch(() => {});
+  await tick();
+  assert.deepEqual(writes, [2]);
+  await tick();
+  assert.deepEqual(writes, [2, 1], 'a frame that nothing joins leaves one turn late, not later');
+  conn.close();
 });
 
 test('requests made in one turn leave in one write, in order; their answers settle as they are read', async () => {

@@ -15,6 +15,12 @@
 // every HTTP request read in that turn reach the server together (one writev, one
 // wake-up of the server) instead of one write each. An `end()` of the pipe flushes
 // what is corked; `writableLength` counts it, so the bound holds as before.
+// A turn that corked one frame only waits one turn more (one more look at the
+// sockets, without blocking) and leaves with what that turn adds: over four roots a
+// server gets about one query a turn, and the wait cost the servers 6–13% less CPU
+// per answer and gave 3–10% more answers a second (bench/ab, 8 clients, paired);
+// one client, or one root, ~1% fewer. A turn with several frames is not held: over
+// one busy root, holding every turn cost 4–6% of the answers.
 import type { Writable } from 'node:stream';
 import { AbstractMessageWriter, type Message, type MessageWriter } from 'vscode-jsonrpc/node';
 
@@ -35,9 +41,19 @@ export class BoundedMessageWriter extends AbstractMessageWriter implements Messa
   private readonly opts: BoundedWriterOptions;
   private blocked = false;
   private corked = false;
+  /** Frames corked since the last flush, and whether that flush was put off once already. */
+  private held = 0;
+  private heldOver = false;
   private count = 0;
   private readonly uncork = () => {
+    if (this.held === 1 && !this.heldOver && !this.output.destroyed) {
+      this.heldOver = true;
+      setImmediate(this.uncork);
+      return;
+    }
     this.corked = false;
+    this.held = 0;
+    this.heldOver = false;
     if (!this.output.destroyed) this.output.uncork();
   };
 
@@ -59,6 +75,7 @@ export class BoundedMessageWriter extends AbstractMessageWriter implements Messa
       setImmediate(this.uncork);
     }
     out.write(`Content-Length: ${Buffer.byteLength(body, 'utf8')}\r\n\r\n${body}`, 'utf8');
+    this.held++;
     this.count++;
     if (out.writableLength > this.opts.maxQueuedWriteBytes) {
       this.blocked = true;
@@ -67,6 +84,6 @@ export class BoundedMessageWriter extends AbstractMessageWriter implements Messa
     return DONE;
   }
 
-  /** Nothing to flush: a corked turn is flushed by its setImmediate or by the pipe's end. */
+  /** Nothing to flush: a corked turn is flushed by its setImmediate (or the next's) or by the pipe's end. */
   end(): void {}
 }
