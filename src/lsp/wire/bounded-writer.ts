@@ -17,10 +17,10 @@
 // what is corked; `writableLength` counts it, so the bound holds as before.
 // A turn that corked one frame only waits one turn more (one more look at the
 // sockets, without blocking) and leaves with what that turn adds: over four roots a
-// server gets about one query a turn, and the wait cost the servers 6–13% less CPU
-// per answer and gave 3–10% more answers a second (bench/ab, 8 clients, paired);
-// one client, or one root, ~1% fewer. A turn with several frames is not held: over
-// one busy root, holding every turn cost 4–6% of the answers.
+// server gets about one query a turn, and with the wait the servers spent 6–13% less
+// CPU per answer and lspd answered 3–10% more (bench/ab, 8 clients, paired); one
+// client, or one root, ~1% fewer. A turn with several frames is not held: over one
+// busy root, holding every turn cost 4–6% of the answers.
 import type { Writable } from 'node:stream';
 import { AbstractMessageWriter, type Message, type MessageWriter } from 'vscode-jsonrpc/node';
 
