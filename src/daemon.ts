@@ -81,7 +81,13 @@ export async function startDaemon(config: Config, log: Logger, o: DaemonOptions 
     ready: () => health.jail.fetch.ok,
     ...(packages ? { packages } : {}),
   });
-  fetcher.onDone((key) => void store.refreshUsage(key).catch((err: unknown) => log.warn({ err }, 'cannot measure a root after its fetch')));
+  fetcher.onDone(
+    (key) =>
+      void fetcher
+        .stateWritten(key)
+        .then(() => store.refreshUsage(key))
+        .catch((err: unknown) => log.warn({ err }, 'cannot measure a root after its fetch')),
+  );
   void fetcher.resume(allRootKeys(store)).catch((err: unknown) => log.error({ err }, 'fetch resume failed'));
 
   // The one way in for every service (not_ready, busy, need_tree), over the memory budget.

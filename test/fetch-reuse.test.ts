@@ -43,6 +43,8 @@ describe('fetch reuse for incremental roots', () => {
   };
   const settled = async (k: RootKey) => {
     const v = await fetcher.wait(k);
+    // As daemon.ts measures a root after its fetch: once its state file is written.
+    await fetcher.stateWritten(k);
     await store.refreshUsage(k);
     return v;
   };

@@ -129,6 +129,18 @@ export class FetchManager {
     return p;
   }
 
+  /**
+   * Once the root's state file is written as it stands: what measures the deps dir
+   * waits for this, or it may count the `.tmp` a write leaves beside the file for a
+   * moment (a block too many, kept until the next measure). A job's end tells its
+   * listeners first and persists right after, in the same turn, so the writes are
+   * looked for one microtask later.
+   */
+  async stateWritten(key: RootKey): Promise<void> {
+    await null;
+    for (let p = this.writes.pending(key); p; p = this.writes.pending(key)) await p;
+  }
+
   /** The fetch state of a root ('none' when lspd has no job for it). */
   state(key: RootKey): FetchView {
     return this.jobs.get(rootId(key))?.job.view() ?? { state: 'none' };

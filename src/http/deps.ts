@@ -28,7 +28,7 @@ export interface Deps {
   /** The server table, so /v1/tools and /mcp can name the languages that are not served. */
   table: Pick<ServerTable, 'choose'>;
   /** The FETCH phase: PUT queues a root's fetch, GET shows its state. */
-  fetcher: Pick<FetchManager, 'enqueue' | 'state'>;
+  fetcher: Pick<FetchManager, 'enqueue' | 'state' | 'stateWritten'>;
 }
 
 /** The services as the routes and tools call them. */

@@ -283,7 +283,7 @@ export async function startStoreServer(opts: { dataDir?: string; env?: Record<st
     services,
     pool: { sessionsOf: () => [] },
     table: { choose: () => undefined },
-    fetcher: { enqueue: async () => ({ state: 'none' }), state: () => ({ state: 'none' }) },
+    fetcher: { enqueue: async () => ({ state: 'none' }), state: () => ({ state: 'none' }), stateWritten: async () => {} },
     ...(tokens ? { tokens } : {}),
   });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });

@@ -59,7 +59,10 @@ export async function rootRoutes(app: FastifyInstance, deps: Deps): Promise<void
         // (or refused) never finishes a run that would measure it: charge it here, while
         // the dir holds that file alone (a queued job is measured when it ends).
         if (created && (fetch.state === 'none' || fetch.state === 'refused')) {
-          await store.refreshUsage(key).catch((err: unknown) => req.log.warn({ err }, 'cannot measure a root after its upload'));
+          await deps.fetcher
+            .stateWritten(key)
+            .then(() => store.refreshUsage(key))
+            .catch((err: unknown) => req.log.warn({ err }, 'cannot measure a root after its upload'));
         }
         // Its sessions start in the background (after the fetch), so the first query finds them warm.
         if (warmWanted(req.query.warm)) deps.services.query.warm(key);
