@@ -165,10 +165,12 @@ export class BaseReuse {
       job.to({ name: 'running', startedAt: finished, abort: new AbortController(), steps: q.steps, attempt: q.attempt });
       job.to({ name: 'done', steps: q.steps, attempt: q.attempt, startedAt: finished, finishedAt: finished, bytes, log: linkedLog(q.steps), mounts });
     } else q.early = early;
-    // Told with nothing fetched, so no session restarts; the store measures the copy.
+    // Told with nothing fetched, so no session restarts; the store measures the copy
+    // once the state file is written (queued first, as at a fetch's end).
+    const written = host.persist(key, job);
     host.notifyDone(key, { state: 'done', ecosystems: [], finishedAt: finished });
     host.wake(id);
-    await host.persist(key, job);
+    await written;
   }
 
   /**

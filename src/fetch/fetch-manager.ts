@@ -130,14 +130,12 @@ export class FetchManager {
   }
 
   /**
-   * Once the root's state file is written as it stands: what measures the deps dir
-   * waits for this, or it may count the `.tmp` a write leaves beside the file for a
-   * moment (a block too many, kept until the next measure). A job's end tells its
-   * listeners first and persists right after, in the same turn, so the writes are
-   * looked for one microtask later.
+   * Once the root's state-file writes queued so far have landed: what measures the deps
+   * dir waits for this, or it may count the `.tmp` a write leaves beside the file for a
+   * moment (a block too many, kept until the next measure). A job's end queues its
+   * write before it tells its listeners, so a listener's call sees it.
    */
   async stateWritten(key: RootKey): Promise<void> {
-    await null;
     for (let p = this.writes.pending(key); p; p = this.writes.pending(key)) await p;
   }
 
@@ -396,10 +394,12 @@ export class FetchManager {
       this.log.info({ root: id, state: job.state.name, bytes: result.bytes, error: result.error }, 'fetch finished');
       // The listeners (sessions started without these dependencies are replaced) run in
       // the same turn as the state change: a GET that sees `done`, and any query after
-      // it, never meets a session without the fetch. Persisting is after; a crash
-      // before it runs the fetch again, which is harmless.
+      // it, never meets a session without the fetch. The state file's write is queued
+      // first, so a listener that measures the deps dir can wait for it (stateWritten);
+      // a crash before it lands runs the fetch again, which is harmless.
+      const written = this.persist(key, job);
       this.notifyDone(key, job.view());
-      await this.persist(key, job);
+      await written;
     } catch (err) {
       // An internal error (not a fetcher's failure, which runJob reports): fail the job, say so.
       if (job.state.name === 'running' && abortCause(abort.signal) !== 'shutdown') {

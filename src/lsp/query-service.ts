@@ -69,13 +69,13 @@ export interface QueryServiceDeps {
 /** Every answer says this: a dependency location is what the server saw, not an attested fact. */
 const DEPENDENCY_FRESHNESS = 'server_observed_not_attested';
 
-/** A query admitted: when it arrived, its deadline, the root as admitted. */
 /** What POST /v1/code/lsp sends: the server that answered and the answer's bytes. */
 export interface SentAnswer {
   server: string;
   body: Buffer;
 }
 
+/** A query admitted: when it arrived, its deadline, the root as admitted. */
 interface Arrival {
   q: LspQuery;
   route: string;
