@@ -41,7 +41,8 @@
  *    turn ends, or on an idle core at once. bench/ab, 8 clients over four roots on
  *    two cores: 1.24x the answers, the servers' CPU per answer -26%, the daemon's
  *    -14%. A scheduling hint, not a bound: if the host refuses it, the jail runs as
- *    SCHED_OTHER, and test/jail-cpu.test.ts fails.
+ *    SCHED_OTHER, and test/jail-cpu.test.ts fails. A jailed process may set itself
+ *    back to SCHED_OTHER, which is only what it would have had without this.
  */
 #include <errno.h>
 #include <fcntl.h>
