@@ -10,7 +10,9 @@
 // its SERVE jail), "lspd cached" (the default cache: roots are immutable, so
 // repeats are hits), "lspd GET /livez" (the HTTP floor: node's server and fastify
 // with nothing behind them), and "raw TS 7" (the same requests straight to a bare
-// `tsc --lsp --stdio` over a pipe, no jail, no HTTP: the floor lspd adds to).
+// `tsc --lsp --stdio` over a pipe, no jail, no HTTP: the floor lspd adds to), each
+// raw phase run right after lspd's uncached one at its client count; the last line
+// gives lspd ÷ raw. For a change or a goal, bench/ab pairs phases seconds apart.
 // Beside each row: CPU µs per answer of the daemon, the servers and the client, and
 // the host's idle share (the daemon is one event loop: a row that is not CPU-bound
 // on both cores may be bound by that one thread, or by latency).
@@ -148,33 +150,28 @@ function perAnswer(a: CpuMs, b: CpuMs, answers: number): Row['cpu'] {
 }
 
 /** The same four questions straight to a bare TS 7 server over stdio, `clients` requests in flight. */
-async function rawPhase(clients: number, seconds: number): Promise<Row> {
-  const raw = await RawTs.start();
-  try {
-    const cpu0: CpuMs = { daemon: undefined, servers: cpuMsOf(raw.child.pid!), client: clientMs() };
-    const host0 = hostTicks();
-    const p = await raw.phase(clients, seconds);
-    const cpu1: CpuMs = { daemon: undefined, servers: cpuMsOf(raw.child.pid!), client: clientMs() };
-    const host1 = hostTicks();
-    return {
-      mode: 'raw TS 7 (stdio)',
-      clients,
-      seconds: Math.round(p.elapsed),
-      requests: p.sent,
-      perSecond: Math.round(p.lat.length / p.elapsed),
-      p50: percentile(p.lat, 50),
-      p95: percentile(p.lat, 95),
-      p99: percentile(p.lat, 99),
-      refused: p.failed,
-      lost: 0,
-      rss: '-',
-      load: loadavg()[0]!.toFixed(1),
-      cpu: perAnswer(cpu0, cpu1, p.lat.length),
-      idle: idleShare(host0, host1),
-    };
-  } finally {
-    raw.stop();
-  }
+async function rawPhase(raw: RawTs, clients: number, seconds: number): Promise<Row> {
+  const cpu0: CpuMs = { daemon: undefined, servers: cpuMsOf(raw.child.pid!), client: clientMs() };
+  const host0 = hostTicks();
+  const p = await raw.phase(clients, seconds);
+  const cpu1: CpuMs = { daemon: undefined, servers: cpuMsOf(raw.child.pid!), client: clientMs() };
+  const host1 = hostTicks();
+  return {
+    mode: 'raw TS 7 (stdio)',
+    clients,
+    seconds: Math.round(p.elapsed),
+    requests: p.sent,
+    perSecond: Math.round(p.lat.length / p.elapsed),
+    p50: percentile(p.lat, 50),
+    p95: percentile(p.lat, 95),
+    p99: percentile(p.lat, 99),
+    refused: p.failed,
+    lost: 0,
+    rss: '-',
+    load: loadavg()[0]!.toFixed(1),
+    cpu: perAnswer(cpu0, cpu1, p.lat.length),
+    idle: idleShare(host0, host1),
+  };
 }
 
 async function withDaemon<T>(slot: number, env: Record<string, string>, fn: (d: Serving) => Promise<T>): Promise<T> {
@@ -197,9 +194,23 @@ await withDaemon(0, {}, async (d) => {
       await fetch(d.url + '/v1/code/lsp', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(tsCall(r, q).json) }).then(
         (x) => x.arrayBuffer(),
       );
-  // Warm-up, not reported: the first seconds of a fresh server are slower than its steady state.
+  // Warm-up, not reported: the daemon's first seconds (V8 compiling the hot path) and each server's first answers.
   await lspdPhase(d, 'warm-up', 8, Math.min(10, phaseSeconds), roots);
-  for (const c of CLIENTS) rows.push(await lspdPhase(d, 'lspd uncached', c, phaseSeconds, roots));
+  // Each raw phase right after lspd's at the same client count: the host's speed drifts
+  // by ±20% from one minute to the next, and the ratio is only as good as its pair. The
+  // raw server lives as lspd's do, warmed as long and kept up: TS 7 slows as it ages
+  // (a fresh one answered 8.7k/s in its first 5 s, 6.5-7.8k/s from 20 s on, its RSS
+  // growing 1.3 KB an answer), so a fresh server per phase was its fastest self.
+  const raw = await RawTs.start();
+  try {
+    await raw.phase(8, Math.min(10, phaseSeconds));
+    for (const c of CLIENTS) {
+      rows.push(await lspdPhase(d, 'lspd uncached', c, phaseSeconds, roots));
+      rows.push(await rawPhase(raw, c, phaseSeconds));
+    }
+  } finally {
+    raw.stop();
+  }
   // The soak: 8 clients, RSS of the daemon (and of its jails) every second.
   const daemonRss: number[] = [];
   const jailRss: number[] = [];
@@ -229,7 +240,6 @@ await withDaemon(1, { LSPD_RESULT_CACHE_ENTRIES: '10000' }, async (d) => {
   const livez: Question = { path: '/livez', raw: get(d.url, '/livez'), check: (b) => b.live === true };
   rows.push(await lspdPhase(d, 'lspd GET /livez', 64, phaseSeconds, [livez]));
 });
-for (const c of CLIENTS) rows.push(await rawPhase(c, phaseSeconds));
 
 /** Milliseconds as printed: two decimals (both clients time requests fractionally). */
 const ms = (x: number) => x.toFixed(2);
@@ -280,3 +290,8 @@ console.log(
   "CPU µs/answer d+s+c: the daemon (all its threads), the servers (every process in its jails; for raw, the bare server) and this bench (the client; for raw, its stdio client), per answer over the phase. idle: the host's CPU left idle over the phase (bound by latency, not CPU, when high)",
 );
 console.log(soakLine);
+const rate = (mode: string, c: number) => rows.find((r) => r.mode === mode && r.clients === c)?.perSecond ?? NaN;
+const ratios = (mode: string) => CLIENTS.map((c) => `${(rate(mode, c) / rate('raw TS 7 (stdio)', c)).toFixed(2)}`).join(' / ');
+console.log(
+  `÷ raw at ${CLIENTS.join(' / ')} clients: uncached ${ratios('lspd uncached')} (each raw phase right after lspd's); cached ${ratios('lspd cached')} (raw from minutes before)`,
+);
