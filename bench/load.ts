@@ -199,7 +199,7 @@ await withDaemon(0, {}, async (d) => {
   // Each raw phase right after lspd's at the same client count: the host's speed drifts
   // by ±20% from one minute to the next, and the ratio is only as good as its pair. The
   // raw server lives as lspd's do, warmed as long and kept up: TS 7 slows as it ages
-  // (a fresh one answered 8.7k/s in its first 5 s, 6.5-7.8k/s from 20 s on, its RSS
+  // (a fresh one answered 8.7k/s in its first 5 s, 5.4-7.9k/s from 20 s on, its RSS
   // growing 1.3 KB an answer), so a fresh server per phase was its fastest self.
   const raw = await RawTs.start();
   try {
