@@ -12,7 +12,10 @@ import { cannotJail, jailedPids, lspQuery, position, shaOf, startLspd, uploadFix
 const skip = cannotJail();
 const FX = 'ts-basic';
 const IDLE_MS = 4000;
-const roots = Array.from({ length: 10 }, (_, i) => ({ org: 'acme', repo: 'pool', sha: shaOf(`pool-root-${i}`) }));
+// Ten repos, not ten commits of one: a new commit's session stops the idle sessions of
+// the repo's older commits (lsp-repo-sessions.test.ts), which would take root 0's, idle
+// between its answer and a later root's spawn, out from under "one session per root".
+const roots = Array.from({ length: 10 }, (_, i) => ({ org: 'acme', repo: `pool-${i}`, sha: shaOf(`pool-root-${i}`) }));
 
 async function spawns(d: Lspd, server = 'typescript'): Promise<number> {
   return (await d.metrics.spawns.get()).values.find((v) => v.labels.server === server)?.value ?? 0;
