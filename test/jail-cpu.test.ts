@@ -9,6 +9,7 @@ import { availableParallelism } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { cpuTimes } from '../src/jail/proc-cpu.js';
 import type { JailedProcess } from '../src/jail/types.js';
+import { jailProcs, statFields } from './chaos/procs.js';
 import { cpuBandwidthOf, cpuCgroupOf, UNLIMITED } from './helpers/cgroup.js';
 import { skipOrFail } from './helpers/host.js';
 import { cannotJail, pidsOfUids, startJail, UID_COUNT, waitFor, type TestJail } from './helpers/jail.js';
@@ -173,10 +174,9 @@ describe('jail CPU: scheduling', { skip }, () => {
     try {
       j.stdin.end();
       await new Promise<void>((r) => j.stdout.once('data', () => r()));
-      const pids = pidsOfUids(t.uidBase, UID_COUNT);
-      assert.ok(pids.length >= 4, `the gate, bwrap, the sandbox's init, sh and sleep: ${pids.length} processes`);
-      for (const pid of pids)
-        assert.equal(policyOf(readFileSync(`/proc/${pid}/stat`, 'latin1')), SCHED_BATCH, `pid ${pid} (${readFileSync(`/proc/${pid}/comm`, 'latin1').trim()})`);
+      const procs = jailProcs({ base: t.uidBase, count: UID_COUNT });
+      assert.ok(procs.length >= 4, `the gate, bwrap, the sandbox's init, sh and sleep: ${procs.length} processes`);
+      for (const p of procs) assert.equal(p.policy, SCHED_BATCH, `pid ${p.pid} (${p.argv.join(' ')})`);
     } finally {
       j.kill();
       await j.exited;
@@ -187,10 +187,8 @@ describe('jail CPU: scheduling', { skip }, () => {
 const SCHED_OTHER = 0;
 const SCHED_BATCH = 3;
 
-/** The scheduling policy in a /proc/<pid>/stat line: field 41, counted past the `(comm)` that may hold spaces. */
-function policyOf(stat: string): number {
-  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[41 - 3]);
-}
+/** The scheduling policy in a /proc/<pid>/stat line: field 41. */
+const policyOf = (stat: string) => Number(statFields(stat)[41 - 3]);
 
 /** CPU seconds a process has used (proc-cpu's reading of /proc/<pid>/stat; 0 when gone). */
 function cpuSecondsOf(pid: number): number {

@@ -11,16 +11,22 @@ export interface Proc {
   pgid: number;
   uid: number;
   argv: string[];
+  /** Scheduling policy (sched(7): 0 SCHED_OTHER, 3 SCHED_BATCH). */
+  policy: number;
+}
+
+/** stat(5)'s fields from `state` on (index 0 is field 3): the `(comm)` before them may hold spaces and parentheses. */
+export function statFields(stat: string): string[] {
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
 }
 
 export function procOf(pid: number): Proc | undefined {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // stat(5): "pid (comm) state ppid pgrp ..."; comm may hold spaces and parentheses.
-    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const rest = statFields(stat); // "state ppid pgrp ..."
     const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').slice(0, -1);
-    return { pid, ppid: Number(rest[1]), pgid: Number(rest[2]), uid: Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]), argv };
+    return { pid, ppid: Number(rest[1]), pgid: Number(rest[2]), uid: Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]), argv, policy: Number(rest[41 - 3]) };
   } catch {
     return undefined; // gone while we looked
   }
