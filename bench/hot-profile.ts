@@ -13,10 +13,12 @@
 // the top self-time functions.
 // `--callers NAME`: also the three frames (`--depth N`) above every sample whose
 // function is NAME (who calls `join`, say), summed the same way.
-//   node --import tsx bench/hot-profile.ts [--seconds S] [--clients C] [--roots R] [--top N] [--only uncached|cached] [--no-prof] [--callers NAME [--depth N]]
+// `--project DIR`: profile the daemon of another checkout (a git worktree of a commit
+// to compare); the load stays this checkout's.
+//   node --import tsx bench/hot-profile.ts [--seconds S] [--clients C] [--roots R] [--top N] [--only uncached|cached] [--no-prof] [--callers NAME [--depth N]] [--project DIR]
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { CHAOS_ENV, tsRoots, uidRange } from '../test/chaos/daemons.js';
 import { Figures } from '../test/chaos/harness.js';
 import { tsQueryLoad } from './ts-load.js';
@@ -37,6 +39,7 @@ const ONLY = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefi
 const PROF = !args.includes('--no-prof');
 const CALLERS = args.includes('--callers') ? args[args.indexOf('--callers') + 1] : undefined;
 const CALLER_DEPTH = flag('--depth', 3);
+const PROJECT = args.includes('--project') ? resolve(args[args.indexOf('--project') + 1] ?? '') : undefined;
 
 /** Stages by the script a frame runs in; the first rule that matches a frame's URL names it. */
 const STAGES: [string, RegExp][] = [
@@ -133,6 +136,7 @@ async function phase(slot: number, label: string, env: Record<string, string>): 
     uids: uidRange(slot),
     env: { ...env, LOG_LEVEL: 'info' },
     nodeArgs: PROF ? ['--cpu-prof', '--cpu-prof-interval', '100', '--cpu-prof-dir', dir] : [],
+    ...(PROJECT ? { project: PROJECT } : {}),
   });
   try {
     if (d.notReady) throw new Error(`not ready: ${d.notReady}`);
@@ -164,7 +168,8 @@ async function phase(slot: number, label: string, env: Record<string, string>): 
       );
       return;
     }
-    const file = readdirSync(dir).find((n) => n.includes(`.${pid}.`) && n.endsWith('.cpuprofile'));
+    // CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile: the daemon's worker threads write their own; thread 0 is the event loop.
+    const file = readdirSync(dir).find((n) => n.includes(`.${pid}.0.`) && n.endsWith('.cpuprofile'));
     if (!file) throw new Error(`no profile of ${pid} in ${dir}`);
     const p = JSON.parse(readFileSync(join(dir, file), 'utf8')) as Profile;
     const { stages, leaves, files, callers } = summarise(p, from, to);

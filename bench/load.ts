@@ -1,7 +1,7 @@
 // Question: under a steady query load against warm roots, what throughput and
 // latency does lspd give at 1, 8 and 64 concurrent clients, beside the raw
 // language server, and does the daemon's memory level off over a long soak?
-//   node --import tsx bench/load.ts [--soak-seconds N] [--phase-seconds N] [--roots N] [--quick]
+//   node --import tsx bench/load.ts [--soak-seconds N] [--phase-seconds N] [--roots N] [--quick] [--project DIR]
 // Defaults: 20 s per phase, a 300 s soak; --quick is 5 s phases and a 30 s soak.
 // Load: four roots of test/fixtures/ts-basic (--roots), each client looping over
 // definition, hover, references and documentSymbols (bench/ts-load.ts: a lean
@@ -13,11 +13,15 @@
 // `tsc --lsp --stdio` over a pipe, no jail, no HTTP: the floor lspd adds to), each
 // raw phase run right after lspd's uncached one at its client count; the last line
 // gives lspd ÷ raw. For a change or a goal, bench/ab pairs phases seconds apart.
+// `--project DIR` runs the daemon of another checkout (a git worktree of a commit to
+// compare, as bench/ab's `--other`), while the client, the raw row and this bench stay
+// this checkout's: a before and an after differ in the daemon alone.
 // Beside each row: CPU µs per answer of the daemon, the servers and the client, and
 // the host's idle share (the daemon is one event loop: a row that is not CPU-bound
 // on both cores may be bound by that one thread, or by latency).
 import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
+import { resolve } from 'node:path';
 import { CHAOS_ENV, tsCall, tsRoots, uidRange, type Root } from '../test/chaos/daemons.js';
 import { Figures, percentile, sleep } from '../test/chaos/harness.js';
 import { TS_OPS as OPS, questionLoad, tsQueryLoad, type Question } from './ts-load.js';
@@ -38,6 +42,7 @@ const soakSeconds = flag('--soak-seconds', quick ? 30 : 300);
 const CLIENTS = [1, 8, 64];
 /** `--roots 1` asks one server, as the raw row does; four spread the load over four TS 7 processes. */
 const ROOTS = flag('--roots', 4);
+const PROJECT = args.includes('--project') ? resolve(args[args.indexOf('--project') + 1] ?? '') : undefined;
 
 interface Row {
   mode: string;
@@ -175,7 +180,7 @@ async function rawPhase(raw: RawTs, clients: number, seconds: number): Promise<R
 }
 
 async function withDaemon<T>(slot: number, env: Record<string, string>, fn: (d: Serving) => Promise<T>): Promise<T> {
-  const d = await spawnServing({ uids: uidRange(slot), env: { ...CHAOS_ENV, LOG_LEVEL: 'info', ...env } });
+  const d = await spawnServing({ uids: uidRange(slot), env: { ...CHAOS_ENV, LOG_LEVEL: 'info', ...env }, ...(PROJECT ? { project: PROJECT } : {}) });
   try {
     if (d.notReady) throw new Error(`the daemon is not ready here: ${d.notReady}`);
     return await fn(d);
@@ -283,7 +288,7 @@ const table = [
 ];
 const widths = head.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
 console.log(
-  `lspd load bench: ${cpus().length} cores, node ${process.version}, TypeScript 7 (native), ${ROOTS} warm root${ROOTS === 1 ? '' : 's'} of ts-basic, ops definition/hover/references/documentSymbols`,
+  `lspd load bench: ${cpus().length} cores, node ${process.version}, TypeScript 7 (native), ${ROOTS} warm root${ROOTS === 1 ? '' : 's'} of ts-basic, ops definition/hover/references/documentSymbols${PROJECT ? `, the daemon of ${PROJECT}` : ''}`,
 );
 for (const row of table) console.log(row.map((c, i) => (i <= 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
 console.log(

@@ -13,11 +13,13 @@
 // lspd runs as its own process (src/main.ts, as operators run it), asked over a
 // lean keep-alive HTTP connection (warm-compare.ts WarmClient), so the bench's client
 // and the daemon do not share an event loop.
-// Run: node --import tsx bench/overhead.ts [iterations]
+// `--project DIR`: the daemon of another checkout (a git worktree of a commit to
+// compare); the clients and the raw server stay this checkout's.
+// Run: node --import tsx bench/overhead.ts [iterations] [--project DIR]
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { WarmClient, f, pct, time } from './warm-compare.js';
 import { FrameReader } from '../src/lsp/wire/frame-reader.js';
 import { TS7_INITIALIZATION_OPTIONS } from '../src/lsp/servers/rows/typescript.js';
@@ -25,7 +27,9 @@ import { spawnDaemon, type Daemon } from '../test/helpers/daemon.js';
 import { cannotJail, fixturesDir, position, shaOf, uploadFixture } from '../test/helpers/lsp-harness.js';
 import { jailUidEnv } from '../test/helpers/uids.js';
 
-const N = Number(process.argv[2] ?? 300);
+const args = process.argv.slice(2);
+const PROJECT = args.includes('--project') ? resolve(args[args.indexOf('--project') + 1] ?? '') : undefined;
+const N = Number(args.find((a, i) => /^\d+$/.test(a) && args[i - 1] !== '--project') ?? 300);
 const FX = 'ts-basic';
 const TREE = join(fixturesDir, FX);
 const TSC = join(import.meta.dirname, '..', 'node_modules', '@typescript', 'typescript-linux-x64', 'lib', 'tsc');
@@ -97,7 +101,7 @@ class RawClient {
 
 async function daemon(env: Record<string, string>): Promise<Daemon> {
   // a jail uid range of its own, apart from test daemons that may be running
-  return spawnDaemon({ env: { LOG_LEVEL: 'info', ...jailUidEnv(64), ...env } });
+  return spawnDaemon({ env: { LOG_LEVEL: 'info', ...jailUidEnv(64), ...env }, ...(PROJECT ? { project: PROJECT } : {}) });
 }
 
 async function main(): Promise<void> {
@@ -133,7 +137,9 @@ async function main(): Promise<void> {
         await ask(conn.query({ ...root, ...OPS[op] }));
         await raw.ask(op);
       }
-    console.log(`\nbench/overhead: native TypeScript 7 on test/fixtures/${FX}, ${N} warm iterations per op (interleaved)`);
+    console.log(
+      `\nbench/overhead: native TypeScript 7 on test/fixtures/${FX}, ${N} warm iterations per op (interleaved)${PROJECT ? `, the daemon of ${PROJECT}` : ''}`,
+    );
     console.log('lspd = HTTP POST /v1/code/lsp (jail, pool, projection; cache off)   raw = same binary over stdio, bare client\n');
     console.log('op           lspd p50  lspd p95   raw p50   raw p95   diff p50  diff p95   ratio p50   http floor p50   own p50');
     for (const op of Object.keys(OPS) as (keyof typeof OPS)[]) {
