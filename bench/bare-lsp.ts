@@ -21,7 +21,8 @@ import { JAIL_HOME, JAIL_NODE_MODULES, TREE_AT, jailEnv } from '../src/jail/layo
 export interface TimelineEvent {
   /** ms since the process was spawned */
   at: number;
-  kind: 'progress-begin' | 'progress-end' | 'diagnostics' | 'log';
+  /** quiescent: rust-analyzer's experimental/serverStatus said it has nothing left to load (offered to rows that read it, as lspd does). */
+  kind: 'progress-begin' | 'progress-end' | 'diagnostics' | 'log' | 'quiescent';
   detail: string;
 }
 
@@ -145,6 +146,8 @@ export class BareServer {
       this.timeline.push({ at, kind: 'diagnostics', detail: `${String(p.uri).split('/').pop()} ${n} v${String(p.version)}` });
     } else if (method === 'window/logMessage') {
       this.timeline.push({ at, kind: 'log', detail: String(p.message).slice(0, 160) });
+    } else if (method === 'experimental/serverStatus' && p.quiescent === true) {
+      this.timeline.push({ at, kind: 'quiescent', detail: String(p.health) });
     }
     for (const l of [...this.listeners]) l();
   }
@@ -187,6 +190,7 @@ export class BareServer {
           publishDiagnostics: {},
           diagnostic: { dynamicRegistration: false },
         },
+        ...(this.row.readiness.kind === 'progress' && this.row.readiness.quiescentStatus ? { experimental: { serverStatusNotification: true } } : {}),
       },
     })) as { capabilities: Record<string, unknown> };
     this.send({ method: 'initialized', params: {} });

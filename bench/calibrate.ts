@@ -77,15 +77,21 @@ async function once(c: Case): Promise<Run> {
     if (log) run.log = log.at;
     if (right !== undefined) run.right = right;
     // What lspd waits for: the log line; diagnostics and the end of progress; the
-    // end of progress (or, for a server that reports none, the initialize answer).
+    // end of progress and, for a row that reads it, the last quiescent status (or, for
+    // a server that reports no progress, the initialize answer).
+    const quiet = tl.filter((e) => e.kind === 'quiescent').pop()?.at;
     const signal =
       c.row.readiness.kind === 'logMessage'
         ? run.log
         : c.row.readiness.kind === 'documentDiagnostics'
           ? Math.max(run.diag ?? 0, run.progressEnd ?? 0)
-          : begin
-            ? run.progressEnd
-            : run.init;
+          : c.row.readiness.quiescentStatus
+            ? quiet === undefined
+              ? undefined
+              : Math.max(quiet, run.progressEnd ?? 0)
+            : begin
+              ? run.progressEnd
+              : run.init;
     if (signal !== undefined) run.wrongAfterSignal = Math.max(0, ...wrongSentAt.map((t) => t - signal));
     if (signal !== undefined && run.diag !== undefined) run.diagAfterSignal = Math.max(0, run.diag - signal);
     return run;

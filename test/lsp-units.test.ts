@@ -13,6 +13,7 @@ import { createMetrics } from '../src/metrics.js';
 import { languageOf } from '../src/languages.js';
 import { ResultCache } from '../src/lsp/cache.js';
 import { MAX_EARLY_DOCS, ReadinessTracker } from '../src/lsp/session/readiness.js';
+import { initializeParams } from '../src/lsp/session/client-side.js';
 import { defaultServerPaths, settingFor } from '../src/lsp/servers/server-row.js';
 import { probeFiles } from '../src/lsp/servers/server-env.js';
 import { ServerTable, defaultServerRows } from '../src/lsp/servers/server-table.js';
@@ -98,6 +99,45 @@ test('readiness: open progress blocks, then the grace; ignored titles do not cou
   assert.equal(await t.waitReady(undefined, 60), false, 'bounded: answers incomplete past the bound');
   t.onProgress('junk');
   t.onProgress({ token: {}, value: { kind: 'end' } });
+});
+
+test("readiness by a server's quiescent status: a gap between its progresses is not readiness, however long", async () => {
+  // rust-analyzer's order (test/lang-rust, traced): status not quiescent, Fetching, Building
+  // CrateGraph, Roots Scanned, Fetching twice more, then quiescent; 1-11 ms between tokens here.
+  const t = new ReadinessTracker({ kind: 'progress', expectProgress: true, quiescentStatus: true }, 0, 0);
+  t.onServerStatus({ health: 'ok', quiescent: false, message: null });
+  t.onProgress({ token: 'f', value: { kind: 'begin', title: 'Fetching' } });
+  t.onProgress({ token: 'f', value: { kind: 'end' } });
+  assert.equal(t.isReady(undefined, Date.now() + 60_000), false, 'every progress ended, the grace long past: still loading');
+  const waited = t.waitReady(undefined, 2000);
+  setTimeout(() => t.onServerStatus({ health: 'ok', quiescent: true, message: null }), 20);
+  assert.equal(await waited, true, 'the status wakes the wait');
+  t.onServerStatus({ health: 'ok', quiescent: false });
+  assert.equal(t.isReady(undefined), false, 'loading again (a workspace reload)');
+  for (const junk of ['junk', null, { quiescent: 'yes' }, {}]) t.onServerStatus(junk);
+  assert.equal(t.isReady(undefined), false, 'only a boolean counts');
+  // No status at all (a server that never sends one, or one not offered it): never ready, so answers say incomplete.
+  const silent = new ReadinessTracker({ kind: 'progress', expectProgress: true, quiescentStatus: true }, 0, 0);
+  silent.onProgress({ token: 'f', value: { kind: 'begin', title: 'Fetching' } });
+  silent.onProgress({ token: 'f', value: { kind: 'end' } });
+  assert.equal(await silent.waitReady(undefined, 30), false);
+  // A row that does not read the status is not held by one.
+  const plain = new ReadinessTracker({ kind: 'progress', expectProgress: true }, 0, 0);
+  plain.onServerStatus({ quiescent: false });
+  plain.onProgress({ token: 'f', value: { kind: 'begin', title: 'Fetching' } });
+  plain.onProgress({ token: 'f', value: { kind: 'end' } });
+  assert.equal(plain.isReady(undefined), true);
+});
+
+test('only the row whose readiness reads it is offered experimental/serverStatus', () => {
+  const rows = defaultServerRows(defaultServerPaths());
+  const caps = (name: string) => {
+    const row = rows.find((r) => r.name === name);
+    assert.ok(row, name);
+    return (initializeParams(row, 'file:///src', '/src') as { capabilities: { experimental?: unknown } }).capabilities;
+  };
+  assert.deepEqual(caps('rust-analyzer').experimental, { serverStatusNotification: true });
+  for (const name of ['typescript', 'pyright', 'gopls', 'clangd']) assert.equal(caps(name).experimental, undefined, name);
 });
 
 test('a server that queues requests from its start is ready at once; others wait out the start-up grace; progress still counts', () => {

@@ -43,6 +43,15 @@ type ReadinessSignal =
        * progress that may begin late: it cost TS 7's cold start ~20 ms.
        */
       queuesFromStart?: boolean;
+      /**
+       * The server says when it has nothing left to load: rust-analyzer's
+       * `experimental/serverStatus` (`quiescent`), which the client offers only to a
+       * row that sets this. Not ready until the last status it sent said quiescent.
+       * Its progress tokens follow one another with gaps (fetch, crate graph, fetch
+       * again, roots scanned: 1–11 ms apart here) that a loaded host stretched past the
+       * grace once: a first definition answered [] as complete.
+       */
+      quiescentStatus?: boolean;
     }
   /**
    * A document is ready once the server has published diagnostics for it: the

@@ -57,6 +57,8 @@ export function initializeParams(row: ServerRow, wsUri: string, wsPath: string):
           resolveSupport: { properties: ['edit'] },
         },
       },
+      // rust-analyzer's "nothing left to load" (readiness `quiescentStatus`); no other row is offered it.
+      ...(row.readiness.kind === 'progress' && row.readiness.quiescentStatus ? { experimental: { serverStatusNotification: true } } : {}),
     },
   };
 }

@@ -34,6 +34,8 @@ export class ReadinessTracker {
   private logSeen = false;
   /** A non-ignored progress has begun (for `expectProgress`). */
   private progressSeen = false;
+  /** The last `experimental/serverStatus` said quiescent (for `quiescentStatus`; none yet: false). */
+  private quiescent = false;
   /** Diagnostics last published per document URI, only for documents we opened. */
   private readonly published = new Map<string, Published>();
   private readonly watched = new Set<string>();
@@ -100,6 +102,18 @@ export class ReadinessTracker {
     this.wake();
   }
 
+  /**
+   * rust-analyzer's `experimental/serverStatus`: `quiescent` once nothing is left to
+   * load (workspace fetch, crate graph, files). Only the boolean is read; health and
+   * message (which may quote paths) are dropped.
+   */
+  onServerStatus(params: unknown): void {
+    const q = (params as { quiescent?: unknown } | null)?.quiescent;
+    if (typeof q !== 'boolean' || q === this.quiescent) return;
+    this.quiescent = q;
+    this.wake();
+  }
+
   /** window/logMessage: only tested against the row's pattern, never kept (it may quote source or paths). */
   onLog(params: unknown): void {
     if (this.strategy.kind !== 'logMessage' || this.logSeen) return;
@@ -151,6 +165,7 @@ export class ReadinessTracker {
       return p !== undefined && this.msUntilProgressDue(p, now) === 0;
     }
     if (this.strategy.kind === 'logMessage') return this.logSeen;
+    if (this.strategy.kind === 'progress' && this.strategy.quiescentStatus && !this.quiescent) return false;
     if (this.strategy.kind === 'progress' && this.strategy.expectProgress) return this.progressSeen;
     return true;
   }

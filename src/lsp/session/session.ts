@@ -280,6 +280,8 @@ export class Session {
       if (this.log.isLevelEnabled('debug')) this.log.debug({ kind: (params as { value?: { kind?: unknown } })?.value?.kind }, 'server progress');
     } else if (method === 'window/logMessage') {
       this.tracker.onLog(params); // tested against the row's readiness pattern, never kept
+    } else if (method === 'experimental/serverStatus') {
+      this.tracker.onServerStatus(params); // offered only to a row whose readiness reads it
     } else if (method === 'textDocument/publishDiagnostics') {
       this.tracker.onDiagnostics(params);
       if (this.log.isLevelEnabled('debug')) this.log.debug('server published diagnostics');

@@ -90,7 +90,9 @@ export function rustRow(root: string): ServerRow {
     // - readiness: after `initialized` it fetches the workspace (cargo metadata),
     //   then loads and scans its roots, each as a $/progress; it answers during
     //   those from what is loaded so far. expectProgress: not ready until a
-    //   progress has begun and every one has ended.
+    //   progress has begun and every one has ended; quiescentStatus: and until its
+    //   experimental/serverStatus says quiescent (the gaps between its progresses
+    //   are no sign that it is done).
     // Code from the tree: rust-analyzer's own stance is that the code it opens is
     // trusted ("Security" in its manual). What this row can pin, it does: no build
     // scripts, proc macros or cargo check (so neither build.rs nor a proc-macro
@@ -118,7 +120,7 @@ export function rustRow(root: string): ServerRow {
     rootMarkers: ['Cargo.lock'],
     initializationOptions: RUST_ANALYZER_CONFIG,
     settings: { 'rust-analyzer': RUST_ANALYZER_CONFIG },
-    readiness: { kind: 'progress', expectProgress: true },
+    readiness: { kind: 'progress', expectProgress: true, quiescentStatus: true },
     // rust-analyzer 1.85's capabilities: call hierarchy, no type hierarchy (test/lang-rust).
     hierarchyOps: ['incomingCalls', 'outgoingCalls'],
     // Its session advertises renameProvider and codeActionProvider (test/lang-rust).
