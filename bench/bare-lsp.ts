@@ -14,7 +14,7 @@ import { PROJECT_DIR } from '../src/jail/policy.js';
 import { languageOf } from '../src/languages.js';
 import { FrameReader } from '../src/lsp/wire/frame-reader.js';
 
-import { defaultServerPaths, settingFor, type ServerRow } from '../src/lsp/servers/server-row.js';
+import { defaultServerPaths, readsServerStatus, settingFor, type ServerRow } from '../src/lsp/servers/server-row.js';
 import { defaultServerRows } from '../src/lsp/servers/server-table.js';
 import { JAIL_HOME, JAIL_NODE_MODULES, TREE_AT, jailEnv } from '../src/jail/layout.js';
 
@@ -190,7 +190,7 @@ export class BareServer {
           publishDiagnostics: {},
           diagnostic: { dynamicRegistration: false },
         },
-        ...(this.row.readiness.kind === 'progress' && this.row.readiness.quiescentStatus ? { experimental: { serverStatusNotification: true } } : {}),
+        ...(readsServerStatus(this.row.readiness) ? { experimental: { serverStatusNotification: true } } : {}),
       },
     })) as { capabilities: Record<string, unknown> };
     this.send({ method: 'initialized', params: {} });

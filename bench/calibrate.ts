@@ -20,6 +20,7 @@
 // Run: node --import tsx bench/calibrate.ts [runs] [row names...]
 import { cpus, loadavg } from 'node:os';
 import { isRight, rawLocations, bareFor, cases, type Case } from './cases.js';
+import { readsServerStatus } from '../src/lsp/servers/server-row.js';
 
 const RUNS = Number(process.argv[2] ?? 3) || 3;
 const ONLY = process.argv.slice(3);
@@ -85,7 +86,7 @@ async function once(c: Case): Promise<Run> {
         ? run.log
         : c.row.readiness.kind === 'documentDiagnostics'
           ? Math.max(run.diag ?? 0, run.progressEnd ?? 0)
-          : c.row.readiness.quiescentStatus
+          : readsServerStatus(c.row.readiness)
             ? quiet === undefined
               ? undefined
               : Math.max(quiet, run.progressEnd ?? 0)

@@ -18,11 +18,11 @@
 //   node --import tsx bench/hot-profile.ts [--seconds S] [--clients C] [--roots R] [--top N] [--only uncached|cached] [--no-prof] [--callers NAME [--depth N]] [--project DIR]
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { CHAOS_ENV, tsRoots, uidRange } from '../test/chaos/daemons.js';
 import { Figures } from '../test/chaos/harness.js';
 import { tsQueryLoad } from './ts-load.js';
-import { spawnServing } from '../test/helpers/daemon.js';
+import { projectArg, spawnServing } from '../test/helpers/daemon.js';
 
 const args = process.argv.slice(2);
 const flag = (name: string, def: number) => {
@@ -39,7 +39,7 @@ const ONLY = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefi
 const PROF = !args.includes('--no-prof');
 const CALLERS = args.includes('--callers') ? args[args.indexOf('--callers') + 1] : undefined;
 const CALLER_DEPTH = flag('--depth', 3);
-const PROJECT = args.includes('--project') ? resolve(args[args.indexOf('--project') + 1] ?? '') : undefined;
+const PROJECT = projectArg(args);
 
 /** Stages by the script a frame runs in; the first rule that matches a frame's URL names it. */
 const STAGES: [string, RegExp][] = [
@@ -136,7 +136,7 @@ async function phase(slot: number, label: string, env: Record<string, string>): 
     uids: uidRange(slot),
     env: { ...env, LOG_LEVEL: 'info' },
     nodeArgs: PROF ? ['--cpu-prof', '--cpu-prof-interval', '100', '--cpu-prof-dir', dir] : [],
-    ...(PROJECT ? { project: PROJECT } : {}),
+    ...PROJECT,
   });
   try {
     if (d.notReady) throw new Error(`not ready: ${d.notReady}`);

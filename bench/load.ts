@@ -21,7 +21,6 @@
 // on both cores may be bound by that one thread, or by latency).
 import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
-import { resolve } from 'node:path';
 import { CHAOS_ENV, tsCall, tsRoots, uidRange, type Root } from '../test/chaos/daemons.js';
 import { Figures, percentile, sleep } from '../test/chaos/harness.js';
 import { TS_OPS as OPS, questionLoad, tsQueryLoad, type Question } from './ts-load.js';
@@ -29,7 +28,7 @@ import { get } from './lean-http.js';
 import { MiB, jailProcs, jailRssBytes, rssBytes } from '../test/chaos/procs.js';
 import { cpuMsOf } from './process-cpu.js';
 import { RawTs } from './raw-ts.js';
-import { spawnServing, type Serving } from '../test/helpers/daemon.js';
+import { projectArg, spawnServing, type Serving } from '../test/helpers/daemon.js';
 
 const args = process.argv.slice(2);
 const flag = (name: string, def: number) => {
@@ -42,7 +41,7 @@ const soakSeconds = flag('--soak-seconds', quick ? 30 : 300);
 const CLIENTS = [1, 8, 64];
 /** `--roots 1` asks one server, as the raw row does; four spread the load over four TS 7 processes. */
 const ROOTS = flag('--roots', 4);
-const PROJECT = args.includes('--project') ? resolve(args[args.indexOf('--project') + 1] ?? '') : undefined;
+const PROJECT = projectArg(args);
 
 interface Row {
   mode: string;
@@ -180,7 +179,7 @@ async function rawPhase(raw: RawTs, clients: number, seconds: number): Promise<R
 }
 
 async function withDaemon<T>(slot: number, env: Record<string, string>, fn: (d: Serving) => Promise<T>): Promise<T> {
-  const d = await spawnServing({ uids: uidRange(slot), env: { ...CHAOS_ENV, LOG_LEVEL: 'info', ...env }, ...(PROJECT ? { project: PROJECT } : {}) });
+  const d = await spawnServing({ uids: uidRange(slot), env: { ...CHAOS_ENV, LOG_LEVEL: 'info', ...env }, ...PROJECT });
   try {
     if (d.notReady) throw new Error(`the daemon is not ready here: ${d.notReady}`);
     return await fn(d);
@@ -288,7 +287,7 @@ const table = [
 ];
 const widths = head.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
 console.log(
-  `lspd load bench: ${cpus().length} cores, node ${process.version}, TypeScript 7 (native), ${ROOTS} warm root${ROOTS === 1 ? '' : 's'} of ts-basic, ops definition/hover/references/documentSymbols${PROJECT ? `, the daemon of ${PROJECT}` : ''}`,
+  `lspd load bench: ${cpus().length} cores, node ${process.version}, TypeScript 7 (native), ${ROOTS} warm root${ROOTS === 1 ? '' : 's'} of ts-basic, ops definition/hover/references/documentSymbols${PROJECT.project ? `, the daemon of ${PROJECT.project}` : ''}`,
 );
 for (const row of table) console.log(row.map((c, i) => (i <= 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
 console.log(

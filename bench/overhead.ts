@@ -19,16 +19,16 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { WarmClient, f, pct, time } from './warm-compare.js';
 import { FrameReader } from '../src/lsp/wire/frame-reader.js';
 import { TS7_INITIALIZATION_OPTIONS } from '../src/lsp/servers/rows/typescript.js';
-import { spawnDaemon, type Daemon } from '../test/helpers/daemon.js';
+import { projectArg, spawnDaemon, type Daemon } from '../test/helpers/daemon.js';
 import { cannotJail, fixturesDir, position, shaOf, uploadFixture } from '../test/helpers/lsp-harness.js';
 import { jailUidEnv } from '../test/helpers/uids.js';
 
 const args = process.argv.slice(2);
-const PROJECT = args.includes('--project') ? resolve(args[args.indexOf('--project') + 1] ?? '') : undefined;
+const PROJECT = projectArg(args);
 const N = Number(args.find((a, i) => /^\d+$/.test(a) && args[i - 1] !== '--project') ?? 300);
 const FX = 'ts-basic';
 const TREE = join(fixturesDir, FX);
@@ -101,7 +101,7 @@ class RawClient {
 
 async function daemon(env: Record<string, string>): Promise<Daemon> {
   // a jail uid range of its own, apart from test daemons that may be running
-  return spawnDaemon({ env: { LOG_LEVEL: 'info', ...jailUidEnv(64), ...env }, ...(PROJECT ? { project: PROJECT } : {}) });
+  return spawnDaemon({ env: { LOG_LEVEL: 'info', ...jailUidEnv(64), ...env }, ...PROJECT });
 }
 
 async function main(): Promise<void> {
@@ -138,7 +138,7 @@ async function main(): Promise<void> {
         await raw.ask(op);
       }
     console.log(
-      `\nbench/overhead: native TypeScript 7 on test/fixtures/${FX}, ${N} warm iterations per op (interleaved)${PROJECT ? `, the daemon of ${PROJECT}` : ''}`,
+      `\nbench/overhead: native TypeScript 7 on test/fixtures/${FX}, ${N} warm iterations per op (interleaved)${PROJECT.project ? `, the daemon of ${PROJECT.project}` : ''}`,
     );
     console.log('lspd = HTTP POST /v1/code/lsp (jail, pool, projection; cache off)   raw = same binary over stdio, bare client\n');
     console.log('op           lspd p50  lspd p95   raw p50   raw p95   diff p50  diff p95   ratio p50   http floor p50   own p50');

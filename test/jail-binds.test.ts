@@ -5,19 +5,10 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, statSync, symlinkSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { cannotJail, makeTree, startJail, jailDir, type TestJail } from './helpers/jail.js';
+import { cannotJail, makeTree, runJailed as run, startJail, jailDir, type TestJail } from './helpers/jail.js';
 import { TREE_AT } from '../src/jail/layout.js';
 
 const skip = cannotJail();
-
-async function run(t: TestJail, ...args: Parameters<TestJail['jail']['spawn']>): Promise<{ code: number | null; out: string; err: string }> {
-  const j = await t.jail.spawn(...args);
-  j.stdin.end();
-  let out = '';
-  j.stdout.on('data', (d: Buffer) => (out += d));
-  const e = await j.exited;
-  return { code: e.code, out, err: j.stderrTail() };
-}
 
 describe('jail binds', { skip }, () => {
   let t: TestJail;

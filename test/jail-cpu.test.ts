@@ -9,10 +9,10 @@ import { availableParallelism } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { cpuTimes } from '../src/jail/proc-cpu.js';
 import type { JailedProcess } from '../src/jail/types.js';
-import { jailProcs, statFields } from './chaos/procs.js';
+import { jailProcs, policyOf } from './chaos/procs.js';
 import { cpuBandwidthOf, cpuCgroupOf, UNLIMITED } from './helpers/cgroup.js';
 import { skipOrFail } from './helpers/host.js';
-import { cannotJail, pidsOfUids, startJail, UID_COUNT, waitFor, type TestJail } from './helpers/jail.js';
+import { cannotJail, pidsOfUids, runJailed, startJail, UID_COUNT, waitFor, type TestJail } from './helpers/jail.js';
 
 const skip = cannotJail();
 /** A shell that spins on `n` processes and says so. */
@@ -163,11 +163,7 @@ describe('jail CPU: scheduling', { skip }, () => {
   test('every process of a jail, of either phase, runs as SCHED_BATCH; the daemon stays SCHED_OTHER', async () => {
     assert.equal(policyOf(readFileSync('/proc/self/stat', 'latin1')), SCHED_OTHER, 'the daemon (this process)');
     for (const phase of ['serve', 'fetch'] as const) {
-      const j = await t.jail.spawn({ phase, argv: ['/bin/cat', '/proc/self/stat'] });
-      j.stdin.end();
-      let out = '';
-      j.stdout.on('data', (d: Buffer) => (out += d.toString('latin1')));
-      await j.exited;
+      const { out } = await runJailed(t, { phase, argv: ['/bin/cat', '/proc/self/stat'] });
       assert.equal(policyOf(out), SCHED_BATCH, `${phase}: the command, as it sees itself`);
     }
     const j = await t.jail.spawn({ phase: 'serve', argv: ['/bin/sh', '-c', 'sleep 300 & echo started; wait'] });
@@ -186,9 +182,6 @@ describe('jail CPU: scheduling', { skip }, () => {
 
 const SCHED_OTHER = 0;
 const SCHED_BATCH = 3;
-
-/** The scheduling policy in a /proc/<pid>/stat line: field 41. */
-const policyOf = (stat: string) => Number(statFields(stat)[41 - 3]);
 
 /** CPU seconds a process has used (proc-cpu's reading of /proc/<pid>/stat; 0 when gone). */
 function cpuSecondsOf(pid: number): number {

@@ -20,13 +20,16 @@ export function statFields(stat: string): string[] {
   return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
 }
 
+/** The scheduling policy in a stat(5) line: its field 41. */
+export const policyOf = (stat: string): number => Number(statFields(stat)[41 - 3]);
+
 export function procOf(pid: number): Proc | undefined {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const rest = statFields(stat); // "state ppid pgrp ..."
     const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').slice(0, -1);
-    return { pid, ppid: Number(rest[1]), pgid: Number(rest[2]), uid: Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]), argv, policy: Number(rest[41 - 3]) };
+    return { pid, ppid: Number(rest[1]), pgid: Number(rest[2]), uid: Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]), argv, policy: policyOf(stat) };
   } catch {
     return undefined; // gone while we looked
   }

@@ -80,6 +80,12 @@ export interface SpawnOptions {
   project?: string;
 }
 
+/** A bench's `--project DIR` as SpawnOptions (`{}` without it): that checkout's daemon under this checkout's bench. */
+export function projectArg(args: readonly string[]): Pick<SpawnOptions, 'project'> {
+  const i = args.indexOf('--project');
+  return i >= 0 ? { project: resolve(args[i + 1] ?? '') } : {};
+}
+
 /** Spawn `node --import tsx src/main.ts` on 127.0.0.1:0 and resolve once it logs "listening". */
 export async function spawnDaemon(opts: SpawnOptions = {}): Promise<Daemon> {
   const dataDir = opts.dataDir ?? tempDir();

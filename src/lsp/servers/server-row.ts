@@ -80,6 +80,9 @@ export type Readiness = ReadinessSignal & {
   graceMs?: number;
 };
 
+/** The row's readiness waits for the server's `experimental/serverStatus` (`quiescentStatus`), so the client offers it. */
+export const readsServerStatus = (r: Readiness): boolean => r.kind === 'progress' && r.quiescentStatus === true;
+
 export interface ServerRow {
   /** Stable name: answers' `server`, /readyz, metrics, session keys. */
   name: string;

@@ -8,7 +8,7 @@
 import { basename } from 'node:path';
 import { encodingToLsp } from '../wire/encoding.js';
 import { jailPathToFileUri, treeJailPath } from '../answer/paths.js';
-import { settingFor, type ServerRow } from '../servers/server-row.js';
+import { readsServerStatus, settingFor, type ServerRow } from '../servers/server-row.js';
 import { METHOD_NOT_FOUND } from '../wire/transport.js';
 
 export function initializeParams(row: ServerRow, wsUri: string, wsPath: string): object {
@@ -58,7 +58,7 @@ export function initializeParams(row: ServerRow, wsUri: string, wsPath: string):
         },
       },
       // rust-analyzer's "nothing left to load" (readiness `quiescentStatus`); no other row is offered it.
-      ...(row.readiness.kind === 'progress' && row.readiness.quiescentStatus ? { experimental: { serverStatusNotification: true } } : {}),
+      ...(readsServerStatus(row.readiness) ? { experimental: { serverStatusNotification: true } } : {}),
     },
   };
 }

@@ -5,7 +5,7 @@
 //
 // $/progress: https://microsoft.github.io/language-server-protocol/specifications/lsp/3.17/specification/#progress
 // publishDiagnostics: https://microsoft.github.io/language-server-protocol/specifications/lsp/3.17/specification/#textDocument_publishDiagnostics
-import type { Readiness } from '../servers/server-row.js';
+import { readsServerStatus, type Readiness } from '../servers/server-row.js';
 import type { Abortable } from '../../util/deadline.js';
 
 /** A server cannot make us track more open progress tokens than this. */
@@ -165,7 +165,7 @@ export class ReadinessTracker {
       return p !== undefined && this.msUntilProgressDue(p, now) === 0;
     }
     if (this.strategy.kind === 'logMessage') return this.logSeen;
-    if (this.strategy.kind === 'progress' && this.strategy.quiescentStatus && !this.quiescent) return false;
+    if (readsServerStatus(this.strategy) && !this.quiescent) return false;
     if (this.strategy.kind === 'progress' && this.strategy.expectProgress) return this.progressSeen;
     return true;
   }
